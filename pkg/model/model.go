@@ -1,0 +1,193 @@
+// Package model is Joist's one internal view of node pools and node classes.
+//
+// Both Karpenter API generations (v1alpha5 Provisioner + v1alpha1
+// AWSNodeTemplate, and v1 NodePool + EC2NodeClass) are defaulted, validated
+// and then mapped onto these types; everything past the spec reader
+// (catalog, simulator, launcher, disruption) uses only this package. It is
+// pure: no SDK, no client, no clock.
+package model
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Well-known label keys Joist reads and writes.
+const (
+	LabelNodePool        = "karpenter.sh/nodepool"
+	LabelProvisionerName = "karpenter.sh/provisioner-name"
+	LabelCapacityType    = "karpenter.sh/capacity-type"
+	LabelInstanceType    = corev1.LabelInstanceTypeStable // node.kubernetes.io/instance-type
+	LabelZone            = corev1.LabelTopologyZone       // topology.kubernetes.io/zone
+	LabelRegion          = corev1.LabelTopologyRegion
+	LabelArch            = corev1.LabelArchStable
+	LabelOS              = corev1.LabelOSStable
+	LabelHostname        = corev1.LabelHostname
+
+	CapacityTypeOnDemand = "on-demand"
+	CapacityTypeSpot     = "spot"
+)
+
+// API generation a pool was read from. It decides which pool label a node
+// carries (karpenter.sh/provisioner-name or karpenter.sh/nodepool).
+const (
+	APIV1Alpha5 = "v1alpha5"
+	APIV1       = "v1"
+)
+
+// Requirement is a node selector requirement with Karpenter v1's minValues.
+// Operators are the core ones plus Gte and Lte.
+type Requirement struct {
+	Key       string   `json:"key"`
+	Operator  string   `json:"operator"`
+	Values    []string `json:"values,omitempty"`
+	MinValues *int     `json:"minValues,omitempty"`
+}
+
+// Pool is a node pool: what a new node may be and what it carries.
+type Pool struct {
+	Name string `json:"name"`
+	// API is APIV1Alpha5 or APIV1.
+	API           string            `json:"api"`
+	Requirements  []Requirement     `json:"requirements,omitempty"`
+	Labels        map[string]string `json:"labels,omitempty"`
+	Annotations   map[string]string `json:"annotations,omitempty"`
+	Taints        []corev1.Taint    `json:"taints,omitempty"`
+	StartupTaints []corev1.Taint    `json:"startupTaints,omitempty"`
+	// Limits caps the total capacity of the pool's nodes (cpu, memory,
+	// nodes, any resource). Nil means unlimited.
+	Limits corev1.ResourceList `json:"limits,omitempty"`
+	// Weight orders pools: higher first. Unset counts as 0.
+	Weight int32 `json:"weight,omitempty"`
+	// NodeClass names the pool's node class (providerRef / nodeClassRef).
+	NodeClass string `json:"nodeClass,omitempty"`
+	// Kubelet is the pool's kubelet configuration (v1alpha5 keeps it on
+	// the Provisioner; v1 on the EC2NodeClass, copied here for sizing).
+	Kubelet    *Kubelet   `json:"kubelet,omitempty"`
+	Disruption Disruption `json:"disruption"`
+}
+
+// Label returns the node label that names this pool for its API generation.
+func (p *Pool) Label() string {
+	if p.API == APIV1Alpha5 {
+		return LabelProvisionerName
+	}
+	return LabelNodePool
+}
+
+// Disruption holds when a pool's nodes are retired.
+type Disruption struct {
+	// ConsolidationPolicy is WhenEmpty, WhenEmptyOrUnderutilized or Balanced.
+	ConsolidationPolicy string `json:"consolidationPolicy,omitempty"`
+	// ConsolidateAfter is the quiet time before an empty or underused node
+	// is removed; nil means never.
+	ConsolidateAfter *time.Duration `json:"consolidateAfter,omitempty"`
+	// ExpireAfter is the maximum node lifetime; nil means never.
+	ExpireAfter *time.Duration `json:"expireAfter,omitempty"`
+	// TerminationGracePeriod caps drain time; nil means wait forever.
+	TerminationGracePeriod *time.Duration `json:"terminationGracePeriod,omitempty"`
+	Budgets                []Budget       `json:"budgets,omitempty"`
+}
+
+// Budget limits how many nodes may be disrupted at once.
+type Budget struct {
+	Nodes    string         `json:"nodes"`
+	Schedule string         `json:"schedule,omitempty"`
+	Duration *time.Duration `json:"duration,omitempty"`
+	Reasons  []string       `json:"reasons,omitempty"`
+}
+
+// Kubelet is the subset of kubelet settings Joist sizes nodes with and
+// passes to the node's bootstrap.
+type Kubelet struct {
+	ClusterDNS                  []string          `json:"clusterDNS,omitempty"`
+	MaxPods                     *int32            `json:"maxPods,omitempty"`
+	PodsPerCore                 *int32            `json:"podsPerCore,omitempty"`
+	SystemReserved              map[string]string `json:"systemReserved,omitempty"`
+	KubeReserved                map[string]string `json:"kubeReserved,omitempty"`
+	EvictionHard                map[string]string `json:"evictionHard,omitempty"`
+	EvictionSoft                map[string]string `json:"evictionSoft,omitempty"`
+	EvictionSoftGracePeriod     map[string]string `json:"evictionSoftGracePeriod,omitempty"`
+	EvictionMaxPodGracePeriod   *int32            `json:"evictionMaxPodGracePeriod,omitempty"`
+	ImageGCHighThresholdPercent *int32            `json:"imageGCHighThresholdPercent,omitempty"`
+	ImageGCLowThresholdPercent  *int32            `json:"imageGCLowThresholdPercent,omitempty"`
+	CPUCFSQuota                 *bool             `json:"cpuCFSQuota,omitempty"`
+	ContainerRuntime            string            `json:"containerRuntime,omitempty"`
+	// Extra holds v1 kubelet keys Joist does not interpret; they are passed
+	// through to AL2023's NodeConfig as given.
+	Extra map[string]any `json:"extra,omitempty"`
+}
+
+// SelectorTerm finds AWS resources (subnets, security groups, AMIs). Terms
+// of a list are OR'ed; the fields inside one term are AND'ed. Tag values
+// may hold `*` wildcards.
+type SelectorTerm struct {
+	Tags  map[string]string `json:"tags,omitempty"`
+	ID    string            `json:"id,omitempty"`
+	Name  string            `json:"name,omitempty"`
+	Owner string            `json:"owner,omitempty"`
+	// Alias is an AMI family alias such as al2023@latest.
+	Alias string `json:"alias,omitempty"`
+	// SSMParameter names an SSM parameter holding an AMI id.
+	SSMParameter string `json:"ssmParameter,omitempty"`
+}
+
+// NodeClass is how a pool's nodes are launched on EC2.
+type NodeClass struct {
+	Name string `json:"name"`
+	// API is APIV1Alpha5 (AWSNodeTemplate) or APIV1 (EC2NodeClass).
+	API                   string         `json:"api"`
+	SubnetSelector        []SelectorTerm `json:"subnetSelector,omitempty"`
+	SecurityGroupSelector []SelectorTerm `json:"securityGroupSelector,omitempty"`
+	AMISelector           []SelectorTerm `json:"amiSelector,omitempty"`
+	// AMIFamily is AL2, AL2023, Bottlerocket, Ubuntu, Custom or Windows*.
+	AMIFamily       string            `json:"amiFamily,omitempty"`
+	UserData        *string           `json:"userData,omitempty"`
+	Role            string            `json:"role,omitempty"`
+	InstanceProfile string            `json:"instanceProfile,omitempty"`
+	Tags            map[string]string `json:"tags,omitempty"`
+	// LaunchTemplate names a user-managed launch template (v1alpha1 only).
+	LaunchTemplate      string               `json:"launchTemplate,omitempty"`
+	MetadataOptions     *MetadataOptions     `json:"metadataOptions,omitempty"`
+	BlockDeviceMappings []BlockDeviceMapping `json:"blockDeviceMappings,omitempty"`
+	Kubelet             *Kubelet             `json:"kubelet,omitempty"`
+	InstanceStorePolicy string               `json:"instanceStorePolicy,omitempty"`
+	AssociatePublicIP   *bool                `json:"associatePublicIPAddress,omitempty"`
+	DetailedMonitoring  *bool                `json:"detailedMonitoring,omitempty"`
+	Context             string               `json:"context,omitempty"`
+}
+
+// MetadataOptions are the instance metadata service settings.
+type MetadataOptions struct {
+	HTTPEndpoint            string `json:"httpEndpoint,omitempty"`
+	HTTPProtocolIPv6        string `json:"httpProtocolIPv6,omitempty"`
+	HTTPPutResponseHopLimit int32  `json:"httpPutResponseHopLimit,omitempty"`
+	HTTPTokens              string `json:"httpTokens,omitempty"`
+}
+
+// BlockDeviceMapping is one EBS volume of a node.
+type BlockDeviceMapping struct {
+	DeviceName string `json:"deviceName"`
+	RootVolume bool   `json:"rootVolume,omitempty"`
+	EBS        *EBS   `json:"ebs,omitempty"`
+}
+
+// EBS describes an EBS volume.
+type EBS struct {
+	DeleteOnTermination *bool  `json:"deleteOnTermination,omitempty"`
+	Encrypted           *bool  `json:"encrypted,omitempty"`
+	IOPS                *int64 `json:"iops,omitempty"`
+	KMSKeyID            string `json:"kmsKeyID,omitempty"`
+	SnapshotID          string `json:"snapshotID,omitempty"`
+	Throughput          *int64 `json:"throughput,omitempty"`
+	VolumeSize          string `json:"volumeSize,omitempty"`
+	VolumeType          string `json:"volumeType,omitempty"`
+}
+
+// Spec is a resolved set of pools with their node classes, and the
+// problems found while reading it. One bad object never hides the others.
+type Spec struct {
+	Pools       []*Pool               `json:"pools"`
+	NodeClasses map[string]*NodeClass `json:"nodeClasses"`
+}
