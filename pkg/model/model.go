@@ -66,6 +66,9 @@ type Pool struct {
 	// the Provisioner; v1 on the EC2NodeClass, copied here for sizing).
 	Kubelet    *Kubelet   `json:"kubelet,omitempty"`
 	Disruption Disruption `json:"disruption"`
+	// Replicas makes a v1 pool static (alpha in Karpenter): exactly this
+	// many nodes, never scaled by pending pods. Nil means a dynamic pool.
+	Replicas *int64 `json:"replicas,omitempty"`
 }
 
 // Label returns the node label that names this pool for its API generation.
@@ -101,8 +104,11 @@ type Budget struct {
 // Kubelet is the subset of kubelet settings Joist sizes nodes with and
 // passes to the node's bootstrap.
 type Kubelet struct {
-	ClusterDNS                  []string          `json:"clusterDNS,omitempty"`
-	MaxPods                     *int32            `json:"maxPods,omitempty"`
+	ClusterDNS []string `json:"clusterDNS,omitempty"`
+	MaxPods    *int32   `json:"maxPods,omitempty"`
+	// MaxPodsExpression is a v1 maxPods given as a CEL expression
+	// (evaluated per instance type) instead of a number.
+	MaxPodsExpression           string            `json:"maxPodsExpression,omitempty"`
 	PodsPerCore                 *int32            `json:"podsPerCore,omitempty"`
 	SystemReserved              map[string]string `json:"systemReserved,omitempty"`
 	KubeReserved                map[string]string `json:"kubeReserved,omitempty"`
@@ -156,6 +162,48 @@ type NodeClass struct {
 	AssociatePublicIP   *bool                `json:"associatePublicIPAddress,omitempty"`
 	DetailedMonitoring  *bool                `json:"detailedMonitoring,omitempty"`
 	Context             string               `json:"context,omitempty"`
+	// CapacityReservationSelector finds on-demand capacity reservations
+	// and capacity blocks (v1 only).
+	CapacityReservationSelector []CapacityReservationTerm `json:"capacityReservationSelector,omitempty"`
+	// PlacementGroup names a placement group by name or id (v1 only).
+	PlacementGroup *PlacementGroup `json:"placementGroup,omitempty"`
+	// IPPrefixCount is the number of IPv4 prefixes for the primary ENI.
+	IPPrefixCount     *int32             `json:"ipPrefixCount,omitempty"`
+	NetworkInterfaces []NetworkInterface `json:"networkInterfaces,omitempty"`
+	// NestedVirtualization is "enabled", "disabled" or empty (unset).
+	NestedVirtualization string `json:"nestedVirtualization,omitempty"`
+	// EnclaveEnabled turns on Nitro Enclaves; nil means unset.
+	EnclaveEnabled     *bool               `json:"enclaveEnabled,omitempty"`
+	ConnectionTracking *ConnectionTracking `json:"connectionTracking,omitempty"`
+}
+
+// CapacityReservationTerm selects capacity reservations. Terms are OR'ed.
+type CapacityReservationTerm struct {
+	Tags                  map[string]string `json:"tags,omitempty"`
+	ID                    string            `json:"id,omitempty"`
+	OwnerID               string            `json:"ownerID,omitempty"`
+	InstanceMatchCriteria string            `json:"instanceMatchCriteria,omitempty"`
+}
+
+// PlacementGroup names a placement group; exactly one field is set.
+type PlacementGroup struct {
+	Name string `json:"name,omitempty"`
+	ID   string `json:"id,omitempty"`
+}
+
+// NetworkInterface is one ENI of a node; InterfaceType is "interface"
+// or "efa-only".
+type NetworkInterface struct {
+	NetworkCardIndex int32  `json:"networkCardIndex"`
+	DeviceIndex      int32  `json:"deviceIndex"`
+	InterfaceType    string `json:"interfaceType"`
+}
+
+// ConnectionTracking holds idle connection tracking timeouts in seconds.
+type ConnectionTracking struct {
+	TCPEstablishedTimeout *int32 `json:"tcpEstablishedTimeout,omitempty"`
+	UDPStreamTimeout      *int32 `json:"udpStreamTimeout,omitempty"`
+	UDPTimeout            *int32 `json:"udpTimeout,omitempty"`
 }
 
 // MetadataOptions are the instance metadata service settings.
@@ -171,6 +219,8 @@ type BlockDeviceMapping struct {
 	DeviceName string `json:"deviceName"`
 	RootVolume bool   `json:"rootVolume,omitempty"`
 	EBS        *EBS   `json:"ebs,omitempty"`
+	// VirtualName names an instance store volume (v1alpha1 only).
+	VirtualName string `json:"virtualName,omitempty"`
 }
 
 // EBS describes an EBS volume.
@@ -183,6 +233,9 @@ type EBS struct {
 	Throughput          *int64 `json:"throughput,omitempty"`
 	VolumeSize          string `json:"volumeSize,omitempty"`
 	VolumeType          string `json:"volumeType,omitempty"`
+	// VolumeInitializationRate is the snapshot initialization rate in
+	// MiB/s (v1 only).
+	VolumeInitializationRate *int32 `json:"volumeInitializationRate,omitempty"`
 }
 
 // Spec is a resolved set of pools with their node classes, and the

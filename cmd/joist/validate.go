@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/joist-dev/joist/pkg/specs"
+)
+
+func init() {
+	rootCmd.AddCommand(newValidateCmd())
+}
+
+type validateOptions struct {
+	files     []string
+	recursive bool
+}
+
+func newValidateCmd() *cobra.Command {
+	o := &validateOptions{}
+	cmd := &cobra.Command{
+		Use:   "validate -f FILE|DIR ...",
+		Short: "Check Provisioners, AWSNodeTemplates, NodePools and EC2NodeClasses as Karpenter would",
+		Long: `Decode, default and validate spec files with every rule Karpenter's webhooks
+and CRD schemas enforced, and check that each pool's node class exists.
+Other Kubernetes objects in the files (Deployments, say) are ignored.
+
+Prints every problem, one per line, and exits 1 if there is any; otherwise
+prints a short summary and exits 0.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runValidate(cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVarP(&o.files, "filename", "f", nil, "file or folder of YAML/JSON specs (repeatable; - for standard input)")
+	f.BoolVarP(&o.recursive, "recursive", "R", false, "read folders recursively")
+	return cmd
+}
+
+func runValidate(stdin io.Reader, stdout, stderr io.Writer, o *validateOptions) error {
+	objs, problems := readSpecFiles(o.files, o.recursive, stdin)
+	spec, errs := specs.Build(objs)
+	problems = append(problems, errs...)
+	if len(problems) > 0 {
+		lines := problemLines(problems)
+		for _, l := range lines {
+			fmt.Fprintln(stderr, l)
+		}
+		fmt.Fprintf(stderr, "invalid: %d problem(s)\n", len(lines))
+		return exitError{code: 1}
+	}
+	var pools, classes []string
+	for _, p := range spec.Pools {
+		pools = append(pools, p.Name+" ("+p.API+")")
+	}
+	for name := range spec.NodeClasses {
+		classes = append(classes, name)
+	}
+	sort.Strings(classes)
+	ignored := 0
+	for _, ob := range objs {
+		if ob.Ignored {
+			ignored++
+		}
+	}
+	fmt.Fprintf(stdout, "OK: %d pool(s): %s; %d node class(es): %s", len(pools), strings.Join(pools, ", "), len(classes), strings.Join(classes, ", "))
+	if ignored > 0 {
+		fmt.Fprintf(stdout, "; %d other object(s) ignored", ignored)
+	}
+	fmt.Fprintln(stdout)
+	return nil
+}

@@ -1,0 +1,259 @@
+package specs
+
+import (
+	"fmt"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	v1 "github.com/joist-dev/joist/pkg/apis/v1"
+	"github.com/joist-dev/joist/pkg/apis/v1alpha1"
+	"github.com/joist-dev/joist/pkg/apis/v1alpha5"
+	"github.com/joist-dev/joist/pkg/model"
+)
+
+// Typed is one object after decoding and defaulting: exactly one of the
+// four pointers is set. Convert and the CLI use it; most callers only
+// need Build.
+type Typed struct {
+	Object          Object
+	Provisioner     *v1alpha5.Provisioner
+	AWSNodeTemplate *v1alpha1.AWSNodeTemplate
+	NodePool        *v1.NodePool
+	EC2NodeClass    *v1.EC2NodeClass
+	// inline is a Provisioner's decoded, defaulted spec.provider.
+	inline *v1alpha1.AWS
+}
+
+// Load strict-decodes, defaults and validates one spec object. It returns
+// the typed, defaulted object, or an *ObjectError listing every problem.
+func Load(obj Object) (*Typed, error) {
+	var l errs
+	if obj.problem != nil {
+		l.add(nil, "%v", obj.problem)
+	}
+	t := &Typed{Object: obj}
+	switch obj.Kind {
+	case KindProvisioner:
+		p := &v1alpha5.Provisioner{}
+		if de := decodeStrict(obj.Raw, p); len(de) > 0 {
+			l = append(l, de...)
+			break
+		}
+		defaultProvisioner(p)
+		ve, inline := validateProvisioner(p)
+		l = append(l, ve...)
+		t.Provisioner, t.inline = p, inline
+	case KindAWSNodeTemplate:
+		a := &v1alpha1.AWSNodeTemplate{}
+		if de := decodeStrict(obj.Raw, a); len(de) > 0 {
+			l = append(l, de...)
+			break
+		}
+		defaultAWS(&a.Spec.AWS)
+		l = append(l, validateAWSNodeTemplate(a)...)
+		t.AWSNodeTemplate = a
+	case KindNodePool:
+		np := &v1.NodePool{}
+		if de := decodeStrict(obj.Raw, np); len(de) > 0 {
+			l = append(l, de...)
+			break
+		}
+		defaultNodePool(np)
+		l = append(l, validateNodePool(np)...)
+		t.NodePool = np
+	case KindEC2NodeClass:
+		nc := &v1.EC2NodeClass{}
+		if de := decodeStrict(obj.Raw, nc); len(de) > 0 {
+			l = append(l, de...)
+			break
+		}
+		// Validate before defaulting block devices: the defaults depend
+		// on a family that must first be known to be valid. The schema
+		// defaults (metadata options) are applied first, as on the API
+		// server.
+		l = append(l, validateEC2NodeClass(nc)...)
+		defaultEC2NodeClass(nc)
+		t.EC2NodeClass = nc
+	default:
+		return nil, fmt.Errorf("%s: %s is not a spec kind", obj.Where(), obj)
+	}
+	if len(l) > 0 {
+		return nil, &ObjectError{Kind: obj.Kind, Name: obj.Name, Source: obj.Source, Index: obj.Index, Errors: l}
+	}
+	return t, nil
+}
+
+// entry is a loaded object waiting to be resolved.
+type entry struct {
+	obj   Object
+	pool  *model.Pool
+	class *model.NodeClass
+	// classOf names the generation a pool's node class must be of.
+	classAPI string
+	refPath  *field.Path
+}
+
+// Build defaults, validates and maps every spec object in objs (ignored
+// objects are skipped) and resolves each pool's node class. A bad object
+// is reported (the error names the object and field path) and left out;
+// the others are still served. A pool whose node class is missing or
+// invalid is reported and left out too, as is every object that shares
+// its pool or node class name with another. Errors are *ObjectError,
+// in input order.
+func Build(objs []Object) (*model.Spec, []error) {
+	spec := &model.Spec{Pools: []*model.Pool{}, NodeClasses: map[string]*model.NodeClass{}}
+	var (
+		errList    []error
+		objErrs    = map[int]*ObjectError{} // by position in objs
+		entries    = map[int]*entry{}
+		poolNames  = map[string][]int{}
+		classNames = map[string][]int{}
+		badClasses = map[string]string{} // name -> kind of an invalid class
+	)
+	fail := func(i int, p *field.Path, format string, args ...any) {
+		oe := objErrs[i]
+		if oe == nil {
+			o := objs[i]
+			oe = &ObjectError{Kind: o.Kind, Name: o.Name, Source: o.Source, Index: o.Index}
+			objErrs[i] = oe
+		}
+		var l errs
+		l.add(p, format, args...)
+		oe.Errors = append(oe.Errors, l...)
+	}
+
+	for i, o := range objs {
+		if o.Ignored {
+			continue
+		}
+		switch o.Kind {
+		case KindProvisioner, KindNodePool:
+			poolNames[o.Name] = append(poolNames[o.Name], i)
+		case KindAWSNodeTemplate, KindEC2NodeClass:
+			classNames[o.Name] = append(classNames[o.Name], i)
+		}
+		t, err := Load(o)
+		if err != nil {
+			if oe, ok := err.(*ObjectError); ok {
+				objErrs[i] = oe
+			} else {
+				errList = append(errList, err)
+			}
+			if o.Kind == KindAWSNodeTemplate || o.Kind == KindEC2NodeClass {
+				badClasses[o.Name] = o.Kind
+			}
+			continue
+		}
+		e := &entry{obj: o}
+		switch {
+		case t.Provisioner != nil:
+			e.pool = provisionerToPool(t.Provisioner)
+			e.classAPI = model.APIV1Alpha5
+			e.refPath = field.NewPath("spec", "providerRef", "name")
+			if t.inline != nil {
+				// The inline provider becomes a node class of its own,
+				// known only to this pool.
+				e.class = awsToNodeClass(InlineNodeClassName(o.Name), t.inline)
+			}
+		case t.NodePool != nil:
+			e.pool = nodePoolToPool(t.NodePool)
+			e.classAPI = model.APIV1
+			e.refPath = field.NewPath("spec", "template", "spec", "nodeClassRef", "name")
+		case t.AWSNodeTemplate != nil:
+			e.class = templateToNodeClass(t.AWSNodeTemplate)
+		case t.EC2NodeClass != nil:
+			e.class = ec2NodeClassToNodeClass(t.EC2NodeClass)
+		}
+		entries[i] = e
+	}
+
+	// Names must be unique: a pool's name becomes a node label and an EC2
+	// tag, a node class's name a launch template name.
+	for name, idx := range poolNames {
+		if len(idx) < 2 {
+			continue
+		}
+		for _, i := range idx {
+			fail(i, field.NewPath("metadata", "name"), "pool name %q is defined %d times (%s); pool names must be unique across Provisioners and NodePools", name, len(idx), describe(objs, idx))
+			delete(entries, i)
+		}
+	}
+	for name, idx := range classNames {
+		if len(idx) < 2 {
+			continue
+		}
+		for _, i := range idx {
+			fail(i, field.NewPath("metadata", "name"), "node class name %q is defined %d times (%s); node class names must be unique across AWSNodeTemplates and EC2NodeClasses", name, len(idx), describe(objs, idx))
+			delete(entries, i)
+			badClasses[name] = objs[i].Kind
+		}
+	}
+
+	for i := range objs {
+		e := entries[i]
+		if e == nil || e.pool != nil {
+			continue
+		}
+		spec.NodeClasses[e.class.Name] = e.class
+	}
+	for i := range objs {
+		e := entries[i]
+		if e == nil || e.pool == nil {
+			continue
+		}
+		if e.class != nil { // inline provider
+			spec.NodeClasses[e.class.Name] = e.class
+			spec.Pools = append(spec.Pools, e.pool)
+			continue
+		}
+		want := KindAWSNodeTemplate
+		if e.classAPI == model.APIV1 {
+			want = KindEC2NodeClass
+		}
+		nc, ok := spec.NodeClasses[e.pool.NodeClass]
+		switch {
+		case ok && nc.API == e.classAPI:
+			if e.classAPI == model.APIV1 && nc.Kubelet != nil {
+				// v1 keeps the kubelet on the node class; the pool
+				// carries a copy because the simulator sizes nodes per
+				// pool.
+				k := *nc.Kubelet
+				e.pool.Kubelet = &k
+			}
+			spec.Pools = append(spec.Pools, e.pool)
+		case ok:
+			fail(i, e.refPath, "%s %q not found (%q is a %s)", want, e.pool.NodeClass, e.pool.NodeClass, otherKind(want))
+		case badClasses[e.pool.NodeClass] == want:
+			fail(i, e.refPath, "%s %q is invalid", want, e.pool.NodeClass)
+		default:
+			fail(i, e.refPath, "%s %q not found", want, e.pool.NodeClass)
+		}
+	}
+	sort.Slice(spec.Pools, func(a, b int) bool { return spec.Pools[a].Name < spec.Pools[b].Name })
+
+	for i := range objs {
+		if oe := objErrs[i]; oe != nil {
+			errList = append(errList, oe)
+		}
+	}
+	return spec, errList
+}
+
+func otherKind(k string) string {
+	if k == KindAWSNodeTemplate {
+		return KindEC2NodeClass
+	}
+	return KindAWSNodeTemplate
+}
+
+func describe(objs []Object, idx []int) string {
+	s := ""
+	for n, i := range idx {
+		if n > 0 {
+			s += ", "
+		}
+		s += objs[i].Kind + " in " + objs[i].Where()
+	}
+	return s
+}

@@ -1,0 +1,757 @@
+package specs
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
+	sigsjson "sigs.k8s.io/json"
+
+	v1 "github.com/joist-dev/joist/pkg/apis/v1"
+	"github.com/joist-dev/joist/pkg/model"
+)
+
+var (
+	amiFamiliesV1 = []string{v1.AMIFamilyAL2, v1.AMIFamilyAL2023, v1.AMIFamilyBottlerocket, v1.AMIFamilyCustom, v1.AMIFamilyWindows2019, v1.AMIFamilyWindows2022, v1.AMIFamilyWindows2025}
+	// aliasFamilies maps an alias family onto its amiFamily.
+	aliasFamilies = map[string]string{
+		"al2":          v1.AMIFamilyAL2,
+		"al2023":       v1.AMIFamilyAL2023,
+		"bottlerocket": v1.AMIFamilyBottlerocket,
+		"windows2019":  v1.AMIFamilyWindows2019,
+		"windows2022":  v1.AMIFamilyWindows2022,
+		"windows2025":  v1.AMIFamilyWindows2025,
+	}
+	aliasRe          = regexp.MustCompile(`^[a-zA-Z0-9]+@.+$`)
+	crIDRe           = regexp.MustCompile(`^cr-[0-9a-z]+$`)
+	ownerIDRe        = regexp.MustCompile(`^[0-9]{12}$`)
+	pgIDRe           = regexp.MustCompile(`^pg-[0-9a-z]+$`)
+	volumeSizeV1Re   = regexp.MustCompile(`^((?:[1-9][0-9]{0,3}|[1-4][0-9]{4}|[5][0-8][0-9]{3}|59000)Gi|(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|[6][0-3][0-9]{3}|64000)G|([1-9]||[1-5][0-7]|58)Ti|([1-9]||[1-5][0-9]|6[0-3]|64)T)$`)
+	matchCriteria    = []string{"open", "targeted"}
+	interfaceTypes   = []string{"interface", "efa-only"}
+	storePolicies    = []string{"RAID0"}
+	reservedTagNames = []string{"eks:eks-cluster-name", "karpenter.sh/nodepool", "karpenter.sh/nodeclaim", "karpenter.k8s.aws/ec2nodeclass"}
+)
+
+// aliasFamily returns the amiFamily an alias term names ("" if none).
+func aliasFamily(nc *v1.EC2NodeClass) string {
+	for _, t := range nc.Spec.AMISelectorTerms {
+		if t.Alias != "" {
+			fam, _, _ := strings.Cut(t.Alias, "@")
+			return aliasFamilies[fam]
+		}
+	}
+	return ""
+}
+
+// defaultEC2NodeClass applies the v1 CRD default for metadataOptions
+// (httpEndpoint enabled, IPv6 disabled, hop limit 1, tokens required),
+// field by field as the schema does, and the family's root volumes as the
+// provider's AMI families do when no blockDeviceMappings are given.
+func defaultEC2NodeClass(nc *v1.EC2NodeClass) {
+	s := &nc.Spec
+	if s.MetadataOptions == nil {
+		s.MetadataOptions = &v1.MetadataOptions{}
+	}
+	m := s.MetadataOptions
+	if m.HTTPEndpoint == nil {
+		m.HTTPEndpoint = ptrTo("enabled")
+	}
+	if m.HTTPProtocolIPv6 == nil {
+		m.HTTPProtocolIPv6 = ptrTo("disabled")
+	}
+	if m.HTTPPutResponseHopLimit == nil {
+		m.HTTPPutResponseHopLimit = ptrTo(int64(1))
+	}
+	if m.HTTPTokens == nil {
+		m.HTTPTokens = ptrTo("required")
+	}
+	if len(s.BlockDeviceMappings) == 0 {
+		s.BlockDeviceMappings = defaultBlockDevicesV1(effectiveFamily(nc))
+	}
+}
+
+func effectiveFamily(nc *v1.EC2NodeClass) string {
+	if nc.Spec.AMIFamily != nil {
+		return *nc.Spec.AMIFamily
+	}
+	return aliasFamily(nc)
+}
+
+// defaultBlockDevicesV1 are v1.15's per-family root volumes: gp3,
+// encrypted, 20Gi; Bottlerocket adds a 6Gi OS volume; Windows gets 50Gi;
+// Custom leaves the AMI's own.
+func defaultBlockDevicesV1(family string) []*v1.BlockDeviceMapping {
+	ebs := func(size string) *v1.BlockDevice {
+		return &v1.BlockDevice{Encrypted: ptrTo(true), VolumeType: ptrTo("gp3"), VolumeSize: ptrTo(size)}
+	}
+	switch family {
+	case v1.AMIFamilyAL2, v1.AMIFamilyAL2023:
+		return []*v1.BlockDeviceMapping{{DeviceName: ptrTo("/dev/xvda"), EBS: ebs("20Gi")}}
+	case v1.AMIFamilyBottlerocket:
+		return []*v1.BlockDeviceMapping{
+			{DeviceName: ptrTo("/dev/xvda"), EBS: ebs("6Gi")},
+			{DeviceName: ptrTo("/dev/xvdb"), EBS: ebs("20Gi")},
+		}
+	case v1.AMIFamilyWindows2019, v1.AMIFamilyWindows2022, v1.AMIFamilyWindows2025:
+		return []*v1.BlockDeviceMapping{{DeviceName: ptrTo("/dev/sda1"), EBS: ebs("50Gi")}}
+	}
+	return nil
+}
+
+func validateTagTerm(l *errs, tags map[string]string, p *field.Path) {
+	if len(tags) > 20 {
+		l.add(p, "must have at most 20 tags (got %d)", len(tags))
+	}
+	for _, k := range sortedKeys(tags) {
+		if k == "" || tags[k] == "" {
+			l.add(p, "empty tag keys or values aren't supported")
+			return
+		}
+	}
+}
+
+// validateEC2NodeClass applies the v1 EC2NodeClass CRD schema and CEL
+// rules, and the controller's kubelet validation.
+//
+// Where a CEL rule was written as !self.all(...) (so it only fired when
+// every term broke it), Joist checks each term, as the rule's message
+// says.
+func validateEC2NodeClass(nc *v1.EC2NodeClass) errs {
+	var l errs
+	validateName(&l, nc.Name)
+	spec := field.NewPath("spec")
+	s := &nc.Spec
+
+	sp := spec.Child("subnetSelectorTerms")
+	switch {
+	case s.SubnetSelectorTerms == nil:
+		l.required(sp)
+	case len(s.SubnetSelectorTerms) == 0:
+		l.add(sp, "subnetSelectorTerms cannot be empty")
+	case len(s.SubnetSelectorTerms) > 30:
+		l.add(sp, "must have at most 30 items (got %d)", len(s.SubnetSelectorTerms))
+	}
+	for i, t := range s.SubnetSelectorTerms {
+		ip := sp.Index(i)
+		if t.Tags == nil && t.ID == "" {
+			l.add(ip, "expected at least one, got none, ['tags', 'id']")
+		}
+		if t.ID != "" && t.Tags != nil {
+			l.add(ip, "'id' is mutually exclusive, cannot be set with a combination of other fields in a subnet selector term")
+		}
+		if t.ID != "" && !subnetIDRe.MatchString(t.ID) {
+			l.invalid(ip.Child("id"), t.ID, "must match %s", subnetIDRe)
+		}
+		validateTagTerm(&l, t.Tags, ip.Child("tags"))
+	}
+
+	gp := spec.Child("securityGroupSelectorTerms")
+	switch {
+	case s.SecurityGroupSelectorTerms == nil:
+		l.required(gp)
+	case len(s.SecurityGroupSelectorTerms) == 0:
+		l.add(gp, "securityGroupSelectorTerms cannot be empty")
+	case len(s.SecurityGroupSelectorTerms) > 30:
+		l.add(gp, "must have at most 30 items (got %d)", len(s.SecurityGroupSelectorTerms))
+	}
+	for i, t := range s.SecurityGroupSelectorTerms {
+		ip := gp.Index(i)
+		if t.Tags == nil && t.ID == "" && t.Name == "" {
+			l.add(ip, "expected at least one, got none, ['tags', 'id', 'name']")
+		}
+		if t.ID != "" && (t.Tags != nil || t.Name != "") {
+			l.add(ip, "'id' is mutually exclusive, cannot be set with a combination of other fields in a security group selector term")
+		}
+		if t.Name != "" && (t.Tags != nil || t.ID != "") {
+			l.add(ip, "'name' is mutually exclusive, cannot be set with a combination of other fields in a security group selector term")
+		}
+		if t.ID != "" && !sgIDRe.MatchString(t.ID) {
+			l.invalid(ip.Child("id"), t.ID, "must match %s", sgIDRe)
+		}
+		validateTagTerm(&l, t.Tags, ip.Child("tags"))
+	}
+
+	cp := spec.Child("capacityReservationSelectorTerms")
+	if len(s.CapacityReservationSelectorTerms) > 30 {
+		l.add(cp, "must have at most 30 items (got %d)", len(s.CapacityReservationSelectorTerms))
+	}
+	for i, t := range s.CapacityReservationSelectorTerms {
+		ip := cp.Index(i)
+		if t.Tags == nil && t.ID == "" && t.InstanceMatchCriteria == "" {
+			l.add(ip, "expected at least one, got none, ['tags', 'id', 'instanceMatchCriteria']")
+		}
+		if t.ID != "" && (t.Tags != nil || t.OwnerID != "" || t.InstanceMatchCriteria != "") {
+			l.add(ip, "'id' is mutually exclusive, cannot be set along with other fields in a capacity reservation selector term")
+		}
+		if t.ID != "" && !crIDRe.MatchString(t.ID) {
+			l.invalid(ip.Child("id"), t.ID, "must match %s", crIDRe)
+		}
+		if t.OwnerID != "" && !ownerIDRe.MatchString(t.OwnerID) {
+			l.invalid(ip.Child("ownerID"), t.OwnerID, "must be a 12-digit account id")
+		}
+		if t.InstanceMatchCriteria != "" && !contains(matchCriteria, t.InstanceMatchCriteria) {
+			l.unsupported(ip.Child("instanceMatchCriteria"), t.InstanceMatchCriteria, matchCriteria)
+		}
+		validateTagTerm(&l, t.Tags, ip.Child("tags"))
+	}
+
+	if pg := s.PlacementGroupSelector; pg != nil {
+		pp := spec.Child("placementGroupSelector")
+		switch {
+		case pg.Name == nil && pg.ID == nil:
+			l.add(pp, "expected at least one, got none, ['name', 'id']")
+		case pg.Name != nil && pg.ID != nil:
+			l.add(pp, "'name' and 'id' are mutually exclusive")
+		}
+		if pg.Name != nil && *pg.Name == "" {
+			l.add(pp.Child("name"), "must not be empty")
+		}
+		if pg.ID != nil && !pgIDRe.MatchString(*pg.ID) {
+			l.invalid(pp.Child("id"), *pg.ID, "must match %s", pgIDRe)
+		}
+	}
+	if s.IPPrefixCount != nil && *s.IPPrefixCount < 0 {
+		l.invalid(spec.Child("ipPrefixCount"), *s.IPPrefixCount, "must not be negative")
+	}
+
+	validateAMITerms(&l, nc, spec)
+
+	hasRole, hasProfile := s.Role != "", s.InstanceProfile != nil
+	if hasRole == hasProfile {
+		l.add(spec, "must specify exactly one of ['role', 'instanceProfile']")
+	}
+	if hasProfile && *s.InstanceProfile == "" {
+		l.add(spec.Child("instanceProfile"), "instanceProfile cannot be empty")
+	}
+
+	for _, k := range sortedKeys(s.Tags) {
+		tp := spec.Child("tags").Key(k)
+		switch {
+		case k == "":
+			l.add(spec.Child("tags"), "empty tag keys aren't supported")
+		case strings.HasPrefix(k, "kubernetes.io/cluster"):
+			l.add(tp, "tag contains a restricted tag matching kubernetes.io/cluster/")
+		case contains(reservedTagNames, k):
+			l.add(tp, "tag contains a restricted tag matching %s", k)
+		}
+	}
+
+	validateKubeletV1(&l, s.Kubelet, spec.Child("kubelet"))
+
+	bp := spec.Child("blockDeviceMappings")
+	if len(s.BlockDeviceMappings) > 50 {
+		l.add(bp, "must have at most 50 items (got %d)", len(s.BlockDeviceMappings))
+	}
+	roots := 0
+	for i, b := range s.BlockDeviceMappings {
+		ip := bp.Index(i)
+		if b == nil {
+			l.required(ip)
+			continue
+		}
+		if b.RootVolume {
+			roots++
+		}
+		if b.EBS == nil {
+			continue
+		}
+		ep := ip.Child("ebs")
+		e := b.EBS
+		if e.SnapshotID == nil && e.VolumeSize == nil {
+			l.add(ep, "snapshotID or volumeSize must be defined")
+		}
+		if e.VolumeInitializationRate != nil {
+			if e.SnapshotID == nil || *e.SnapshotID == "" {
+				l.add(ep, "snapshotID must be set when volumeInitializationRate is set")
+			}
+			if *e.VolumeInitializationRate < 100 || *e.VolumeInitializationRate > 300 {
+				l.invalid(ep.Child("volumeInitializationRate"), *e.VolumeInitializationRate, "must be between 100 and 300")
+			}
+		}
+		if e.VolumeSize != nil && !volumeSizeV1Re.MatchString(*e.VolumeSize) {
+			l.invalid(ep.Child("volumeSize"), *e.VolumeSize, "must be 1Gi-59000Gi, 1G-64000G, 1Ti-58Ti or 1T-64T")
+		}
+		if e.VolumeType != nil && !contains(volumeTypes, *e.VolumeType) {
+			l.unsupported(ep.Child("volumeType"), *e.VolumeType, volumeTypes)
+		}
+	}
+	if roots > 1 {
+		l.add(bp, "must have only one blockDeviceMappings with rootVolume")
+	}
+
+	if s.InstanceStorePolicy != nil && !contains(storePolicies, *s.InstanceStorePolicy) {
+		l.unsupported(spec.Child("instanceStorePolicy"), *s.InstanceStorePolicy, storePolicies)
+	}
+
+	np := spec.Child("networkInterfaces")
+	if n := len(s.NetworkInterfaces); n > 150 {
+		l.add(np, "must have at most 150 items (got %d)", n)
+	}
+	if len(s.NetworkInterfaces) > 0 {
+		primary := false
+		pairs := map[[2]int32]int{}
+		efa := map[int32]int{}
+		for i, ni := range s.NetworkInterfaces {
+			if ni == nil {
+				l.required(np.Index(i))
+				continue
+			}
+			ip := np.Index(i)
+			if ni.NetworkCardIndex < 0 {
+				l.invalid(ip.Child("networkCardIndex"), ni.NetworkCardIndex, "must not be negative")
+			}
+			if ni.DeviceIndex < 0 {
+				l.invalid(ip.Child("deviceIndex"), ni.DeviceIndex, "must not be negative")
+			}
+			if !contains(interfaceTypes, ni.InterfaceType) {
+				l.unsupported(ip.Child("interfaceType"), ni.InterfaceType, interfaceTypes)
+			}
+			if ni.NetworkCardIndex == 0 && ni.DeviceIndex == 0 && ni.InterfaceType == "interface" {
+				primary = true
+			}
+			pairs[[2]int32{ni.NetworkCardIndex, ni.DeviceIndex}]++
+			if ni.InterfaceType == "efa-only" {
+				efa[ni.NetworkCardIndex]++
+			}
+		}
+		if !primary {
+			l.add(np, "networkInterfaces must include a primary interface with interfaceType='interface'")
+		}
+		bad := false
+		for _, c := range pairs {
+			bad = bad || c > 1
+		}
+		for _, c := range efa {
+			bad = bad || c > 1
+		}
+		if bad {
+			l.add(np, "networkInterfaces must not have duplicate networkCardIndex and deviceIndex pairs, and can have at most one efa device per network card")
+		}
+	}
+
+	if m := s.MetadataOptions; m != nil {
+		mp := spec.Child("metadataOptions")
+		if m.HTTPEndpoint != nil && !contains(enabledDisabled, *m.HTTPEndpoint) {
+			l.unsupported(mp.Child("httpEndpoint"), *m.HTTPEndpoint, enabledDisabled)
+		}
+		if m.HTTPProtocolIPv6 != nil && !contains(enabledDisabled, *m.HTTPProtocolIPv6) {
+			l.unsupported(mp.Child("httpProtocolIPv6"), *m.HTTPProtocolIPv6, enabledDisabled)
+		}
+		if m.HTTPPutResponseHopLimit != nil && (*m.HTTPPutResponseHopLimit < 1 || *m.HTTPPutResponseHopLimit > 64) {
+			l.invalid(mp.Child("httpPutResponseHopLimit"), *m.HTTPPutResponseHopLimit, "must be between 1 and 64")
+		}
+		if m.HTTPTokens != nil && !contains(httpTokensValues, *m.HTTPTokens) {
+			l.unsupported(mp.Child("httpTokens"), *m.HTTPTokens, httpTokensValues)
+		}
+	}
+	if s.EnclaveOptions != nil && s.EnclaveOptions.Enabled == nil {
+		l.required(spec.Child("enclaveOptions", "enabled"))
+	}
+	if ct := s.ConnectionTracking; ct != nil {
+		ctp := spec.Child("connectionTracking")
+		if ct.TCPEstablishedTimeout == nil && ct.UDPStreamTimeout == nil && ct.UDPTimeout == nil {
+			l.add(ctp, "at least one of tcpEstablishedTimeout, udpStreamTimeout, or udpTimeout must be set")
+		}
+		bound := func(v *int32, name string, lo, hi int32) {
+			if v != nil && (*v < lo || *v > hi) {
+				l.invalid(ctp.Child(name), *v, "must be between %d and %d", lo, hi)
+			}
+		}
+		bound(ct.TCPEstablishedTimeout, "tcpEstablishedTimeout", 60, 432000)
+		bound(ct.UDPStreamTimeout, "udpStreamTimeout", 60, 180)
+		bound(ct.UDPTimeout, "udpTimeout", 30, 60)
+	}
+	if c := s.CPUOptions; c != nil && c.NestedVirtualization != nil && !contains(enabledDisabled, *c.NestedVirtualization) {
+		l.unsupported(spec.Child("cpuOptions", "nestedVirtualization"), *c.NestedVirtualization, enabledDisabled)
+	}
+	return l
+}
+
+func validateAMITerms(l *errs, nc *v1.EC2NodeClass, spec *field.Path) {
+	s := &nc.Spec
+	ap := spec.Child("amiSelectorTerms")
+	switch {
+	case s.AMISelectorTerms == nil:
+		l.required(ap)
+	case len(s.AMISelectorTerms) == 0:
+		l.add(ap, "must have at least 1 item")
+	case len(s.AMISelectorTerms) > 30:
+		l.add(ap, "must have at most 30 items (got %d)", len(s.AMISelectorTerms))
+	}
+	hasAlias := false
+	for i, t := range s.AMISelectorTerms {
+		ip := ap.Index(i)
+		if t.Tags == nil && t.ID == "" && t.Name == "" && t.Alias == "" && t.SSMParameter == "" {
+			l.add(ip, "expected at least one, got none, ['tags', 'id', 'name', 'alias', 'ssmParameter']")
+		}
+		if t.ID != "" && (t.Alias != "" || t.Tags != nil || t.Name != "" || t.Owner != "") {
+			l.add(ip, "'id' is mutually exclusive, cannot be set with a combination of other fields in amiSelectorTerms")
+		}
+		if t.Alias != "" && (t.ID != "" || t.Tags != nil || t.Name != "" || t.Owner != "") {
+			l.add(ip, "'alias' is mutually exclusive, cannot be set with a combination of other fields in amiSelectorTerms")
+		}
+		if t.ID != "" && !amiIDRe.MatchString(t.ID) {
+			l.invalid(ip.Child("id"), t.ID, "must match %s", amiIDRe)
+		}
+		validateTagTerm(l, t.Tags, ip.Child("tags"))
+		if t.Alias == "" {
+			continue
+		}
+		hasAlias = true
+		alp := ip.Child("alias")
+		if len(t.Alias) > 30 {
+			l.invalid(alp, t.Alias, "must be at most 30 characters")
+		}
+		if !aliasRe.MatchString(t.Alias) {
+			l.add(alp, "'alias' is improperly formatted, must match the format 'family@version'")
+			continue
+		}
+		fam, version, _ := strings.Cut(t.Alias, "@")
+		if _, ok := aliasFamilies[fam]; !ok {
+			l.add(alp, "family is not supported, must be one of the following: 'al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022', 'windows2025'")
+		} else if strings.HasPrefix(fam, "windows") && version != "latest" {
+			l.add(alp, "windows families may only specify version 'latest'")
+		}
+	}
+	if hasAlias && len(s.AMISelectorTerms) != 1 {
+		l.add(ap, "'alias' is mutually exclusive, cannot be set with a combination of other amiSelectorTerms")
+	}
+	fp := spec.Child("amiFamily")
+	if s.AMIFamily != nil && !contains(amiFamiliesV1, *s.AMIFamily) {
+		l.unsupported(fp, *s.AMIFamily, amiFamiliesV1)
+	}
+	aliasFam := aliasFamily(nc)
+	switch {
+	case !hasAlias && s.AMIFamily == nil:
+		l.add(fp, "must specify amiFamily if amiSelectorTerms does not contain an alias")
+	case aliasFam != "" && s.AMIFamily != nil && *s.AMIFamily != aliasFam && *s.AMIFamily != v1.AMIFamilyCustom:
+		l.add(fp, "if set, amiFamily must be '%s' or 'Custom' when using an %s alias", aliasFam, aliasFam)
+	}
+}
+
+// kubeletFields are the kubelet settings Joist reads (the ones Karpenter
+// v1.15 parses); any other key of spec.kubelet is passed through.
+type kubeletFields struct {
+	ClusterDNS                  []string          `json:"clusterDNS,omitempty"`
+	MaxPods                     json.RawMessage   `json:"maxPods,omitempty"`
+	PodsPerCore                 *int32            `json:"podsPerCore,omitempty"`
+	SystemReserved              map[string]string `json:"systemReserved,omitempty"`
+	KubeReserved                map[string]string `json:"kubeReserved,omitempty"`
+	EvictionHard                map[string]string `json:"evictionHard,omitempty"`
+	EvictionSoft                map[string]string `json:"evictionSoft,omitempty"`
+	EvictionSoftGracePeriod     map[string]string `json:"evictionSoftGracePeriod,omitempty"`
+	EvictionMaxPodGracePeriod   *int32            `json:"evictionMaxPodGracePeriod,omitempty"`
+	ImageGCHighThresholdPercent *int32            `json:"imageGCHighThresholdPercent,omitempty"`
+	ImageGCLowThresholdPercent  *int32            `json:"imageGCLowThresholdPercent,omitempty"`
+	CPUCFSQuota                 *bool             `json:"cpuCFSQuota,omitempty"`
+}
+
+var kubeletKnownKeys = map[string]bool{
+	"clusterDNS": true, "maxPods": true, "podsPerCore": true, "systemReserved": true, "kubeReserved": true,
+	"evictionHard": true, "evictionSoft": true, "evictionSoftGracePeriod": true, "evictionMaxPodGracePeriod": true,
+	"imageGCHighThresholdPercent": true, "imageGCLowThresholdPercent": true, "cpuCFSQuota": true,
+}
+
+// parseKubelet decodes the fields Joist reads, field by field, so that
+// each wrong type is reported at its own path.
+func parseKubelet(l *errs, kc map[string]json.RawMessage, p *field.Path) kubeletFields {
+	var out kubeletFields
+	for _, k := range sortedKeys(kc) {
+		if !kubeletKnownKeys[k] {
+			continue
+		}
+		one, _ := json.Marshal(map[string]json.RawMessage{k: kc[k]})
+		var single kubeletFields
+		if err := json.Unmarshal(one, &single); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				l.add(p.Child(k), "invalid type: got JSON %s, want %s", te.Value, typeName(te.Type.String()))
+			} else {
+				l.add(p.Child(k), "invalid type: %s", strings.TrimPrefix(err.Error(), "json: "))
+			}
+			continue
+		}
+		merge, _ := json.Marshal(single)
+		_ = json.Unmarshal(merge, &out)
+	}
+	return out
+}
+
+// validateKubeletV1 is Karpenter v1.15's controller-side validation of the
+// open spec.kubelet map (which the CRD cannot check): types of the fields
+// it reads, eviction signals and values, soft/grace pairs, reservable
+// resources, ranges, and the fields Karpenter owns.
+func validateKubeletV1(l *errs, kc map[string]json.RawMessage, p *field.Path) {
+	if len(kc) == 0 {
+		return
+	}
+	if _, ok := kc["registerWithTaints"]; ok {
+		l.add(p.Child("registerWithTaints"), "can't be set, Joist sets it from the pool's taints so the node registers unschedulable until it's ready")
+	}
+	validateKubeletUpstream(l, kc, p)
+	k := parseKubelet(l, kc, p)
+	validateEvictionThresholds(l, k.EvictionHard, p.Child("evictionHard"))
+	validateEvictionThresholds(l, k.EvictionSoft, p.Child("evictionSoft"))
+	if raw, ok := kc["evictionMinimumReclaim"]; ok {
+		var m map[string]string
+		if json.Unmarshal(raw, &m) == nil {
+			validateEvictionThresholds(l, m, p.Child("evictionMinimumReclaim"))
+		} else {
+			l.add(p.Child("evictionMinimumReclaim"), "invalid type: want a map of strings")
+		}
+	}
+	for _, key := range sortedKeys(k.EvictionSoftGracePeriod) {
+		kp := p.Child("evictionSoftGracePeriod").Key(key)
+		if !contains(evictionSignals, key) {
+			l.unsupported(kp, key, evictionSignals)
+		}
+		d, err := time.ParseDuration(k.EvictionSoftGracePeriod[key])
+		switch {
+		case err != nil:
+			l.invalid(kp, k.EvictionSoftGracePeriod[key], "must be a duration")
+		case d < 0:
+			l.invalid(kp, k.EvictionSoftGracePeriod[key], "must not be negative")
+		}
+	}
+	validateSoftPairs(l, k.EvictionSoft, k.EvictionSoftGracePeriod, p)
+	for _, f := range []struct {
+		name string
+		m    map[string]string
+	}{{"kubeReserved", k.KubeReserved}, {"systemReserved", k.SystemReserved}} {
+		for _, key := range sortedKeys(f.m) {
+			kp := p.Child(f.name).Key(key)
+			if !contains(reservedResources, key) {
+				l.unsupported(kp, key, reservedResources)
+			}
+			if strings.HasPrefix(f.m[key], "-") {
+				l.invalid(kp, f.m[key], "must not be negative")
+			}
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    *int32
+	}{{"imageGCHighThresholdPercent", k.ImageGCHighThresholdPercent}, {"imageGCLowThresholdPercent", k.ImageGCLowThresholdPercent}} {
+		if f.v != nil && (*f.v < 0 || *f.v > 100) {
+			l.invalid(p.Child(f.name), *f.v, "must be between 0 and 100")
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    *int32
+	}{{"podsPerCore", k.PodsPerCore}, {"evictionMaxPodGracePeriod", k.EvictionMaxPodGracePeriod}} {
+		if f.v != nil && *f.v < 0 {
+			l.invalid(p.Child(f.name), *f.v, "must not be negative")
+		}
+	}
+	if n, _, ok := maxPods(k.MaxPods); ok && n != nil && *n < 0 {
+		l.invalid(p.Child("maxPods"), *n, "must not be negative")
+	} else if !ok {
+		l.add(p.Child("maxPods"), "invalid type: want an integer or a CEL expression string")
+	}
+	if h, lo := k.ImageGCHighThresholdPercent, k.ImageGCLowThresholdPercent; h != nil && lo != nil && *h <= *lo {
+		l.add(p, "imageGCHighThresholdPercent (%d) must be greater than imageGCLowThresholdPercent (%d)", *h, *lo)
+	}
+}
+
+// validateKubeletUpstream decodes spec.kubelet strictly into the upstream
+// KubeletConfiguration (k8s.io/kubelet v0.37), as Karpenter v1.15 does:
+// an unknown key (a typo such as maxPod) would otherwise be passed to the
+// node and silently ignored. Wrong types of the fields Joist reads are
+// reported by parseKubelet at their own path, so only unknown fields and
+// the types of the other fields are reported here.
+func validateKubeletUpstream(l *errs, kc map[string]json.RawMessage, p *field.Path) {
+	probe := make(map[string]json.RawMessage, len(kc))
+	for k, v := range kc {
+		if kubeletKnownKeys[k] {
+			continue // checked field by field by parseKubelet
+		}
+		probe[k] = v
+	}
+	if len(probe) == 0 {
+		return
+	}
+	raw, err := json.Marshal(probe)
+	if err != nil {
+		l.add(p, "%v", err)
+		return
+	}
+	strict, err := sigsjson.UnmarshalStrict(raw, &kubeletconfigv1beta1.KubeletConfiguration{})
+	if err != nil {
+		var te *json.UnmarshalTypeError
+		if jerr := json.Unmarshal(raw, &kubeletconfigv1beta1.KubeletConfiguration{}); errors.As(jerr, &te) && te.Field != "" {
+			l.add(p.Child(te.Field), "invalid type: got JSON %s, want %s", te.Value, typeName(te.Type.String()))
+			return
+		}
+		l.add(p, "invalid kubelet configuration: %s", strings.TrimPrefix(err.Error(), "json: "))
+		return
+	}
+	for _, se := range strict {
+		path := ""
+		if fp, ok := se.(interface{ FieldPath() string }); ok {
+			path = fp.FieldPath()
+		}
+		if strings.HasPrefix(se.Error(), "unknown field") {
+			l.add(p.Child(path), "unknown field: not a KubeletConfiguration field")
+		} else {
+			l.add(p.Child(path), "%s", strings.Fields(se.Error())[0]+" field")
+		}
+	}
+}
+
+// maxPods reads maxPods: a number, or a CEL expression string.
+func maxPods(raw json.RawMessage) (n *int32, expr string, ok bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return nil, "", true
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, "", false
+		}
+		if v, err := strconv.ParseInt(s, 10, 32); err == nil {
+			return ptrTo(int32(v)), "", true
+		}
+		return nil, s, true
+	}
+	var v int32
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, "", false
+	}
+	return &v, "", true
+}
+
+// kubeletV1ToModel maps a validated spec.kubelet onto the model, keeping
+// the keys Joist does not interpret in Extra.
+func kubeletV1ToModel(kc map[string]json.RawMessage) *model.Kubelet {
+	if len(kc) == 0 {
+		return nil
+	}
+	var l errs
+	k := parseKubelet(&l, kc, nil)
+	n, expr, _ := maxPods(k.MaxPods)
+	out := &model.Kubelet{
+		ClusterDNS:                  k.ClusterDNS,
+		MaxPods:                     n,
+		MaxPodsExpression:           expr,
+		PodsPerCore:                 k.PodsPerCore,
+		SystemReserved:              k.SystemReserved,
+		KubeReserved:                k.KubeReserved,
+		EvictionHard:                k.EvictionHard,
+		EvictionSoft:                k.EvictionSoft,
+		EvictionSoftGracePeriod:     k.EvictionSoftGracePeriod,
+		EvictionMaxPodGracePeriod:   k.EvictionMaxPodGracePeriod,
+		ImageGCHighThresholdPercent: k.ImageGCHighThresholdPercent,
+		ImageGCLowThresholdPercent:  k.ImageGCLowThresholdPercent,
+		CPUCFSQuota:                 k.CPUCFSQuota,
+	}
+	for _, key := range sortedKeys(kc) {
+		if kubeletKnownKeys[key] {
+			continue
+		}
+		var v any
+		if err := json.Unmarshal(kc[key], &v); err != nil {
+			continue
+		}
+		if out.Extra == nil {
+			out.Extra = map[string]any{}
+		}
+		out.Extra[key] = v
+	}
+	return out
+}
+
+// ec2NodeClassToNodeClass maps a defaulted, valid EC2NodeClass.
+func ec2NodeClassToNodeClass(nc *v1.EC2NodeClass) *model.NodeClass {
+	s := &nc.Spec
+	out := &model.NodeClass{
+		Name:                 nc.Name,
+		API:                  model.APIV1,
+		AMIFamily:            effectiveFamily(nc),
+		UserData:             s.UserData,
+		Role:                 s.Role,
+		InstanceProfile:      deref(s.InstanceProfile),
+		Tags:                 copyMap(s.Tags),
+		Kubelet:              kubeletV1ToModel(s.Kubelet),
+		InstanceStorePolicy:  deref(s.InstanceStorePolicy),
+		AssociatePublicIP:    s.AssociatePublicIPAddress,
+		DetailedMonitoring:   s.DetailedMonitoring,
+		Context:              deref(s.Context),
+		IPPrefixCount:        s.IPPrefixCount,
+		NestedVirtualization: "",
+	}
+	for _, t := range s.SubnetSelectorTerms {
+		out.SubnetSelector = append(out.SubnetSelector, model.SelectorTerm{Tags: copyMap(t.Tags), ID: t.ID})
+	}
+	for _, t := range s.SecurityGroupSelectorTerms {
+		out.SecurityGroupSelector = append(out.SecurityGroupSelector, model.SelectorTerm{Tags: copyMap(t.Tags), ID: t.ID, Name: t.Name})
+	}
+	for _, t := range s.AMISelectorTerms {
+		out.AMISelector = append(out.AMISelector, model.SelectorTerm{Tags: copyMap(t.Tags), ID: t.ID, Name: t.Name, Owner: t.Owner, Alias: t.Alias, SSMParameter: t.SSMParameter})
+	}
+	for _, t := range s.CapacityReservationSelectorTerms {
+		out.CapacityReservationSelector = append(out.CapacityReservationSelector, model.CapacityReservationTerm{Tags: copyMap(t.Tags), ID: t.ID, OwnerID: t.OwnerID, InstanceMatchCriteria: t.InstanceMatchCriteria})
+	}
+	if pg := s.PlacementGroupSelector; pg != nil {
+		out.PlacementGroup = &model.PlacementGroup{Name: deref(pg.Name), ID: deref(pg.ID)}
+	}
+	for _, ni := range s.NetworkInterfaces {
+		out.NetworkInterfaces = append(out.NetworkInterfaces, model.NetworkInterface{NetworkCardIndex: ni.NetworkCardIndex, DeviceIndex: ni.DeviceIndex, InterfaceType: ni.InterfaceType})
+	}
+	if c := s.CPUOptions; c != nil {
+		out.NestedVirtualization = deref(c.NestedVirtualization)
+	}
+	if e := s.EnclaveOptions; e != nil {
+		out.EnclaveEnabled = e.Enabled
+	}
+	if ct := s.ConnectionTracking; ct != nil {
+		out.ConnectionTracking = &model.ConnectionTracking{TCPEstablishedTimeout: ct.TCPEstablishedTimeout, UDPStreamTimeout: ct.UDPStreamTimeout, UDPTimeout: ct.UDPTimeout}
+	}
+	if m := s.MetadataOptions; m != nil {
+		out.MetadataOptions = &model.MetadataOptions{
+			HTTPEndpoint:            deref(m.HTTPEndpoint),
+			HTTPProtocolIPv6:        deref(m.HTTPProtocolIPv6),
+			HTTPPutResponseHopLimit: int32(deref(m.HTTPPutResponseHopLimit)),
+			HTTPTokens:              deref(m.HTTPTokens),
+		}
+	}
+	for _, b := range s.BlockDeviceMappings {
+		bdm := model.BlockDeviceMapping{DeviceName: deref(b.DeviceName), RootVolume: b.RootVolume}
+		if e := b.EBS; e != nil {
+			bdm.EBS = &model.EBS{
+				DeleteOnTermination:      e.DeleteOnTermination,
+				Encrypted:                e.Encrypted,
+				IOPS:                     e.IOPS,
+				KMSKeyID:                 deref(e.KMSKeyID),
+				SnapshotID:               deref(e.SnapshotID),
+				Throughput:               e.Throughput,
+				VolumeType:               deref(e.VolumeType),
+				VolumeInitializationRate: e.VolumeInitializationRate,
+			}
+			if e.VolumeSize != nil {
+				bdm.EBS.VolumeSize = canonicalSize(*e.VolumeSize)
+			}
+		}
+		out.BlockDeviceMappings = append(out.BlockDeviceMappings, bdm)
+	}
+	return out
+}
+
+// canonicalSize writes a volume size the way resource.Quantity prints it,
+// so that v1alpha1 and v1 sizes of the same volume compare equal.
+func canonicalSize(s string) string {
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return s
+	}
+	return q.String()
+}

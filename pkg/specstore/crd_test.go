@@ -1,0 +1,99 @@
+package specstore
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+func unstructuredOf(t *testing.T, raw []byte, uid string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := json.Unmarshal(raw, &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	u.SetUID(typesUID(uid))
+	return u
+}
+
+func fakeDynamic(t *testing.T, objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
+	t.Helper()
+	lists := map[schema.GroupVersionResource]string{}
+	for _, r := range Resources {
+		lists[r.GVR] = r.Kind + "List"
+	}
+	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), lists, objs...)
+}
+
+func TestCRDStoreListsTheFourKinds(t *testing.T) {
+	var objs []runtime.Object
+	for i, o := range seedObjects(t) {
+		if !o.Ignored {
+			objs = append(objs, unstructuredOf(t, o.Raw, "uid-"+string(rune('a'+i))))
+		}
+	}
+	dyn := fakeDynamic(t, objs...)
+	// The v1 CRDs are not installed in this cluster.
+	dyn.PrependReactor("list", "nodepools", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewNotFound(schema.GroupResource{Group: "karpenter.sh", Resource: "nodepools"}, "")
+	})
+	store := &CRDStore{Client: dyn}
+	spec, err := Read(context.Background(), store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(spec.Pools) != 2 || len(spec.NodeClasses) != 2 {
+		t.Errorf("spec = %d pools, %d classes", len(spec.Pools), len(spec.NodeClasses))
+	}
+}
+
+func TestCRDStoreFailsWhenTheAPIFails(t *testing.T) {
+	dyn := fakeDynamic(t)
+	dyn.PrependReactor("list", "provisioners", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "karpenter.sh", Resource: "provisioners"}, "", nil)
+	})
+	_, err := Read(context.Background(), &CRDStore{Client: dyn})
+	if err == nil || !strings.HasPrefix(err.Error(), "listing provisioners.karpenter.sh: ") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestCRDStoreRecordsAnEventOnEachBadObjectOnce(t *testing.T) {
+	bad := unstructuredOf(t, []byte(`{"apiVersion":"karpenter.sh/v1alpha5","kind":"Provisioner","metadata":{"name":"broken"},"spec":{"providerRef":{"name":"missing"}}}`), "uid-broken")
+	dyn := fakeDynamic(t, bad)
+	kube := kubefake.NewSimpleClientset()
+	store := &CRDStore{Client: dyn, Events: kube.CoreV1()}
+	for i := 0; i < 2; i++ {
+		spec, err := Read(context.Background(), store)
+		if err != nil || len(spec.Pools) != 0 {
+			t.Fatalf("read %d: %v %+v", i, err, spec)
+		}
+	}
+	events, err := kube.CoreV1().Events(EventNamespace).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events.Items) != 1 {
+		t.Fatalf("events = %d, want 1 counted twice", len(events.Items))
+	}
+	ev := events.Items[0]
+	want := corev1.ObjectReference{APIVersion: "karpenter.sh/v1alpha5", Kind: "Provisioner", Name: "broken", UID: "uid-broken"}
+	if ev.InvolvedObject != want || ev.Type != corev1.EventTypeWarning || ev.Reason != "InvalidSpec" || ev.Count != 2 ||
+		ev.Message != `Provisioner "broken": spec.providerRef.name: AWSNodeTemplate "missing" not found` {
+		t.Errorf("event = %+v", ev)
+	}
+}
+
+func typesUID(s string) types.UID { return types.UID(s) }
