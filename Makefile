@@ -1,0 +1,69 @@
+# Joist's front door. `make demo` and `make test` are what a newcomer runs.
+SHELL := /bin/bash
+GO    ?= go
+FUNCTIONS := provisioner binder reaper
+TOOLS_DIR := $(CURDIR)/bin/tools
+K8S_VERSION := v1.37.2
+K8S_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37
+LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags "-s -w"
+
+.PHONY: all build build-lambda build-host tools test test-unit demo bench lint synth clean
+
+all: build
+
+## build: every function as a bootstrap (linux/arm64 for Lambda, and for this host) and the CLIs
+build: build-lambda build-host
+	$(GO) build -o bin/joist ./cmd/joist
+	$(GO) build -o bin/forwarder ./cmd/forwarder
+
+build-lambda:
+	@for f in $(FUNCTIONS); do \
+	  echo "bootstrap $$f (linux/arm64)"; \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build $(LAMBDA_FLAGS) -o build/lambda/$$f/bootstrap ./functions/$$f || exit 1; \
+	done
+
+build-host:
+	@for f in $(FUNCTIONS); do \
+	  echo "bootstrap $$f (host)"; \
+	  CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o build/host/$$f/bootstrap ./functions/$$f || exit 1; \
+	done
+
+## tools: the test ground's programs (kube-apiserver, etcd, kube-scheduler, kumo, aws-lambda-rie)
+## from the tools module; a cold build takes ~10 minutes, a warm one a second.
+tools:
+	@mkdir -p $(TOOLS_DIR)
+	cd tools && $(GO) build -ldflags "$(K8S_LDFLAGS)" -o $(TOOLS_DIR)/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
+	cd tools && $(GO) build -ldflags "$(K8S_LDFLAGS)" -o $(TOOLS_DIR)/kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler
+	cd tools && $(GO) build -o $(TOOLS_DIR)/etcd go.etcd.io/etcd/server/v3
+	cd tools && $(GO) build -o $(TOOLS_DIR)/kumo github.com/sivchari/kumo/cmd/kumo
+	cd tools && $(GO) build -o $(TOOLS_DIR)/aws-lambda-rie github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
+
+## test: every test, heavy ones included (they fail rather than skip here)
+test: tools lint
+	JOIST_REQUIRE_TOOLS=1 JOIST_TOOLS=$(TOOLS_DIR) $(GO) test -count=1 -timeout 30m ./...
+	cd infra && $(GO) test -count=1 -timeout 20m ./...
+
+## test-unit: the fast tests only (heavy ones skip without the tools)
+test-unit:
+	$(GO) test ./...
+
+## demo: the seed scenario end to end on the local test ground, narrated
+demo: tools
+	JOIST_TOOLS=$(TOOLS_DIR) $(GO) run ./test/demo
+
+## bench: the simulator's benchmarks over ../shared/workloads, as a table
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./pkg/scheduling/...
+
+## lint: gofmt and go vet
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^tools/')); if [ -n "$$out" ]; then echo "not gofmt'ed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	cd infra && $(GO) vet ./...
+
+## synth: the CDK template, offline
+synth: build-lambda
+	cd infra && $(GO) run . 
+
+clean:
+	rm -rf bin build cdk.out infra/cdk.out

@@ -1,0 +1,61 @@
+package events
+
+import (
+	"errors"
+	"os"
+	"testing"
+)
+
+func TestParse_Samples(t *testing.T) {
+	b, err := os.ReadFile("testdata/pending-pods.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Parse(b)
+	if err != nil {
+		t.Fatalf("Parse pending pods: %v", err)
+	}
+	pp, ok := got.(*PendingPods)
+	if !ok || pp.Cluster != "hoon-cluster" || len(pp.Pods) != 2 || pp.Pods[0].Namespace != "default" {
+		t.Fatalf("pending pods parsed as %#v", got)
+	}
+
+	b, err = os.ReadFile("testdata/node-ready.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = Parse(b)
+	if err != nil {
+		t.Fatalf("Parse node ready: %v", err)
+	}
+	nr, ok := got.(*NodeReady)
+	if !ok || nr.Node != "ip-10-0-1-23.ap-northeast-2.compute.internal" || nr.ProviderID == "" {
+		t.Fatalf("node ready parsed as %#v", got)
+	}
+}
+
+func TestParse_RejectsWhatIsNotAJoistEvent(t *testing.T) {
+	for name, body := range map[string]string{
+		"not json":           `hello`,
+		"empty object":       `{}`,
+		"other source":       `{"source":"aws.ec2","detail-type":"Pending Pods","detail":{}}`,
+		"unknown type":       `{"source":"joist.forwarder","detail-type":"Pods Gone","detail":{}}`,
+		"no detail":          `{"source":"joist.forwarder","detail-type":"Pending Pods"}`,
+		"detail of bad type": `{"source":"joist.forwarder","detail-type":"Pending Pods","detail":{"pods":"x"}}`,
+		"ready without node": `{"source":"joist.forwarder","detail-type":"Node Ready","detail":{"cluster":"c"}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Parse([]byte(body))
+			if !errors.Is(err, ErrNotJoist) {
+				t.Fatalf("Parse(%s) = %v, want ErrNotJoist", body, err)
+			}
+		})
+	}
+}
+
+func TestPattern_MatchesSourceAndDetailType(t *testing.T) {
+	want := `{"detail-type":["Pending Pods"],"source":["joist.forwarder"]}`
+	if got := Pattern(DetailTypePendingPods); got != want {
+		t.Fatalf("Pattern = %s, want %s", got, want)
+	}
+}

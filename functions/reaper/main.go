@@ -1,0 +1,45 @@
+// Command reaper is the Lambda function EventBridge runs every minute. For
+// now it is the safety net: the provisioner's reconcile and the binder's
+// pass over every Ready node, so lost events and a dead forwarder (a
+// cluster with no nodes cannot run one) only cost latency. Disruption
+// (empty, expired, leaked nodes) will join it. Wiring only.
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/joist-dev/joist/pkg/binding"
+	"github.com/joist-dev/joist/pkg/wiring"
+)
+
+func main() {
+	ctx := context.Background()
+	env, err := wiring.Load(ctx)
+	if err != nil {
+		slog.Error("reaper: configuration", "error", err.Error())
+		os.Exit(1)
+	}
+	reconcile, err := env.Reconciler()
+	if err != nil {
+		env.Log.Error("reaper: "+err.Error(), "error", err.Error())
+		os.Exit(1)
+	}
+	lambda.Start(func(ctx context.Context, _ events.CloudWatchEvent) error {
+		log := wiring.WithRequest(ctx, env.Log)
+		res, perr := reconcile(ctx)
+		if perr == nil {
+			log.Info("safety net: reconciled", "pending", res.Pending, "alreadyServed", res.AlreadyServed, "launched", len(res.Launched), "nominated", res.Nominated)
+		}
+		b, berr := (&binding.Binder{Kube: env.Kube, Log: log}).BindAll(ctx)
+		if berr == nil {
+			log.Info("safety net: bound", "bound", b.Bound, "alreadyBound", b.AlreadyBound, "unplanned", b.Unplanned)
+		}
+		return errors.Join(perr, berr)
+	})
+}

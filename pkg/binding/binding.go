@@ -1,0 +1,163 @@
+// Package binding binds the pods Joist planned onto a new instance once
+// that instance's node is Ready. It reconciles from the API server: the
+// node's state and the pods' plan annotations, never the event that woke
+// it.
+package binding
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/joist-dev/joist/pkg/kube"
+	"github.com/joist-dev/joist/pkg/pods"
+)
+
+// Binder binds planned pods to their nodes.
+type Binder struct {
+	Kube *kube.Client
+	Log  *slog.Logger
+}
+
+// Result counts what one pass did.
+type Result struct {
+	Bound        int // bound by this pass
+	AlreadyBound int // bound by someone else first
+	Unplanned    int // no longer fit; handed back to the provisioner
+}
+
+func (r *Result) add(o Result) {
+	r.Bound += o.Bound
+	r.AlreadyBound += o.AlreadyBound
+	r.Unplanned += o.Unplanned
+}
+
+// BindNode binds the pods planned for the instance behind the named node.
+// A node that is gone, not Ready, or not an EC2 instance is a no-op.
+func (b *Binder) BindNode(ctx context.Context, name string) (Result, error) {
+	node, err := b.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		b.Log.Info("node gone; nothing to bind", "node", name)
+		return Result{}, nil
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("get node %s: %w", name, err)
+	}
+	unbound, err := b.Kube.UnboundPods(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	return b.bind(ctx, node, unbound)
+}
+
+// BindAll binds planned pods on every Ready node: the safety net for node
+// Ready events that never arrived.
+func (b *Binder) BindAll(ctx context.Context) (Result, error) {
+	unbound, err := b.Kube.UnboundPods(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	planned := map[string]bool{}
+	for _, p := range unbound {
+		if id := pods.PlannedInstance(p); id != "" {
+			planned[id] = true
+		}
+	}
+	var total Result
+	if len(planned) == 0 {
+		return total, nil
+	}
+	nodes, err := b.Kube.Nodes(ctx)
+	if err != nil {
+		return total, err
+	}
+	var errs []error
+	for _, n := range nodes {
+		if !planned[pods.InstanceID(n.Spec.ProviderID)] {
+			continue
+		}
+		r, err := b.bind(ctx, n, unbound)
+		total.add(r)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return total, fmt.Errorf("bind: %v", errs)
+	}
+	return total, nil
+}
+
+func (b *Binder) bind(ctx context.Context, node *corev1.Node, unbound []*corev1.Pod) (Result, error) {
+	var res Result
+	id := pods.InstanceID(node.Spec.ProviderID)
+	if id == "" {
+		return res, nil
+	}
+	var mine []*corev1.Pod
+	for _, p := range unbound {
+		if pods.PlannedInstance(p) == id {
+			mine = append(mine, p)
+		}
+	}
+	if len(mine) == 0 {
+		return res, nil
+	}
+	log := b.Log.With("node", node.Name, "instance", id)
+	if !pods.NodeReady(node) {
+		log.Info("node not Ready yet; binding later", "planned", len(mine))
+		return res, nil
+	}
+	onNode, err := b.Kube.PodsOnNode(ctx, node.Name)
+	if err != nil {
+		return res, err
+	}
+	for _, p := range mine {
+		if err := pods.Fits(p, node, onNode); err != nil {
+			if taintOnly(node, p, onNode) {
+				// A startup taint is still on the node: wait for it to go
+				// rather than give the pod up.
+				log.Info("node still has a taint the pod does not tolerate; binding later", "pod", pods.Key(p), "reason", err.Error())
+				continue
+			}
+			log.Info("planned pod no longer fits; handing it back to the provisioner", "pod", pods.Key(p), "reason", err.Error())
+			if err := b.Kube.Unplan(ctx, p); err != nil && !apierrors.IsNotFound(err) {
+				return res, err
+			}
+			res.Unplanned++
+			continue
+		}
+		r, err := b.Kube.Bind(ctx, p, node.Name)
+		if err != nil {
+			return res, err
+		}
+		switch r {
+		case kube.Bound:
+			res.Bound++
+			log.Info("bound", "pod", pods.Key(p))
+			bound := p.DeepCopy()
+			bound.Spec.NodeName = node.Name
+			onNode = append(onNode, bound)
+		case kube.AlreadyBound:
+			res.AlreadyBound++
+			log.Info("already bound by someone else", "pod", pods.Key(p))
+		}
+	}
+	return res, nil
+}
+
+// taintOnly reports whether the only thing keeping p off node is a
+// NoSchedule/NoExecute taint that a pod of this plan did not expect: the
+// pool's startup taints and node-lifecycle taints such as not-ready.
+func taintOnly(node *corev1.Node, p *corev1.Pod, onNode []*corev1.Pod) bool {
+	if len(node.Spec.Taints) == 0 {
+		return false
+	}
+	n := node.DeepCopy()
+	n.Spec.Taints = nil
+	return pods.Fits(p, n, onNode) == nil
+}

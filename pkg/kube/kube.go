@@ -1,0 +1,160 @@
+// Package kube is Joist's adapter to the Kubernetes API: the few reads and
+// writes the functions make (pending pods, nodes, pods on a node, binding,
+// the plan annotation), each tolerant of the races a cluster brings.
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/joist-dev/joist/pkg/pods"
+)
+
+// Client is the Kubernetes side of a function.
+type Client struct {
+	kubernetes.Interface
+}
+
+// New wraps a clientset.
+func New(c kubernetes.Interface) *Client { return &Client{Interface: c} }
+
+// UnboundPods lists pods with no node that are not finished, oldest first.
+func (c *Client) UnboundPods(ctx context.Context) ([]*corev1.Pod, error) {
+	sel := fields.AndSelectors(
+		fields.OneTermEqualSelector("spec.nodeName", ""),
+		fields.OneTermEqualSelector("status.phase", string(corev1.PodPending)),
+	)
+	return c.listPods(ctx, sel.String())
+}
+
+// PendingPods lists the pods Joist provisions for (pods.Provisionable).
+func (c *Client) PendingPods(ctx context.Context) ([]*corev1.Pod, error) {
+	all, err := c.UnboundPods(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0]
+	for _, p := range all {
+		if pods.Provisionable(p) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// PodsOnNode lists the pods bound to a node.
+func (c *Client) PodsOnNode(ctx context.Context, node string) ([]*corev1.Pod, error) {
+	return c.listPods(ctx, fields.OneTermEqualSelector("spec.nodeName", node).String())
+}
+
+func (c *Client) listPods(ctx context.Context, fieldSelector string) ([]*corev1.Pod, error) {
+	var out []*corev1.Pod
+	opts := metav1.ListOptions{FieldSelector: fieldSelector, Limit: 500}
+	for {
+		list, err := c.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("list pods (%s): %w", fieldSelector, err)
+		}
+		for i := range list.Items {
+			out = append(out, &list.Items[i])
+		}
+		if list.Continue == "" {
+			break
+		}
+		opts.Continue = list.Continue
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		return pods.Key(a) < pods.Key(b)
+	})
+	return out, nil
+}
+
+// Nodes lists every node.
+func (c *Client) Nodes(ctx context.Context) ([]*corev1.Node, error) {
+	list, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	out := make([]*corev1.Node, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
+}
+
+// Nominate records on the pod that it waits for instance. The patch is
+// conditional on the pod's resourceVersion, so a pod that changed since it
+// was read (bound, deleted, re-planned) is left alone.
+func (c *Client) Nominate(ctx context.Context, p *corev1.Pod, instance string, now time.Time) error {
+	patch := map[string]any{"metadata": map[string]any{
+		"resourceVersion": p.ResourceVersion,
+		"annotations": map[string]any{
+			pods.AnnotationInstance:    instance,
+			pods.AnnotationNominatedAt: now.UTC().Format(time.RFC3339),
+		},
+	}}
+	return c.patchPod(ctx, p, patch)
+}
+
+// Unplan removes the plan from a pod so the provisioner considers it
+// again.
+func (c *Client) Unplan(ctx context.Context, p *corev1.Pod) error {
+	patch := map[string]any{"metadata": map[string]any{
+		"annotations": map[string]any{pods.AnnotationInstance: nil, pods.AnnotationNominatedAt: nil},
+	}}
+	return c.patchPod(ctx, p, patch)
+}
+
+func (c *Client) patchPod(ctx context.Context, p *corev1.Pod, patch map[string]any) error {
+	b, _ := json.Marshal(patch)
+	_, err := c.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, b, metav1.PatchOptions{})
+	if err != nil {
+		return fmt.Errorf("patch pod %s: %w", pods.Key(p), err)
+	}
+	return nil
+}
+
+// BindResult says what happened to a bind.
+type BindResult int
+
+// Bind outcomes.
+const (
+	Bound        BindResult = iota // this call bound the pod
+	AlreadyBound                   // someone (kube-scheduler) bound it first
+	Gone                           // the pod no longer exists
+)
+
+// Bind binds the pod to the node through pods/binding. A Conflict means
+// another binder (kube-scheduler) won the race: that is success for Joist,
+// since the pod runs either way.
+func (c *Client) Bind(ctx context.Context, p *corev1.Pod, node string) (BindResult, error) {
+	b := &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
+	}
+	err := c.CoreV1().Pods(p.Namespace).Bind(ctx, b, metav1.CreateOptions{})
+	switch {
+	case err == nil:
+		return Bound, nil
+	case apierrors.IsConflict(err):
+		return AlreadyBound, nil
+	case apierrors.IsNotFound(err):
+		return Gone, nil
+	default:
+		return 0, fmt.Errorf("bind pod %s to %s: %w", pods.Key(p), node, err)
+	}
+}

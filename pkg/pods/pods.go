@@ -1,0 +1,153 @@
+// Package pods holds pure facts about pods that several functions share:
+// which pods Joist provisions for, what a pod asks of a node, whether a
+// pod still fits a node, and the annotation that records which instance a
+// pod waits for. It reads Kubernetes objects as data and calls nothing.
+package pods
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
+	schedcorev1 "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
+)
+
+// Annotations Joist writes on a pod it planned onto a new instance.
+const (
+	// AnnotationInstance names the EC2 instance the pod waits for. It is the
+	// only record of a plan: the binder binds the pod when that instance's
+	// node is Ready; the provisioner counts the pod as served while the
+	// instance is still coming.
+	AnnotationInstance = "joist.sh/instance-id"
+	// AnnotationNominatedAt is when the plan was made (RFC 3339).
+	AnnotationNominatedAt = "joist.sh/nominated-at"
+)
+
+// Provisionable reports whether Joist should find capacity for the pod:
+// kube-scheduler marked it PodScheduled=False/Unschedulable, it has no
+// node, it is not being deleted, not preempting, and not owned by a
+// DaemonSet or a Node (those follow their node, never lead to one).
+func Provisionable(p *corev1.Pod) bool {
+	if p.Spec.NodeName != "" || p.DeletionTimestamp != nil || p.Status.NominatedNodeName != "" {
+		return false
+	}
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	for _, o := range p.OwnerReferences {
+		if o.Kind == "DaemonSet" || o.Kind == "Node" {
+			return false
+		}
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return true
+		}
+	}
+	return false
+}
+
+// PlannedInstance is the instance id the pod waits for, or "".
+func PlannedInstance(p *corev1.Pod) string {
+	return p.Annotations[AnnotationInstance]
+}
+
+// Requests is what the pod asks of a node: the larger of its init
+// containers and the sum of its containers (sidecars included), plus pod
+// overhead, plus one "pods" slot — computed as kube-scheduler does.
+func Requests(p *corev1.Pod) corev1.ResourceList {
+	r := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+	r[corev1.ResourcePods] = *resource.NewQuantity(1, resource.DecimalSI)
+	return r
+}
+
+// Key is namespace/name, for logs and maps.
+func Key(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
+
+// Fits checks that pod can run on node next to the pods already there, the
+// way kube-scheduler's filters would: the node is Ready, every NoSchedule
+// and NoExecute taint is tolerated, nodeSelector and required node
+// affinity match, and the requests fit in what allocatable has left. It
+// returns nil or the first reason it does not fit.
+func Fits(pod *corev1.Pod, node *corev1.Node, onNode []*corev1.Pod) error {
+	if !NodeReady(node) {
+		return fmt.Errorf("node %s is not Ready", node.Name)
+	}
+	if node.Spec.Unschedulable {
+		return fmt.Errorf("node %s is cordoned", node.Name)
+	}
+	if t, bad := schedcorev1.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, pod.Spec.Tolerations, func(t *corev1.Taint) bool {
+		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+	}, false); bad {
+		return fmt.Errorf("pod does not tolerate taint %s=%s:%s on node %s", t.Key, t.Value, t.Effect, node.Name)
+	}
+	if ok, err := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); err != nil || !ok {
+		return fmt.Errorf("node %s does not match the pod's nodeSelector or required node affinity", node.Name)
+	}
+	used := corev1.ResourceList{}
+	for _, o := range onNode {
+		if o.UID == pod.UID || o.Status.Phase == corev1.PodSucceeded || o.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		add(used, Requests(o))
+	}
+	var short []string
+	for name, want := range Requests(pod) {
+		if want.IsZero() {
+			continue
+		}
+		have, ok := node.Status.Allocatable[name]
+		if !ok {
+			short = append(short, fmt.Sprintf("%s (node has none)", name))
+			continue
+		}
+		free := have.DeepCopy()
+		u := used[name]
+		free.Sub(u)
+		if want.Cmp(free) > 0 {
+			short = append(short, fmt.Sprintf("%s (wants %s, %s free)", name, want.String(), free.String()))
+		}
+	}
+	if len(short) > 0 {
+		sort.Strings(short)
+		return fmt.Errorf("insufficient %s on node %s", strings.Join(short, ", "), node.Name)
+	}
+	return nil
+}
+
+// NodeReady reports the node's Ready condition.
+func NodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// InstanceID takes the EC2 instance id from a node's providerID
+// (aws:///<zone>/<instance-id>), or "".
+func InstanceID(providerID string) string {
+	if !strings.HasPrefix(providerID, "aws://") {
+		return ""
+	}
+	i := strings.LastIndex(providerID, "/")
+	id := providerID[i+1:]
+	if !strings.HasPrefix(id, "i-") {
+		return ""
+	}
+	return id
+}
+
+func add(dst, src corev1.ResourceList) {
+	for k, v := range src {
+		q := dst[k]
+		q.Add(v)
+		dst[k] = q
+	}
+}

@@ -1,0 +1,223 @@
+// Command demo runs the seed scenario on the local test ground and
+// narrates it: two nginx pods pending → event on the bus → the
+// provisioner's plan and CreateFleet → the node registers and turns
+// Ready → the binder binds both pods. It cleans up after itself.
+//
+//	make demo    (builds the test programs first)
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/joist-dev/joist/pkg/specs"
+	"github.com/joist-dev/joist/test/testenv"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		testenv.Stop()
+		os.Exit(1)
+	}
+}
+
+type narrator struct {
+	mu    sync.Mutex
+	start time.Time
+	seen  map[string]bool
+}
+
+func (n *narrator) say(format string, args ...any) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	fmt.Printf("  %6.2fs  %s\n", time.Since(n.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+func (n *narrator) once(key, format string, args ...any) {
+	n.mu.Lock()
+	if n.seen[key] {
+		n.mu.Unlock()
+		return
+	}
+	n.seen[key] = true
+	n.mu.Unlock()
+	n.say(format, args...)
+}
+
+func run() error {
+	defer testenv.Stop()
+	tools := testenv.ToolsDir()
+	bin := func(name string) (string, error) {
+		p := filepath.Join(tools, name)
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("%s not built: run `make tools` (make demo does)", p)
+		}
+		return p, nil
+	}
+	apiserver, err := bin("kube-apiserver")
+	if err != nil {
+		return err
+	}
+	etcd, err := bin("etcd")
+	if err != nil {
+		return err
+	}
+	kumoBin, err := bin("kumo")
+	if err != nil {
+		return err
+	}
+	rie, err := bin("aws-lambda-rie")
+	if err != nil {
+		return err
+	}
+	seed, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "examples", "seed", "seed.yaml"))
+	if err != nil {
+		return err
+	}
+	logPath := filepath.Join(os.TempDir(), "joist-demo.log")
+	logs, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer logs.Close()
+
+	fmt.Println("Joist demo: the seed's nginx Deployment on a cluster with no nodes")
+	fmt.Println("  starting kube-apiserver + etcd, kumo (AWS emulator), the EC2 simulator, the functions under aws-lambda-rie ...")
+	kube, err := testenv.StartKube(apiserver, etcd)
+	if err != nil {
+		return fmt.Errorf("kube-apiserver: %w", err)
+	}
+	kumo, err := testenv.StartKumo(kumoBin)
+	if err != nil {
+		return fmt.Errorf("kumo: %w", err)
+	}
+	n := &narrator{seen: map[string]bool{}}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	g, err := testenv.StartGround(ctx, kube, kumo, rie, testenv.GroundOptions{
+		Cluster: "hoon-cluster", Namespace: "default", Specs: seed, ReadyDelay: 2 * time.Second, Logs: logs,
+		OnBatch: func(fn string, ids, failed []string, err error) {
+			if err != nil {
+				n.say("λ %s failed: %v", fn, err)
+				return
+			}
+			n.say("λ %s invoked with %d message(s) (%d failed)", fn, len(ids), len(failed))
+		},
+	}, testenv.Build)
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	fmt.Println("  specs stored in SSM under /joist/hoon-cluster/ (Provisioners service + management, their AWSNodeTemplates)")
+	fmt.Println()
+
+	pods, err := seedPods(seed)
+	if err != nil {
+		return err
+	}
+	n.start = time.Now()
+	for _, p := range pods {
+		created, err := g.Kube.Client.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		created.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/0 nodes are available", LastTransitionTime: metav1.Now()}}
+		if _, err := g.Kube.Client.CoreV1().Pods("default").UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+		n.say("pod %s pending (PodScheduled=False, Unschedulable)", p.Name)
+	}
+
+	for ctx.Err() == nil {
+		for _, i := range g.EC2.Instances() {
+			n.once("launch/"+i.ID, "CreateFleet launched %s: %s in %s (%s) for pool %q", i.ID, i.InstanceType, i.Zone, i.CapacityType, i.Tags["joist.sh/nodepool"])
+		}
+		list, err := g.Kube.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		bound := 0
+		for _, p := range list.Items {
+			if id := p.Annotations["joist.sh/instance-id"]; id != "" {
+				n.once("nominated/"+p.Name, "pod %s nominated for %s", p.Name, id)
+			}
+			if p.Spec.NodeName != "" {
+				bound++
+				n.once("bound/"+p.Name, "pod %s bound to %s", p.Name, p.Spec.NodeName)
+			}
+		}
+		nodes, err := g.Kube.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, node := range nodes.Items {
+			n.once("node/"+node.Name, "node %s registered (labels nodeType=%s, taints %s)", node.Name, node.Labels["nodeType"], taints(node.Spec.Taints))
+			for _, c := range node.Status.Conditions {
+				if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+					n.once("ready/"+node.Name, "node %s Ready → node-ready event", node.Name)
+				}
+			}
+		}
+		if bound == len(pods) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("the pods were not bound in time; see %s", logPath)
+	}
+	fmt.Println()
+	fmt.Printf("done: %d instance(s), both pods bound in %.1fs. Function logs: %s\n", len(g.EC2.Instances()), time.Since(n.start).Seconds(), logPath)
+	fmt.Println("cleaning up ...")
+	return nil
+}
+
+func taints(ts []corev1.Taint) string {
+	var s []string
+	for _, t := range ts {
+		s = append(s, fmt.Sprintf("%s=%s:%s", t.Key, t.Value, t.Effect))
+	}
+	sort.Strings(s)
+	return strings.Join(s, ",")
+}
+
+// seedPods expands the seed's Deployment as a ReplicaSet would.
+func seedPods(seed []byte) ([]*corev1.Pod, error) {
+	objs, err := specs.Decode(seed, "seed.yaml")
+	if err != nil {
+		return nil, err
+	}
+	var pods []*corev1.Pod
+	for _, o := range objs {
+		if o.Kind != "Deployment" {
+			continue
+		}
+		var d appsv1.Deployment
+		if err := json.Unmarshal(o.Raw, &d); err != nil {
+			return nil, err
+		}
+		reps := int32(1)
+		if d.Spec.Replicas != nil {
+			reps = *d.Spec.Replicas
+		}
+		for i := int32(0); i < reps; i++ {
+			pods = append(pods, &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", d.Name, i), Namespace: "default", Labels: d.Spec.Template.Labels},
+				Spec:       *d.Spec.Template.Spec.DeepCopy(),
+			})
+		}
+	}
+	return pods, nil
+}

@@ -1,0 +1,101 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/joist-dev/joist/events"
+)
+
+// Queue is an SQS queue on the emulator.
+type Queue struct {
+	URL, ARN string
+	DLQ      *Queue
+}
+
+// Messaging is what the CDK stack creates for one cluster's events: the
+// bus, and a rule per Joist detail type delivering to a queue with a DLQ.
+type Messaging struct {
+	Bus     string
+	Pending *Queue
+	Ready   *Queue
+}
+
+// BusName is the name the CDK stack gives a cluster's bus.
+func BusName(cluster string) string { return "joist-" + cluster }
+
+// SetupMessaging creates the bus, the rules and the queues on kumo the way
+// the CDK stack does (infra/stack).
+func SetupMessaging(ctx context.Context, cfg aws.Config, cluster string) (*Messaging, error) {
+	eb := eventbridge.NewFromConfig(cfg)
+	sq := sqs.NewFromConfig(cfg)
+	m := &Messaging{Bus: BusName(cluster)}
+	if _, err := eb.CreateEventBus(ctx, &eventbridge.CreateEventBusInput{Name: &m.Bus}); err != nil {
+		return nil, fmt.Errorf("create bus %s: %w", m.Bus, err)
+	}
+	var err error
+	if m.Pending, err = CreateQueue(ctx, sq, "joist-"+cluster+"-pending", 60); err != nil {
+		return nil, err
+	}
+	if m.Ready, err = CreateQueue(ctx, sq, "joist-"+cluster+"-ready", 60); err != nil {
+		return nil, err
+	}
+	for _, r := range []struct {
+		name, detailType string
+		q                *Queue
+	}{
+		{"joist-" + cluster + "-pending-pods", events.DetailTypePendingPods, m.Pending},
+		{"joist-" + cluster + "-node-ready", events.DetailTypeNodeReady, m.Ready},
+	} {
+		if _, err := eb.PutRule(ctx, &eventbridge.PutRuleInput{
+			Name: aws.String(r.name), EventBusName: &m.Bus, EventPattern: aws.String(events.Pattern(r.detailType)),
+		}); err != nil {
+			return nil, fmt.Errorf("put rule %s: %w", r.name, err)
+		}
+		if _, err := eb.PutTargets(ctx, &eventbridge.PutTargetsInput{
+			Rule: aws.String(r.name), EventBusName: &m.Bus,
+			Targets: []ebtypes.Target{{Id: aws.String("queue"), Arn: aws.String(r.q.ARN)}},
+		}); err != nil {
+			return nil, fmt.Errorf("put targets %s: %w", r.name, err)
+		}
+	}
+	return m, nil
+}
+
+// CreateQueue creates a queue with a dead-letter queue that takes a
+// message after 5 receives.
+func CreateQueue(ctx context.Context, sq *sqs.Client, name string, visibility int) (*Queue, error) {
+	dlq, err := createQueue(ctx, sq, name+"-dlq", nil)
+	if err != nil {
+		return nil, err
+	}
+	q, err := createQueue(ctx, sq, name, map[string]string{
+		string(sqstypes.QueueAttributeNameVisibilityTimeout): fmt.Sprint(visibility),
+		string(sqstypes.QueueAttributeNameRedrivePolicy):     fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"5"}`, dlq.ARN),
+	})
+	if err != nil {
+		return nil, err
+	}
+	q.DLQ = dlq
+	return q, nil
+}
+
+func createQueue(ctx context.Context, sq *sqs.Client, name string, attrs map[string]string) (*Queue, error) {
+	out, err := sq.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: &name, Attributes: attrs})
+	if err != nil {
+		return nil, fmt.Errorf("create queue %s: %w", name, err)
+	}
+	a, err := sq.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: out.QueueUrl, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("queue %s arn: %w", name, err)
+	}
+	return &Queue{URL: aws.ToString(out.QueueUrl), ARN: a.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]}, nil
+}

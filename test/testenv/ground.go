@@ -1,0 +1,288 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/joist-dev/joist/pkg/forwarder"
+	"github.com/joist-dev/joist/pkg/specs"
+	"github.com/joist-dev/joist/pkg/specstore"
+	"github.com/joist-dev/joist/test/ec2sim"
+	"github.com/joist-dev/joist/test/kubeletsim"
+)
+
+// GroundOptions shape one scenario's test ground.
+type GroundOptions struct {
+	// Cluster names the simulated EKS cluster; each test uses its own so
+	// SSM paths, buses, queues and EC2 tags never mix.
+	Cluster string
+	// Namespace holds the scenario's pods (created, and emptied at Close).
+	Namespace string
+	Zones     []string
+	// K8sVersion is the cluster's Kubernetes minor version (default 1.32,
+	// the last with AL2 AMIs, which the seed's AWSNodeTemplates use).
+	K8sVersion string
+	// Specs is YAML with the scenario's spec objects, pushed to SSM under
+	// /joist/<cluster>/ as `joist specs push` would.
+	Specs []byte
+	// ReadyDelay is how long a registered node stays NotReady.
+	ReadyDelay time.Duration
+	// NoForwarder leaves the forwarder out (as when it cannot run).
+	NoForwarder bool
+	// Logs receives the functions' and simulators' logs (default: stderr
+	// when JOIST_TEST_VERBOSE is set, else discarded).
+	Logs io.Writer
+	// ExtraEnv is added to every function's environment.
+	ExtraEnv map[string]string
+	// OnBatch, when set, hears every batch a poller hands a function.
+	OnBatch func(function string, ids, failed []string, err error)
+}
+
+// Ground is a whole Joist loop on the local test ground: the API server,
+// kumo, the EC2 simulator, the bus with its rules and queues, the
+// provisioner and binder bootstraps under aws-lambda-rie fed by pollers,
+// the forwarder, and the kubelet simulator.
+type Ground struct {
+	Opts        GroundOptions
+	Kube        *KubeEnv
+	Kumo        *KumoEnv
+	EC2         *ec2sim.Sim
+	EC2URL      string
+	AWS         aws.Config // kumo for everything, the EC2 simulator for EC2
+	Msg         *Messaging
+	Provisioner *Function
+	Binder      *Function
+	Kubelet     *kubeletsim.Sim
+	Log         *slog.Logger
+
+	ec2srv *httptest.Server
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// NewGround builds a ground for a test; it is torn down when the test ends.
+func NewGround(t testing.TB, o GroundOptions) *Ground {
+	t.Helper()
+	kube := Kube(t)
+	kumo := Kumo(t)
+	rie := Tool(t, "aws-lambda-rie")
+	g, err := StartGround(context.Background(), kube, kumo, rie, o, Build)
+	if err != nil {
+		t.Fatalf("test ground: %v", err)
+	}
+	t.Cleanup(g.Close)
+	return g
+}
+
+// StartGround builds a ground from running parts; the demo calls it too.
+func StartGround(ctx context.Context, kube *KubeEnv, kumo *KumoEnv, rie string, o GroundOptions, build func(string) (string, error)) (*Ground, error) {
+	if o.Cluster == "" {
+		o.Cluster = "hoon-cluster"
+	}
+	if o.Namespace == "" {
+		o.Namespace = "default"
+	}
+	if len(o.Zones) == 0 {
+		o.Zones = []string{Region + "a", Region + "b", Region + "c", Region + "d"}
+	}
+	if o.K8sVersion == "" {
+		o.K8sVersion = "1.32"
+	}
+	if o.Logs == nil {
+		o.Logs = io.Discard
+		if os.Getenv("JOIST_TEST_VERBOSE") != "" {
+			o.Logs = os.Stderr
+		}
+	}
+	g := &Ground{Opts: o, Kube: kube, Kumo: kumo, Log: slog.New(slog.NewTextHandler(o.Logs, nil)).With("ground", o.Cluster)}
+	ctx, g.cancel = context.WithCancel(ctx)
+	ok := false
+	defer func() {
+		if !ok {
+			g.Close()
+		}
+	}()
+
+	// EC2: Joist's own simulator, seeded with the cluster's VPC.
+	g.EC2, g.ec2srv = ec2sim.NewServer(ec2sim.Options{Region: Region, Zones: o.Zones, InstanceTypes: CatalogInstanceTypes(Region)})
+	g.EC2URL = g.ec2srv.URL
+	g.EC2.SeedDefault(o.Cluster)
+	g.AWS = kumo.AWSConfig()
+
+	// The AMI parameters EKS publishes, pointing at simulator images.
+	if err := g.seedAMIs(ctx); err != nil {
+		return nil, err
+	}
+	if len(o.Specs) > 0 {
+		if err := g.PushSpecs(ctx, o.Specs); err != nil {
+			return nil, err
+		}
+	}
+	if ns := o.Namespace; ns != "default" {
+		_, _ = kube.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	}
+	var err error
+	if g.Msg, err = SetupMessaging(ctx, g.AWS, o.Cluster); err != nil {
+		return nil, err
+	}
+
+	env := map[string]string{
+		"CLUSTER_NAME":             o.Cluster,
+		"AWS_REGION":               Region,
+		"AWS_ACCESS_KEY_ID":        "test",
+		"AWS_SECRET_ACCESS_KEY":    "test",
+		"AWS_ENDPOINT_URL":         kumo.Endpoint,
+		"AWS_ENDPOINT_URL_EC2":     g.EC2URL,
+		"JOIST_KUBECONFIG":         kube.Kubeconfig,
+		"JOIST_ZONES":              strings.Join(o.Zones, ","),
+		"KUBERNETES_VERSION":       o.K8sVersion,
+		"CLUSTER_ENDPOINT":         kube.Config.Host,
+		"CLUSTER_CA":               "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg==",
+		"SPEC_SOURCE":              "ssm",
+		"DEFAULT_INSTANCE_PROFILE": "KarpenterNodeInstanceProfile-" + o.Cluster,
+	}
+	for k, v := range o.ExtraEnv {
+		env[k] = v
+	}
+	for _, fn := range []struct {
+		name string
+		dst  **Function
+	}{{"provisioner", &g.Provisioner}, {"binder", &g.Binder}} {
+		bin, err := build(fn.name)
+		if err != nil {
+			return nil, err
+		}
+		f, err := RunFunction(rie, fn.name, bin, env, o.Logs)
+		if err != nil {
+			return nil, err
+		}
+		*fn.dst = f
+	}
+
+	sq := sqs.NewFromConfig(g.AWS)
+	onBatch := func(fn string) func(ids, failed []string, err error) {
+		if o.OnBatch == nil {
+			return nil
+		}
+		return func(ids, failed []string, err error) { o.OnBatch(fn, ids, failed, err) }
+	}
+	// The event-source mappings the CDK stack sets: the provisioner's
+	// batching window is its debounce; the binder takes events at once.
+	g.run(ctx, func(ctx context.Context) {
+		(&Poller{SQS: sq, QueueURL: g.Msg.Pending.URL, QueueARN: g.Msg.Pending.ARN, BatchSize: 10, Window: time.Second, Invoke: g.Provisioner.Invoke, Log: g.Log, OnBatch: onBatch("provisioner")}).Run(ctx)
+	})
+	g.run(ctx, func(ctx context.Context) {
+		(&Poller{SQS: sq, QueueURL: g.Msg.Ready.URL, QueueARN: g.Msg.Ready.ARN, BatchSize: 10, Window: 0, Invoke: g.Binder.Invoke, Log: g.Log, OnBatch: onBatch("binder")}).Run(ctx)
+	})
+
+	g.Kubelet = &kubeletsim.Sim{
+		Kube: kube.Client, EC2: ec2.NewFromConfig(g.AWS, func(eo *ec2.Options) { eo.BaseEndpoint = aws.String(g.EC2URL) }),
+		Cluster: o.Cluster, Region: Region, ReadyDelay: o.ReadyDelay, Log: g.Log,
+	}
+	g.run(ctx, g.Kubelet.Run)
+
+	if !o.NoForwarder {
+		fw, err := forwarder.New(forwarder.Options{
+			Client: kube.Client, Cluster: o.Cluster, Bus: g.Msg.Bus, Put: eventbridge.NewFromConfig(g.AWS),
+			Logger: slog.New(slog.NewJSONHandler(o.Logs, nil)).With("component", "forwarder"),
+		})
+		if err != nil {
+			return nil, err
+		}
+		g.run(ctx, func(ctx context.Context) { _ = fw.Run(ctx) })
+	}
+	ok = true
+	return g, nil
+}
+
+func (g *Ground) run(ctx context.Context, f func(context.Context)) {
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		f(ctx)
+	}()
+}
+
+// Close stops everything the ground started and removes its pods and
+// nodes, so the next scenario in the package starts clean.
+func (g *Ground) Close() {
+	if g.cancel != nil {
+		g.cancel()
+	}
+	g.wg.Wait()
+	for _, f := range []*Function{g.Provisioner, g.Binder} {
+		if f != nil {
+			f.Stop()
+		}
+	}
+	if g.ec2srv != nil {
+		g.ec2srv.Close()
+	}
+	ctx := context.Background()
+	if g.Kube != nil {
+		zero := int64(0)
+		_ = g.Kube.Client.CoreV1().Pods(g.Opts.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+		_ = g.Kube.Client.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "joist.sh/simulated=true"})
+	}
+}
+
+// PushSpecs stores every spec object in manifests as its own SSM
+// parameter under /joist/<cluster>/ (other kinds are ignored).
+func (g *Ground) PushSpecs(ctx context.Context, manifests []byte) error {
+	objs, err := specs.Decode(manifests, "specs")
+	if err != nil {
+		return err
+	}
+	store := &specstore.SSMStore{Client: ssm.NewFromConfig(g.AWS), Cluster: g.Opts.Cluster, Logger: g.Log}
+	_, _, err = store.Push(ctx, objs, specstore.PushOptions{})
+	return err
+}
+
+// seedAMIs publishes the EKS AMI parameters (kumo does not serve AWS's
+// public ones) for the ground's Kubernetes version, each naming an image
+// registered in the EC2 simulator.
+func (g *Ground) seedAMIs(ctx context.Context) error {
+	s := ssm.NewFromConfig(g.AWS)
+	v := g.Opts.K8sVersion
+	params := map[string]string{}
+	for _, arch := range []struct{ k8s, aws string }{{"amd64", "x86_64"}, {"arm64", "arm64"}} {
+		suffix := map[string]string{"amd64": "", "arm64": "-arm64"}[arch.k8s]
+		params[fmt.Sprintf("/aws/service/eks/optimized-ami/%s/amazon-linux-2%s/recommended/image_id", v, suffix)] = "amazon-eks-node-" + v + "-" + arch.aws
+		for _, variant := range []string{"standard", "nvidia", "neuron"} {
+			params[fmt.Sprintf("/aws/service/eks/optimized-ami/%s/amazon-linux-2023/%s/%s/recommended/image_id", v, arch.aws, variant)] = "amazon-eks-node-al2023-" + arch.aws + "-" + variant + "-" + v
+		}
+		params[fmt.Sprintf("/aws/service/bottlerocket/aws-k8s-%s/%s/latest/image_id", v, arch.aws)] = "bottlerocket-aws-k8s-" + v + "-" + arch.aws
+		params[fmt.Sprintf("/aws/service/bottlerocket/aws-k8s-%s-nvidia/%s/latest/image_id", v, arch.aws)] = "bottlerocket-aws-k8s-" + v + "-nvidia-" + arch.aws
+	}
+	params[fmt.Sprintf("/aws/service/eks/optimized-ami/%s/amazon-linux-2-gpu/recommended/image_id", v)] = "amazon-eks-gpu-node-" + v + "-x86_64"
+	for name, imageName := range params {
+		arch := "x86_64"
+		if strings.Contains(imageName, "arm64") {
+			arch = "arm64"
+		}
+		id := g.EC2.AddImage(ec2sim.ImageSpec{Name: imageName, Architecture: arch, OwnerAlias: "amazon", CreationDate: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)})
+		if _, err := s.PutParameter(ctx, &ssm.PutParameterInput{
+			Name: aws.String(name), Value: aws.String(id), Type: ssmtypes.ParameterTypeString, Overwrite: aws.Bool(true),
+		}); err != nil {
+			return fmt.Errorf("seed AMI parameter %s: %w", name, err)
+		}
+	}
+	return nil
+}
