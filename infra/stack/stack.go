@@ -1,0 +1,628 @@
+// Package stack defines JoistStack: everything Joist needs in one AWS
+// account and region to autoscale one EKS cluster.
+//
+// It lives apart from main so that tests build the same stack the app
+// deploys, from a Config rather than from the process's context and
+// environment.
+package stack
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseks"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// Joist's own events, as the forwarder puts them. They must equal the
+// constants of the product's events package (events/events.go); the infra
+// module does not import it, to keep the product's dependency graph out of
+// this module, and stack_test.go reads that file to catch drift.
+const (
+	EventSource           = "joist.forwarder"
+	DetailTypePendingPods = "Pending Pods"
+	DetailTypeNodeReady   = "Node Ready"
+)
+
+// Where the forwarder runs in the cluster. The forwarder role trusts only
+// this service account of this cluster (EKS Pod Identity session tags), and
+// infra/k8s/forwarder.yaml creates it.
+const (
+	ForwarderNamespace      = "joist"
+	ForwarderServiceAccount = "joist-forwarder"
+)
+
+// FunctionsGroup is the Kubernetes group the access entries put the
+// function roles in; infra/k8s/rbac.yaml binds the joist ClusterRole to it.
+const FunctionsGroup = "joist-functions"
+
+// Tuning that the rest of the stack derives from. Named so the test and
+// docs/deploy.md can refer to the reasons rather than to bare numbers.
+const (
+	// provisionerTimeoutSeconds bounds one reconcile: list, simulate,
+	// CreateFleet, nominate.
+	provisionerTimeoutSeconds = 90
+	// pendingBatchSize and pendingBatchWindowSeconds let a burst of
+	// pending-pods events become one reconcile instead of a hundred.
+	pendingBatchSize          = 100
+	pendingBatchWindowSeconds = 1
+	// pendingMaxReceiveCount is how often a pending-pods batch may fail
+	// before its messages go to the DLQ. Five, as AWS advises for a queue
+	// feeding a function with reserved concurrency: throttled receives
+	// count too.
+	pendingMaxReceiveCount = 5
+	// binderTimeoutSeconds bounds one batch of Node Ready events: read
+	// the planned pods of each node and bind them.
+	binderTimeoutSeconds = 60
+	// readyBatchSize: Node Ready events come one per node, and each node
+	// is bound on its own, so no batching window; a burst of nodes still
+	// shares an invocation.
+	readyBatchSize = 10
+	// readyMaxReceiveCount is how often a Node Ready batch may fail before
+	// its messages go to the DLQ. The binder's handler (pkg/trigger)
+	// reports every message of a failed batch, so one stubborn node can
+	// take its batch-mates along; five receives give them as many
+	// chances, as on the pending queue and on the test ground.
+	readyMaxReceiveCount = 5
+	// interruptionRetentionSeconds is Karpenter's: an interruption notice
+	// older than five minutes describes an instance that is already gone.
+	interruptionRetentionSeconds = 300
+	// interruptionTimeoutSeconds is the timeout the interruption function
+	// is to have (a redelivery inside the two-minute spot warning; the
+	// drain itself carried on by the reaper). The function does not exist
+	// yet; the interruption queue's visibility timeout is derived from it
+	// already so that adding the function changes no queue setting.
+	interruptionTimeoutSeconds = 30
+)
+
+// JoistStack is the CloudFormation stack for one cluster. Its fields let
+// tests and callers reach the constructs without searching the tree.
+type JoistStack struct {
+	awscdk.Stack
+	Config            Config
+	Bus               awsevents.EventBus
+	PendingQueue      awssqs.Queue
+	PendingDLQ        awssqs.Queue
+	ReadyQueue        awssqs.Queue
+	ReadyDLQ          awssqs.Queue
+	InterruptionQueue awssqs.Queue
+	Functions         map[string]awslambda.Function
+	Roles             map[string]awsiam.Role
+	LogGroups         map[string]awslogs.LogGroup
+	ForwarderPolicy   awsiam.ManagedPolicy
+	ForwarderRole     awsiam.Role
+}
+
+// fnSpec is what differs between the functions.
+type fnSpec struct {
+	name        string
+	id          string
+	description string
+	timeout     float64 // seconds
+	memoryMB    float64
+	// launch: may create fleets, instances and launch templates (the
+	// provisioner, and the reaper, which runs the same reconcile).
+	launch bool
+	// manage: may terminate the cluster's instances and delete its launch
+	// templates (the reaper retires nodes; the interruption function, once
+	// it exists, will end interrupted ones, as Karpenter's interruption
+	// controller does).
+	manage bool
+}
+
+var fnSpecs = []fnSpec{
+	{FnProvisioner, "Provisioner", "turns pending pods into EC2 capacity", provisionerTimeoutSeconds, 512, true, false},
+	{FnBinder, "Binder", "binds planned pods once their node is Ready", binderTimeoutSeconds, 256, false, false},
+	{FnReaper, "Reaper", "retires empty, expired and leaked nodes; safety-net reconcile", 120, 512, true, true},
+}
+
+// CheckAssets reports every function whose bootstrap binary is missing
+// from dir. CDK would happily zip an empty directory and deploy a function
+// that cannot start; failing at synth is cheaper.
+func CheckAssets(dir string) error {
+	var missing []string
+	for _, name := range FunctionNames {
+		p := filepath.Join(dir, name, "bootstrap")
+		fi, err := os.Stat(p)
+		if err != nil || !fi.Mode().IsRegular() {
+			missing = append(missing, p)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("lambda assets missing (run `make build`, or pass -c %s=DIR): %s",
+			CtxAssetDir, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// New validates cfg, checks the Lambda assets and defines the stack under
+// scope with construct id id (the CloudFormation stack name is
+// StackName(cfg.ClusterName), so one account can hold a stack per cluster).
+func New(scope constructs.Construct, id string, cfg Config) (*JoistStack, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := CheckAssets(cfg.AssetDir); err != nil {
+		return nil, err
+	}
+	props := &awscdk.StackProps{
+		StackName:   jsii.String(StackName(cfg.ClusterName)),
+		Description: jsii.String(fmt.Sprintf("Joist node autoscaler for EKS cluster %s", cfg.ClusterName)),
+	}
+	if cfg.Region != "" || cfg.Account != "" {
+		env := &awscdk.Environment{}
+		if cfg.Region != "" {
+			env.Region = jsii.String(cfg.Region)
+		}
+		if cfg.Account != "" {
+			env.Account = jsii.String(cfg.Account)
+		}
+		props.Env = env
+	}
+	st := awscdk.NewStack(scope, jsii.String(id), props)
+	s := &JoistStack{
+		Stack:     st,
+		Config:    cfg,
+		Functions: map[string]awslambda.Function{},
+		Roles:     map[string]awsiam.Role{},
+		LogGroups: map[string]awslogs.LogGroup{},
+	}
+	// Every taggable resource carries the cluster tag, so a look at the
+	// console (or a tag-based policy) tells which cluster it serves.
+	awscdk.Tags_Of(st).Add(jsii.String(ClusterTagKey), jsii.String(cfg.ClusterName), nil)
+
+	s.defineMessaging()
+	s.defineFunctions()
+	s.defineRoutes()
+	s.defineForwarderAccess()
+	if cfg.AccessEntries {
+		s.defineAccessEntries()
+	}
+	s.defineOutputs()
+	return s, nil
+}
+
+func (s *JoistStack) defineMessaging() {
+	cluster := s.Config.ClusterName
+	s.Bus = awsevents.NewEventBus(s.Stack, jsii.String("Bus"), &awsevents.EventBusProps{
+		EventBusName: jsii.String(BusName(cluster)),
+		Description:  jsii.String("Joist events of cluster " + cluster + " (pending pods, node ready)"),
+	})
+
+	// The pending and ready queues, and their DLQs, have fixed names: the
+	// test ground creates the same ones (test/testenv/bus.go).
+	s.PendingDLQ = awssqs.NewQueue(s.Stack, jsii.String("PendingDeadLetterQueue"), &awssqs.QueueProps{
+		QueueName:       jsii.String(DeadLetterQueueName(PendingQueueName(cluster))),
+		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:      jsii.Bool(true),
+		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
+	})
+	s.PendingQueue = awssqs.NewQueue(s.Stack, jsii.String("PendingQueue"), &awssqs.QueueProps{
+		QueueName:  jsii.String(PendingQueueName(cluster)),
+		Encryption: awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL: jsii.Bool(true),
+		// AWS's advice for an SQS event source: six times the function
+		// timeout, so that Lambda can retry a throttled batch (the
+		// provisioner runs one at a time) before the messages reappear.
+		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(6 * provisionerTimeoutSeconds)),
+		// A pending-pods hint older than an hour is worthless: the reaper
+		// has reconciled sixty times since.
+		RetentionPeriod: awscdk.Duration_Hours(jsii.Number(1)),
+		DeadLetterQueue: &awssqs.DeadLetterQueue{
+			Queue:           s.PendingDLQ,
+			MaxReceiveCount: jsii.Number(pendingMaxReceiveCount),
+		},
+	})
+
+	// Node Ready events, for the binder: the same shape as the pending
+	// queue, because the binder's handler is the same SQS batch handler
+	// (pkg/trigger) as the provisioner's, reporting batchItemFailures.
+	s.ReadyDLQ = awssqs.NewQueue(s.Stack, jsii.String("ReadyDeadLetterQueue"), &awssqs.QueueProps{
+		QueueName:       jsii.String(DeadLetterQueueName(ReadyQueueName(cluster))),
+		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:      jsii.Bool(true),
+		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
+	})
+	s.ReadyQueue = awssqs.NewQueue(s.Stack, jsii.String("ReadyQueue"), &awssqs.QueueProps{
+		QueueName:  jsii.String(ReadyQueueName(cluster)),
+		Encryption: awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL: jsii.Bool(true),
+		// Six times the function timeout, as AWS advises for an SQS
+		// event source.
+		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(6 * binderTimeoutSeconds)),
+		// A Node Ready event older than an hour is worthless: the node
+		// has long been bound or replaced.
+		RetentionPeriod: awscdk.Duration_Hours(jsii.Number(1)),
+		DeadLetterQueue: &awssqs.DeadLetterQueue{
+			Queue:           s.ReadyDLQ,
+			MaxReceiveCount: jsii.Number(readyMaxReceiveCount),
+		},
+	})
+
+	// Karpenter's interruption queue, setting for setting: 300 s retention,
+	// SSE, TLS only. No DLQ: a notice nobody handled in five minutes is
+	// about an instance that no longer exists.
+	//
+	// Until the interruption function exists this queue has no consumer:
+	// the rules below fill it and every message expires unread after
+	// interruptionRetentionSeconds (300 s). It is kept so that the
+	// function, when it comes, only adds an event source.
+	s.InterruptionQueue = awssqs.NewQueue(s.Stack, jsii.String("InterruptionQueue"), &awssqs.QueueProps{
+		Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:        jsii.Bool(true),
+		RetentionPeriod:   awscdk.Duration_Seconds(jsii.Number(interruptionRetentionSeconds)),
+		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(2 * interruptionTimeoutSeconds)),
+	})
+}
+
+// environment is what every function is told about the cluster. Empty
+// optional values are left out rather than set to "": the functions then
+// read them from eks:DescribeCluster.
+func (s *JoistStack) environment() *map[string]*string {
+	c := s.Config
+	env := map[string]*string{
+		"CLUSTER_NAME":             jsii.String(c.ClusterName),
+		"SPEC_SOURCE":              jsii.String(c.SpecSource),
+		"SPEC_PREFIX":              jsii.String(SpecPrefix(c.ClusterName)),
+		"EVENT_BUS_NAME":           s.Bus.EventBusName(),
+		"DEFAULT_INSTANCE_PROFILE": jsii.String(c.DefaultInstanceProfile),
+	}
+	if c.ClusterEndpoint != "" {
+		env["CLUSTER_ENDPOINT"] = jsii.String(c.ClusterEndpoint)
+		env["CLUSTER_CA"] = jsii.String(c.ClusterCA)
+	}
+	for k, v := range map[string]string{
+		"KUBERNETES_VERSION":   c.KubernetesVersion,
+		"CLUSTER_SERVICE_CIDR": c.ServiceCIDR,
+		"CLUSTER_DNS_IP":       c.ClusterDNSIP,
+		"JOIST_ZONES":          c.Zones,
+	} {
+		if v != "" {
+			env[k] = jsii.String(v)
+		}
+	}
+	if c.LogLevel != LogLevelInfo {
+		env["LOG_LEVEL"] = jsii.String(c.LogLevel)
+	}
+	return &env
+}
+
+func (s *JoistStack) defineFunctions() {
+	c := s.Config
+	retention := retentionDays[c.LogRetentionDays]
+	// Lambda drops JSON log lines below this level before they reach
+	// CloudWatch, so it must follow the functions' own LOG_LEVEL.
+	appLevel := awslambda.ApplicationLogLevel_INFO
+	if c.LogLevel == LogLevelDebug {
+		appLevel = awslambda.ApplicationLogLevel_DEBUG
+	}
+	for _, spec := range fnSpecs {
+		// One role per function: the binder has no business launching
+		// instances, and only the reaper may terminate them.
+		role := awsiam.NewRole(s.Stack, jsii.String(spec.id+"Role"), &awsiam.RoleProps{
+			AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
+			Description: jsii.String(fmt.Sprintf("Joist %s of cluster %s", spec.name, c.ClusterName)),
+		})
+		// An explicit log group instead of the logRetention custom
+		// resource: no extra Node.js Lambda in the stack, and the role
+		// gets write access to this group only, not logs:* on *. Its name
+		// is generated (and output): a fixed name would collide with the
+		// group a deleted stack leaves behind.
+		logs := awslogs.NewLogGroup(s.Stack, jsii.String(spec.id+"Logs"), &awslogs.LogGroupProps{
+			Retention: retention,
+		})
+		logs.GrantWrite(role)
+		props := &awslambda.FunctionProps{
+			Description:  jsii.String(fmt.Sprintf("Joist %s (cluster %s): %s", spec.name, c.ClusterName, spec.description)),
+			Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
+			Architecture: awslambda.Architecture_ARM_64(),
+			Handler:      jsii.String("bootstrap"),
+			Code:         awslambda.Code_FromAsset(jsii.String(filepath.Join(c.AssetDir, spec.name)), nil),
+			Environment:  s.environment(),
+			Timeout:      awscdk.Duration_Seconds(jsii.Number(spec.timeout)),
+			MemorySize:   jsii.Number(spec.memoryMB),
+			Role:         role,
+			LogGroup:     logs,
+			// The functions write JSON (slog); Lambda's JSON format keeps
+			// its own START/REPORT lines in the same shape and filters by
+			// the "level" field.
+			LoggingFormat:         awslambda.LoggingFormat_JSON,
+			ApplicationLogLevelV2: appLevel,
+			SystemLogLevelV2:      awslambda.SystemLogLevel_INFO,
+		}
+		switch spec.name {
+		case FnProvisioner:
+			// One decider at a time per cluster (DESIGN.md principle 3).
+			props.ReservedConcurrentExecutions = jsii.Number(1)
+		case FnReaper:
+			// A failed tick is not retried: the next one is a minute away.
+			props.RetryAttempts = jsii.Number(0)
+			props.MaxEventAge = awscdk.Duration_Seconds(jsii.Number(60))
+		}
+		fn := awslambda.NewFunction(s.Stack, jsii.String(spec.id), props)
+		s.Functions[spec.name] = fn
+		s.Roles[spec.name] = role
+		s.LogGroups[spec.name] = logs
+		s.grantAWS(role, spec)
+	}
+
+	s.Functions[FnProvisioner].AddEventSource(awslambdaeventsources.NewSqsEventSource(s.PendingQueue, &awslambdaeventsources.SqsEventSourceProps{
+		BatchSize:         jsii.Number(pendingBatchSize),
+		MaxBatchingWindow: awscdk.Duration_Seconds(jsii.Number(pendingBatchWindowSeconds)),
+		// The provisioner reports only the messages it could not read;
+		// a good batch is not redelivered because one body was bad.
+		ReportBatchItemFailures: jsii.Bool(true),
+		// The lowest the event source allows. With reserved concurrency
+		// 1 every extra poller only produces throttles, and throttled
+		// receives count towards the DLQ's maxReceiveCount.
+		MaxConcurrency: jsii.Number(2),
+	}))
+	// The binder is invoked only by this mapping, synchronously, so it
+	// has no asynchronous-invocation settings: retries and the DLQ are the
+	// ready queue's redrive policy.
+	s.Functions[FnBinder].AddEventSource(awslambdaeventsources.NewSqsEventSource(s.ReadyQueue, &awslambdaeventsources.SqsEventSourceProps{
+		BatchSize:         jsii.Number(readyBatchSize),
+		MaxBatchingWindow: awscdk.Duration_Seconds(jsii.Number(0)),
+		// A batch the binder fails comes back as batchItemFailures, and
+		// after readyMaxReceiveCount receives goes to the DLQ.
+		ReportBatchItemFailures: jsii.Bool(true),
+	}))
+}
+
+// defineRoutes wires events to queues and functions.
+func (s *JoistStack) defineRoutes() {
+	c := s.Config
+	awsevents.NewRule(s.Stack, jsii.String("PendingPodsRule"), &awsevents.RuleProps{
+		RuleName:    jsii.String(PendingRuleName(c.ClusterName)),
+		EventBus:    s.Bus,
+		Description: jsii.String("Joist pending pods of " + c.ClusterName + " to the pending queue"),
+		EventPattern: &awsevents.EventPattern{
+			Source:     jsii.Strings(EventSource),
+			DetailType: jsii.Strings(DetailTypePendingPods),
+		},
+		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewSqsQueue(s.PendingQueue, nil)},
+	})
+	awsevents.NewRule(s.Stack, jsii.String("NodeReadyRule"), &awsevents.RuleProps{
+		RuleName:    jsii.String(NodeReadyRuleName(c.ClusterName)),
+		EventBus:    s.Bus,
+		Description: jsii.String("Joist node ready events of " + c.ClusterName + " to the ready queue"),
+		EventPattern: &awsevents.EventPattern{
+			Source:     jsii.Strings(EventSource),
+			DetailType: jsii.Strings(DetailTypeNodeReady),
+		},
+		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewSqsQueue(s.ReadyQueue, nil)},
+	})
+	awsevents.NewRule(s.Stack, jsii.String("ReaperSchedule"), &awsevents.RuleProps{
+		Description: jsii.String("Joist reaper of " + c.ClusterName + ": disruption and the safety-net reconcile"),
+		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(1))),
+		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(s.Functions[FnReaper], &awseventstargets.LambdaFunctionProps{
+			RetryAttempts: jsii.Number(2),
+			MaxEventAge:   awscdk.Duration_Seconds(jsii.Number(60)),
+		})},
+	})
+
+	// AWS's events arrive on the default bus of the account and region.
+	// EventBridge cannot filter them by instance tag, so the queue gets
+	// every instance's; the interruption function is to drop unknown IDs.
+	// Until it exists nothing reads the queue (see defineMessaging).
+	toInterruption := &[]awsevents.IRuleTarget{awseventstargets.NewSqsQueue(s.InterruptionQueue, nil)}
+	for _, r := range []struct {
+		id, source, detailType string
+		detail                 *map[string]interface{}
+	}{
+		{"SpotInterruptionRule", "aws.ec2", "EC2 Spot Instance Interruption Warning", nil},
+		{"RebalanceRule", "aws.ec2", "EC2 Instance Rebalance Recommendation", nil},
+		// Only the states that end an instance: pending and running
+		// would be most of the traffic and mean nothing to Joist.
+		{"InstanceStateChangeRule", "aws.ec2", "EC2 Instance State-change Notification",
+			&map[string]interface{}{"state": jsii.Strings("stopping", "stopped", "shutting-down", "terminated")}},
+		// Only EC2 scheduled changes (retirement, maintenance), the only
+		// Health events Karpenter acts on.
+		{"ScheduledChangeRule", "aws.health", "AWS Health Event",
+			&map[string]interface{}{"service": jsii.Strings("EC2"), "eventTypeCategory": jsii.Strings("scheduledChange")}},
+	} {
+		awsevents.NewRule(s.Stack, jsii.String(r.id), &awsevents.RuleProps{
+			Description: jsii.String("Joist interruption (" + c.ClusterName + "): " + r.detailType),
+			EventPattern: &awsevents.EventPattern{
+				Source:     jsii.Strings(r.source),
+				DetailType: jsii.Strings(r.detailType),
+				Detail:     r.detail,
+			},
+			Targets: toInterruption,
+		})
+	}
+}
+
+// arn builds an ARN in this stack's partition and region.
+func (s *JoistStack) arn(service, account, resource string) *string {
+	return jsii.String(fmt.Sprintf("arn:%s:%s:%s:%s:%s",
+		*s.Stack.Partition(), service, *s.Stack.Region(), account, resource))
+}
+
+// nodeRoleArn accepts a role name or a full ARN.
+func (s *JoistStack) nodeRoleArn() *string {
+	if strings.HasPrefix(s.Config.NodeRole, "arn:") {
+		return jsii.String(s.Config.NodeRole)
+	}
+	return jsii.String(fmt.Sprintf("arn:%s:iam::%s:role/%s", *s.Stack.Partition(), *s.Stack.Account(), s.Config.NodeRole))
+}
+
+// ClusterArn is the ARN of the EKS cluster the stack serves.
+func (s *JoistStack) ClusterArn() *string {
+	return s.arn("eks", *s.Stack.Account(), "cluster/"+s.Config.ClusterName)
+}
+
+// grantAWS gives one function's role its AWS permissions. Everything that
+// changes EC2 is tied to the joist.sh/cluster tag: created resources must
+// carry it (aws:RequestTag), existing ones must already have it
+// (aws:ResourceTag), so one cluster's Joist can never touch another's
+// instances or anything else in the account.
+func (s *JoistStack) grantAWS(role awsiam.Role, spec fnSpec) {
+	c := s.Config
+	acct := *s.Stack.Account()
+	add := func(sid string, actions []string, resources []*string, conditions map[string]interface{}) {
+		props := &awsiam.PolicyStatementProps{
+			Sid:       jsii.String(sid),
+			Actions:   jsii.Strings(actions...),
+			Resources: &resources,
+		}
+		if conditions != nil {
+			props.Conditions = &conditions
+		}
+		role.AddToPolicy(awsiam.NewPolicyStatement(props))
+	}
+	requestTag := map[string]interface{}{
+		"StringEquals": map[string]interface{}{"aws:RequestTag/" + ClusterTagKey: c.ClusterName},
+	}
+	resourceTag := map[string]interface{}{
+		"StringEquals": map[string]interface{}{"aws:ResourceTag/" + ClusterTagKey: c.ClusterName},
+	}
+	// Resources a launch creates. The launcher tags the fleet and the
+	// instances in CreateFleet, and network interfaces, volumes and spot
+	// requests through the launch template's tag specifications.
+	created := []*string{
+		s.arn("ec2", acct, "fleet/*"),
+		s.arn("ec2", acct, "instance/*"),
+		s.arn("ec2", acct, "volume/*"),
+		s.arn("ec2", acct, "network-interface/*"),
+		s.arn("ec2", acct, "launch-template/*"),
+		s.arn("ec2", acct, "spot-instances-request/*"),
+	}
+
+	// Read-only, everywhere: instance types, offerings, prices, subnets,
+	// security groups, images, instances. EC2 has no resource-level
+	// permissions for Describe*.
+	add("Describe", []string{"ec2:Describe*"}, []*string{jsii.String("*")}, nil)
+	add("DescribeCluster", []string{"eks:DescribeCluster"}, []*string{s.ClusterArn()}, nil)
+	// The specs under /joist/<cluster>/ (GetParametersByPath names the
+	// path itself, hence the resource without /*), and the public
+	// parameters that resolve AMI aliases.
+	prefix := strings.TrimSuffix(SpecPrefix(c.ClusterName), "/")
+	add("ReadSpecs", []string{"ssm:GetParameter", "ssm:GetParameters", "ssm:GetParametersByPath"},
+		[]*string{s.arn("ssm", acct, "parameter"+prefix), s.arn("ssm", acct, "parameter"+prefix+"/*")}, nil)
+	add("ReadPublicParameters", []string{"ssm:GetParameter", "ssm:GetParameters", "ssm:GetParametersByPath"},
+		[]*string{s.arn("ssm", "", "parameter/aws/service/*")}, nil)
+	// Functions may put follow-up events on their own bus, and nowhere else.
+	add("PutEventsOnBus", []string{"events:PutEvents"}, []*string{s.Bus.EventBusArn()}, nil)
+	// Tagging an instance that is already the cluster's (for example
+	// with its node name after registration).
+	add("TagOwnInstances", []string{"ec2:CreateTags"}, []*string{s.arn("ec2", acct, "instance/*")}, resourceTag)
+
+	if spec.launch {
+		// Existing things a launch refers to. Subnets and security
+		// groups may be shared from another account (RAM), hence *.
+		add("LaunchFromExisting", []string{"ec2:CreateFleet", "ec2:RunInstances"}, []*string{
+			s.arn("ec2", "", "image/*"),
+			s.arn("ec2", "", "snapshot/*"),
+			s.arn("ec2", "*", "subnet/*"),
+			s.arn("ec2", "*", "security-group/*"),
+		}, nil)
+		// Only Joist's own launch templates of this cluster.
+		add("LaunchFromOwnTemplates", []string{"ec2:CreateFleet", "ec2:RunInstances"},
+			[]*string{s.arn("ec2", acct, "launch-template/*")}, resourceTag)
+		add("CreateTaggedResources", []string{"ec2:CreateFleet", "ec2:RunInstances", "ec2:CreateLaunchTemplate"},
+			created, requestTag)
+		// Tag-on-create needs CreateTags too; it is allowed only as part
+		// of those three calls, so it cannot retag anything later.
+		add("TagOnCreate", []string{"ec2:CreateTags"}, created, map[string]interface{}{
+			"StringEquals": map[string]interface{}{
+				"aws:RequestTag/" + ClusterTagKey: c.ClusterName,
+				"ec2:CreateAction":                []string{"CreateFleet", "RunInstances", "CreateLaunchTemplate"},
+			},
+		})
+		add("PassNodeRole", []string{"iam:PassRole"}, []*string{s.nodeRoleArn()}, map[string]interface{}{
+			"StringEquals": map[string]interface{}{"iam:PassedToService": "ec2.amazonaws.com"},
+		})
+		add("ReadInstanceProfiles", []string{"iam:GetInstanceProfile"},
+			[]*string{jsii.String(fmt.Sprintf("arn:%s:iam::%s:instance-profile/*", *s.Stack.Partition(), acct))}, nil)
+		// The Pricing API has no resource-level permissions.
+		add("Pricing", []string{"pricing:GetProducts"}, []*string{jsii.String("*")}, nil)
+	}
+	if spec.manage {
+		add("TerminateOwn", []string{"ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"}, []*string{
+			s.arn("ec2", acct, "instance/*"),
+			s.arn("ec2", acct, "launch-template/*"),
+		}, resourceTag)
+	}
+}
+
+// defineForwarderAccess creates what the in-cluster forwarder may do:
+// PutEvents on this bus and nothing else. The policy is separate from the
+// role so it can also be attached to an IRSA role the user already has.
+func (s *JoistStack) defineForwarderAccess() {
+	c := s.Config
+	s.ForwarderPolicy = awsiam.NewManagedPolicy(s.Stack, jsii.String("ForwarderPolicy"), &awsiam.ManagedPolicyProps{
+		Description: jsii.String("Joist forwarder of " + c.ClusterName + ": put events on its bus only"),
+		Statements: &[]awsiam.PolicyStatement{awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("PutEventsOnBus"),
+			Actions:   jsii.Strings("events:PutEvents"),
+			Resources: &[]*string{s.Bus.EventBusArn()},
+		})},
+	})
+	// An EKS Pod Identity role. Pod Identity passes the cluster,
+	// namespace and service account as session tags; the trust policy
+	// admits only the forwarder's service account of this cluster.
+	principal := awsiam.NewServicePrincipal(jsii.String("pods.eks.amazonaws.com"), nil).WithConditions(&map[string]interface{}{
+		"StringEquals": map[string]interface{}{
+			"aws:SourceAccount":                         *s.Stack.Account(),
+			"aws:RequestTag/eks-cluster-name":           c.ClusterName,
+			"aws:RequestTag/kubernetes-namespace":       ForwarderNamespace,
+			"aws:RequestTag/kubernetes-service-account": ForwarderServiceAccount,
+		},
+	})
+	s.ForwarderRole = awsiam.NewRole(s.Stack, jsii.String("ForwarderRole"), &awsiam.RoleProps{
+		AssumedBy:       awsiam.NewSessionTagsPrincipal(principal),
+		Description:     jsii.String("Joist forwarder of " + c.ClusterName + " (EKS Pod Identity)"),
+		ManagedPolicies: &[]awsiam.IManagedPolicy{s.ForwarderPolicy},
+	})
+}
+
+// defineAccessEntries lets the function roles into the cluster's API as
+// members of FunctionsGroup. What the group may do is the ClusterRole in
+// infra/k8s/rbac.yaml, applied with kubectl: CloudFormation cannot reach
+// the Kubernetes API.
+func (s *JoistStack) defineAccessEntries() {
+	for _, spec := range fnSpecs {
+		awseks.NewCfnAccessEntry(s.Stack, jsii.String(spec.id+"AccessEntry"), &awseks.CfnAccessEntryProps{
+			ClusterName:      jsii.String(s.Config.ClusterName),
+			PrincipalArn:     s.Roles[spec.name].RoleArn(),
+			Type:             jsii.String("STANDARD"),
+			Username:         jsii.String("joist:" + spec.name),
+			KubernetesGroups: jsii.Strings(FunctionsGroup),
+		})
+	}
+}
+
+func (s *JoistStack) defineOutputs() {
+	out := func(id string, value *string, description string) {
+		awscdk.NewCfnOutput(s.Stack, jsii.String(id), &awscdk.CfnOutputProps{
+			Value:       value,
+			Description: jsii.String(description),
+		})
+	}
+	out("EventBusName", s.Bus.EventBusName(), "the forwarder's EVENT_BUS_NAME")
+	out("EventBusArn", s.Bus.EventBusArn(), "the bus the forwarder puts events on")
+	out("PendingQueueUrl", s.PendingQueue.QueueUrl(), "pending-pods events, polled by the provisioner")
+	out("PendingDeadLetterQueueUrl", s.PendingDLQ.QueueUrl(), "pending-pods batches that failed 5 times")
+	out("ReadyQueueUrl", s.ReadyQueue.QueueUrl(), "Node Ready events, polled by the binder")
+	out("ReadyDeadLetterQueueUrl", s.ReadyDLQ.QueueUrl(), "Node Ready batches that failed 5 times")
+	out("InterruptionQueueUrl", s.InterruptionQueue.QueueUrl(), "EC2 and Health events; no consumer yet (the interruption function is to come), messages expire after 300 s")
+	for _, spec := range fnSpecs {
+		out(spec.id+"FunctionName", s.Functions[spec.name].FunctionName(), "the "+spec.name+" function")
+		out(spec.id+"RoleArn", s.Roles[spec.name].RoleArn(), "the "+spec.name+"'s role: give it an EKS access entry in group "+FunctionsGroup)
+		out(spec.id+"LogGroupName", s.LogGroups[spec.name].LogGroupName(), "the "+spec.name+"'s logs (aws logs tail NAME --follow)")
+	}
+	out("ForwarderPolicyArn", s.ForwarderPolicy.ManagedPolicyArn(), "attach to the forwarder's IRSA role if you do not use ForwarderRoleArn")
+	out("ForwarderRoleArn", s.ForwarderRole.RoleArn(), "EKS Pod Identity role for "+ForwarderNamespace+"/"+ForwarderServiceAccount)
+}
