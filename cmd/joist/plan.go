@@ -1,0 +1,382 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/joist-dev/joist/pkg/catalog"
+	"github.com/joist-dev/joist/pkg/model"
+	"github.com/joist-dev/joist/pkg/scheduling"
+	"github.com/joist-dev/joist/pkg/scheduling/fromcatalog"
+	"github.com/joist-dev/joist/pkg/specs"
+	"github.com/joist-dev/joist/pkg/workload"
+)
+
+func init() {
+	rootCmd.AddCommand(newPlanCmd())
+}
+
+// planOptions are the flags of `joist plan`.
+type planOptions struct {
+	files   []string
+	region  string
+	zones   []string
+	catalog string
+	output  string
+}
+
+func newPlanCmd() *cobra.Command {
+	o := &planOptions{}
+	cmd := &cobra.Command{
+		Use:   "plan -f WORKLOAD.yaml [-f ...] --region REGION",
+		Short: "Plan nodes for a workload offline: which instances Joist would launch, and what they cost",
+		Long: `Plan nodes for a workload without touching a cluster or AWS.
+
+The files hold Karpenter specs (Provisioner/AWSNodeTemplate or
+NodePool/EC2NodeClass; a default pool is used when there is none: linux,
+amd64, on-demand, instance categories c, m, r of generation > 2) and
+workloads: Pods, Deployments, StatefulSets, ReplicaSets, Jobs and
+DaemonSets (plus PersistentVolumeClaims, PersistentVolumes and
+StorageClasses for zonal volumes). Every pod is pending; the simulator
+places them on new nodes priced from the catalog and prints the nodes, the
+plan's price and a proven lower bound on the price of any plan.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runPlan(cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVarP(&o.files, "filename", "f", nil, "manifest file or folder (repeatable; - for standard input)")
+	f.StringVar(&o.region, "region", "", "AWS region to price and place nodes in (required)")
+	f.StringSliceVar(&o.zones, "zones", nil, "zones (letters or full names); default the region's a, b and c")
+	f.StringVar(&o.catalog, "catalog", "embedded", `instance types: "embedded", or a JSON file of pkg/catalog instance types`)
+	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
+	return cmd
+}
+
+// planNode is one new node in the machine-readable output.
+type planNode struct {
+	Pool         string   `json:"pool"`
+	InstanceType string   `json:"instanceType"`
+	OptionCount  int      `json:"optionCount"`
+	Zone         string   `json:"zone"`
+	CapacityType string   `json:"capacityType"`
+	PricePerHour float64  `json:"pricePerHour"`
+	Pods         int      `json:"pods"`
+	Zones        []string `json:"zones"`
+	Options      []string `json:"options"`
+	PodNames     []string `json:"podNames"`
+}
+
+type planExisting struct {
+	Node     string   `json:"node"`
+	InFlight bool     `json:"inFlight,omitempty"`
+	PodNames []string `json:"podNames"`
+}
+
+type planFailure struct {
+	Pod    string `json:"pod"`
+	Reason string `json:"reason"`
+}
+
+// planOutput is `joist plan -o json`.
+type planOutput struct {
+	Pods                   int            `json:"pods"`
+	ScheduledPods          int            `json:"scheduledPods"`
+	Unschedulable          int            `json:"unschedulable"`
+	Nodes                  []planNode     `json:"nodes"`
+	NodeCount              int            `json:"nodeCount"`
+	TotalPricePerHour      float64        `json:"totalPricePerHour"`
+	LowerBoundPricePerHour float64        `json:"lowerBoundPricePerHour"`
+	SolveSeconds           float64        `json:"solveSeconds"`
+	Region                 string         `json:"region"`
+	Zones                  []string       `json:"zones"`
+	Existing               []planExisting `json:"existing,omitempty"`
+	UnschedulablePods      []planFailure  `json:"unschedulablePods,omitempty"`
+	Skipped                []planFailure  `json:"skipped,omitempty"`
+	DefaultPool            bool           `json:"defaultPool,omitempty"`
+}
+
+func runPlan(stdin io.Reader, stdout, stderr io.Writer, o *planOptions) error {
+	if o.region == "" {
+		return errors.New("--region is required")
+	}
+	switch o.output {
+	case "table", "json", "yaml":
+	default:
+		return fmt.Errorf("unknown output format %q (table, json or yaml)", o.output)
+	}
+	if len(o.files) == 0 {
+		return errors.New("no input: give -f FILE (or -f - for standard input)")
+	}
+	in, defaultPool, err := readPlanInput(stdin, stderr, o)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	plan := scheduling.Solve(in)
+	elapsed := time.Since(start)
+	out := summarizePlan(in, plan, elapsed)
+	out.Region, out.Zones, out.DefaultPool = in.Region, zonesOf(in), defaultPool
+	switch o.output {
+	case "json":
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	case "yaml":
+		b, err := yaml.Marshal(out)
+		if err != nil {
+			return err
+		}
+		_, err = stdout.Write(b)
+		return err
+	}
+	return printPlanTable(stdout, out)
+}
+
+// readPlanInput reads every file once for specs and once for workloads.
+func readPlanInput(stdin io.Reader, stderr io.Writer, o *planOptions) (scheduling.Input, bool, error) {
+	var objs []specs.Object
+	wl := &workload.Result{}
+	read := func(data []byte, source string) error {
+		so, err := specs.Decode(data, source)
+		if err != nil {
+			return err
+		}
+		objs = append(objs, so...)
+		w, err := workload.Read(data, source)
+		if err != nil {
+			return err
+		}
+		wl.Merge(w)
+		return nil
+	}
+	for _, p := range o.files {
+		if p == "-" {
+			data, err := io.ReadAll(stdin)
+			if err != nil {
+				return scheduling.Input{}, false, err
+			}
+			if err := read(data, "<stdin>"); err != nil {
+				return scheduling.Input{}, false, err
+			}
+			continue
+		}
+		files, err := expand(p, false)
+		if err != nil {
+			return scheduling.Input{}, false, err
+		}
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				return scheduling.Input{}, false, err
+			}
+			if err := read(data, f); err != nil {
+				return scheduling.Input{}, false, err
+			}
+		}
+	}
+	spec, errs := specs.Build(objs)
+	if len(errs) > 0 {
+		for _, e := range errs {
+			fmt.Fprintln(stderr, "joist plan:", e)
+		}
+		return scheduling.Input{}, false, exitError{code: 1}
+	}
+	cat, err := loadPlanCatalog(o)
+	if err != nil {
+		return scheduling.Input{}, false, err
+	}
+	pools := spec.Pools
+	defaultPool := false
+	if len(pools) == 0 {
+		pools = []*model.Pool{defaultPlanPool()}
+		defaultPool = true
+	}
+	shared, per := fromcatalog.ForPools(cat, pools)
+	return scheduling.Input{
+		Pods: wl.Pods, DaemonSets: wl.DaemonSets, Pools: pools,
+		InstanceTypes: shared, PoolInstanceTypes: per, Region: o.region,
+		PersistentVolumeClaims: wl.PersistentVolumeClaims, PersistentVolumes: wl.PersistentVolumes,
+		StorageClasses: wl.StorageClasses, Namespaces: wl.Namespaces,
+	}, defaultPool, nil
+}
+
+// loadPlanCatalog is the embedded catalog for the region, or one built from
+// a JSON file of pkg/catalog instance types (a list, or an object with an
+// "instanceTypes" list), offered in the zones with their regional prices.
+func loadPlanCatalog(o *planOptions) (*catalog.Catalog, error) {
+	if o.catalog == "" || o.catalog == "embedded" {
+		return catalog.Offline(o.region, o.zones)
+	}
+	data, err := os.ReadFile(o.catalog)
+	if err != nil {
+		return nil, err
+	}
+	var types []*catalog.InstanceType
+	if err := json.Unmarshal(data, &types); err != nil {
+		var wrapped struct {
+			InstanceTypes []*catalog.InstanceType `json:"instanceTypes"`
+		}
+		if err2 := json.Unmarshal(data, &wrapped); err2 != nil {
+			return nil, fmt.Errorf("%s: %w", o.catalog, err)
+		}
+		types = wrapped.InstanceTypes
+	}
+	zones, err := catalog.NormalizeZones(o.region, o.zones)
+	if err != nil {
+		return nil, err
+	}
+	offerings := map[string][]catalog.Offering{}
+	for _, t := range types {
+		offerings[t.Name] = t.Offerings(o.region, zones)
+	}
+	c := catalog.New(o.region, zones, types, offerings)
+	if len(c.Types()) == 0 {
+		return nil, fmt.Errorf("%s: no instance type has a price in region %q", o.catalog, o.region)
+	}
+	return c, nil
+}
+
+// defaultPlanPool is what Karpenter's AWS webhook makes of an empty v1alpha5
+// Provisioner: linux, amd64, on-demand, categories c, m, r, generation > 2.
+func defaultPlanPool() *model.Pool {
+	return &model.Pool{
+		Name: "default", API: model.APIV1Alpha5,
+		Requirements: []model.Requirement{
+			{Key: model.LabelOS, Operator: "In", Values: []string{"linux"}},
+			{Key: model.LabelArch, Operator: "In", Values: []string{"amd64"}},
+			{Key: model.LabelCapacityType, Operator: "In", Values: []string{model.CapacityTypeOnDemand}},
+			{Key: catalog.LabelInstanceCategory, Operator: "In", Values: []string{"c", "m", "r"}},
+			{Key: catalog.LabelInstanceGeneration, Operator: "Gt", Values: []string{"2"}},
+		},
+	}
+}
+
+func zonesOf(in scheduling.Input) []string {
+	seen := map[string]bool{}
+	for _, it := range in.InstanceTypes {
+		for _, o := range it.Offerings {
+			seen[o.Zone] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for z := range seen {
+		out = append(out, z)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func podName(ns, name string) string { return ns + "/" + name }
+
+func summarizePlan(in scheduling.Input, plan scheduling.Plan, elapsed time.Duration) planOutput {
+	out := planOutput{
+		Pods: len(in.Pods), Unschedulable: len(plan.Unschedulable),
+		Nodes: []planNode{}, NodeCount: len(plan.NewNodes),
+		TotalPricePerHour: plan.TotalPricePerHour, LowerBoundPricePerHour: plan.LowerBoundPricePerHour,
+		SolveSeconds: elapsed.Seconds(),
+	}
+	for _, n := range plan.NewNodes {
+		pn := planNode{
+			Pool: n.Pool, InstanceType: n.Cheapest.InstanceType, OptionCount: len(n.InstanceTypeOptions),
+			Zone: n.Cheapest.Zone, CapacityType: n.Cheapest.CapacityType, PricePerHour: n.Cheapest.PricePerHour,
+			Pods: len(n.Pods), Zones: n.Zones,
+		}
+		for _, opt := range n.InstanceTypeOptions {
+			pn.Options = append(pn.Options, opt.Name)
+		}
+		for _, p := range n.Pods {
+			pn.PodNames = append(pn.PodNames, podName(p.Namespace, p.Name))
+		}
+		out.ScheduledPods += len(n.Pods)
+		out.Nodes = append(out.Nodes, pn)
+	}
+	for _, e := range plan.Existing {
+		pe := planExisting{Node: e.Node, InFlight: e.InFlight}
+		for _, p := range e.Pods {
+			pe.PodNames = append(pe.PodNames, podName(p.Namespace, p.Name))
+		}
+		out.ScheduledPods += len(e.Pods)
+		out.Existing = append(out.Existing, pe)
+	}
+	for _, f := range plan.Unschedulable {
+		out.UnschedulablePods = append(out.UnschedulablePods, planFailure{Pod: podName(f.Pod.Namespace, f.Pod.Name), Reason: f.Reason})
+	}
+	for _, f := range plan.Skipped {
+		out.Skipped = append(out.Skipped, planFailure{Pod: podName(f.Pod.Namespace, f.Pod.Name), Reason: f.Reason})
+	}
+	return out
+}
+
+// printPlanTable prints one line per new node, then a summary with the
+// price and its lower bound, then why pods could not be placed (the same
+// reason is printed once, with the pods it applies to).
+func printPlanTable(w io.Writer, out planOutput) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if len(out.Nodes) > 0 {
+		fmt.Fprintln(tw, "POOL\tINSTANCE TYPE\tZONE\tCAPACITY\t$/H\tPODS\tOPTIONS")
+		for _, n := range out.Nodes {
+			zone := n.Zone
+			if len(n.Zones) > 1 {
+				zone += fmt.Sprintf(" (of %d)", len(n.Zones))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.4f\t%d\t%d\n", n.Pool, n.InstanceType, zone, n.CapacityType, n.PricePerHour, n.Pods, n.OptionCount)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+	}
+	onExisting := out.ScheduledPods
+	for _, n := range out.Nodes {
+		onExisting -= n.Pods
+	}
+	fmt.Fprintf(w, "%d pods: %d on %d new node(s)", out.Pods, out.ScheduledPods-onExisting, out.NodeCount)
+	if onExisting > 0 {
+		fmt.Fprintf(w, ", %d on existing nodes", onExisting)
+	}
+	fmt.Fprintf(w, ", %d unschedulable", out.Unschedulable)
+	if len(out.Skipped) > 0 {
+		fmt.Fprintf(w, ", %d skipped", len(out.Skipped))
+	}
+	fmt.Fprintln(w)
+	over := ""
+	if out.LowerBoundPricePerHour > 0 {
+		over = fmt.Sprintf(", %.1f%% above", (out.TotalPricePerHour/out.LowerBoundPricePerHour-1)*100)
+	}
+	fmt.Fprintf(w, "$%.4f/h (lower bound $%.4f/h%s), solved in %.3fs\n", out.TotalPricePerHour, out.LowerBoundPricePerHour, over, out.SolveSeconds)
+	if out.DefaultPool {
+		fmt.Fprintln(w, "no pool in the input: used the default (linux, amd64, on-demand, c/m/r, generation > 2)")
+	}
+	if len(out.UnschedulablePods) > 0 {
+		fmt.Fprintln(w, "\nunschedulable:")
+		byReason := map[string][]string{}
+		var order []string
+		for _, f := range out.UnschedulablePods {
+			if _, ok := byReason[f.Reason]; !ok {
+				order = append(order, f.Reason)
+			}
+			byReason[f.Reason] = append(byReason[f.Reason], f.Pod)
+		}
+		for _, r := range order {
+			pods := byReason[r]
+			list := strings.Join(pods, ", ")
+			if len(pods) > 3 {
+				list = strings.Join(pods[:3], ", ") + fmt.Sprintf(" and %d more", len(pods)-3)
+			}
+			fmt.Fprintf(w, "  %s: %s\n", list, r)
+		}
+	}
+	return nil
+}

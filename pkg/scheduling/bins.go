@@ -1,0 +1,166 @@
+package scheduling
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/joist-dev/joist/pkg/model"
+)
+
+// bin is a node in the simulation: an existing or in-flight node (node set)
+// or a new node being planned. A bin's id is also its hostname domain.
+type bin struct {
+	id   int
+	node *Node // existing or in-flight; nil for a new node
+	eidx int   // index among existing bins
+	pool *poolState
+
+	// Existing nodes: allocatable, taints in force and labels.
+	alloc  vec
+	taints []corev1.Taint
+
+	// New nodes: what the pods on it still allow.
+	types    bitset // pool type indexes
+	zoneMask uint64
+	ctMask   uint64
+	zone, ct int   // pinned domain, or -1
+	custom   *reqs // custom-label requirements (shared until narrowed)
+	ownCust  bool  // custom is this bin's own copy
+	typ      int   // the type: the cheapest that holds the pods (-1: dropped)
+	offer    offer // its cheapest offering within the bin's zones
+
+	used vec // pods' requests (+ DaemonSet reserve on existing nodes)
+	// ver changes whenever the bin's contents or shape do (for caches).
+	ver     uint32
+	ports   []hostPort
+	entries []entry
+	// doms caches domains of keys other than hostname/zone/ct (-2: not
+	// computed).
+	doms []int
+}
+
+// entry is n pods of a class placed at one relaxation level.
+type entry struct {
+	l *level
+	n int
+}
+
+func (b *bin) isNew() bool { return b.node == nil }
+
+// pods counts the pending pods placed on the bin.
+func (b *bin) pods() int {
+	n := 0
+	for _, e := range b.entries {
+		n += e.n
+	}
+	return n
+}
+
+// buildExisting turns Input.Nodes into bins, reserving DaemonSet overhead
+// for DaemonSets that should run on a node but have no pod there yet.
+func (s *solver) buildExisting() {
+	for i, n := range s.in.Nodes {
+		b := &bin{id: len(s.bins), node: n, eidx: i, zone: -1, ct: -1, typ: -1}
+		b.alloc = s.dims.fromList(n.Allocatable)
+		b.used = s.dims.zero()
+		for _, p := range n.Pods {
+			if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+				continue
+			}
+			b.used.add(s.dims.fromList(podRequests(p)))
+			b.ports = append(b.ports, podHostPorts(p)...)
+		}
+		for _, t := range n.Taints {
+			if n.InFlight && ephemeralTaints[t.Key] {
+				continue
+			}
+			b.taints = append(b.taints, t)
+		}
+		if n.Unschedulable {
+			b.taints = append(b.taints, corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule})
+		}
+		for _, ds := range s.in.DaemonSets {
+			if hasDaemonPod(n, ds.Namespace, ds.Name) {
+				continue
+			}
+			spec := &ds.Spec.Template.Spec
+			tols := append(append([]corev1.Toleration(nil), spec.Tolerations...), daemonSetTolerations...)
+			if _, bad := firstUntolerated(tols, b.taints, false); bad {
+				continue
+			}
+			terms := nodeTerms(spec)
+			ok := len(terms) == 0
+			for _, t := range terms {
+				if t.matchesLabels(n.Labels) {
+					ok = true
+					break
+				}
+			}
+			if ok {
+				pod := &corev1.Pod{Spec: *spec}
+				b.used.add(s.dims.fromList(podRequests(pod)))
+				b.ports = append(b.ports, podHostPorts(pod)...)
+			}
+		}
+		if z := nodeLabel(n.Labels, corev1.LabelTopologyZone); z != "" {
+			b.zone = s.world.zoneIdx[z]
+		}
+		if c, ok := n.Labels[model.LabelCapacityType]; ok {
+			b.ct = s.world.ctIdx[c]
+		}
+		s.bins = append(s.bins, b)
+		s.existingBins = append(s.existingBins, b)
+	}
+}
+
+func hasDaemonPod(n *Node, ns, name string) bool {
+	for _, p := range n.Pods {
+		if p.Namespace != ns {
+			continue
+		}
+		for _, o := range p.OwnerReferences {
+			if o.Kind == "DaemonSet" && o.Name == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// domain is the bin's domain for a topology key; for a new bin not yet
+// pinned, z and c are the zone and capacity type it would be pinned to
+// (-1: none). -1 means the node has no value for the key.
+func (s *solver) domain(b *bin, key int, z, c int) int {
+	k := s.keys[key]
+	switch k.kind {
+	case keyHostname:
+		return b.id
+	case keyZone:
+		if b.zone >= 0 || b.node != nil {
+			return b.zone
+		}
+		return z
+	case keyCapacityType:
+		if b.ct >= 0 || b.node != nil {
+			return b.ct
+		}
+		return c
+	}
+	for len(b.doms) <= key {
+		b.doms = append(b.doms, -2)
+	}
+	if b.doms[key] != -2 {
+		return b.doms[key]
+	}
+	d := -1
+	if b.node != nil {
+		if v, ok := b.node.Labels[k.name]; ok {
+			d = s.valueDomain(key, v)
+		}
+	} else if b.custom != nil {
+		if set, ok := b.custom.get(k.name); ok && !set.complement && len(set.values) == 1 {
+			d = s.valueDomain(key, set.values[0])
+		}
+	}
+	b.doms[key] = d
+	return d
+}

@@ -1,0 +1,390 @@
+package scheduling
+
+import (
+	"math"
+	"sort"
+	"strings"
+)
+
+// The lower bound is the linear-programming relaxation of buying capacity:
+//
+//	minimise   Σ_t price_t · x_t
+//	subject to Σ_t alloc_{t,r} · x_t ≥ demand_r   for every resource r
+//	           x_t ≥ 0
+//
+// where t ranges over (pool, instance type) pairs with their cheapest
+// usable offering and allocatable net of DaemonSet overhead, and demand is
+// the pods' total requests less the room existing nodes have free. Any real
+// plan buys whole nodes that hold every pod, so it is a feasible x and
+// costs at least the optimum. By weak duality any y ≥ 0 with
+// Σ_r alloc_{t,r} y_r ≤ price_t for all t gives demand·y ≤ optimum, so the
+// bound reported is demand·y for a y checked (and scaled) to be feasible:
+// floating-point error can only make it lower, never invalid.
+//
+// The dual prices y also value a resource in $/h per unit; the packer uses
+// them to rank instance types by cost efficiency.
+
+// lpColumn is one purchasable capacity vector.
+type lpColumn struct {
+	cost float64
+	cap  []float64
+}
+
+// solveCover solves the covering LP by a revised simplex with a big-M
+// start and returns the optimum and the dual prices (per unit of demand
+// dimension). Dimensions with no demand get price 0; dimensions no column
+// covers are left out (their pods cannot be placed anyway).
+func solveCover(cols []lpColumn, demand []float64) (float64, []float64) {
+	nd := len(demand)
+	y := make([]float64, nd)
+	// Active rows: positive demand that some column covers.
+	var rows []int
+	for r := 0; r < nd; r++ {
+		if demand[r] <= 0 {
+			continue
+		}
+		for _, c := range cols {
+			if c.cap[r] > 0 {
+				rows = append(rows, r)
+				break
+			}
+		}
+	}
+	m := len(rows)
+	if m == 0 || len(cols) == 0 {
+		return 0, y
+	}
+	// Normalized problem: a'_{i,t} = cap_{rows[i],t} / demand, rhs 1.
+	n := len(cols)
+	maxCost := 0.0
+	for _, c := range cols {
+		maxCost = math.Max(maxCost, c.cost)
+	}
+	bigM := 1e6 * math.Max(maxCost, 1)
+	// Columns: 0..n-1 types, n..n+m-1 surplus (−e_i, cost 0), n+m..n+2m-1
+	// artificial (e_i, cost M).
+	col := func(j int, out []float64) {
+		for i := range out {
+			out[i] = 0
+		}
+		switch {
+		case j < n:
+			for i, r := range rows {
+				out[i] = cols[j].cap[r] / demand[r]
+			}
+		case j < n+m:
+			out[j-n] = -1
+		default:
+			out[j-n-m] = 1
+		}
+	}
+	cost := func(j int) float64 {
+		switch {
+		case j < n:
+			return cols[j].cost
+		case j < n+m:
+			return 0
+		}
+		return bigM
+	}
+	basis := make([]int, m)
+	binv := make([][]float64, m)
+	xb := make([]float64, m)
+	for i := range basis {
+		basis[i] = n + m + i
+		binv[i] = make([]float64, m)
+		binv[i][i] = 1
+		xb[i] = 1
+	}
+	isBasic := map[int]bool{}
+	for _, j := range basis {
+		isBasic[j] = true
+	}
+	a := make([]float64, m)
+	d := make([]float64, m)
+	dual := make([]float64, m)
+	const eps = 1e-12
+	for iter := 0; iter < 50*(m+1)+200; iter++ {
+		// dual = c_B^T B^-1
+		for k := 0; k < m; k++ {
+			v := 0.0
+			for i := 0; i < m; i++ {
+				v += cost(basis[i]) * binv[i][k]
+			}
+			dual[k] = v
+		}
+		enter, best := -1, -1e-9
+		for j := 0; j < n+2*m; j++ {
+			if isBasic[j] {
+				continue
+			}
+			col(j, a)
+			rc := cost(j)
+			for i := 0; i < m; i++ {
+				rc -= dual[i] * a[i]
+			}
+			// Scale-free comparison: reduced cost relative to the cost.
+			score := rc / math.Max(cost(j), 1e-9)
+			if j >= n {
+				score = rc
+			}
+			if score < best {
+				best, enter = score, j
+			}
+		}
+		if enter < 0 {
+			break
+		}
+		col(enter, a)
+		for i := 0; i < m; i++ {
+			v := 0.0
+			for k := 0; k < m; k++ {
+				v += binv[i][k] * a[k]
+			}
+			d[i] = v
+		}
+		leave, theta := -1, math.Inf(1)
+		for i := 0; i < m; i++ {
+			if d[i] > eps {
+				if t := xb[i] / d[i]; t < theta-eps || (math.Abs(t-theta) <= eps && leave >= 0 && basis[i] < basis[leave]) {
+					theta, leave = t, i
+				}
+			}
+		}
+		if leave < 0 {
+			break // unbounded: cannot happen for a covering problem
+		}
+		// Pivot.
+		piv := d[leave]
+		for k := 0; k < m; k++ {
+			binv[leave][k] /= piv
+		}
+		xb[leave] /= piv
+		for i := 0; i < m; i++ {
+			if i == leave || d[i] == 0 {
+				continue
+			}
+			f := d[i]
+			for k := 0; k < m; k++ {
+				binv[i][k] -= f * binv[leave][k]
+			}
+			xb[i] -= f * xb[leave]
+		}
+		delete(isBasic, basis[leave])
+		basis[leave] = enter
+		isBasic[enter] = true
+	}
+	for k := 0; k < m; k++ {
+		v := 0.0
+		for i := 0; i < m; i++ {
+			v += cost(basis[i]) * binv[i][k]
+		}
+		dual[k] = v
+	}
+	// Back to per-unit prices, made dual feasible.
+	for i, r := range rows {
+		y[r] = math.Max(0, dual[i]/demand[r])
+	}
+	scale := 1.0
+	for _, c := range cols {
+		v := 0.0
+		for r := range y {
+			v += c.cap[r] * y[r]
+		}
+		if v > c.cost && v > 0 {
+			scale = math.Min(scale, c.cost/v)
+		}
+	}
+	bound := 0.0
+	for r := range y {
+		y[r] *= scale
+		bound += demand[r] * y[r]
+	}
+	return bound, y
+}
+
+// columns lists (pool, type) capacity vectors, optionally restricted.
+func (s *solver) columns(allowed func(ps *poolState, t *ptype) bool) []lpColumn {
+	var out []lpColumn
+	for _, ps := range s.pools {
+		if !ps.ok {
+			continue
+		}
+		for _, t := range ps.types {
+			if allowed != nil && !allowed(ps, t) {
+				continue
+			}
+			c := lpColumn{cost: t.minPrice, cap: make([]float64, s.dims.n())}
+			for i, v := range t.net {
+				c.cap[i] = float64(max(v, 0))
+			}
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// existingFree is the room existing and in-flight nodes have left.
+func (s *solver) existingFree() vec {
+	free := s.dims.zero()
+	for _, b := range s.existingBins {
+		if b.node.Unschedulable {
+			continue
+		}
+		for i := range free {
+			free[i] += max(0, b.alloc[i]-b.used[i])
+		}
+	}
+	return free
+}
+
+// dualPrices solves the bound for every pending pod before packing, to
+// price resources.
+func (s *solver) dualPrices() []float64 {
+	demand := make([]float64, s.dims.n())
+	free := s.existingFree()
+	for _, c := range s.classes {
+		if c.err != "" {
+			continue
+		}
+		for i, v := range c.req {
+			demand[i] += float64(v) * float64(len(c.pods))
+		}
+	}
+	for i := range demand {
+		demand[i] = math.Max(0, demand[i]-float64(free[i]))
+	}
+	_, y := solveCover(s.columns(nil), demand)
+	return y
+}
+
+// lowerBound is the bound for the pods the plan places. Besides the LP over
+// all columns it solves one LP per distinct set of (pool, type) pairs the
+// classes may use, with the demand of the classes limited to that set (a
+// GPU pod can only be covered by GPU types), and reports the largest: each
+// is a valid bound, so their maximum is.
+func (s *solver) lowerBound() float64 {
+	type set struct {
+		key    string
+		bits   []bitset
+		demand []float64
+	}
+	free := s.existingFree()
+	var sets []*set
+	byKey := map[string]*set{}
+	total := make([]float64, s.dims.n())
+	for _, c := range s.classes {
+		placed := len(c.pods) - c.remaining
+		if placed == 0 || len(c.levels) == 0 {
+			continue
+		}
+		l := c.levels[len(c.levels)-1]
+		bits := make([]bitset, len(s.pools))
+		var kb strings.Builder
+		for i, cp := range l.pools {
+			if cp.ok {
+				bits[i] = cp.types
+				for _, w := range cp.types {
+					kb.WriteByte(byte(w))
+					kb.WriteByte(byte(w >> 8))
+					kb.WriteByte(byte(w >> 16))
+					kb.WriteByte(byte(w >> 24))
+					kb.WriteByte(byte(w >> 32))
+					kb.WriteByte(byte(w >> 40))
+					kb.WriteByte(byte(w >> 48))
+					kb.WriteByte(byte(w >> 56))
+				}
+			}
+			kb.WriteByte('|')
+		}
+		st, ok := byKey[kb.String()]
+		if !ok {
+			st = &set{key: kb.String(), bits: bits, demand: make([]float64, s.dims.n())}
+			byKey[st.key] = st
+			sets = append(sets, st)
+		}
+		for i, v := range c.req {
+			st.demand[i] += float64(v) * float64(placed)
+			total[i] += float64(v) * float64(placed)
+		}
+	}
+	sub := func(d []float64) []float64 {
+		out := make([]float64, len(d))
+		for i := range d {
+			out[i] = math.Max(0, d[i]-float64(free[i]))
+		}
+		return out
+	}
+	best, _ := solveCover(s.columns(nil), sub(total))
+	// Integrality: when existing room cannot hold everything, some new node
+	// is bought, and it holds at least one pod, so it costs at least the
+	// cheapest type that fits the smallest such pod.
+	needNew := false
+	for _, v := range sub(total) {
+		if v > 0 {
+			needNew = true
+		}
+	}
+	if needNew {
+		cheapest := math.Inf(1)
+		for _, c := range s.classes {
+			if len(c.pods)-c.remaining == 0 || len(c.levels) == 0 {
+				continue
+			}
+			l := c.levels[len(c.levels)-1]
+			for i, ps := range s.pools {
+				cp := l.pools[i]
+				if !cp.ok {
+					continue
+				}
+				for j, t := range ps.types {
+					if cp.types.has(j) && c.req.le(t.net) && t.minPrice < cheapest {
+						cheapest = t.minPrice
+					}
+				}
+			}
+		}
+		if !math.IsInf(cheapest, 1) && cheapest > best {
+			best = cheapest
+		}
+	}
+	if len(sets) <= 1 {
+		return best
+	}
+	sort.Slice(sets, func(i, j int) bool { return sets[i].key < sets[j].key })
+	for _, a := range sets {
+		// Demand of every class whose set lies within a's.
+		d := make([]float64, s.dims.n())
+		for _, b := range sets {
+			if subsetOf(b.bits, a.bits) {
+				for i := range d {
+					d[i] += b.demand[i]
+				}
+			}
+		}
+		cols := s.columns(func(ps *poolState, t *ptype) bool {
+			return a.bits[ps.idx] != nil && a.bits[ps.idx].has(t.idx)
+		})
+		if v, _ := solveCover(cols, sub(d)); v > best {
+			best = v
+		}
+	}
+	return best
+}
+
+func subsetOf(a, b []bitset) bool {
+	for i := range a {
+		if a[i] == nil {
+			continue
+		}
+		if b[i] == nil {
+			return false
+		}
+		for w := range a[i] {
+			if a[i][w]&^b[i][w] != 0 {
+				return false
+			}
+		}
+	}
+	return true
+}

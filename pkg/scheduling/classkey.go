@@ -1,0 +1,157 @@
+package scheduling
+
+import (
+	"encoding/json"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// classKey hashes what makes two pods interchangeable for scheduling:
+// namespace, labels, node selector, affinity, tolerations, spreads,
+// requests (with init containers, overhead and pod-level resources), host
+// ports and volumes. Names, UIDs and annotations are left out.
+//
+// It is written by hand (FNV-1a, maps hashed order-independently) because
+// it runs once per pending pod: 10,000 pods must cost microseconds, not the
+// milliseconds a JSON encoding would. Affinity and spreads, which are
+// nested, are encoded once per distinct pointer (pods expanded from one
+// template share them).
+func (s *solver) classKey(p *corev1.Pod) uint64 {
+	h := hasher(fnvOffset)
+	h.str(p.Namespace)
+	h.strMap(p.Labels)
+	h.sep()
+	h.strMap(p.Spec.NodeSelector)
+	h.sep()
+	for i := range p.Spec.Containers {
+		h.container(&p.Spec.Containers[i])
+	}
+	h.sep()
+	for i := range p.Spec.InitContainers {
+		h.container(&p.Spec.InitContainers[i])
+		if rp := p.Spec.InitContainers[i].RestartPolicy; rp != nil {
+			h.str(string(*rp))
+		}
+	}
+	h.sep()
+	h.resources(p.Spec.Overhead)
+	if p.Spec.Resources != nil {
+		h.resources(p.Spec.Resources.Requests)
+		h.resources(p.Spec.Resources.Limits)
+	}
+	h.sep()
+	for _, t := range p.Spec.Tolerations {
+		h.str(t.Key)
+		h.str(string(t.Operator))
+		h.str(t.Value)
+		h.str(string(t.Effect))
+	}
+	h.sep()
+	if a := p.Spec.Affinity; a != nil {
+		v, ok := s.affinityMemo[a]
+		if !ok {
+			v = jsonHash(a)
+			s.affinityMemo[a] = v
+		}
+		h.u64(v)
+	}
+	h.sep()
+	if tsc := p.Spec.TopologySpreadConstraints; len(tsc) > 0 {
+		v, ok := s.spreadMemo[&tsc[0]]
+		if !ok {
+			v = jsonHash(tsc)
+			s.spreadMemo[&tsc[0]] = v
+		}
+		h.u64(v)
+		h.u64(uint64(len(tsc)))
+	}
+	h.sep()
+	for _, v := range p.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			h.str(v.PersistentVolumeClaim.ClaimName)
+		}
+		if v.Ephemeral != nil && v.Ephemeral.VolumeClaimTemplate != nil {
+			h.str(v.Name)
+			if sc := v.Ephemeral.VolumeClaimTemplate.Spec.StorageClassName; sc != nil {
+				h.str(*sc)
+			}
+		}
+	}
+	h.u64(uint64(len(p.Spec.ResourceClaims)))
+	return uint64(h)
+}
+
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+type hasher uint64
+
+func (h *hasher) byte(b byte) { *h = (*h ^ hasher(b)) * fnvPrime }
+
+func (h *hasher) str(s string) {
+	for i := 0; i < len(s); i++ {
+		h.byte(s[i])
+	}
+	h.byte(0xff)
+}
+
+func (h *hasher) sep() { h.byte(0xfe) }
+
+func (h *hasher) u64(v uint64) {
+	for i := 0; i < 8; i++ {
+		h.byte(byte(v >> (8 * i)))
+	}
+}
+
+// strMap hashes a map independently of iteration order: each pair is
+// hashed alone and the results summed.
+func (h *hasher) strMap(m map[string]string) {
+	var sum uint64
+	for k, v := range m {
+		e := hasher(fnvOffset)
+		e.str(k)
+		e.str(v)
+		sum += uint64(e)
+	}
+	h.u64(sum)
+	h.u64(uint64(len(m)))
+}
+
+func (h *hasher) resources(rl corev1.ResourceList) {
+	var sum uint64
+	for n, q := range rl {
+		e := hasher(fnvOffset)
+		e.str(string(n))
+		e.u64(uint64(quantityValue(n, q)))
+		if n != corev1.ResourceCPU {
+			e.u64(uint64(q.MilliValue() % 1000))
+		}
+		sum += uint64(e)
+	}
+	h.u64(sum)
+	h.u64(uint64(len(rl)))
+}
+
+func (h *hasher) container(c *corev1.Container) {
+	h.resources(c.Resources.Requests)
+	h.resources(c.Resources.Limits)
+	for _, p := range c.Ports {
+		if p.HostPort > 0 {
+			h.str(p.HostIP)
+			h.str(string(p.Protocol))
+			h.u64(uint64(p.HostPort))
+		}
+	}
+	h.sep()
+}
+
+func jsonHash(v any) uint64 {
+	b, _ := json.Marshal(v)
+	h := hasher(fnvOffset)
+	for _, c := range b {
+		h.byte(c)
+	}
+	return uint64(h)
+}

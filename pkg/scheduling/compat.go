@@ -1,0 +1,239 @@
+package scheduling
+
+import (
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/joist-dev/joist/pkg/model"
+)
+
+// classPool is what a class (at one relaxation level) may be on a new node
+// of one pool: which of the pool's instance types, zones and capacity
+// types, and how it narrows the pool's custom labels.
+type classPool struct {
+	ok     bool
+	reason string
+	// kind classifies the failure for explanations.
+	kind       failKind
+	types      bitset
+	zoneMask   uint64
+	ctMask     uint64
+	offerZones uint64 // zones where some compatible type has an offering
+	offerCTs   uint64
+	// domainZones/CTs: where the pool's nodes that match the pod's node
+	// requirements may be, taints and sizes aside (set even when !ok).
+	domainZones uint64
+	domainCTs   uint64
+	// custom are the class's requirements on custom keys the pool defines
+	// (nil when it has none).
+	custom *reqs
+}
+
+type failKind int
+
+const (
+	failNone failKind = iota
+	failPool
+	failTaint
+	failRequirement
+	failResources
+	failOfferings
+	failTopologyKey
+)
+
+// classPoolCompat decides what a level allows in a pool. Order of checks
+// (and so of explanations): the pool itself, taints, requirements,
+// instance types, offerings.
+func (s *solver) classPoolCompat(l *level, ps *poolState) *classPool {
+	cp := &classPool{}
+	fail := func(k failKind, msg string) *classPool {
+		cp.ok, cp.kind, cp.reason = false, k, msg
+		return cp
+	}
+	if !ps.ok {
+		return fail(failPool, ps.reason)
+	}
+	if l.badKey != "" {
+		return fail(failTopologyKey, fmt.Sprintf("topology key %q has no fixed value on the pool's new nodes", l.badKey))
+	}
+	cp.zoneMask, cp.ctMask = ps.zoneMask, ps.ctMask
+	typeReqs := newReqs()
+	for _, k := range l.nodeReqs.keys {
+		set := l.nodeReqs.sets[k]
+		switch {
+		case k == corev1.LabelTopologyZone:
+			cp.zoneMask &= s.world.zoneMaskOf(set)
+			if cp.zoneMask == 0 {
+				return fail(failRequirement, "incompatible with pool "+strconv.Quote(ps.pool.Name)+" zones: "+k+" "+set.String())
+			}
+		case k == model.LabelCapacityType:
+			cp.ctMask &= s.world.ctMaskOf(set)
+			if cp.ctMask == 0 {
+				return fail(failRequirement, "incompatible with pool "+strconv.Quote(ps.pool.Name)+" capacity types: "+k+" "+set.String())
+			}
+		case k == corev1.LabelHostname:
+			if !set.complement || set.hasGt || set.hasLt {
+				return fail(failRequirement, "requires "+k+" "+set.String()+", which a new node cannot have")
+			}
+		case s.typeKeys[k]:
+			typeReqs.add(k, set)
+		default:
+			if cur, ok := ps.custom.get(k); ok {
+				x := cur.intersect(set)
+				if x.empty() {
+					return fail(failRequirement, fmt.Sprintf("incompatible with pool %q requirement %s %s (pod wants %s)", ps.pool.Name, k, cur.String(), set.String()))
+				}
+				if cp.custom == nil {
+					cp.custom = newReqs()
+				}
+				cp.custom.add(k, set)
+			} else if !set.allowAbsent {
+				return fail(failRequirement, fmt.Sprintf("label %q is not defined by pool %q (add it to the pool's labels or requirements)", k, ps.pool.Name))
+			}
+		}
+	}
+	// Instance types: labels (memoized per pool and requirement), then
+	// whether one pod fits, then offerings in the allowed zones.
+	labelOK := s.typesMatching(ps, typeReqs)
+	if !labelOK.any() {
+		return fail(failRequirement, fmt.Sprintf("no instance type of pool %q matches %s", ps.pool.Name, describeReqs(typeReqs)))
+	}
+	// Where nodes of this pool that the pod's node affinity accepts could
+	// be, whatever the taints and sizes: the spread domains a
+	// kube-scheduler would see (taints count only with nodeTaintsPolicy
+	// Honor).
+	for i, t := range ps.types {
+		if labelOK.has(i) {
+			cp.domainZones |= t.zoneMask & cp.zoneMask
+			cp.domainCTs |= t.ctMask & cp.ctMask
+		}
+	}
+	if t, bad := firstUntolerated(l.tolerations, ps.taints, l.strictTaint); bad {
+		return fail(failTaint, "taint "+taintString(t)+" not tolerated")
+	}
+	cp.types = newBitset(len(ps.types))
+	fits := false
+	for i, t := range ps.types {
+		if !labelOK.has(i) || !l.cls.req.le(t.net) {
+			continue
+		}
+		fits = true
+		if t.zoneMask&cp.zoneMask == 0 || t.ctMask&cp.ctMask == 0 {
+			continue
+		}
+		cp.types.set(i)
+		cp.offerZones |= t.zoneMask & cp.zoneMask
+		cp.offerCTs |= t.ctMask & cp.ctMask
+	}
+	if !fits {
+		return fail(failResources, s.tooBig(l.cls.req, ps, labelOK))
+	}
+	if !cp.types.any() {
+		return fail(failOfferings, fmt.Sprintf("no usable offering of pool %q's fitting instance types in the allowed zones and capacity types", ps.pool.Name))
+	}
+	cp.ok = true
+	return cp
+}
+
+// typesMatching returns the pool's types whose labels satisfy r.
+func (s *solver) typesMatching(ps *poolState, r *reqs) bitset {
+	key := strconv.Itoa(ps.idx) + "#" + r.signature()
+	if b, ok := s.typeMemo[key]; ok {
+		return b
+	}
+	b := newBitset(len(ps.types))
+	for i, t := range ps.types {
+		if len(r.keys) == 0 || r.matchesLabels(t.it.Labels) {
+			b.set(i)
+		}
+	}
+	s.typeMemo[key] = b
+	return b
+}
+
+func describeReqs(r *reqs) string {
+	if len(r.keys) == 0 {
+		return "(no requirement)"
+	}
+	out := ""
+	for i, k := range r.keys {
+		if i > 0 {
+			out += ", "
+		}
+		out += k + " " + r.sets[k].String()
+	}
+	return out
+}
+
+// tooBig explains which resources no type has room for.
+func (s *solver) tooBig(req vec, ps *poolState, allowed bitset) string {
+	best := s.dims.zero()
+	for i, t := range ps.types {
+		if !allowed.has(i) {
+			continue
+		}
+		for d := range best {
+			best[d] = max(best[d], t.net[d])
+		}
+	}
+	out := ""
+	for d, n := range s.dims.names {
+		if req[d] > best[d] {
+			if out != "" {
+				out += ", "
+			}
+			out += formatAmount(n, req[d])
+		}
+	}
+	return fmt.Sprintf("no instance type of pool %q has %s free after DaemonSets", ps.pool.Name, out)
+}
+
+func formatAmount(n corev1.ResourceName, v int64) string {
+	return amountString(n, v) + " " + string(n)
+}
+
+// amountString renders an amount in the dimension's natural unit.
+func amountString(n corev1.ResourceName, v int64) string {
+	switch n {
+	case corev1.ResourceCPU:
+		if v%1000 == 0 {
+			return strconv.FormatInt(v/1000, 10)
+		}
+		return strconv.FormatInt(v, 10) + "m"
+	case corev1.ResourceMemory, corev1.ResourceEphemeralStorage:
+		const gi, mi = 1 << 30, 1 << 20
+		if v%gi == 0 {
+			return strconv.FormatInt(v/gi, 10) + "Gi"
+		}
+		if v%mi == 0 {
+			return strconv.FormatInt(v/mi, 10) + "Mi"
+		}
+	}
+	return strconv.FormatInt(v, 10)
+}
+
+// existingOK tells whether a level may use an existing node at all (taints,
+// cordon, node requirements); resources and topology are checked per
+// placement.
+func (s *solver) existingOK(l *level, b *bin) bool {
+	switch l.existing[b.eidx] {
+	case 1:
+		return true
+	case 2:
+		return false
+	}
+	ok := true
+	if _, bad := firstUntolerated(l.tolerations, b.taints, l.strictTaint); bad {
+		ok = false
+	} else if !l.nodeReqs.matchesLabels(b.node.Labels) {
+		ok = false
+	}
+	if ok {
+		l.existing[b.eidx] = 1
+	} else {
+		l.existing[b.eidx] = 2
+	}
+	return ok
+}

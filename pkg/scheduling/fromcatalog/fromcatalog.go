@@ -1,0 +1,62 @@
+// Package fromcatalog converts pkg/catalog's instance types into the
+// simulator's input, per pool kubelet configuration. It lives apart from
+// pkg/scheduling so the simulator does not depend on the catalog; both are
+// pure, and so is this package.
+package fromcatalog
+
+import (
+	"encoding/json"
+	"sort"
+
+	"github.com/joist-dev/joist/pkg/catalog"
+	"github.com/joist-dev/joist/pkg/model"
+	"github.com/joist-dev/joist/pkg/scheduling"
+)
+
+// InstanceTypes converts every type of a catalog with the allocatable a
+// node would have under the given kubelet settings (nil: defaults).
+func InstanceTypes(cat *catalog.Catalog, k *model.Kubelet) []*scheduling.InstanceType {
+	types := cat.Types()
+	out := make([]*scheduling.InstanceType, 0, len(types))
+	for _, t := range types {
+		offs := cat.Offerings(t.Name)
+		it := &scheduling.InstanceType{
+			Name:        t.Name,
+			Labels:      t.Labels(),
+			Capacity:    t.Capacity(k),
+			Allocatable: t.Allocatable(k),
+			Offerings:   make([]scheduling.Offering, 0, len(offs)),
+		}
+		for _, o := range offs {
+			it.Offerings = append(it.Offerings, scheduling.Offering{Zone: o.Zone, CapacityType: o.CapacityType, Price: o.Price})
+		}
+		out = append(out, it)
+	}
+	return out
+}
+
+// ForPools fills an Input's instance types for a set of pools: the shared
+// list for pools with default kubelet settings, and a list of their own for
+// pools whose kubelet settings change allocatable (lists are shared between
+// pools with equal settings).
+func ForPools(cat *catalog.Catalog, pools []*model.Pool) ([]*scheduling.InstanceType, map[string][]*scheduling.InstanceType) {
+	shared := InstanceTypes(cat, nil)
+	per := map[string][]*scheduling.InstanceType{}
+	byConfig := map[string][]*scheduling.InstanceType{}
+	sorted := append([]*model.Pool(nil), pools...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	for _, p := range sorted {
+		if p.Kubelet == nil {
+			continue
+		}
+		b, _ := json.Marshal(p.Kubelet)
+		key := string(b)
+		list, ok := byConfig[key]
+		if !ok {
+			list = InstanceTypes(cat, p.Kubelet)
+			byConfig[key] = list
+		}
+		per[p.Name] = list
+	}
+	return shared, per
+}

@@ -1,0 +1,69 @@
+package fromcatalog
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/joist-dev/joist/pkg/catalog"
+	"github.com/joist-dev/joist/pkg/model"
+)
+
+func TestInstanceTypes(t *testing.T) {
+	cat, err := catalog.Offline("us-east-1", []string{"a", "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	types := InstanceTypes(cat, nil)
+	if len(types) != len(cat.Types()) {
+		t.Fatalf("%d types, catalog has %d", len(types), len(cat.Types()))
+	}
+	var m5 = types[0]
+	for _, it := range types {
+		if it.Name == "m5.large" {
+			m5 = it
+		}
+	}
+	if m5.Name != "m5.large" || m5.Labels[corev1.LabelInstanceTypeStable] != "m5.large" {
+		t.Fatalf("m5.large: %+v", m5)
+	}
+	capCPU, allocCPU := m5.Capacity[corev1.ResourceCPU], m5.Allocatable[corev1.ResourceCPU]
+	if allocCPU.Cmp(capCPU) >= 0 {
+		t.Errorf("allocatable cpu %s not below capacity %s", allocCPU.String(), capCPU.String())
+	}
+	zones := map[string]bool{}
+	for _, o := range m5.Offerings {
+		zones[o.Zone] = true
+		if o.Price <= 0 {
+			t.Errorf("offering %+v has no price", o)
+		}
+	}
+	if !zones["us-east-1a"] || !zones["us-east-1b"] || len(zones) != 2 {
+		t.Errorf("zones %v", zones)
+	}
+}
+
+func TestForPoolsSharesListsByKubelet(t *testing.T) {
+	cat, err := catalog.Offline("us-east-1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ten := int32(10)
+	pools := []*model.Pool{
+		{Name: "plain"},
+		{Name: "small-a", Kubelet: &model.Kubelet{MaxPods: &ten}},
+		{Name: "small-b", Kubelet: &model.Kubelet{MaxPods: &ten}},
+	}
+	shared, per := ForPools(cat, pools)
+	if _, ok := per["plain"]; ok || len(shared) == 0 {
+		t.Errorf("default pool got its own list")
+	}
+	a, b := per["small-a"], per["small-b"]
+	if len(a) == 0 || &a[0] != &b[0] {
+		t.Errorf("equal kubelets should share one list")
+	}
+	pods := a[0].Allocatable[corev1.ResourcePods]
+	if pods.Value() != 10 {
+		t.Errorf("maxPods override not applied: %s", pods.String())
+	}
+}

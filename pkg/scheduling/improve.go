@@ -1,0 +1,367 @@
+package scheduling
+
+import (
+	"sort"
+)
+
+// rightSize gives a new bin the cheapest type that holds its pods (plus the
+// DaemonSets of that type) and has an offering where the bin may launch,
+// within the pool's limits. It keeps the bin's type when none fits (which
+// packing never lets happen).
+func (s *solver) rightSize(b *bin) bool {
+	b.ver++
+	ps := b.pool
+	cur := ps.types[b.typ]
+	best := -1
+	var bo offer
+	for i, t := range ps.types {
+		if best >= 0 && t.minPrice > bo.price {
+			break
+		}
+		if !b.types.has(i) || !b.used.le(t.net) {
+			continue
+		}
+		o, ok := t.price(b.zoneMask, b.ctMask)
+		if !ok {
+			continue
+		}
+		if ps.hasLimits && i != b.typ && !s.withinLimits(ps, t.capv, cur.capv, 0) {
+			continue
+		}
+		if best < 0 || o.price < bo.price {
+			best, bo = i, o
+		}
+	}
+	if best < 0 {
+		b.offer, _ = cur.price(b.zoneMask, b.ctMask)
+		return false
+	}
+	if best != b.typ {
+		ps.usage.sub(cur.capv)
+		ps.usage.add(ps.types[best].capv)
+	}
+	b.typ, b.offer = best, bo
+	return true
+}
+
+// improve is the local search after packing. Each step tries to empty a
+// new node, or make it cheaper, by moving its pods into room other nodes
+// already have (their types do not change, so a move costs nothing); the
+// step is kept only when the plan's price drops. Passes repeat until one
+// changes nothing (at most a few).
+func (s *solver) improve() {
+	for pass := 0; pass < 8; pass++ {
+		var order []*bin
+		for _, b := range s.bins {
+			if b.node == nil && len(b.entries) > 0 {
+				order = append(order, b)
+			}
+		}
+		// Least utilized first: those are the cheapest to empty.
+		util := func(b *bin) float64 {
+			if b.offer.price <= 0 {
+				return 1
+			}
+			return s.valueOf(b.used) / b.offer.price
+		}
+		sort.SliceStable(order, func(i, j int) bool { return util(order[i]) < util(order[j]) })
+		improved := false
+		for _, b := range order {
+			if len(b.entries) > 0 && s.tryDrain(b) {
+				improved = true
+			}
+		}
+		if !improved {
+			break
+		}
+	}
+}
+
+// journal records what a tentative step changed, to undo it.
+type journal struct {
+	moves  []moveRec
+	shapes map[*bin]shape
+	usage  map[*poolState]usageRec
+	load   []int
+}
+
+type moveRec struct {
+	l        *level
+	from, to *bin
+	ch       choice
+}
+
+type shape struct {
+	types            bitset
+	zoneMask, ctMask uint64
+	zone, ct         int
+	custom           *reqs
+	ownCust          bool
+	typ              int
+	offer            offer
+	ports            []hostPort
+}
+
+type usageRec struct {
+	usage vec
+	nodes int64
+}
+
+func (s *solver) begin() *journal {
+	j := &journal{shapes: map[*bin]shape{}, usage: map[*poolState]usageRec{}, load: append([]int(nil), s.zoneLoad...)}
+	for _, ps := range s.pools {
+		j.usage[ps] = usageRec{ps.usage.clone(), ps.usageNodes}
+	}
+	return j
+}
+
+func (j *journal) touch(b *bin) {
+	if _, ok := j.shapes[b]; ok {
+		return
+	}
+	j.shapes[b] = snapshot(b)
+}
+
+func snapshot(b *bin) shape {
+	sh := shape{zoneMask: b.zoneMask, ctMask: b.ctMask, zone: b.zone, ct: b.ct, custom: b.custom,
+		ownCust: b.ownCust, typ: b.typ, offer: b.offer, ports: append([]hostPort(nil), b.ports...)}
+	if b.types != nil {
+		sh.types = b.types.clone()
+	}
+	return sh
+}
+
+// rollback undoes the moves in reverse and restores shapes and usage.
+func (s *solver) rollback(j *journal) {
+	for i := len(j.moves) - 1; i >= 0; i-- {
+		m := j.moves[i]
+		s.unplace(m.l, m.to, m.ch.k)
+		s.addBack(m.l, m.from, m.ch.k)
+	}
+	for b, sh := range j.shapes {
+		restoreShape(b, sh)
+	}
+	for ps, u := range j.usage {
+		ps.usage, ps.usageNodes = u.usage, u.nodes
+	}
+	s.zoneLoad = j.load
+}
+
+func restoreShape(b *bin, sh shape) {
+	b.ver++
+	if sh.types != nil {
+		copy(b.types, sh.types)
+	}
+	b.zoneMask, b.ctMask, b.zone, b.ct = sh.zoneMask, sh.ctMask, sh.zone, sh.ct
+	b.custom, b.ownCust, b.typ, b.offer = sh.custom, sh.ownCust, sh.typ, sh.offer
+	b.ports = append([]hostPort(nil), sh.ports...)
+}
+
+// unplace takes k pods of level l off b (counts, requests, entries).
+func (s *solver) unplace(l *level, b *bin, k int) {
+	b.ver++
+	s.count(l, b, -int32(k))
+	b.used.addScaled(l.cls.req, -int64(k))
+	for i := range b.entries {
+		if b.entries[i].l == l {
+			b.entries[i].n -= k
+			if b.entries[i].n == 0 {
+				b.entries = append(b.entries[:i], b.entries[i+1:]...)
+			}
+			break
+		}
+	}
+	if b.node == nil && b.zone >= 0 {
+		s.zoneLoad[b.zone] -= k
+	}
+	if len(l.cls.ports) > 0 {
+		b.ports = removePorts(b.ports, l.cls.ports)
+	}
+}
+
+// addBack returns k pods to a bin they came from, without re-narrowing
+// (the bin's shape is restored separately).
+func (s *solver) addBack(l *level, b *bin, k int) {
+	b.ver++
+	b.used.addScaled(l.cls.req, int64(k))
+	found := false
+	for i := range b.entries {
+		if b.entries[i].l == l {
+			b.entries[i].n += k
+			found = true
+			break
+		}
+	}
+	if !found {
+		b.entries = append(b.entries, entry{l: l, n: k})
+	}
+	if b.node == nil && b.zone >= 0 {
+		s.zoneLoad[b.zone] += k
+	}
+	s.count(l, b, int32(k))
+}
+
+func removePorts(have, drop []hostPort) []hostPort {
+	out := append([]hostPort(nil), have...)
+	for _, d := range drop {
+		for i := len(out) - 1; i >= 0; i-- {
+			if out[i] == d {
+				out = append(out[:i], out[i+1:]...)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// tryDrain moves as many of b's pods as fit elsewhere at no cost, then
+// right-sizes b (or drops it when empty). It keeps the result only if the
+// plan got cheaper.
+func (s *solver) tryDrain(b *bin) bool {
+	before := b.offer.price
+	j := s.begin()
+	j.touch(b)
+	entries := append([]entry(nil), b.entries...)
+	sort.SliceStable(entries, func(i, k int) bool { return entries[i].l.cls.value > entries[k].l.cls.value })
+	for _, e := range entries {
+		left := e.n
+		for _, t := range s.bins {
+			if left == 0 {
+				break
+			}
+			if t == b || (t.node == nil && len(t.entries) == 0) {
+				continue
+			}
+			capType := t.typ
+			if t.node != nil {
+				capType = -1
+			}
+			// Quick reject on cpu before the full check.
+			if t.node == nil {
+				if t.used[dimCPU]+e.l.cls.req[dimCPU] > t.pool.types[capType].net[dimCPU] {
+					continue
+				}
+			} else if t.used[dimCPU]+e.l.cls.req[dimCPU] > t.alloc[dimCPU] {
+				continue
+			}
+			ch := s.allowance(e.l, t, left, capType)
+			if ch.k <= 0 || !s.removalSafe(e.l, b, t, ch) {
+				continue
+			}
+			j.touch(t)
+			pre := snapshot(t)
+			s.unplace(e.l, b, ch.k)
+			s.place(e.l, t, ch)
+			if t.node == nil {
+				// The target keeps its type; pinning must not make it
+				// pricier.
+				if o, ok := t.pool.types[t.typ].price(t.zoneMask, t.ctMask); !ok || o.price > t.offer.price+1e-12 {
+					s.unplace(e.l, t, ch.k)
+					s.addBack(e.l, b, ch.k)
+					restoreShape(t, pre)
+					continue
+				} else {
+					t.offer = o
+				}
+			}
+			j.moves = append(j.moves, moveRec{l: e.l, from: b, to: t, ch: ch})
+			left -= ch.k
+		}
+	}
+	if len(j.moves) == 0 {
+		return false
+	}
+	after := 0.0
+	if len(b.entries) > 0 {
+		s.reshape(b)
+		s.rightSize(b)
+		after = b.offer.price
+	}
+	if before-after <= 1e-9 {
+		s.rollback(j)
+		return false
+	}
+	if len(b.entries) == 0 {
+		s.dropBin(b)
+	}
+	return true
+}
+
+// removalSafe tells whether moving ch.k pods of l from one bin to another
+// keeps every other pod's constraints: no spread's global minimum drops
+// (which could push a pod elsewhere over its skew) and no pod loses the
+// affinity target it was placed next to.
+func (s *solver) removalSafe(l *level, from, to *bin, ch choice) bool {
+	for _, g := range l.cls.memberOf {
+		dFrom := s.domain(from, g.key, -1, -1)
+		dTo := s.domain(to, g.key, ch.zone, ch.ct)
+		if dFrom == dTo || dFrom < 0 {
+			continue
+		}
+		if g.spreadSkew > 0 && s.keys[g.key].kind != keyHostname {
+			m := int32(-1)
+			for _, d := range g.spreadEligible {
+				if c := at(g.counts, d); m < 0 || c < m {
+					m = c
+				}
+			}
+			if m >= 0 && at(g.counts, dFrom)-int32(ch.k) < m {
+				return false
+			}
+		}
+		if owners := at(g.affOwners, dFrom); owners > 0 {
+			moving := int32(0)
+			for _, a := range l.aff {
+				if a == g {
+					moving = int32(ch.k)
+				}
+			}
+			if at(g.counts, dFrom)-int32(ch.k) <= 0 && owners-moving > 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// reshape recomputes what a new bin's remaining pods allow (types, zones,
+// capacity types, custom labels), widening it after pods left. A pinned
+// zone or capacity type stays pinned.
+func (s *solver) reshape(b *bin) {
+	b.ver++
+	ps := b.pool
+	copy(b.types, ps.allTypes)
+	zm, cm := ps.zoneMask, ps.ctMask
+	cust := ps.custom
+	own := false
+	for _, e := range b.entries {
+		cp := e.l.pools[ps.idx]
+		b.types.and(cp.types)
+		zm &= cp.zoneMask
+		cm &= cp.ctMask
+		if cp.custom != nil {
+			if !own {
+				cust, own = cust.clone(), true
+			}
+			for _, k := range cp.custom.keys {
+				cust.add(k, cp.custom.sets[k])
+			}
+		}
+	}
+	if b.zone >= 0 {
+		zm = maskOf(b.zone)
+	}
+	if b.ct >= 0 {
+		cm = maskOf(b.ct)
+	}
+	b.zoneMask, b.ctMask, b.custom, b.ownCust = zm, cm, cust, own
+}
+
+// dropBin removes an emptied new bin from its pool's usage. It stays in
+// s.bins (ids are hostname domains) with no entries.
+func (s *solver) dropBin(b *bin) {
+	ps := b.pool
+	ps.usage.sub(ps.types[b.typ].capv)
+	ps.usageNodes--
+	b.typ = -1
+}

@@ -1,0 +1,255 @@
+package scheduling
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/joist-dev/joist/pkg/model"
+)
+
+// finish turns the bins into the Plan: which pods go where (pods of a class
+// are handed out in name order), the new nodes with every instance type
+// that holds them, the failures, the price and the bound.
+func (s *solver) finish() {
+	// Growth may have bought a bigger type than the pods finally needed
+	// (the local search uses that room first; whatever is left goes now).
+	for _, b := range s.bins {
+		if b.node == nil && len(b.entries) > 0 {
+			s.rightSize(b)
+		}
+	}
+	next := make([]int, len(s.classes))
+	take := func(c *class, n int) []*corev1.Pod {
+		out := c.pods[next[c.idx] : next[c.idx]+n]
+		next[c.idx] += n
+		return out
+	}
+	podsOf := func(b *bin) []*corev1.Pod {
+		var out []*corev1.Pod
+		// Entries in class order so output is stable.
+		es := append([]entry(nil), b.entries...)
+		sort.SliceStable(es, func(i, j int) bool {
+			if es[i].l.cls.idx != es[j].l.cls.idx {
+				return es[i].l.cls.idx < es[j].l.cls.idx
+			}
+			return es[i].l.idx < es[j].l.idx
+		})
+		for _, e := range es {
+			got := take(e.l.cls, e.n)
+			out = append(out, got...)
+			if e.l.idx > 0 {
+				what := relaxedWhat(e.l)
+				for _, p := range got {
+					s.plan.Relaxed = append(s.plan.Relaxed, Failure{Pod: p, Reason: what})
+				}
+			}
+		}
+		return out
+	}
+	for _, b := range s.existingBins {
+		if len(b.entries) == 0 {
+			continue
+		}
+		s.plan.Existing = append(s.plan.Existing, Placement{Node: b.node.Name, InFlight: b.node.InFlight, Pods: podsOf(b)})
+	}
+	// New nodes in pool order, then creation order.
+	var news []*bin
+	for _, b := range s.bins {
+		if b.node == nil && len(b.entries) > 0 {
+			news = append(news, b)
+		}
+	}
+	sort.SliceStable(news, func(i, j int) bool { return news[i].pool.idx < news[j].pool.idx })
+	headroom := s.limitHeadroom(news)
+	for _, b := range news {
+		nn, failure := s.newNode(b, headroom[b.pool])
+		pods := podsOf(b)
+		if failure != "" {
+			for _, p := range pods {
+				s.plan.Unschedulable = append(s.plan.Unschedulable, Failure{Pod: p, Reason: failure})
+			}
+			continue
+		}
+		nn.Pods = pods
+		s.plan.NewNodes = append(s.plan.NewNodes, nn)
+		s.plan.TotalPricePerHour += nn.Cheapest.PricePerHour
+	}
+	for _, c := range s.classes {
+		if c.remaining == 0 {
+			continue
+		}
+		reason := c.failReason
+		if reason == "" {
+			reason = "no node can take the pod"
+		}
+		for _, p := range c.pods[len(c.pods)-c.remaining:] {
+			s.plan.Unschedulable = append(s.plan.Unschedulable, Failure{Pod: p, Reason: reason})
+		}
+	}
+	sort.SliceStable(s.plan.Relaxed, func(i, j int) bool { return podLess(s.plan.Relaxed[i].Pod, s.plan.Relaxed[j].Pod) })
+	sort.SliceStable(s.plan.Unschedulable, func(i, j int) bool {
+		return podLess(s.plan.Unschedulable[i].Pod, s.plan.Unschedulable[j].Pod)
+	})
+	s.plan.LowerBoundPricePerHour = math.Min(s.lowerBound(), s.plan.TotalPricePerHour)
+}
+
+// simulationOnly are labels the simulator assumes a node will have (for
+// DaemonSet and pod matching) that the node gets later from others, so
+// they are not part of what to launch.
+var simulationOnly = map[string]bool{
+	labelRegistered:            true,
+	labelInitialized:           true,
+	corev1.LabelTopologyRegion: true,
+}
+
+// relaxedWhat lists the relaxation steps that led to a level.
+func relaxedWhat(l *level) string {
+	var steps []string
+	for _, x := range l.cls.levels[1 : l.idx+1] {
+		steps = append(steps, x.desc)
+	}
+	return strings.Join(steps, "; ")
+}
+
+// limitHeadroom shares each limited pool's unused limit among its new
+// nodes, so that whichever option CreateFleet picks for each, the pool
+// stays within its limits.
+func (s *solver) limitHeadroom(news []*bin) map[*poolState]vec {
+	out := map[*poolState]vec{}
+	count := map[*poolState]int64{}
+	for _, b := range news {
+		count[b.pool]++
+	}
+	for ps, n := range count {
+		if !ps.hasLimits {
+			continue
+		}
+		h := s.dims.zero()
+		for i, lim := range ps.limit {
+			if lim == math.MaxInt64 {
+				h[i] = math.MaxInt64
+				continue
+			}
+			h[i] = max(0, lim-ps.usage[i]) / n
+		}
+		out[ps] = h
+	}
+	return out
+}
+
+// newNode describes a bin as a node to launch. It reports a failure when
+// the pool's minValues cannot be met by the types that hold the pods.
+func (s *solver) newNode(b *bin, headroom vec) (NewNode, string) {
+	ps := b.pool
+	chosen := ps.types[b.typ]
+	type opt struct {
+		t *ptype
+		o offer
+	}
+	var opts []opt
+	for i, t := range ps.types {
+		if !b.types.has(i) || !b.used.le(t.net) {
+			continue
+		}
+		o, ok := t.price(b.zoneMask, b.ctMask)
+		if !ok {
+			continue
+		}
+		if headroom != nil && i != b.typ {
+			over := false
+			for d := range headroom {
+				if headroom[d] != math.MaxInt64 && t.capv[d] > chosen.capv[d]+headroom[d] {
+					over = true
+					break
+				}
+			}
+			if over {
+				continue
+			}
+		}
+		opts = append(opts, opt{t, o})
+	}
+	sort.SliceStable(opts, func(i, j int) bool {
+		if opts[i].o.price != opts[j].o.price {
+			return opts[i].o.price < opts[j].o.price
+		}
+		return opts[i].t.it.Name < opts[j].t.it.Name
+	})
+	nn := NewNode{Pool: ps.pool.Name, Taints: append([]corev1.Taint(nil), ps.taints...), Labels: map[string]string{}}
+	for _, o := range opts {
+		nn.InstanceTypeOptions = append(nn.InstanceTypeOptions, InstanceTypeOption{
+			Name: o.t.it.Name, Zone: s.world.zones[o.o.zone], CapacityType: s.world.cts[o.o.ct], PricePerHour: o.o.price,
+		})
+	}
+	if len(opts) > 0 {
+		c := opts[0]
+		nn.Cheapest = Launch{InstanceType: c.t.it.Name, Zone: s.world.zones[c.o.zone], CapacityType: s.world.cts[c.o.ct], PricePerHour: c.o.price}
+		req := b.used.clone()
+		req.add(c.t.ds)
+		nn.Requests = s.dims.toList(req)
+	}
+	var offered, offeredCT uint64
+	for _, o := range opts {
+		offered |= o.t.zoneMask
+		offeredCT |= o.t.ctMask
+	}
+	for i, z := range s.world.zones {
+		if maskHas(b.zoneMask&offered, i) {
+			nn.Zones = append(nn.Zones, z)
+		}
+	}
+	for i, c := range s.world.cts {
+		if maskHas(b.ctMask&offeredCT, i) {
+			nn.CapacityTypes = append(nn.CapacityTypes, c)
+		}
+	}
+	// Requirements: the pool's type requirements, the instance types, the
+	// zones and capacity types, and custom labels as narrowed.
+	r := ps.typeReqs.clone()
+	names := make([]string, len(opts))
+	for i, o := range opts {
+		names[i] = o.t.it.Name
+	}
+	r.add(corev1.LabelInstanceTypeStable, valueSet{values: sortedUnique(names)})
+	r.add(corev1.LabelTopologyZone, valueSet{values: nn.Zones})
+	r.add(model.LabelCapacityType, valueSet{values: nn.CapacityTypes})
+	for _, k := range b.custom.keys {
+		if simulationOnly[k] {
+			continue
+		}
+		set := b.custom.sets[k]
+		r.add(k, set)
+		if !set.presentEmpty() {
+			if v, ok := set.pick(); ok {
+				nn.Labels[k] = v
+			}
+		}
+	}
+	if len(nn.Zones) == 1 {
+		nn.Labels[corev1.LabelTopologyZone] = nn.Zones[0]
+	}
+	if len(nn.CapacityTypes) == 1 {
+		nn.Labels[model.LabelCapacityType] = nn.CapacityTypes[0]
+	}
+	nn.Requirements = r.toModel()
+	// minValues: the options must offer enough distinct values.
+	for _, q := range ps.pool.Requirements {
+		if q.MinValues == nil {
+			continue
+		}
+		distinct := map[string]bool{}
+		for _, o := range opts {
+			if v, ok := o.t.it.Labels[normalizeKey(q.Key)]; ok {
+				distinct[v] = true
+			}
+		}
+		if len(distinct) < *q.MinValues {
+			return nn, fmt.Sprintf("pool %q needs %d distinct %s values but only %d instance types hold the pods", ps.pool.Name, *q.MinValues, q.Key, len(distinct))
+		}
+	}
+	return nn, ""
+}

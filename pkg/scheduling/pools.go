@@ -1,0 +1,378 @@
+package scheduling
+
+import (
+	"math"
+	"sort"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/joist-dev/joist/pkg/model"
+)
+
+// Labels a new node is known to carry once it is up; DaemonSets may select
+// them, and Karpenter simulates them the same way.
+const (
+	labelRegistered  = "karpenter.sh/registered"
+	labelInitialized = "karpenter.sh/initialized"
+	labelNodeClass   = "karpenter.k8s.aws/ec2nodeclass"
+)
+
+// poolState is a pool prepared for packing: its requirements split by kind
+// of key, the instance types it may launch (with allocatable net of
+// DaemonSet overhead), its limits and what it already uses.
+type poolState struct {
+	idx  int
+	pool *model.Pool
+	// ok is false for a pool the simulator never launches into (static, or
+	// with malformed requirements); reason says why.
+	ok     bool
+	reason string
+	taints []corev1.Taint
+	// custom holds the pool's requirements and labels on keys that are
+	// neither instance-type labels, zone, capacity type nor hostname, plus
+	// the labels every node of the pool gets (pool name, region).
+	custom   *reqs
+	typeReqs *reqs // requirements on instance-type label keys
+	zoneMask uint64
+	ctMask   uint64
+	// types are the launchable types, cheapest first.
+	types    []*ptype
+	allTypes bitset
+	// frontier are the types no other type dominates (as much of every
+	// resource, no dearer in any zone and capacity type); cheapest and
+	// most efficient choices are always among them, so searches that may
+	// use any type scan only these.
+	frontier     []int
+	frontierBits bitset
+	allIdx       []int
+	// dsPorts are host ports DaemonSets take on the pool's nodes.
+	dsPorts []hostPort
+	// limits, by dimension (math.MaxInt64 when unlimited), and the node
+	// count limit (-1 when unlimited).
+	limit      vec
+	limitNodes int64
+	hasLimits  bool
+	usage      vec
+	usageNodes int64
+	// hasPreferNoSchedule enables the last relaxation step.
+	hasPreferNoSchedule bool
+}
+
+// ptype is one instance type as a pool sees it.
+type ptype struct {
+	idx    int
+	it     *InstanceType
+	net    vec // allocatable less DaemonSet overhead
+	capv   vec // capacity, for limits
+	ds     vec // DaemonSet overhead reserved
+	offers []offer
+	// zones and capacity types with a usable offering
+	zoneMask uint64
+	ctMask   uint64
+	minPrice float64
+	// eff is value/price under the bound's dual prices (see bound.go).
+	value float64
+}
+
+// dominates tells whether a is at least as good as b for every purpose:
+// as much of every resource and capacity, offered wherever b is, at no
+// higher price there.
+func dominates(a, b *ptype) bool {
+	if a.minPrice > b.minPrice || !b.net.le(a.net) {
+		return false
+	}
+	if a.zoneMask&b.zoneMask != b.zoneMask || a.ctMask&b.ctMask != b.ctMask {
+		return false
+	}
+	for _, ob := range b.offers {
+		oa, ok := a.price(maskOf(ob.zone), maskOf(ob.ct))
+		if !ok || oa.price > ob.price {
+			return false
+		}
+	}
+	return true
+}
+
+type offer struct {
+	zone, ct int
+	price    float64
+}
+
+// price returns the cheapest offering within the masks.
+func (t *ptype) price(zones, cts uint64) (offer, bool) {
+	best, found := offer{}, false
+	for _, o := range t.offers {
+		if maskHas(zones, o.zone) && maskHas(cts, o.ct) && (!found || o.price < best.price) {
+			best, found = o, true
+		}
+	}
+	return best, found
+}
+
+// preparePools builds the pool states, sorted by weight (higher first)
+// then name.
+func (s *solver) preparePools() {
+	pools := append([]*model.Pool(nil), s.in.Pools...)
+	sort.SliceStable(pools, func(i, j int) bool {
+		if pools[i].Weight != pools[j].Weight {
+			return pools[i].Weight > pools[j].Weight
+		}
+		return pools[i].Name < pools[j].Name
+	})
+	for i, p := range pools {
+		s.pools = append(s.pools, s.preparePool(i, p))
+	}
+}
+
+func (s *solver) preparePool(idx int, p *model.Pool) *poolState {
+	ps := &poolState{idx: idx, pool: p, ok: true, custom: newReqs(), typeReqs: newReqs(), limitNodes: -1}
+	ps.limit = s.dims.zero()
+	for i := range ps.limit {
+		ps.limit[i] = math.MaxInt64
+	}
+	ps.usage = s.dims.zero()
+	if p.Replicas != nil {
+		ps.ok, ps.reason = false, "pool is static (replicas)"
+	}
+	for _, t := range p.Taints {
+		ps.taints = append(ps.taints, t)
+		if t.Effect == corev1.TaintEffectPreferNoSchedule {
+			ps.hasPreferNoSchedule = true
+		}
+	}
+	all := newReqs()
+	if !all.addModel(p.Requirements) {
+		ps.ok, ps.reason = false, "pool has a malformed requirement"
+	}
+	all.addLabels(p.Labels)
+	all.add(p.Label(), valueSet{values: []string{p.Name}})
+	if s.in.Region != "" {
+		all.add(corev1.LabelTopologyRegion, valueSet{values: []string{s.in.Region}})
+	}
+	all.add(labelRegistered, valueSet{values: []string{"true"}})
+	all.add(labelInitialized, valueSet{values: []string{"true"}})
+	if p.NodeClass != "" && p.API == model.APIV1 {
+		all.add(labelNodeClass, valueSet{values: []string{p.NodeClass}})
+	}
+	ps.zoneMask, ps.ctMask = ^uint64(0), ^uint64(0)
+	for _, k := range all.keys {
+		set := all.sets[k]
+		switch {
+		case k == corev1.LabelTopologyZone:
+			ps.zoneMask = s.world.zoneMaskOf(set)
+		case k == model.LabelCapacityType:
+			ps.ctMask = s.world.ctMaskOf(set)
+		case k == corev1.LabelHostname:
+			// Karpenter forbids it in pools; a new node's name is unknown.
+		case s.typeKeys[k]:
+			ps.typeReqs.add(k, set)
+		default:
+			ps.custom.add(k, set)
+			if set.empty() {
+				ps.ok, ps.reason = false, "pool requirement on "+k+" allows nothing"
+			}
+		}
+	}
+	// Limits.
+	for name, q := range p.Limits {
+		if name == "nodes" {
+			ps.limitNodes = q.Value()
+			ps.hasLimits = true
+			continue
+		}
+		if i, ok := s.dims.index[name]; ok {
+			ps.limit[i] = quantityValue(name, q)
+			ps.hasLimits = true
+		}
+	}
+	// Instance types.
+	list := s.in.InstanceTypes
+	if o, ok := s.in.PoolInstanceTypes[p.Name]; ok {
+		list = o
+	}
+	dsList := s.daemonSetsFor(ps)
+	for _, it := range list {
+		labels := it.Labels
+		if !ps.typeReqs.matchesLabels(labels) {
+			continue
+		}
+		t := &ptype{it: it, net: s.dims.fromList(it.Allocatable), capv: s.dims.fromList(it.Capacity), ds: s.dims.zero()}
+		if len(it.Capacity) == 0 {
+			t.capv = t.net.clone()
+		}
+		for _, o := range it.Offerings {
+			if o.Unavailable || (s.in.Unavailable != nil && s.in.Unavailable(it.Name, o.Zone, o.CapacityType)) {
+				continue
+			}
+			z, zok := s.world.zoneIdx[o.Zone]
+			c, cok := s.world.ctIdx[o.CapacityType]
+			if !zok || !cok || !maskHas(ps.zoneMask, z) || !maskHas(ps.ctMask, c) {
+				continue
+			}
+			t.offers = append(t.offers, offer{zone: z, ct: c, price: o.Price})
+			t.zoneMask |= maskOf(z)
+			t.ctMask |= maskOf(c)
+			if len(t.offers) == 1 || o.Price < t.minPrice {
+				t.minPrice = o.Price
+			}
+		}
+		if len(t.offers) == 0 {
+			continue
+		}
+		for _, d := range dsList {
+			if d.compatibleWithType(s, ps, labels) {
+				t.ds.add(d.req)
+			}
+		}
+		t.net.sub(t.ds)
+		if t.net[dimPods] <= 0 || t.net[dimCPU] <= 0 {
+			continue
+		}
+		ps.types = append(ps.types, t)
+	}
+	sort.SliceStable(ps.types, func(i, j int) bool {
+		if ps.types[i].minPrice != ps.types[j].minPrice {
+			return ps.types[i].minPrice < ps.types[j].minPrice
+		}
+		return ps.types[i].it.Name < ps.types[j].it.Name
+	})
+	ps.allTypes = newBitset(len(ps.types))
+	for i, t := range ps.types {
+		t.idx = i
+		ps.allTypes.set(i)
+		ps.allIdx = append(ps.allIdx, i)
+	}
+	ps.frontierBits = newBitset(len(ps.types))
+	for i, t := range ps.types {
+		dominated := false
+		for j, o := range ps.types {
+			if ps.hasLimits {
+				// A bigger type uses more of a limit: keep them all.
+				break
+			}
+			if j != i && dominates(o, t) && (!dominates(t, o) || j < i) {
+				dominated = true
+				break
+			}
+		}
+		if !dominated {
+			ps.frontier = append(ps.frontier, i)
+			ps.frontierBits.set(i)
+		}
+	}
+	for _, d := range dsList {
+		if d.anyType {
+			ps.dsPorts = append(ps.dsPorts, d.ports...)
+		}
+	}
+	return ps
+}
+
+// dsInfo is a DaemonSet's pod template digested for one pool.
+type dsInfo struct {
+	ds      *appsv1.DaemonSet
+	req     vec
+	ports   []hostPort
+	terms   []*reqs // OR'ed node requirements (nil: any node)
+	anyType bool    // compatible with at least one type of the pool
+}
+
+// daemonSetsFor returns the DaemonSets whose pods tolerate the pool's taints
+// (startup taints are temporary and ignored); which instance types they
+// land on is decided per type.
+func (s *solver) daemonSetsFor(ps *poolState) []*dsInfo {
+	var out []*dsInfo
+	for _, ds := range s.in.DaemonSets {
+		spec := &ds.Spec.Template.Spec
+		tols := append(append([]corev1.Toleration(nil), spec.Tolerations...), daemonSetTolerations...)
+		if _, bad := firstUntolerated(tols, ps.taints, false); bad {
+			continue
+		}
+		pod := &corev1.Pod{Spec: *spec}
+		d := &dsInfo{ds: ds, req: s.dims.fromList(podRequests(pod)), ports: podHostPorts(pod)}
+		d.terms = nodeTerms(spec)
+		out = append(out, d)
+	}
+	return out
+}
+
+// compatibleWithType tells whether the DaemonSet would run on a node of the
+// pool with this type's labels.
+func (d *dsInfo) compatibleWithType(s *solver, ps *poolState, typeLabels map[string]string) bool {
+	if len(d.terms) == 0 {
+		d.anyType = true
+		return true
+	}
+	for _, t := range d.terms {
+		if s.reqsFitPoolType(t, ps, typeLabels) {
+			d.anyType = true
+			return true
+		}
+	}
+	return false
+}
+
+// reqsFitPoolType checks requirements against what a new node of the pool
+// with the given type labels could carry.
+func (s *solver) reqsFitPoolType(r *reqs, ps *poolState, typeLabels map[string]string) bool {
+	for _, k := range r.keys {
+		set := r.sets[k]
+		switch {
+		case k == corev1.LabelTopologyZone:
+			if set.allowAbsent && !set.complement && len(set.values) == 0 {
+				return false
+			}
+			if s.world.zoneMaskOf(set)&ps.zoneMask == 0 {
+				return false
+			}
+		case k == model.LabelCapacityType:
+			if s.world.ctMaskOf(set)&ps.ctMask == 0 {
+				return false
+			}
+		case k == corev1.LabelHostname:
+			if !set.complement || set.hasGt || set.hasLt {
+				return false
+			}
+		case s.typeKeys[k]:
+			v, ok := typeLabels[k]
+			if !set.matches(v, ok) {
+				return false
+			}
+		default:
+			if ps.custom == nil {
+				return set.allowAbsent
+			}
+			if cur, ok := ps.custom.get(k); ok {
+				if x := cur.intersect(set); x.empty() {
+					return false
+				}
+			} else if !set.allowAbsent {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// nodeTerms turns a pod spec's nodeSelector and required node affinity into
+// OR'ed requirement sets (nil when unconstrained).
+func nodeTerms(spec *corev1.PodSpec) []*reqs {
+	var terms []*reqs
+	if a := spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		for _, t := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+			r := newReqs()
+			if !r.addNodeSelectorRequirements(t.MatchExpressions) || len(t.MatchFields) > 0 {
+				r.add("metadata.name", valueSet{}) // never matches a new node
+			}
+			r.addLabels(spec.NodeSelector)
+			terms = append(terms, r)
+		}
+	}
+	if len(terms) == 0 && len(spec.NodeSelector) > 0 {
+		r := newReqs()
+		r.addLabels(spec.NodeSelector)
+		terms = append(terms, r)
+	}
+	return terms
+}

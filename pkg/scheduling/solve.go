@@ -1,0 +1,294 @@
+package scheduling
+
+import (
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/joist-dev/joist/pkg/model"
+)
+
+// Solve decides where each pending pod goes: onto an existing or in-flight
+// node, onto a new node (which it also sizes and prices), or nowhere, with
+// a reason. It is deterministic: the same input gives the same plan,
+// whatever the order of Input.Pods.
+//
+// The method (docs/scheduling.md has the long form):
+//  1. group pods into classes of identical scheduling shape;
+//  2. solve a small linear program for a lower bound on $/h, whose dual
+//     prices value each resource;
+//  3. pack classes, biggest first, into existing nodes, then into new
+//     nodes sized to the most cost-efficient type under those prices,
+//     relaxing preferences in Karpenter's order when a pod fits nowhere;
+//  4. right-size every new node to the cheapest type that holds it, then
+//     move pods between nodes while that makes some node cheaper or empty.
+func Solve(in Input) Plan {
+	s := newSolver(&in)
+	s.setup()
+	s.pack()
+	if !in.Options.NoImprove {
+		s.improve()
+	}
+	s.finish()
+	return s.plan
+}
+
+// solver holds one Solve's state.
+type solver struct {
+	in    *Input
+	plan  Plan
+	dims  *dims
+	world *world
+	// typeKeys are label keys set by instance types: requirements on them
+	// are decided per type.
+	typeKeys map[string]bool
+	pools    []*poolState
+	// anyPreferNoSchedule enables the last relaxation step.
+	anyPreferNoSchedule bool
+
+	classes []*class
+
+	keys        []*keyInfo
+	keyIdx      map[string]int
+	groups      []*group
+	groupIdx    map[string]*group
+	groupByPair map[string][]*group
+	groupsAny   []*group
+	namespaces  map[string]map[string]string
+
+	bins         []*bin
+	existingBins []*bin
+
+	affinityMemo map[*corev1.Affinity]uint64
+	spreadMemo   map[*corev1.TopologySpreadConstraint]uint64
+	typeMemo     map[string]bitset
+
+	// lambda are the bound's dual prices ($/h per unit of each dimension).
+	lambda []float64
+	// zoneLoad counts pods pinned to each zone on new nodes, to spread
+	// zone-free choices.
+	zoneLoad []int
+
+	pvcs map[string]*corev1.PersistentVolumeClaim
+	pvs  map[string]*corev1.PersistentVolume
+}
+
+// world indexes zones and capacity types.
+type world struct {
+	zones   []string
+	zoneIdx map[string]int
+	cts     []string
+	ctIdx   map[string]int
+}
+
+func (w *world) zoneMaskOf(set valueSet) uint64 {
+	var m uint64
+	for i, z := range w.zones {
+		if set.has(z) {
+			m |= maskOf(i)
+		}
+	}
+	return m
+}
+
+func (w *world) ctMaskOf(set valueSet) uint64 {
+	var m uint64
+	for i, c := range w.cts {
+		if set.has(c) {
+			m |= maskOf(i)
+		}
+	}
+	return m
+}
+
+func newSolver(in *Input) *solver {
+	return &solver{
+		in:           in,
+		keyIdx:       map[string]int{},
+		groupIdx:     map[string]*group{},
+		namespaces:   map[string]map[string]string{},
+		affinityMemo: map[*corev1.Affinity]uint64{},
+		spreadMemo:   map[*corev1.TopologySpreadConstraint]uint64{},
+		typeMemo:     map[string]bitset{},
+		pvcs:         map[string]*corev1.PersistentVolumeClaim{},
+		pvs:          map[string]*corev1.PersistentVolume{},
+	}
+}
+
+// setup prepares everything the packer reads.
+func (s *solver) setup() {
+	for _, n := range s.in.Namespaces {
+		l := map[string]string{corev1.LabelMetadataName: n.Name}
+		for k, v := range n.Labels {
+			l[k] = v
+		}
+		s.namespaces[n.Name] = l
+	}
+	for _, c := range s.in.PersistentVolumeClaims {
+		s.pvcs[c.Namespace+"/"+c.Name] = c
+	}
+	for _, v := range s.in.PersistentVolumes {
+		s.pvs[v.Name] = v
+	}
+	s.buildClasses()
+	s.buildDims()
+	s.buildWorld()
+	s.typeKeys = map[string]bool{}
+	for _, list := range s.typeLists() {
+		for _, it := range list {
+			for k := range it.Labels {
+				s.typeKeys[k] = true
+			}
+		}
+	}
+	s.buildExisting()
+	s.preparePools()
+	// Existing and in-flight nodes count against their pool's limits.
+	for _, b := range s.existingBins {
+		for _, ps := range s.pools {
+			if ps.pool.Name == b.node.Pool {
+				c := b.node.Capacity
+				if len(c) == 0 {
+					c = b.node.Allocatable
+				}
+				ps.usage.add(s.dims.fromList(c))
+				ps.usageNodes++
+			}
+		}
+	}
+	for _, ps := range s.pools {
+		if ps.ok && ps.hasPreferNoSchedule {
+			s.anyPreferNoSchedule = true
+		}
+	}
+	s.zoneLoad = make([]int, len(s.world.zones))
+	for _, c := range s.classes {
+		c.req = s.dims.fromList(podRequests(c.pod))
+	}
+	s.buildTopology()
+	s.lambda = s.dualPrices()
+	for _, ps := range s.pools {
+		for _, t := range ps.types {
+			t.value = s.valueOf(t.net)
+		}
+	}
+	for _, c := range s.classes {
+		c.value = s.valueOf(c.req)
+	}
+	// Biggest first (by dual value, then cpu and memory, as Karpenter
+	// sorts), ties by the first pod's name.
+	sort.SliceStable(s.classes, func(i, j int) bool {
+		a, b := s.classes[i], s.classes[j]
+		if a.value != b.value {
+			return a.value > b.value
+		}
+		if a.req[dimCPU] != b.req[dimCPU] {
+			return a.req[dimCPU] > b.req[dimCPU]
+		}
+		if a.req[dimMemory] != b.req[dimMemory] {
+			return a.req[dimMemory] > b.req[dimMemory]
+		}
+		return podLess(a.pod, b.pod)
+	})
+	for i, c := range s.classes {
+		c.idx = i
+	}
+}
+
+func (s *solver) typeLists() [][]*InstanceType {
+	out := [][]*InstanceType{s.in.InstanceTypes}
+	names := make([]string, 0, len(s.in.PoolInstanceTypes))
+	for n := range s.in.PoolInstanceTypes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		out = append(out, s.in.PoolInstanceTypes[n])
+	}
+	return out
+}
+
+// buildDims collects the resources anybody asks for or limits.
+func (s *solver) buildDims() {
+	extra := map[corev1.ResourceName]bool{}
+	for _, c := range s.classes {
+		for n := range podRequests(c.pod) {
+			extra[n] = true
+		}
+	}
+	for _, ds := range s.in.DaemonSets {
+		for n := range podRequests(&corev1.Pod{Spec: ds.Spec.Template.Spec}) {
+			extra[n] = true
+		}
+	}
+	for _, p := range s.in.Pools {
+		for n := range p.Limits {
+			if n != "nodes" {
+				extra[n] = true
+			}
+		}
+	}
+	s.dims = newDims(extra)
+}
+
+// buildWorld indexes every zone and capacity type mentioned anywhere.
+func (s *solver) buildWorld() {
+	zones := map[string]bool{}
+	cts := map[string]bool{model.CapacityTypeOnDemand: true, model.CapacityTypeSpot: true}
+	for _, list := range s.typeLists() {
+		for _, it := range list {
+			for _, o := range it.Offerings {
+				zones[o.Zone] = true
+				cts[o.CapacityType] = true
+			}
+		}
+	}
+	for _, n := range s.in.Nodes {
+		if z := nodeLabel(n.Labels, corev1.LabelTopologyZone); z != "" {
+			zones[z] = true
+		}
+		if c := n.Labels[model.LabelCapacityType]; c != "" {
+			cts[c] = true
+		}
+	}
+	s.world = &world{zoneIdx: map[string]int{}, ctIdx: map[string]int{}}
+	for _, z := range sortedKeys(zones) {
+		s.world.zoneIdx[z] = len(s.world.zones)
+		s.world.zones = append(s.world.zones, z)
+	}
+	for _, c := range sortedKeys(cts) {
+		s.world.ctIdx[c] = len(s.world.cts)
+		s.world.cts = append(s.world.cts, c)
+	}
+}
+
+// nodeLabel reads a label by its normalized key or any alias.
+func nodeLabel(l map[string]string, key string) string {
+	if v, ok := l[key]; ok {
+		return v
+	}
+	for _, a := range aliasesOf[key] {
+		if v, ok := l[a]; ok {
+			return v
+		}
+	}
+	return ""
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// valueOf is a vector's worth under the dual prices.
+func (s *solver) valueOf(v vec) float64 {
+	var x float64
+	for i, l := range s.lambda {
+		x += l * float64(v[i])
+	}
+	return x
+}

@@ -1,0 +1,189 @@
+package scheduling
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+
+	"github.com/joist-dev/joist/pkg/model"
+)
+
+// InstanceType is what the simulator needs to know about one EC2 instance
+// type. It is independent of pkg/catalog so the simulator stays a leaf: the
+// caller converts (see the benchmark helper and cmd/joist/plan.go).
+type InstanceType struct {
+	Name string
+	// Labels are the labels a node of this type carries because of its
+	// type: instance-type, arch, os and the karpenter.k8s.aws/instance-*
+	// family. Zone, region and capacity type come from the offering.
+	Labels map[string]string
+	// Capacity is what the node reports; pool limits count it.
+	Capacity corev1.ResourceList
+	// Allocatable is Capacity less kube-reserved, system-reserved and the
+	// eviction threshold. A pool whose kubelet settings change it gets its
+	// own list through Input.PoolInstanceTypes.
+	Allocatable corev1.ResourceList
+	Offerings   []Offering
+}
+
+// Offering is one zone and capacity type a type can be launched in.
+type Offering struct {
+	Zone         string
+	CapacityType string
+	// Price is USD per hour.
+	Price float64
+	// Unavailable marks an offering that cannot be launched now (for
+	// example after an insufficient-capacity error). Input.Unavailable is
+	// consulted as well.
+	Unavailable bool
+}
+
+// Node is a node the plan may put pods on without launching anything: an
+// existing node of the cluster, or an in-flight one (launched, not yet
+// registered), described from EC2 tags and the catalog.
+type Node struct {
+	// Name is the node name, or for an in-flight node the instance id.
+	Name string
+	// Pool is the pool the node belongs to ("" for nodes Joist does not
+	// manage); its capacity counts against that pool's limits.
+	Pool string
+	// InFlight marks a launched instance that has not registered yet. Its
+	// DaemonSet pods are not running yet, so their overhead is reserved.
+	InFlight bool
+	Labels   map[string]string
+	Taints   []corev1.Taint
+	// Unschedulable is a cordoned node: nothing new goes there.
+	Unschedulable bool
+	Capacity      corev1.ResourceList
+	Allocatable   corev1.ResourceList
+	// Pods are the pods bound to the node (DaemonSet pods included) or, for
+	// an in-flight node, the pods already planned onto it.
+	Pods []*corev1.Pod
+	// PricePerHour is informational (it is not part of the plan's cost).
+	PricePerHour float64
+}
+
+// Input is everything the simulator looks at. Solve treats it as read-only.
+type Input struct {
+	// Pods are the pending pods to place. Pods owned by a DaemonSet or
+	// already bound are skipped (reported in Plan.Skipped).
+	Pods []*corev1.Pod
+	// Nodes are the existing and in-flight nodes, filled before anything new
+	// is launched.
+	Nodes      []*Node
+	DaemonSets []*appsv1.DaemonSet
+	// Pools are the node pools. Pools with Replicas set (static pools) are
+	// never scaled by the simulator.
+	Pools []*model.Pool
+	// InstanceTypes are the types every pool may choose from (further
+	// narrowed by each pool's requirements).
+	InstanceTypes []*InstanceType
+	// PoolInstanceTypes overrides InstanceTypes for a pool by name, for
+	// pools whose kubelet settings change allocatable.
+	PoolInstanceTypes map[string][]*InstanceType
+	// Region fills topology.kubernetes.io/region on new nodes.
+	Region string
+	// Unavailable tells whether an offering must not be used now; nil means
+	// every offering not marked in Offering.Unavailable is usable.
+	Unavailable func(instanceType, zone, capacityType string) bool
+
+	// Volumes: claims, volumes and classes the pods' volumes refer to.
+	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
+	PersistentVolumes      []*corev1.PersistentVolume
+	StorageClasses         []*storagev1.StorageClass
+	// Namespaces give namespaceSelectors of pod (anti)affinity their
+	// labels; without them a namespace only has kubernetes.io/metadata.name.
+	Namespaces []*corev1.Namespace
+
+	// Options tune the search; the zero value is the default.
+	Options Options
+}
+
+// Options tune Solve. The zero value is what Joist runs with.
+type Options struct {
+	// IgnorePreferences drops preferred affinities and ScheduleAnyway
+	// spreads up front (Karpenter's PREFERENCE_POLICY=Ignore).
+	IgnorePreferences bool
+	// NoImprove skips the local search after the first packing (for
+	// comparisons and debugging).
+	NoImprove bool
+}
+
+// Plan is Solve's answer.
+type Plan struct {
+	// Existing lists pods placed on existing or in-flight nodes, one entry
+	// per node that received any, in Input.Nodes order.
+	Existing []Placement
+	// NewNodes are the nodes to launch, in pool-weight order.
+	NewNodes []NewNode
+	// Unschedulable are pods no node can take, with the reason.
+	Unschedulable []Failure
+	// Skipped are pods the simulator does not place at all (DaemonSet pods,
+	// pods already bound), with why.
+	Skipped []Failure
+	// Relaxed are placed pods whose preferences (or, for several OR'ed
+	// required node terms, the first terms) had to be given up, with what
+	// was given up, in Karpenter's relaxation order.
+	Relaxed []Failure
+	// TotalPricePerHour is the sum of the new nodes' cheapest offerings.
+	TotalPricePerHour float64
+	// LowerBoundPricePerHour is a proven lower bound on the $/h of any plan
+	// that places the same pods on new nodes (see docs/scheduling.md).
+	LowerBoundPricePerHour float64
+}
+
+// Placement is a set of pods put on one existing or in-flight node.
+type Placement struct {
+	Node     string
+	InFlight bool
+	Pods     []*corev1.Pod
+}
+
+// NewNode is one node to launch.
+type NewNode struct {
+	Pool string
+	// Requirements are the node's requirements: the pool's, narrowed by the
+	// pods it holds (zone, capacity type, instance types, custom labels).
+	Requirements []model.Requirement
+	// Labels are the labels the node gets beyond those of its instance type
+	// and offering: pool labels and single-valued requirements.
+	Labels map[string]string
+	// Taints are the pool's taints (startup taints not included).
+	Taints []corev1.Taint
+	// InstanceTypeOptions are every type that holds the node's pods and
+	// DaemonSets, cheapest first; CreateFleet picks among them.
+	InstanceTypeOptions []InstanceTypeOption
+	// Cheapest is the offering the plan's price assumes.
+	Cheapest Launch
+	// Zones are the zones the node may be launched in.
+	Zones []string
+	// CapacityTypes are the capacity types the node may use.
+	CapacityTypes []string
+	Pods          []*corev1.Pod
+	// Requests is the pods' requests plus the DaemonSet overhead reserved
+	// on the cheapest type.
+	Requests corev1.ResourceList
+}
+
+// InstanceTypeOption is one type a new node may be, with its cheapest
+// usable offering for the node's zones and capacity types.
+type InstanceTypeOption struct {
+	Name         string
+	Zone         string
+	CapacityType string
+	PricePerHour float64
+}
+
+// Launch is an offering chosen for a node.
+type Launch struct {
+	InstanceType string
+	Zone         string
+	CapacityType string
+	PricePerHour float64
+}
+
+// Failure is a pod that could not be placed, and why.
+type Failure struct {
+	Pod    *corev1.Pod
+	Reason string
+}
