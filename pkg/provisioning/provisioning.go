@@ -21,6 +21,8 @@ import (
 	"github.com/joist-dev/joist/pkg/launch"
 	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/pods"
+	"github.com/joist-dev/joist/pkg/scheduling"
+	"github.com/joist-dev/joist/pkg/scheduling/fromcatalog"
 )
 
 // SpecReader reads the cluster's valid pools and node classes. It reports
@@ -63,121 +65,125 @@ func (p *Provisioner) now() time.Time {
 	return time.Now()
 }
 
-// Reconcile runs one pass.
+// Reconcile runs one pass: read the truth, plan the pods no live instance
+// waits for, launch the new nodes, and record each pod's instance. An
+// offering out of capacity is marked unavailable and the plan is redone
+// in the same pass without it.
 func (p *Provisioner) Reconcile(ctx context.Context) (*Result, error) {
 	if p.Unavailable == nil {
 		p.Unavailable = catalog.NewUnavailable(0)
 	}
 	res := &Result{Unschedulable: map[string]string{}}
-	spec, err := p.Specs(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("read specs: %w", err)
-	}
-	// Instances before pods: an instance launched between the two reads
-	// is then seen as in flight rather than missed (Karpenter snapshots
-	// nodes before pods for the same reason).
-	instances, err := p.Launcher.Instances(ctx)
+	c, err := p.read(ctx)
 	if err != nil {
 		return nil, err
 	}
-	nodes, err := p.Kube.Nodes(ctx)
-	if err != nil {
-		return nil, err
+	res.Pending = len(c.pending)
+	for _, pl := range c.planned {
+		res.AlreadyServed += len(pl)
 	}
-	pending, err := p.Kube.PendingPods(ctx)
-	if err != nil {
-		return nil, err
-	}
-	res.Pending = len(pending)
-	live := map[string]bool{}
-	for _, i := range instances {
-		live[i.ID] = true
-	}
-	registered := map[string]bool{}
-	for _, n := range nodes {
-		if id := pods.InstanceID(n.Spec.ProviderID); id != "" {
-			registered[id] = true
-		}
-	}
-	var todo []*corev1.Pod
-	for _, pod := range pending {
-		if id := pods.PlannedInstance(pod); id != "" && live[id] {
-			// Its instance is coming (or registered and the binder is on
-			// it): served.
-			res.AlreadyServed++
-			continue
-		}
-		todo = append(todo, pod)
-	}
-	if len(todo) == 0 {
+	if len(c.todo) == 0 {
 		return res, nil
 	}
-	for attempt := 0; attempt < 3; attempt++ {
+	shared, perPool := fromcatalog.ForPools(p.Catalog, c.spec.Pools)
+	todo := c.todo
+	for attempt := 0; attempt < maxPlanAttempts && len(todo) > 0; attempt++ {
 		now := p.now()
-		avail := func(t string) []catalog.Offering { return p.Catalog.Available(t, p.Unavailable, now) }
-		plan, why := naivePlan(todo, spec, p.Catalog, avail)
-		for pod, reason := range why {
-			res.Unschedulable[pods.Key(pod)] = reason
+		unavailable := func(t, z, ct string) bool { return p.Unavailable.IsUnavailable(now, t, z, ct) }
+		in := scheduling.Input{
+			Pods: todo, Nodes: p.simulatorNodes(c), DaemonSets: c.daemonSets, Pools: c.spec.Pools,
+			InstanceTypes: shared, PoolInstanceTypes: perPool, Region: p.Catalog.Region(), Unavailable: unavailable,
+			PersistentVolumeClaims: c.pvcs, PersistentVolumes: c.pvs, StorageClasses: c.classes,
+		}
+		start := time.Now()
+		plan := scheduling.Solve(in)
+		p.Log.Info("planned", "pods", len(todo), "newNodes", len(plan.NewNodes), "unschedulable", len(plan.Unschedulable),
+			"pricePerHour", plan.TotalPricePerHour, "lowerBoundPricePerHour", plan.LowerBoundPricePerHour, "seconds", time.Since(start).Seconds())
+		for _, f := range plan.Unschedulable {
+			res.Unschedulable[pods.Key(f.Pod)] = f.Reason
+		}
+		// Pods the simulator put on in-flight instances wait for them.
+		for _, pl := range plan.Existing {
+			if !pl.InFlight {
+				continue // a registered node: kube-scheduler (or the binder) places them
+			}
+			for _, pod := range pl.Pods {
+				if err := p.nominate(ctx, pod, pl.Node, now, res); err != nil {
+					return res, err
+				}
+			}
 		}
 		var retry []*corev1.Pod
-		for _, n := range plan {
-			inst, err := p.launch(ctx, spec, n)
+		for _, n := range plan.NewNodes {
+			inst, err := p.launch(ctx, c.spec, n, unavailable)
 			var ce *launch.CapacityError
 			if errors.As(err, &ce) {
 				for _, o := range ce.Offerings {
 					p.Unavailable.Mark(now, o.InstanceType, o.Zone, o.CapacityType)
 				}
-				p.Log.Warn("offerings out of capacity; planning again without them", "pool", n.pool.Name, "codes", strings.Join(ce.Codes, ","), "offerings", len(ce.Offerings))
-				retry = append(retry, n.pods...)
+				p.Log.Warn("offerings out of capacity; planning again without them", "pool", n.Pool, "codes", strings.Join(ce.Codes, ","), "offerings", len(ce.Offerings))
+				retry = append(retry, n.Pods...)
 				continue
 			}
 			if err != nil {
-				p.Log.Error("launch failed", "pool", n.pool.Name, "error", err.Error())
-				for _, pod := range n.pods {
+				p.Log.Error("launch failed", "pool", n.Pool, "error", err.Error())
+				for _, pod := range n.Pods {
 					res.Unschedulable[pods.Key(pod)] = err.Error()
 				}
 				continue
 			}
 			res.Launched = append(res.Launched, *inst)
-			p.Log.Info("launched", "pool", n.pool.Name, "instance", inst.ID, "instanceType", inst.InstanceType, "zone", inst.Zone, "capacityType", inst.CapacityType, "pods", len(n.pods))
-			for _, pod := range n.pods {
-				if err := p.Kube.Nominate(ctx, pod, inst.ID, now); err != nil {
-					if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-						continue // changed since read; the next pass sees the truth
-					}
+			p.Log.Info("launched", "pool", n.Pool, "instance", inst.ID, "instanceType", inst.InstanceType, "zone", inst.Zone, "capacityType", inst.CapacityType, "pods", len(n.Pods))
+			// The new instance holds these pods now; a replan in this pass
+			// must see it as in flight.
+			c.instances = append(c.instances, *inst)
+			for _, pod := range n.Pods {
+				if err := p.nominate(ctx, pod, inst.ID, now, res); err != nil {
 					return res, err
 				}
-				res.Nominated++
+				c.planned[inst.ID] = append(c.planned[inst.ID], pod)
 			}
-		}
-		if len(retry) == 0 {
-			break
 		}
 		todo = retry
 	}
 	return res, nil
 }
 
-func (p *Provisioner) launch(ctx context.Context, spec *model.Spec, n newNode) (*launch.Instance, error) {
-	nc, ok := spec.NodeClasses[n.pool.NodeClass]
-	if !ok {
-		return nil, fmt.Errorf("pool %q: node class %q not found", n.pool.Name, n.pool.NodeClass)
-	}
-	var opts []launch.Option
-	for _, o := range n.options {
-		variant := "standard"
-		if o.typ.GPUCount > 0 && o.typ.GPUManufacturer == "nvidia" {
-			variant = "nvidia"
-		} else if o.typ.AcceleratorManufacturer == "aws" {
-			variant = "neuron"
+// maxPlanAttempts bounds the replans after capacity errors in one pass;
+// what is still unplaced waits for the next event or the safety net.
+const maxPlanAttempts = 4
+
+func (p *Provisioner) nominate(ctx context.Context, pod *corev1.Pod, instance string, now time.Time, res *Result) error {
+	if err := p.Kube.Nominate(ctx, pod, instance, now); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return nil // changed since read; the next pass sees the truth
 		}
-		opts = append(opts, launch.Option{
-			InstanceType: o.typ.Name, Arch: o.typ.Arch, Variant: variant,
-			Zone: o.offering.Zone, CapacityType: o.offering.CapacityType, Price: o.offering.Price,
-		})
+		return err
 	}
-	uids := make([]string, len(n.pods))
-	for i, pod := range n.pods {
+	res.Nominated++
+	return nil
+}
+
+func (p *Provisioner) launch(ctx context.Context, spec *model.Spec, n scheduling.NewNode, unavailable func(t, z, ct string) bool) (*launch.Instance, error) {
+	var pool *model.Pool
+	for _, pl := range spec.Pools {
+		if pl.Name == n.Pool {
+			pool = pl
+		}
+	}
+	if pool == nil {
+		return nil, fmt.Errorf("pool %q not found", n.Pool)
+	}
+	nc, ok := spec.NodeClasses[pool.NodeClass]
+	if !ok {
+		return nil, fmt.Errorf("pool %q: node class %q not found", pool.Name, pool.NodeClass)
+	}
+	opts := launchOptions(p.Catalog, n, unavailable)
+	if len(opts) == 0 {
+		return nil, fmt.Errorf("pool %q: no launchable offering left for the planned node", pool.Name)
+	}
+	uids := make([]string, len(n.Pods))
+	for i, pod := range n.Pods {
 		uids[i] = string(pod.UID)
 	}
 	sort.Strings(uids)
@@ -185,10 +191,24 @@ func (p *Provisioner) launch(ctx context.Context, spec *model.Spec, n newNode) (
 	// (a crashed invocation, a duplicate event) gets the same instance back
 	// from CreateFleet, while a plan changed by a capacity error is a new
 	// request.
-	parts := append([]string{p.Cluster, n.pool.Name}, uids...)
+	parts := append([]string{p.Cluster, pool.Name}, uids...)
 	for _, o := range opts {
 		parts = append(parts, o.InstanceType+"/"+o.Zone+"/"+o.CapacityType)
 	}
-	token := launch.Token(parts...)
-	return p.Launcher.Launch(ctx, launch.Request{Pool: n.pool, Class: nc, Options: opts, Labels: n.labels, Token: token})
+	return p.Launcher.Launch(ctx, launch.Request{Pool: pool, Class: nc, Options: opts, Labels: nodeLabels(n.Labels), Token: launch.Token(parts...)})
+}
+
+// nodeLabels are the labels a node is told to register with: the plan's,
+// less those the kubelet and the cloud set themselves (and kubelet refuses
+// to take from --node-labels).
+func nodeLabels(l map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range l {
+		switch k {
+		case model.LabelInstanceType, model.LabelZone, model.LabelRegion, model.LabelArch, model.LabelOS, model.LabelHostname:
+			continue
+		}
+		out[k] = v
+	}
+	return out
 }

@@ -39,6 +39,11 @@ type GroundOptions struct {
 	// K8sVersion is the cluster's Kubernetes minor version (default 1.32,
 	// the last with AL2 AMIs, which the seed's AWSNodeTemplates use).
 	K8sVersion string
+	// VPCCluster is the cluster name the simulated VPC's discovery tags
+	// carry (subnets karpenter.sh/discovery/<name>, security group
+	// aws:eks:cluster-name=<name>). Default: the seed's hoon-cluster, so the
+	// seed's node templates find them whatever the scenario's cluster is.
+	VPCCluster string
 	// Specs is YAML with the scenario's spec objects, pushed to SSM under
 	// /joist/<cluster>/ as `joist specs push` would.
 	Specs []byte
@@ -123,7 +128,10 @@ func StartGround(ctx context.Context, kube *KubeEnv, kumo *KumoEnv, rie string, 
 	// EC2: Joist's own simulator, seeded with the cluster's VPC.
 	g.EC2, g.ec2srv = ec2sim.NewServer(ec2sim.Options{Region: Region, Zones: o.Zones, InstanceTypes: CatalogInstanceTypes(Region)})
 	g.EC2URL = g.ec2srv.URL
-	g.EC2.SeedDefault(o.Cluster)
+	if o.VPCCluster == "" {
+		o.VPCCluster = "hoon-cluster"
+	}
+	g.EC2.SeedDefault(o.VPCCluster)
 	g.AWS = kumo.AWSConfig()
 
 	// The AMI parameters EKS publishes, pointing at simulator images.

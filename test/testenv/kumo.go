@@ -54,7 +54,7 @@ func StartKumo(bin string) (*KumoEnv, error) {
 	cmd := exec.Command(bin)
 	// KUMO_PORT, never --port: EventBridge delivery uses the variable.
 	cmd.Env = append(os.Environ(), fmt.Sprintf("KUMO_PORT=%d", port), "KUMO_REGION="+Region)
-	if os.Getenv("JOIST_TEST_VERBOSE") == "" {
+	if os.Getenv("JOIST_KUMO_VERBOSE") == "" {
 		cmd.Stdout, cmd.Stderr = nil, nil
 	} else {
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr

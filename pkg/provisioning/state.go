@@ -1,0 +1,275 @@
+package provisioning
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+
+	"github.com/joist-dev/joist/pkg/catalog"
+	"github.com/joist-dev/joist/pkg/launch"
+	"github.com/joist-dev/joist/pkg/model"
+	"github.com/joist-dev/joist/pkg/pods"
+	"github.com/joist-dev/joist/pkg/scheduling"
+)
+
+// cluster is the truth one reconcile works from.
+type cluster struct {
+	spec      *model.Spec
+	instances []launch.Instance
+	nodes     []*corev1.Node
+	// bound are the pods on each node, by node name.
+	bound   map[string][]*corev1.Pod
+	pending []*corev1.Pod
+	// planned are pending pods waiting for a live instance, by instance.
+	planned map[string][]*corev1.Pod
+	// todo are pending pods no live instance waits for.
+	todo       []*corev1.Pod
+	daemonSets []*appsv1.DaemonSet
+	pvcs       []*corev1.PersistentVolumeClaim
+	pvs        []*corev1.PersistentVolume
+	classes    []*storagev1.StorageClass
+}
+
+// read gathers the truth. Instances are read before nodes and pods: an
+// instance launched in between is then seen as in flight rather than
+// missed (Karpenter snapshots nodes before pods for the same reason).
+func (p *Provisioner) read(ctx context.Context) (*cluster, error) {
+	c := &cluster{bound: map[string][]*corev1.Pod{}, planned: map[string][]*corev1.Pod{}}
+	var err error
+	if c.spec, err = p.Specs(ctx); err != nil {
+		return nil, fmt.Errorf("read specs: %w", err)
+	}
+	if c.instances, err = p.Launcher.Instances(ctx); err != nil {
+		return nil, err
+	}
+	if c.nodes, err = p.Kube.Nodes(ctx); err != nil {
+		return nil, err
+	}
+	if c.pending, err = p.Kube.PendingPods(ctx); err != nil {
+		return nil, err
+	}
+	boundPods, err := p.Kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermNotEqualSelector("spec.nodeName", "").String(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list bound pods: %w", err)
+	}
+	for i := range boundPods.Items {
+		bp := &boundPods.Items[i]
+		if bp.Status.Phase == corev1.PodSucceeded || bp.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		c.bound[bp.Spec.NodeName] = append(c.bound[bp.Spec.NodeName], bp)
+	}
+	live := map[string]bool{}
+	for _, i := range c.instances {
+		live[i.ID] = true
+	}
+	for _, pod := range c.pending {
+		if id := pods.PlannedInstance(pod); id != "" && live[id] {
+			c.planned[id] = append(c.planned[id], pod)
+			continue
+		}
+		c.todo = append(c.todo, pod)
+	}
+	if len(c.todo) == 0 {
+		return c, nil
+	}
+	ds, err := p.Kube.AppsV1().DaemonSets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list daemonsets: %w", err)
+	}
+	for i := range ds.Items {
+		c.daemonSets = append(c.daemonSets, &ds.Items[i])
+	}
+	if needsVolumes(c.todo) {
+		if err := p.readVolumes(ctx, c); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func needsVolumes(ps []*corev1.Pod) bool {
+	for _, p := range ps {
+		for _, v := range p.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (p *Provisioner) readVolumes(ctx context.Context, c *cluster) error {
+	pvcs, err := p.Kube.CoreV1().PersistentVolumeClaims(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list persistent volume claims: %w", err)
+	}
+	for i := range pvcs.Items {
+		c.pvcs = append(c.pvcs, &pvcs.Items[i])
+	}
+	pvs, err := p.Kube.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list persistent volumes: %w", err)
+	}
+	for i := range pvs.Items {
+		c.pvs = append(c.pvs, &pvs.Items[i])
+	}
+	scs, err := p.Kube.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list storage classes: %w", err)
+	}
+	for i := range scs.Items {
+		c.classes = append(c.classes, &scs.Items[i])
+	}
+	return nil
+}
+
+// simulatorNodes describes the existing nodes and the in-flight instances
+// (tagged for the cluster, not registered yet) to the simulator, each
+// holding the pods bound to it or planned onto it.
+func (p *Provisioner) simulatorNodes(c *cluster) []*scheduling.Node {
+	var out []*scheduling.Node
+	registered := map[string]bool{}
+	pools := map[string]*model.Pool{}
+	for _, pl := range c.spec.Pools {
+		pools[pl.Name] = pl
+	}
+	for _, n := range c.nodes {
+		id := pods.InstanceID(n.Spec.ProviderID)
+		if id != "" {
+			registered[id] = true
+		}
+		pool := n.Labels[model.LabelNodePool]
+		if pool == "" {
+			pool = n.Labels[model.LabelProvisionerName]
+		}
+		onNode := append(append([]*corev1.Pod(nil), c.bound[n.Name]...), c.planned[id]...)
+		out = append(out, &scheduling.Node{
+			Name: n.Name, Pool: pool, Labels: n.Labels, Taints: withoutStartupTaints(n.Spec.Taints, pools[pool]),
+			Unschedulable: n.Spec.Unschedulable || !pods.NodeReady(n) && !isNew(n),
+			Capacity:      n.Status.Capacity, Allocatable: n.Status.Allocatable, Pods: onNode,
+		})
+	}
+	for _, inst := range c.instances {
+		if registered[inst.ID] {
+			continue
+		}
+		pool := pools[inst.Pool]
+		t, ok := p.Catalog.Lookup(inst.InstanceType)
+		if pool == nil || !ok {
+			// Capacity Joist cannot describe (its pool is gone or its type
+			// unknown) is not counted; the reaper retires it.
+			continue
+		}
+		labels := t.Labels()
+		for k, v := range poolLabels(pool) {
+			labels[k] = v
+		}
+		labels[model.LabelZone] = inst.Zone
+		labels[model.LabelCapacityType] = inst.CapacityType
+		labels[model.LabelRegion] = p.Catalog.Region()
+		labels[model.LabelHostname] = inst.ID
+		price, _ := p.Catalog.Price(inst.InstanceType, inst.CapacityType)
+		out = append(out, &scheduling.Node{
+			Name: inst.ID, Pool: pool.Name, InFlight: true, Labels: labels, Taints: pool.Taints,
+			Capacity: t.Capacity(pool.Kubelet), Allocatable: t.Allocatable(pool.Kubelet),
+			Pods: c.planned[inst.ID], PricePerHour: price,
+		})
+	}
+	return out
+}
+
+// isNew is a node that registered but is not Ready yet: still capacity
+// on its way, like an in-flight instance.
+func isNew(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Reason == "" || c.Reason == "KubeletNotReady"
+		}
+	}
+	return true
+}
+
+// withoutStartupTaints drops the pool's startup taints and the node
+// lifecycle's not-ready taint: both go away on their own.
+func withoutStartupTaints(ts []corev1.Taint, pool *model.Pool) []corev1.Taint {
+	var out []corev1.Taint
+	for _, t := range ts {
+		if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {
+			continue
+		}
+		startup := false
+		if pool != nil {
+			for _, s := range pool.StartupTaints {
+				if s.Key == t.Key && s.Effect == t.Effect {
+					startup = true
+				}
+			}
+		}
+		if !startup {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// poolLabels are the labels every node of the pool carries: the values its
+// requirements fix, its labels, and the pool name label.
+func poolLabels(p *model.Pool) map[string]string {
+	l := map[string]string{}
+	for _, r := range p.Requirements {
+		if r.Operator == string(corev1.NodeSelectorOpIn) && len(r.Values) == 1 {
+			l[r.Key] = r.Values[0]
+		}
+	}
+	for k, v := range p.Labels {
+		l[k] = v
+	}
+	l[p.Label()] = p.Name
+	return l
+}
+
+// launchOptions are every offering CreateFleet may pick for a new node:
+// each instance-type option in each of the node's zones and capacity
+// types that the catalog offers and that is not marked unavailable.
+func launchOptions(cat *catalog.Catalog, n scheduling.NewNode, unavailable func(t, z, ct string) bool) []launch.Option {
+	zones := map[string]bool{}
+	for _, z := range n.Zones {
+		zones[z] = true
+	}
+	cts := map[string]bool{}
+	for _, ct := range n.CapacityTypes {
+		cts[ct] = true
+	}
+	var out []launch.Option
+	for _, o := range n.InstanceTypeOptions {
+		t, ok := cat.Lookup(o.Name)
+		if !ok {
+			continue
+		}
+		variant := "standard"
+		switch {
+		case t.GPUCount > 0 && t.GPUManufacturer == "nvidia":
+			variant = "nvidia"
+		case t.AcceleratorManufacturer == "aws":
+			variant = "neuron"
+		}
+		for _, off := range cat.Offerings(o.Name) {
+			if !zones[off.Zone] || !cts[off.CapacityType] || unavailable(o.Name, off.Zone, off.CapacityType) {
+				continue
+			}
+			out = append(out, launch.Option{
+				InstanceType: o.Name, Arch: t.Arch, Variant: variant,
+				Zone: off.Zone, CapacityType: off.CapacityType, Price: off.Price,
+			})
+		}
+	}
+	return out
+}
