@@ -26,7 +26,9 @@ func main() {
 	}
 	lambda.Start(trigger.SQS(env.Log, func(ctx context.Context, evs []any) error {
 		log := wiring.WithRequest(ctx, env.Log)
-		b := &binding.Binder{Kube: env.Kube, Log: log}
+		m := env.Metrics()
+		defer env.Flush(m)
+		b := &binding.Binder{Kube: env.Kube, Log: log, Metrics: m}
 		nodes := map[string]bool{}
 		for _, e := range evs {
 			if nr, ok := e.(*events.NodeReady); ok && nr.Cluster == env.Cluster {

@@ -27,7 +27,9 @@ func main() {
 		os.Exit(1)
 	}
 	lambda.Start(trigger.SQS(env.Log, func(ctx context.Context, _ []any) error {
-		res, err := reconcile(ctx)
+		m := env.Metrics()
+		defer env.Flush(m)
+		res, err := reconcile(ctx, m)
 		if err != nil {
 			return err
 		}

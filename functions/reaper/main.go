@@ -32,11 +32,13 @@ func main() {
 	}
 	lambda.Start(func(ctx context.Context, _ events.CloudWatchEvent) error {
 		log := wiring.WithRequest(ctx, env.Log)
-		res, perr := reconcile(ctx)
+		m := env.Metrics()
+		defer env.Flush(m)
+		res, perr := reconcile(ctx, m)
 		if perr == nil {
 			log.Info("safety net: reconciled", "pending", res.Pending, "alreadyServed", res.AlreadyServed, "launched", len(res.Launched), "nominated", res.Nominated)
 		}
-		b, berr := (&binding.Binder{Kube: env.Kube, Log: log}).BindAll(ctx)
+		b, berr := (&binding.Binder{Kube: env.Kube, Log: log, Metrics: m}).BindAll(ctx)
 		if berr == nil {
 			log.Info("safety net: bound", "bound", b.Bound, "alreadyBound", b.AlreadyBound, "unplanned", b.Unplanned)
 		}

@@ -277,6 +277,10 @@ func (s *JoistStack) environment() *map[string]*string {
 		"SPEC_PREFIX":              jsii.String(SpecPrefix(c.ClusterName)),
 		"EVENT_BUS_NAME":           s.Bus.EventBusName(),
 		"DEFAULT_INSTANCE_PROFILE": jsii.String(c.DefaultInstanceProfile),
+		// Instance types, offerings and prices from EC2 and the Pricing
+		// API, cached across warm invocations, the embedded catalog as
+		// the fallback.
+		"JOIST_CATALOG": jsii.String("live"),
 	}
 	if c.ClusterEndpoint != "" {
 		env["CLUSTER_ENDPOINT"] = jsii.String(c.ClusterEndpoint)

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/joist-dev/joist/pkg/kube"
+	"github.com/joist-dev/joist/pkg/metrics"
 	"github.com/joist-dev/joist/pkg/pods"
 )
 
@@ -21,6 +22,8 @@ import (
 type Binder struct {
 	Kube *kube.Client
 	Log  *slog.Logger
+	// Metrics, when set, counts the pods bound.
+	Metrics *metrics.Recorder
 }
 
 // Result counts what one pass did.
@@ -139,6 +142,13 @@ func (b *Binder) bind(ctx context.Context, node *corev1.Node, unbound []*corev1.
 		case kube.Bound:
 			res.Bound++
 			log.Info("bound", "pod", pods.Key(p))
+			if b.Metrics != nil {
+				b.Metrics.Count(metrics.PodsBound, 1, nil)
+			}
+			if err := b.Kube.Event(ctx, kube.PodTarget(p), corev1.EventTypeNormal, kube.ReasonBound,
+				fmt.Sprintf("Bound to node %s (instance %s)", node.Name, id)); err != nil {
+				log.Warn("record event", "pod", pods.Key(p), "error", err.Error())
+			}
 			bound := p.DeepCopy()
 			bound.Spec.NodeName = node.Name
 			onNode = append(onNode, bound)

@@ -16,9 +16,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/joist-dev/joist/pkg/binding"
 	"github.com/joist-dev/joist/pkg/catalog"
 	"github.com/joist-dev/joist/pkg/kube"
 	"github.com/joist-dev/joist/pkg/launch"
+	"github.com/joist-dev/joist/pkg/metrics"
 	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/pods"
 	"github.com/joist-dev/joist/pkg/scheduling"
@@ -34,7 +36,22 @@ type SpecReader func(ctx context.Context) (*model.Spec, error)
 type Launcher interface {
 	Instances(ctx context.Context) ([]launch.Instance, error)
 	Launch(ctx context.Context, req launch.Request) (*launch.Instance, error)
+	Terminate(ctx context.Context, ids ...string) error
 }
+
+// Locker is the cluster's one-decider lock (a *kube.Lease).
+type Locker interface {
+	Acquire(ctx context.Context) (*kube.Held, error)
+}
+
+// AnnotationUnavailable is the Lease annotation that keeps the offerings
+// recently out of capacity across cold starts.
+const AnnotationUnavailable = "joist.sh/unavailable-offerings"
+
+// DefaultRegistrationTimeout is how long an instance may run without its
+// node registering before it is terminated and its pods planned again
+// (Karpenter's registration TTL).
+const DefaultRegistrationTimeout = 15 * time.Minute
 
 // Provisioner reconciles pending pods into launched instances.
 type Provisioner struct {
@@ -47,6 +64,12 @@ type Provisioner struct {
 	Now      func() time.Time
 	// Unavailable holds offerings that recently ran out of capacity.
 	Unavailable *catalog.Unavailable
+	// Lock, when set, is taken before deciding and released after.
+	Lock Locker
+	// RegistrationTimeout overrides DefaultRegistrationTimeout.
+	RegistrationTimeout time.Duration
+	// Metrics records the pass's metrics (flushed by the function).
+	Metrics *metrics.Recorder
 }
 
 // Result is what one reconcile did.
@@ -56,6 +79,10 @@ type Result struct {
 	Launched      []launch.Instance
 	Nominated     int
 	Unschedulable map[string]string // pod → reason
+	// Terminated are instances whose node never registered.
+	Terminated []string
+	// Skipped is set when another decider held the lock.
+	Skipped bool
 }
 
 func (p *Provisioner) now() time.Time {
@@ -73,17 +100,52 @@ func (p *Provisioner) Reconcile(ctx context.Context) (*Result, error) {
 	if p.Unavailable == nil {
 		p.Unavailable = catalog.NewUnavailable(0)
 	}
+	if p.Metrics == nil {
+		p.Metrics = metrics.New(p.Cluster, p.Now)
+	}
 	res := &Result{Unschedulable: map[string]string{}}
+	if p.Lock != nil {
+		held, err := p.Lock.Acquire(ctx)
+		if errors.Is(err, kube.ErrLeaseHeld) {
+			p.Log.Info("another decider holds the lease; leaving this pass to it", "error", err.Error())
+			res.Skipped = true
+			return res, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("take the decider lease: %w", err)
+		}
+		if enc := held.Annotations()[AnnotationUnavailable]; enc != "" {
+			if u, err := catalog.DecodeUnavailable(enc); err == nil {
+				p.Unavailable.Merge(u)
+			} else {
+				p.Log.Warn("ignoring unreadable unavailable-offerings annotation", "error", err.Error())
+			}
+		}
+		defer func() {
+			p.Unavailable.Prune(p.now())
+			enc := p.Unavailable.Encode()
+			if err := held.Release(context.WithoutCancel(ctx), map[string]*string{AnnotationUnavailable: &enc}); err != nil {
+				p.Log.Warn("release the decider lease", "error", err.Error())
+			}
+		}()
+	}
 	c, err := p.read(ctx)
 	if err != nil {
 		return nil, err
 	}
+	if err := p.expireUnregistered(ctx, c, res); err != nil {
+		return nil, err
+	}
 	res.Pending = len(c.pending)
+	p.Metrics.Gauge(metrics.PendingPods, float64(len(c.pending)), nil)
 	for _, pl := range c.planned {
 		res.AlreadyServed += len(pl)
 	}
 	if len(c.todo) == 0 {
 		return res, nil
+	}
+	if err := p.readForPlanning(ctx, c); err != nil {
+		return nil, err
 	}
 	shared, perPool := fromcatalog.ForPools(p.Catalog, c.spec.Pools)
 	todo := c.todo
@@ -99,17 +161,33 @@ func (p *Provisioner) Reconcile(ctx context.Context) (*Result, error) {
 		plan := scheduling.Solve(in)
 		p.Log.Info("planned", "pods", len(todo), "newNodes", len(plan.NewNodes), "unschedulable", len(plan.Unschedulable),
 			"pricePerHour", plan.TotalPricePerHour, "lowerBoundPricePerHour", plan.LowerBoundPricePerHour, "seconds", time.Since(start).Seconds())
+		p.Metrics.Observe(metrics.SchedulingDuration, time.Since(start).Seconds(), nil)
+		p.Metrics.Gauge(metrics.PodsUnschedulable, float64(len(plan.Unschedulable)), nil)
 		for _, f := range plan.Unschedulable {
 			res.Unschedulable[pods.Key(f.Pod)] = f.Reason
+			p.event(ctx, kube.PodTarget(f.Pod), corev1.EventTypeWarning, kube.ReasonFailedProvisioning, f.Reason)
 		}
-		// Pods the simulator put on in-flight instances wait for them.
+		// Pods the simulator put on capacity that exists or is coming wait
+		// for that instance; on a node already Ready they are bound now
+		// (no node-ready event will come for it).
 		for _, pl := range plan.Existing {
+			id, node := pl.Node, (*corev1.Node)(nil)
 			if !pl.InFlight {
-				continue // a registered node: kube-scheduler (or the binder) places them
+				node = c.node(pl.Node)
+				if node == nil || pods.InstanceID(node.Spec.ProviderID) == "" {
+					continue // not an EC2 node Joist can plan onto: kube-scheduler's
+				}
+				id = pods.InstanceID(node.Spec.ProviderID)
 			}
 			for _, pod := range pl.Pods {
-				if err := p.nominate(ctx, pod, pl.Node, now, res); err != nil {
+				if err := p.nominate(ctx, pod, c.describe(id), now, res); err != nil {
 					return res, err
+				}
+			}
+			if node != nil && pods.NodeReady(node) {
+				b := &binding.Binder{Kube: p.Kube, Log: p.Log}
+				if _, err := b.BindNode(ctx, node.Name); err != nil {
+					p.Log.Warn("bind onto a Ready node", "node", node.Name, "error", err.Error())
 				}
 			}
 		}
@@ -118,6 +196,9 @@ func (p *Provisioner) Reconcile(ctx context.Context) (*Result, error) {
 			inst, err := p.launch(ctx, c.spec, n, unavailable)
 			var ce *launch.CapacityError
 			if errors.As(err, &ce) {
+				for _, code := range ce.Codes {
+					p.Metrics.Count(metrics.InstanceLaunchFailures, 1, map[string]string{metrics.DimPool: n.Pool, metrics.DimReason: code})
+				}
 				for _, o := range ce.Offerings {
 					p.Unavailable.Mark(now, o.InstanceType, o.Zone, o.CapacityType)
 				}
@@ -127,18 +208,21 @@ func (p *Provisioner) Reconcile(ctx context.Context) (*Result, error) {
 			}
 			if err != nil {
 				p.Log.Error("launch failed", "pool", n.Pool, "error", err.Error())
+				p.Metrics.Count(metrics.InstanceLaunchFailures, 1, map[string]string{metrics.DimPool: n.Pool, metrics.DimReason: "Error"})
 				for _, pod := range n.Pods {
 					res.Unschedulable[pods.Key(pod)] = err.Error()
+					p.event(ctx, kube.PodTarget(pod), corev1.EventTypeWarning, kube.ReasonFailedProvisioning, err.Error())
 				}
 				continue
 			}
 			res.Launched = append(res.Launched, *inst)
+			p.recordLaunch(ctx, n, inst, now)
 			p.Log.Info("launched", "pool", n.Pool, "instance", inst.ID, "instanceType", inst.InstanceType, "zone", inst.Zone, "capacityType", inst.CapacityType, "pods", len(n.Pods))
 			// The new instance holds these pods now; a replan in this pass
 			// must see it as in flight.
 			c.instances = append(c.instances, *inst)
 			for _, pod := range n.Pods {
-				if err := p.nominate(ctx, pod, inst.ID, now, res); err != nil {
+				if err := p.nominate(ctx, pod, *inst, now, res); err != nil {
 					return res, err
 				}
 				c.planned[inst.ID] = append(c.planned[inst.ID], pod)
@@ -149,11 +233,44 @@ func (p *Provisioner) Reconcile(ctx context.Context) (*Result, error) {
 	return res, nil
 }
 
+// expireUnregistered terminates instances that have run longer than the
+// registration timeout without their node registering, and forgets them:
+// the pods planned onto them are planned again in this pass.
+func (p *Provisioner) expireUnregistered(ctx context.Context, c *cluster, res *Result) error {
+	timeout := p.RegistrationTimeout
+	if timeout <= 0 {
+		timeout = DefaultRegistrationTimeout
+	}
+	registered := map[string]bool{}
+	for _, n := range c.nodes {
+		registered[pods.InstanceID(n.Spec.ProviderID)] = true
+	}
+	now := p.now()
+	var keep []launch.Instance
+	for _, inst := range c.instances {
+		if registered[inst.ID] || inst.LaunchTime.IsZero() || now.Sub(inst.LaunchTime) < timeout {
+			keep = append(keep, inst)
+			continue
+		}
+		p.Log.Warn("instance never registered; terminating it and planning its pods again",
+			"instance", inst.ID, "pool", inst.Pool, "launched", inst.LaunchTime, "timeout", timeout.String())
+		if err := p.Launcher.Terminate(ctx, inst.ID); err != nil {
+			return fmt.Errorf("terminate unregistered %s: %w", inst.ID, err)
+		}
+		res.Terminated = append(res.Terminated, inst.ID)
+		c.todo = append(c.todo, c.planned[inst.ID]...)
+		delete(c.planned, inst.ID)
+	}
+	c.instances = keep
+	return nil
+}
+
 // maxPlanAttempts bounds the replans after capacity errors in one pass;
 // what is still unplaced waits for the next event or the safety net.
 const maxPlanAttempts = 4
 
-func (p *Provisioner) nominate(ctx context.Context, pod *corev1.Pod, instance string, now time.Time, res *Result) error {
+func (p *Provisioner) nominate(ctx context.Context, pod *corev1.Pod, inst launch.Instance, now time.Time, res *Result) error {
+	instance := inst.ID
 	if err := p.Kube.Nominate(ctx, pod, instance, now); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return nil // changed since read; the next pass sees the truth
@@ -161,7 +278,33 @@ func (p *Provisioner) nominate(ctx context.Context, pod *corev1.Pod, instance st
 		return err
 	}
 	res.Nominated++
+	p.event(ctx, kube.PodTarget(pod), corev1.EventTypeNormal, kube.ReasonNominated, kube.NominatedMessage(instance, inst.InstanceType, inst.Zone, inst.CapacityType))
 	return nil
+}
+
+// recordLaunch tells Kubernetes and CloudWatch about a launched node.
+func (p *Provisioner) recordLaunch(ctx context.Context, n scheduling.NewNode, inst *launch.Instance, now time.Time) {
+	price, _ := p.Catalog.Price(inst.InstanceType, inst.CapacityType)
+	p.Metrics.Count(metrics.NodesCreated, 1, map[string]string{
+		metrics.DimPool: n.Pool, metrics.DimCapacityType: inst.CapacityType, metrics.DimInstanceType: inst.InstanceType,
+	})
+	p.Metrics.Count(metrics.LaunchedPricePerHour, price, map[string]string{metrics.DimPool: n.Pool})
+	for _, pod := range n.Pods {
+		p.Metrics.Observe(metrics.PodsCreationToLaunch, now.Sub(pod.CreationTimestamp.Time).Seconds(), map[string]string{metrics.DimPool: n.Pool})
+	}
+	node := inst.PrivateDNS
+	if node == "" {
+		node = inst.ID
+	}
+	p.event(ctx, kube.NodeTarget(node), corev1.EventTypeNormal, kube.ReasonLaunched,
+		fmt.Sprintf("Launched instance %s (%s, %s, %s) for pool %q with %d pods at $%.4f/h", inst.ID, inst.InstanceType, inst.Zone, inst.CapacityType, n.Pool, len(n.Pods), price))
+}
+
+// event records a Kubernetes Event; failing to is logged, never fatal.
+func (p *Provisioner) event(ctx context.Context, target kube.EventTarget, typ, reason, msg string) {
+	if err := p.Kube.Event(ctx, target, typ, reason, msg); err != nil {
+		p.Log.Warn("record event", "reason", reason, "object", target.String(), "error", err.Error())
+	}
 }
 
 func (p *Provisioner) launch(ctx context.Context, spec *model.Spec, n scheduling.NewNode, unavailable func(t, z, ct string) bool) (*launch.Instance, error) {
@@ -182,15 +325,17 @@ func (p *Provisioner) launch(ctx context.Context, spec *model.Spec, n scheduling
 	if len(opts) == 0 {
 		return nil, fmt.Errorf("pool %q: no launchable offering left for the planned node", pool.Name)
 	}
+	// The token covers the pods (with the instance each was planned onto
+	// before, if any) and the options: a retry of the same plan (a crashed
+	// invocation, a duplicate event) gets the same instance back from
+	// CreateFleet, while a plan changed by a capacity error, or made again
+	// because the instance it chose died or never registered, is a new
+	// request.
 	uids := make([]string, len(n.Pods))
 	for i, pod := range n.Pods {
-		uids[i] = string(pod.UID)
+		uids[i] = string(pod.UID) + "@" + pods.PlannedInstance(pod)
 	}
 	sort.Strings(uids)
-	// The token covers the pods and the options: a retry of the same plan
-	// (a crashed invocation, a duplicate event) gets the same instance back
-	// from CreateFleet, while a plan changed by a capacity error is a new
-	// request.
 	parts := append([]string{p.Cluster, pool.Name}, uids...)
 	for _, o := range opts {
 		parts = append(parts, o.InstanceType+"/"+o.Zone+"/"+o.CapacityType)

@@ -77,22 +77,43 @@ func (p *Provisioner) read(ctx context.Context) (*cluster, error) {
 		}
 		c.todo = append(c.todo, pod)
 	}
-	if len(c.todo) == 0 {
-		return c, nil
+	return c, nil
+}
+
+// describe is the instance with the id, as EC2 reported it (or just its
+// id when it is not among the cluster's instances).
+func (c *cluster) describe(id string) launch.Instance {
+	for _, i := range c.instances {
+		if i.ID == id {
+			return i
+		}
 	}
+	return launch.Instance{ID: id}
+}
+
+func (c *cluster) node(name string) *corev1.Node {
+	for _, n := range c.nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// readForPlanning reads what only planning needs: daemonsets, and the
+// volumes when a pod to plan has claims.
+func (p *Provisioner) readForPlanning(ctx context.Context, c *cluster) error {
 	ds, err := p.Kube.AppsV1().DaemonSets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("list daemonsets: %w", err)
+		return fmt.Errorf("list daemonsets: %w", err)
 	}
 	for i := range ds.Items {
 		c.daemonSets = append(c.daemonSets, &ds.Items[i])
 	}
 	if needsVolumes(c.todo) {
-		if err := p.readVolumes(ctx, c); err != nil {
-			return nil, err
-		}
+		return p.readVolumes(ctx, c)
 	}
-	return c, nil
+	return nil
 }
 
 func needsVolumes(ps []*corev1.Pod) bool {

@@ -11,18 +11,22 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/joist-dev/joist/pkg/catalog"
+	"github.com/joist-dev/joist/pkg/catalog/live"
 	"github.com/joist-dev/joist/pkg/eksauth"
 	"github.com/joist-dev/joist/pkg/kube"
 	"github.com/joist-dev/joist/pkg/launch"
+	"github.com/joist-dev/joist/pkg/metrics"
 	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/provisioning"
 	"github.com/joist-dev/joist/pkg/specstore"
@@ -89,14 +93,37 @@ func Load(ctx context.Context) (*Env, error) {
 	}, nil
 }
 
-// Catalog is the offline catalog for the function's region and zones
-// (JOIST_ZONES, comma-separated; default: the region's a, b, c).
-func (e *Env) Catalog() (*catalog.Catalog, error) {
+// Catalog returns the instance catalog for the function's region and
+// zones (JOIST_ZONES, comma-separated). JOIST_CATALOG=live (what the CDK
+// stack sets) asks EC2 and the Pricing API, cached across warm invocations
+// and falling back to the embedded data; JOIST_CATALOG=embedded, the
+// default, uses only the embedded data (tests, the demo).
+func (e *Env) Catalog() (func(context.Context) (*catalog.Catalog, error), error) {
 	var zones []string
 	if z := os.Getenv("JOIST_ZONES"); z != "" {
 		zones = strings.Split(z, ",")
 	}
-	return catalog.Offline(e.Region, zones)
+	mode := os.Getenv("JOIST_CATALOG")
+	if mode == "" {
+		mode = "embedded"
+	}
+	switch mode {
+	case "embedded":
+		cat, err := catalog.Offline(e.Region, zones)
+		if err != nil {
+			return nil, err
+		}
+		return func(context.Context) (*catalog.Catalog, error) { return cat, nil }, nil
+	case "live":
+		pc := pricing.NewFromConfig(e.AWS, func(o *pricing.Options) { o.Region = live.PricingRegion(e.Region) })
+		prov, err := live.New(e.EC2, pc, live.Options{Region: e.Region, Zones: zones})
+		if err != nil {
+			return nil, err
+		}
+		return prov.Catalog, nil
+	default:
+		return nil, fmt.Errorf("JOIST_CATALOG=%q: want live or embedded", mode)
+	}
 }
 
 // Launcher is the EC2 launcher for the cluster.
@@ -135,22 +162,79 @@ func (e *Env) Specs() (func(context.Context) (*model.Spec, error), error) {
 // catalog, launcher (with its launch-template cache) and unavailable
 // offerings live across warm invocations; each call gets the invocation's
 // logger.
-func (e *Env) Reconciler() (func(ctx context.Context) (*provisioning.Result, error), error) {
+func (e *Env) Reconciler() (func(ctx context.Context, m *metrics.Recorder) (*provisioning.Result, error), error) {
 	specs, err := e.Specs()
 	if err != nil {
 		return nil, fmt.Errorf("spec source: %w", err)
 	}
-	cat, err := e.Catalog()
+	catalogFor, err := e.Catalog()
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
+	timeout, err := durationEnv("JOIST_REGISTRATION_TIMEOUT", provisioning.DefaultRegistrationTimeout)
+	if err != nil {
+		return nil, err
+	}
 	unavailable := catalog.NewUnavailable(0)
 	launcher := e.Launcher()
-	return func(ctx context.Context) (*provisioning.Result, error) {
+	return func(ctx context.Context, m *metrics.Recorder) (*provisioning.Result, error) {
+		cat, err := catalogFor(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("catalog: %w", err)
+		}
 		p := &provisioning.Provisioner{
 			Cluster: e.Cluster, Kube: e.Kube, Specs: specs, Catalog: cat,
 			Launcher: launcher, Log: WithRequest(ctx, e.Log), Unavailable: unavailable,
+			Lock: e.Lease(ctx), RegistrationTimeout: timeout, Metrics: m,
 		}
 		return p.Reconcile(ctx)
 	}, nil
+}
+
+// Lease is the cluster's decider lease (kube-system/joist-<cluster>, or
+// $LEASE_NAMESPACE), held by this function's invocation.
+func (e *Env) Lease(ctx context.Context) *kube.Lease {
+	ns := os.Getenv("LEASE_NAMESPACE")
+	if ns == "" {
+		ns = "kube-system"
+	}
+	holder := os.Getenv("AWS_LAMBDA_FUNCTION_NAME")
+	if lc, ok := lambdacontext.FromContext(ctx); ok {
+		holder += "/" + lc.AwsRequestID
+	}
+	// Held until the invocation's deadline: Lambda ends the function
+	// then, so a live holder is never replaced and a crashed one frees
+	// the lease as soon as it is surely dead.
+	duration := 2 * time.Minute
+	if dl, ok := ctx.Deadline(); ok {
+		duration = time.Until(dl) + 5*time.Second
+	}
+	return &kube.Lease{
+		Client: e.Kube, Namespace: ns, Name: "joist-" + e.Cluster, Holder: holder,
+		Duration: duration,
+		Wait:     5 * time.Second,
+	}
+}
+
+func durationEnv(name string, def time.Duration) (time.Duration, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s=%q: %w", name, v, err)
+	}
+	return d, nil
+}
+
+// Metrics starts an invocation's metrics; Flush writes them as EMF lines
+// on stdout, where CloudWatch Logs turns them into metrics.
+func (e *Env) Metrics() *metrics.Recorder { return metrics.New(e.Cluster, time.Now) }
+
+// Flush writes m to stdout, logging (never failing on) what it refused.
+func (e *Env) Flush(m *metrics.Recorder) {
+	if err := m.Flush(os.Stdout); err != nil {
+		e.Log.Warn("metrics", "error", err.Error())
+	}
 }

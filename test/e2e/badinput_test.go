@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,30 +16,12 @@ import (
 	"github.com/joist-dev/joist/test/testenv"
 )
 
-// syncBuffer collects the functions' logs for assertions.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestE2E_BadInputIsSkipped: an SSM parameter that is not a valid spec is
 // reported by name and skipped while the other pools are served, and an
 // SQS body that is not a Joist event is dropped: no failed batch, no
 // retry, nothing in the DLQ.
 func TestE2E_BadInputIsSkipped(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &testenv.LogBuffer{}
 	g := testenv.NewGround(t, testenv.GroundOptions{
 		Cluster: "bad-input", Namespace: "bad-input", Specs: seed(t), ReadyDelay: 200 * time.Millisecond, Logs: logs,
 	})

@@ -84,6 +84,33 @@ func TestE2E_SeedServiceScaleUp(t *testing.T) {
 	if node.Spec.ProviderID != "aws:///"+service0Zone(g, service[0])+"/"+service[0] {
 		t.Errorf("node %s providerID %q does not name instance %s", node.Name, node.Spec.ProviderID, service[0])
 	}
+	// What happened is visible where an operator looks: kubectl describe.
+	evs, err := g.Kube.Client.CoreV1().Events("seed").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[string]map[string]bool{}
+	for _, e := range evs.Items {
+		if e.Source.Component != "joist" {
+			continue
+		}
+		if reasons[e.InvolvedObject.Name] == nil {
+			reasons[e.InvolvedObject.Name] = map[string]bool{}
+		}
+		reasons[e.InvolvedObject.Name][e.Reason] = true
+	}
+	for _, p := range pending {
+		if !reasons[p.Name]["Nominated"] || !reasons[p.Name]["Bound"] {
+			t.Errorf("pod %s has Joist events %v, want Nominated and Bound", p.Name, reasons[p.Name])
+		}
+	}
+	nodeEvs, err := g.Kube.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=Node,reason=Launched"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodeEvs.Items) == 0 {
+		t.Errorf("no Launched event on a node")
+	}
 	// Nothing was left undone or retried: no message waits in a queue or
 	// sits in a DLQ.
 	time.Sleep(2 * time.Second)

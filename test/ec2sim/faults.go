@@ -231,3 +231,25 @@ func (f *faults) takeStick() bool {
 	}
 	return false
 }
+
+// AfterAction runs f after each call of action has taken effect and before
+// its response is written (nil removes it). Tests use it to kill a caller
+// at the worst moment: after CreateFleet launched, before the caller heard.
+func (s *Sim) AfterAction(action string, f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hooks == nil {
+		s.hooks = map[string]func(){}
+	}
+	if f == nil {
+		delete(s.hooks, action)
+		return
+	}
+	s.hooks[action] = f
+}
+
+func (s *Sim) afterHook(action string) func() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hooks[action]
+}

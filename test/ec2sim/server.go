@@ -108,6 +108,9 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, requestID, e)
 		return
 	}
+	if hook := s.afterHook(action); hook != nil {
+		hook()
+	}
 	if s.faults.takeDrop(action) {
 		writeError(w, requestID, errorf(http.StatusInternalServerError, "InternalError",
 			"An internal error has occurred (ec2sim dropped the response after %s took effect)", action))

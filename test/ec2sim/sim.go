@@ -95,6 +95,8 @@ type Sim struct {
 
 	mu  sync.Mutex
 	seq map[string]uint64
+	// hooks run after an action took effect (AfterAction).
+	hooks map[string]func()
 
 	zones []zone
 

@@ -31,8 +31,14 @@ type Messaging struct {
 func BusName(cluster string) string { return "joist-" + cluster }
 
 // SetupMessaging creates the bus, the rules and the queues on kumo the way
-// the CDK stack does (infra/stack).
+// the CDK stack does (infra/stack), with a 60 s visibility timeout.
 func SetupMessaging(ctx context.Context, cfg aws.Config, cluster string) (*Messaging, error) {
+	return SetupMessagingWith(ctx, cfg, cluster, 60)
+}
+
+// SetupMessagingWith is SetupMessaging with the queues' visibility timeout
+// in seconds: how long a failed batch waits before it is delivered again.
+func SetupMessagingWith(ctx context.Context, cfg aws.Config, cluster string, visibility int) (*Messaging, error) {
 	eb := eventbridge.NewFromConfig(cfg)
 	sq := sqs.NewFromConfig(cfg)
 	m := &Messaging{Bus: BusName(cluster)}
@@ -40,10 +46,10 @@ func SetupMessaging(ctx context.Context, cfg aws.Config, cluster string) (*Messa
 		return nil, fmt.Errorf("create bus %s: %w", m.Bus, err)
 	}
 	var err error
-	if m.Pending, err = CreateQueue(ctx, sq, "joist-"+cluster+"-pending", 60); err != nil {
+	if m.Pending, err = CreateQueue(ctx, sq, "joist-"+cluster+"-pending", visibility); err != nil {
 		return nil, err
 	}
-	if m.Ready, err = CreateQueue(ctx, sq, "joist-"+cluster+"-ready", 60); err != nil {
+	if m.Ready, err = CreateQueue(ctx, sq, "joist-"+cluster+"-ready", visibility); err != nil {
 		return nil, err
 	}
 	for _, r := range []struct {

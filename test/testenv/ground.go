@@ -58,6 +58,17 @@ type GroundOptions struct {
 	ExtraEnv map[string]string
 	// OnBatch, when set, hears every batch a poller hands a function.
 	OnBatch func(function string, ids, failed []string, err error)
+	// ReaperEvery runs the reaper (the safety net) on this period, as the
+	// CDK stack's rate(1 minute) schedule does; 0 runs no reaper.
+	ReaperEvery time.Duration
+	// WrapPut, when set, wraps the forwarder's EventBridge client (to
+	// duplicate or drop what it puts).
+	WrapPut func(forwarder.PutEventsAPI) forwarder.PutEventsAPI
+	// KubeletSkip names instances whose kubelet never registers.
+	KubeletSkip func(instanceID string) bool
+	// VisibilityTimeout is the queues' visibility timeout in seconds
+	// (default 60): how long a failed batch waits for redelivery.
+	VisibilityTimeout int
 }
 
 // Ground is a whole Joist loop on the local test ground: the API server,
@@ -74,12 +85,59 @@ type Ground struct {
 	Msg         *Messaging
 	Provisioner *Function
 	Binder      *Function
+	Reaper      *Function
 	Kubelet     *kubeletsim.Sim
-	Log         *slog.Logger
+	// Env is the functions' environment.
+	Env map[string]string
+	Log *slog.Logger
 
 	ec2srv *httptest.Server
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	rie    string
+	build  func(string) (string, error)
+	fnMu   sync.Mutex
+	extra  []*Function
+}
+
+// StartFunction starts another instance of a function with the ground's
+// environment (a second provisioner for overlap tests, say). The ground
+// stops it at Close.
+func (g *Ground) StartFunction(name string) (*Function, error) {
+	bin, err := g.build(name)
+	if err != nil {
+		return nil, err
+	}
+	f, err := RunFunction(g.rie, name, bin, g.Env, g.Opts.Logs)
+	if err != nil {
+		return nil, err
+	}
+	g.fnMu.Lock()
+	g.extra = append(g.extra, f)
+	g.fnMu.Unlock()
+	return f, nil
+}
+
+// RestartProvisioner replaces the provisioner's process, as Lambda starts
+// a fresh execution environment after one died.
+func (g *Ground) RestartProvisioner() error {
+	f, err := g.StartFunction("provisioner")
+	if err != nil {
+		return err
+	}
+	g.fnMu.Lock()
+	old := g.Provisioner
+	g.Provisioner = f
+	g.fnMu.Unlock()
+	old.Stop()
+	return nil
+}
+
+func (g *Ground) invokeProvisioner(ctx context.Context, payload []byte) ([]byte, error) {
+	g.fnMu.Lock()
+	f := g.Provisioner
+	g.fnMu.Unlock()
+	return f.Invoke(ctx, payload)
 }
 
 // NewGround builds a ground for a test; it is torn down when the test ends.
@@ -88,6 +146,16 @@ func NewGround(t testing.TB, o GroundOptions) *Ground {
 	kube := Kube(t)
 	kumo := Kumo(t)
 	rie := Tool(t, "aws-lambda-rie")
+	if o.Logs == nil && os.Getenv("JOIST_TEST_VERBOSE") == "" {
+		// Kept, and shown only when the test fails.
+		buf := &LogBuffer{}
+		o.Logs = buf
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("test ground logs:\n%s", buf.String())
+			}
+		})
+	}
 	g, err := StartGround(context.Background(), kube, kumo, rie, o, Build)
 	if err != nil {
 		t.Fatalf("test ground: %v", err)
@@ -147,7 +215,10 @@ func StartGround(ctx context.Context, kube *KubeEnv, kumo *KumoEnv, rie string, 
 		_, _ = kube.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	}
 	var err error
-	if g.Msg, err = SetupMessaging(ctx, g.AWS, o.Cluster); err != nil {
+	if o.VisibilityTimeout == 0 {
+		o.VisibilityTimeout = 60
+	}
+	if g.Msg, err = SetupMessagingWith(ctx, g.AWS, o.Cluster, o.VisibilityTimeout); err != nil {
 		return nil, err
 	}
 
@@ -169,19 +240,42 @@ func StartGround(ctx context.Context, kube *KubeEnv, kumo *KumoEnv, rie string, 
 	for k, v := range o.ExtraEnv {
 		env[k] = v
 	}
-	for _, fn := range []struct {
+	g.Env = env
+	g.rie, g.build = rie, build
+	fns := []struct {
 		name string
 		dst  **Function
-	}{{"provisioner", &g.Provisioner}, {"binder", &g.Binder}} {
-		bin, err := build(fn.name)
-		if err != nil {
-			return nil, err
-		}
-		f, err := RunFunction(rie, fn.name, bin, env, o.Logs)
+	}{{"provisioner", &g.Provisioner}, {"binder", &g.Binder}}
+	if o.ReaperEvery > 0 {
+		fns = append(fns, struct {
+			name string
+			dst  **Function
+		}{"reaper", &g.Reaper})
+	}
+	for _, fn := range fns {
+		f, err := g.StartFunction(fn.name)
 		if err != nil {
 			return nil, err
 		}
 		*fn.dst = f
+	}
+	if g.Reaper != nil {
+		g.run(ctx, func(ctx context.Context) {
+			t := time.NewTicker(o.ReaperEvery)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+				}
+				// The payload EventBridge's scheduler sends.
+				_, err := g.Reaper.Invoke(ctx, []byte(`{"version":"0","id":"tick","detail-type":"Scheduled Event","source":"aws.events","account":"000000000000","region":"`+Region+`","resources":[],"detail":{}}`))
+				if o.OnBatch != nil {
+					o.OnBatch("reaper", []string{"tick"}, nil, err)
+				}
+			}
+		})
 	}
 
 	sq := sqs.NewFromConfig(g.AWS)
@@ -194,7 +288,7 @@ func StartGround(ctx context.Context, kube *KubeEnv, kumo *KumoEnv, rie string, 
 	// The event-source mappings the CDK stack sets: the provisioner's
 	// batching window is its debounce; the binder takes events at once.
 	g.run(ctx, func(ctx context.Context) {
-		(&Poller{SQS: sq, QueueURL: g.Msg.Pending.URL, QueueARN: g.Msg.Pending.ARN, BatchSize: 10, Window: time.Second, Invoke: g.Provisioner.Invoke, Log: g.Log, OnBatch: onBatch("provisioner")}).Run(ctx)
+		(&Poller{SQS: sq, QueueURL: g.Msg.Pending.URL, QueueARN: g.Msg.Pending.ARN, BatchSize: 10, Window: time.Second, Invoke: g.invokeProvisioner, Log: g.Log, OnBatch: onBatch("provisioner")}).Run(ctx)
 	})
 	g.run(ctx, func(ctx context.Context) {
 		(&Poller{SQS: sq, QueueURL: g.Msg.Ready.URL, QueueARN: g.Msg.Ready.ARN, BatchSize: 10, Window: 0, Invoke: g.Binder.Invoke, Log: g.Log, OnBatch: onBatch("binder")}).Run(ctx)
@@ -202,13 +296,17 @@ func StartGround(ctx context.Context, kube *KubeEnv, kumo *KumoEnv, rie string, 
 
 	g.Kubelet = &kubeletsim.Sim{
 		Kube: kube.Client, EC2: ec2.NewFromConfig(g.AWS, func(eo *ec2.Options) { eo.BaseEndpoint = aws.String(g.EC2URL) }),
-		Cluster: o.Cluster, Region: Region, ReadyDelay: o.ReadyDelay, Log: g.Log,
+		Cluster: o.Cluster, Region: Region, ReadyDelay: o.ReadyDelay, Log: g.Log, Skip: o.KubeletSkip,
 	}
 	g.run(ctx, g.Kubelet.Run)
 
 	if !o.NoForwarder {
+		var put forwarder.PutEventsAPI = eventbridge.NewFromConfig(g.AWS)
+		if o.WrapPut != nil {
+			put = o.WrapPut(put)
+		}
 		fw, err := forwarder.New(forwarder.Options{
-			Client: kube.Client, Cluster: o.Cluster, Bus: g.Msg.Bus, Put: eventbridge.NewFromConfig(g.AWS),
+			Client: kube.Client, Cluster: o.Cluster, Bus: g.Msg.Bus, Put: put,
 			Logger: slog.New(slog.NewJSONHandler(o.Logs, nil)).With("component", "forwarder"),
 		})
 		if err != nil {
@@ -235,11 +333,13 @@ func (g *Ground) Close() {
 		g.cancel()
 	}
 	g.wg.Wait()
-	for _, f := range []*Function{g.Provisioner, g.Binder} {
+	g.fnMu.Lock()
+	for _, f := range append([]*Function{g.Binder}, g.extra...) {
 		if f != nil {
 			f.Stop()
 		}
 	}
+	g.fnMu.Unlock()
 	if g.ec2srv != nil {
 		g.ec2srv.Close()
 	}
@@ -293,4 +393,24 @@ func (g *Ground) seedAMIs(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// LogBuffer collects logs from several writers at once.
+type LogBuffer struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (l *LogBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b = append(l.b, p...)
+	return len(p), nil
+}
+
+// String is everything written so far.
+func (l *LogBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.b)
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -62,10 +63,11 @@ func Build(name string) (string, error) {
 // Function is a Lambda bootstrap running under aws-lambda-rie, exactly as
 // Lambda runs it: one invocation at a time, environment passed through.
 type Function struct {
-	Name string
-	URL  string
-	cmd  *exec.Cmd
-	mu   sync.Mutex
+	Name     string
+	URL      string
+	cmd      *exec.Cmd
+	mu       sync.Mutex
+	stopOnce sync.Once
 }
 
 // StartFunction runs bootstrap under aws-lambda-rie with env on free
@@ -110,6 +112,8 @@ func RunFunction(rie, name, bootstrap string, env map[string]string, logs io.Wri
 		cmd.Env = append(cmd.Env, k+"="+env[k])
 	}
 	cmd.Stdout, cmd.Stderr = logs, logs
+	// Its own process group, so Stop ends the bootstrap RIE started too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -145,10 +149,13 @@ func (f *Function) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	return body, nil
 }
 
-// Stop ends the emulator and the bootstrap.
+// Stop ends the emulator and the bootstrap, as Lambda ends an execution
+// environment: at once, mid-invocation if need be.
 func (f *Function) Stop() {
-	if f.cmd != nil && f.cmd.Process != nil {
-		_ = f.cmd.Process.Kill()
-		_ = f.cmd.Wait()
-	}
+	f.stopOnce.Do(func() {
+		if f.cmd != nil && f.cmd.Process != nil {
+			_ = syscall.Kill(-f.cmd.Process.Pid, syscall.SIGKILL)
+			_ = f.cmd.Wait()
+		}
+	})
 }

@@ -1,0 +1,72 @@
+package kube_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/joist-dev/joist/pkg/kube"
+	"github.com/joist-dev/joist/test/testenv"
+)
+
+func TestLease_OneHolderAtATime(t *testing.T) {
+	env := testenv.Kube(t)
+	c := kube.New(env.Client)
+	ctx := context.Background()
+	now := time.Now()
+	clock := func() time.Time { return now }
+	lease := func(holder string) *kube.Lease {
+		return &kube.Lease{Client: c, Namespace: "default", Name: "joist-lease-test", Holder: holder, Duration: time.Minute, Now: clock}
+	}
+	a, err := lease("a").Acquire(ctx)
+	if err != nil {
+		t.Fatalf("first acquire: %v", err)
+	}
+	if _, err := lease("b").Acquire(ctx); !errors.Is(err, kube.ErrLeaseHeld) {
+		t.Fatalf("second holder got %v, want ErrLeaseHeld", err)
+	}
+	mark := "v1 180 m5.large/a/od/1"
+	if err := a.Release(ctx, map[string]*string{"joist.sh/note": &mark}); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	b, err := lease("b").Acquire(ctx)
+	if err != nil {
+		t.Fatalf("acquire after release: %v", err)
+	}
+	if got := b.Annotations()["joist.sh/note"]; got != mark {
+		t.Fatalf("annotation after release = %q, want %q (it carries state across cold starts)", got, mark)
+	}
+	// b dies without releasing: a waits in vain until b's lease expires.
+	if _, err := lease("a").Acquire(ctx); !errors.Is(err, kube.ErrLeaseHeld) {
+		t.Fatalf("acquire while b holds = %v, want ErrLeaseHeld", err)
+	}
+	now = now.Add(2 * time.Minute)
+	if _, err := lease("a").Acquire(ctx); err != nil {
+		t.Fatalf("acquire after b's lease expired: %v", err)
+	}
+	// A stale holder's release does not free the lease it lost.
+	if err := b.Release(ctx, nil); err != nil {
+		t.Fatalf("stale release: %v", err)
+	}
+	if _, err := lease("c").Acquire(ctx); !errors.Is(err, kube.ErrLeaseHeld) {
+		t.Fatalf("after a stale release the lease is %v, want still held by a", err)
+	}
+}
+
+func TestLease_WaitsBrieflyForTheHolder(t *testing.T) {
+	env := testenv.Kube(t)
+	c := kube.New(env.Client)
+	ctx := context.Background()
+	a, err := (&kube.Lease{Client: c, Namespace: "default", Name: "joist-lease-wait", Holder: "a", Duration: time.Minute}).Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		_ = a.Release(ctx, nil)
+	}()
+	if _, err := (&kube.Lease{Client: c, Namespace: "default", Name: "joist-lease-wait", Holder: "b", Duration: time.Minute, Wait: 5 * time.Second}).Acquire(ctx); err != nil {
+		t.Fatalf("b did not get the lease once a let go: %v", err)
+	}
+}

@@ -1,0 +1,349 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	joistevents "github.com/joist-dev/joist/events"
+	"github.com/joist-dev/joist/pkg/forwarder"
+	"github.com/joist-dev/joist/pkg/pods"
+	"github.com/joist-dev/joist/test/testenv"
+)
+
+// waitBound waits until every pod is bound and returns the node of each.
+func waitBound(t *testing.T, g *testenv.Ground, ps []*corev1.Pod, timeout time.Duration) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	nodes := map[string]string{}
+	eventually(t, timeout, fmt.Sprintf("%d pods bound", len(ps)), func() (bool, error) {
+		for _, p := range ps {
+			got, err := g.Kube.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+			if err != nil || got.Spec.NodeName == "" {
+				return false, err
+			}
+			nodes[p.Name] = got.Spec.NodeName
+		}
+		return true, nil
+	})
+	return nodes
+}
+
+// launched is every instance the EC2 simulator launched, whatever its
+// state now.
+func launched(g *testenv.Ground) []string {
+	var ids []string
+	for _, i := range g.EC2.Instances() {
+		ids = append(ids, i.ID)
+	}
+	return ids
+}
+
+// smallPods are n copies of the seed's nginx pod.
+func smallPods(t *testing.T, prefix string, n int) []*corev1.Pod {
+	base := deploymentPods(t, seed(t))[0]
+	var out []*corev1.Pod
+	for i := 0; i < n; i++ {
+		p := base.DeepCopy()
+		p.Name = fmt.Sprintf("%s-%d", prefix, i)
+		out = append(out, p)
+	}
+	return out
+}
+
+// dupPut delivers every PutEvents call n times: EventBridge's at-least-once
+// delivery at its worst.
+type dupPut struct {
+	inner forwarder.PutEventsAPI
+	n     int
+}
+
+func (d dupPut) PutEvents(ctx context.Context, in *eventbridge.PutEventsInput, opts ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error) {
+	var out *eventbridge.PutEventsOutput
+	var err error
+	for i := 0; i < d.n; i++ {
+		out, err = d.inner.PutEvents(ctx, in, opts...)
+	}
+	return out, err
+}
+
+func TestE2E_DuplicateEvents(t *testing.T) {
+	g := testenv.NewGround(t, testenv.GroundOptions{
+		Cluster: "dup", Namespace: "dup", Specs: seed(t), ReadyDelay: 300 * time.Millisecond,
+		WrapPut: func(p forwarder.PutEventsAPI) forwarder.PutEventsAPI { return dupPut{p, 3} },
+	})
+	ps := createPending(t, g, deploymentPods(t, seed(t)))
+	waitBound(t, g, ps, 90*time.Second)
+	time.Sleep(3 * time.Second) // let every duplicate be handled
+	if ids := launched(g); len(ids) != 1 {
+		t.Fatalf("launched %v with every event delivered three times, want exactly the one instance a single delivery gives", ids)
+	}
+}
+
+func TestE2E_CrashAfterLaunch(t *testing.T) {
+	g := testenv.NewGround(t, testenv.GroundOptions{
+		Cluster: "crash", Namespace: "crash", Specs: seed(t), ReadyDelay: 300 * time.Millisecond, VisibilityTimeout: 3,
+		// The dead invocation holds the decider lease until its deadline.
+		ExtraEnv:    map[string]string{"AWS_LAMBDA_FUNCTION_TIMEOUT": "8"},
+		ReaperEvery: 3 * time.Second,
+	})
+	var once sync.Once
+	g.EC2.AfterAction("CreateFleet", func() {
+		// The instance exists; the provisioner dies before it hears so,
+		// and so before it records anything on the pods. Lambda starts a
+		// fresh environment for the redelivered batch.
+		once.Do(func() {
+			if err := g.RestartProvisioner(); err != nil {
+				t.Errorf("restart provisioner: %v", err)
+			}
+		})
+	})
+	ps := createPending(t, g, deploymentPods(t, seed(t)))
+	nodes := waitBound(t, g, ps, 120*time.Second)
+	ids := launched(g)
+	if len(ids) != 1 {
+		t.Fatalf("launched %v, want the one instance launched before the crash", ids)
+	}
+	if n := len(g.EC2.CreateFleetCalls()); n != 1 {
+		t.Errorf("%d CreateFleet calls, want 1: the second run must count the in-flight instance, not ask EC2 again", n)
+	}
+	for p, n := range nodes {
+		node, err := g.Kube.Client.CoreV1().Nodes().Get(context.Background(), n, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pods.InstanceID(node.Spec.ProviderID) != ids[0] {
+			t.Errorf("pod %s bound to %s, not to the in-flight instance %s", p, n, ids[0])
+		}
+	}
+}
+
+// pendingEvent is the SQS event a poller would hand the provisioner for one
+// pending-pods event naming ps.
+func pendingEvent(t *testing.T, cluster string, ps []*corev1.Pod) []byte {
+	t.Helper()
+	d := joistevents.PendingPods{Cluster: cluster, ObservedAt: time.Now()}
+	for _, p := range ps {
+		d.Pods = append(d.Pods, joistevents.PodRef{Namespace: p.Namespace, Name: p.Name, UID: string(p.UID)})
+	}
+	detail, _ := json.Marshal(d)
+	body, _ := json.Marshal(joistevents.Envelope{DetailType: joistevents.DetailTypePendingPods, Source: joistevents.Source, Detail: detail})
+	ev, _ := json.Marshal(events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", Body: string(body), EventSource: "aws:sqs"}}})
+	return ev
+}
+
+func TestE2E_OverlappingInvocations(t *testing.T) {
+	g := testenv.NewGround(t, testenv.GroundOptions{
+		Cluster: "overlap", Namespace: "overlap", Specs: seed(t), NoForwarder: true, ReadyDelay: 300 * time.Millisecond,
+	})
+	second, err := g.StartFunction("provisioner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := createPending(t, g, deploymentPods(t, seed(t)))
+	ev := pendingEvent(t, "overlap", ps)
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, f := range []*testenv.Function{g.Provisioner, second} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = f.Invoke(context.Background(), ev)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatalf("invoke: %v", err)
+		}
+	}
+	ids := launched(g)
+	if len(ids) != 1 {
+		t.Fatalf("two overlapping reconciles launched %v, want exactly one instance", ids)
+	}
+	for _, p := range ps {
+		got, err := g.Kube.Client.CoreV1().Pods(p.Namespace).Get(context.Background(), p.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pods.PlannedInstance(got) != ids[0] {
+			t.Errorf("pod %s waits for %q, want %s", p.Name, pods.PlannedInstance(got), ids[0])
+		}
+	}
+}
+
+func TestE2E_InFlightCapacityReused(t *testing.T) {
+	g := testenv.NewGround(t, testenv.GroundOptions{
+		Cluster: "inflight", Namespace: "inflight", Specs: seed(t), ReadyDelay: 12 * time.Second,
+	})
+	first := createPending(t, g, smallPods(t, "first", 2))
+	eventually(t, 60*time.Second, "the first instance launched", func() (bool, error) { return len(launched(g)) == 1, nil })
+	// The node is still booting; more pods that fit arrive.
+	later := createPending(t, g, smallPods(t, "later", 3))
+	id := launched(g)[0]
+	eventually(t, 30*time.Second, "the later pods planned onto the booting instance", func() (bool, error) {
+		for _, p := range later {
+			got, err := g.Kube.Client.CoreV1().Pods(p.Namespace).Get(context.Background(), p.Name, metav1.GetOptions{})
+			if err != nil || pods.PlannedInstance(got) != id {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+	waitBound(t, g, append(first, later...), 60*time.Second)
+	if ids := launched(g); len(ids) != 1 {
+		t.Fatalf("launched %v, want the booting instance reused", ids)
+	}
+}
+
+func TestE2E_ZeroNodeBootstrap(t *testing.T) {
+	// No forwarder (it would be pending itself on a cluster with no
+	// nodes), no events at all: only the scheduled safety net.
+	g := testenv.NewGround(t, testenv.GroundOptions{
+		Cluster: "zero", Namespace: "zero", Specs: seed(t), NoForwarder: true, ReaperEvery: 2 * time.Second, ReadyDelay: 300 * time.Millisecond,
+	})
+	ps := createPending(t, g, deploymentPods(t, seed(t)))
+	waitBound(t, g, ps, 90*time.Second)
+	if ids := launched(g); len(ids) != 1 {
+		t.Fatalf("launched %v, want one instance", ids)
+	}
+}
+
+func TestE2E_ForgedEvents(t *testing.T) {
+	var mu sync.Mutex
+	batches := 0
+	g := testenv.NewGround(t, testenv.GroundOptions{
+		Cluster: "forged", Namespace: "forged", Specs: seed(t), NoForwarder: true,
+		OnBatch: func(fn string, _, _ []string, _ error) {
+			if fn == "provisioner" {
+				mu.Lock()
+				batches++
+				mu.Unlock()
+			}
+		},
+	})
+	ctx := context.Background()
+	// A pod that exists but kube-scheduler never found unschedulable.
+	calm := deploymentPods(t, seed(t))[0]
+	calm.Namespace = "forged"
+	calm.Name = "not-pending"
+	if _, err := g.Kube.Client.CoreV1().Pods("forged").Create(ctx, calm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	detail := `{"cluster":"forged","pods":[{"namespace":"forged","name":"no-such-pod","uid":"1"},{"namespace":"forged","name":"not-pending"},{"namespace":"kube-system","name":"ghost"}]}`
+	eb := eventbridge.NewFromConfig(g.AWS)
+	for i := 0; i < 3; i++ {
+		if _, err := eb.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: []ebtypes.PutEventsRequestEntry{{
+			EventBusName: aws.String(g.Msg.Bus), Source: aws.String(joistevents.Source),
+			DetailType: aws.String(joistevents.DetailTypePendingPods), Detail: aws.String(detail),
+		}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 30*time.Second, "the forged events handled", func() (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return batches > 0, nil
+	})
+	time.Sleep(2 * time.Second)
+	if n := len(g.EC2.CreateFleetCalls()); n != 0 {
+		t.Fatalf("forged events led to %d CreateFleet calls, want none", n)
+	}
+}
+
+func TestE2E_KubeSchedulerRace(t *testing.T) {
+	g := testenv.NewGround(t, testenv.GroundOptions{
+		Cluster: "race", Namespace: "race", Specs: seed(t), ReadyDelay: 300 * time.Millisecond,
+	})
+	stop := startScheduler(t, g)
+	defer stop()
+	ctx := context.Background()
+	var ps []*corev1.Pod
+	for _, p := range deploymentPods(t, seed(t)) {
+		p.Namespace = "race"
+		created, err := g.Kube.Client.CoreV1().Pods("race").Create(ctx, p, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, created)
+	}
+	// kube-scheduler itself marks them unschedulable (no node fits).
+	nodes := waitBound(t, g, ps, 120*time.Second)
+	time.Sleep(2 * time.Second)
+	for _, p := range ps {
+		got, err := g.Kube.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Spec.NodeName != nodes[p.Name] {
+			t.Errorf("pod %s moved from %s to %s: bound twice", p.Name, nodes[p.Name], got.Spec.NodeName)
+		}
+	}
+	if ids := launched(g); len(ids) != 1 {
+		t.Fatalf("launched %v, want one instance", ids)
+	}
+}
+
+// startScheduler runs a real kube-scheduler against the test API server.
+func startScheduler(t *testing.T, g *testenv.Ground) func() {
+	t.Helper()
+	bin := testenv.Tool(t, "kube-scheduler")
+	cmd := exec.Command(bin, "--kubeconfig", g.Kube.Kubeconfig, "--leader-elect=false", "--secure-port=0", "-v=1")
+	if os.Getenv("JOIST_TEST_VERBOSE") != "" {
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
+}
+
+func TestE2E_RegistrationTimeout(t *testing.T) {
+	var mu sync.Mutex
+	var broken string
+	g := testenv.NewGround(t, testenv.GroundOptions{
+		Cluster: "regtimeout", Namespace: "regtimeout", Specs: seed(t), ReadyDelay: 300 * time.Millisecond,
+		ReaperEvery: 2 * time.Second, ExtraEnv: map[string]string{"JOIST_REGISTRATION_TIMEOUT": "5s"},
+		KubeletSkip: func(id string) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			if broken == "" {
+				broken = id // the first instance never joins
+			}
+			return id == broken
+		},
+	})
+	ps := createPending(t, g, deploymentPods(t, seed(t)))
+	nodes := waitBound(t, g, ps, 120*time.Second)
+	mu.Lock()
+	bad := broken
+	mu.Unlock()
+	inst, ok := g.EC2.Instance(bad)
+	if !ok || (inst.State != "terminated" && inst.State != "shutting-down") {
+		t.Fatalf("the instance that never registered (%s) is %q, want terminated", bad, inst.State)
+	}
+	for p, n := range nodes {
+		node, err := g.Kube.Client.CoreV1().Nodes().Get(context.Background(), n, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pods.InstanceID(node.Spec.ProviderID) == bad {
+			t.Errorf("pod %s bound to the broken instance", p)
+		}
+	}
+	if ids := launched(g); len(ids) != 2 {
+		t.Errorf("launched %v, want the broken one and its replacement", ids)
+	}
+}
