@@ -10,6 +10,9 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 )
 
+// maxFilterValues is how many values EC2 takes in one filter.
+const maxFilterValues = 200
+
 // Instances lists the cluster's instances that are pending or running,
 // by their cluster tag: the truth about in-flight capacity.
 func (l *Launcher) Instances(ctx context.Context) ([]Instance, error) {
@@ -49,7 +52,7 @@ func fromEC2(i ec2types.Instance) Instance {
 	inst := Instance{
 		ID: aws.ToString(i.InstanceId), InstanceType: string(i.InstanceType), CapacityType: ct,
 		Pool: tags[TagNodePool], NodeClass: tags[TagNodeClass], PrivateDNS: aws.ToString(i.PrivateDnsName), Tags: tags,
-		LaunchTime: aws.ToTime(i.LaunchTime),
+		LaunchTime: aws.ToTime(i.LaunchTime), SubnetID: aws.ToString(i.SubnetId), LaunchTemplateID: tags[TagLaunchTemplateID],
 	}
 	if i.Placement != nil {
 		inst.Zone = aws.ToString(i.Placement.AvailabilityZone)
@@ -60,23 +63,27 @@ func fromEC2(i ec2types.Instance) Instance {
 	return inst
 }
 
-// Terminate terminates instances of this cluster. It refuses any id whose
-// instance does not carry the cluster's tag, and treats instances that are
-// already gone as done.
+// Terminate terminates instances of this cluster. It checks every id
+// first and refuses them all if any instance does not carry the cluster's
+// tag (IAM should refuse too; this says why before trying), and treats
+// instances that are already gone or going as done.
 func (l *Launcher) Terminate(ctx context.Context, ids ...string) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	found, err := l.describe(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
-		{Name: aws.String("instance-id"), Values: ids},
-	}})
-	if err != nil {
-		return err
+	var found []Instance
+	for start := 0; start < len(ids); start += maxFilterValues {
+		batch := ids[start:min(start+maxFilterValues, len(ids))]
+		got, err := l.describe(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
+			{Name: aws.String("instance-id"), Values: batch},
+		}})
+		if err != nil {
+			return fmt.Errorf("terminate: %w", err)
+		}
+		found = append(found, got...)
 	}
 	var ok []string
-	known := map[string]bool{}
 	for _, i := range found {
-		known[i.ID] = true
 		if i.Tags[TagCluster] != l.Cluster.Name {
 			return fmt.Errorf("refusing to terminate %s: it lacks tag %s=%s", i.ID, TagCluster, l.Cluster.Name)
 		}
@@ -84,11 +91,14 @@ func (l *Launcher) Terminate(ctx context.Context, ids ...string) error {
 			ok = append(ok, i.ID)
 		}
 	}
-	if len(ok) == 0 {
-		return nil
+	for start := 0; start < len(ok); start += maxFilterValues {
+		batch := ok[start:min(start+maxFilterValues, len(ok))]
+		if _, err := l.EC2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: batch}); err != nil {
+			return fmt.Errorf("terminate %v: %w", batch, err)
+		}
 	}
-	if _, err := l.EC2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: ok}); err != nil {
-		return fmt.Errorf("terminate %v: %w", ok, err)
+	if len(ok) > 0 {
+		l.log().Info("terminated instances", "ids", ok)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -19,8 +20,8 @@ import (
 
 // TemplateContent is everything a launch template fixes. Its hash names
 // the template, so equal content shares one template and changed content
-// gets a new one (the old one is left for the reaper to delete once no
-// instance uses it).
+// (a new AMI, an edited node class) gets a new one; the old one stays
+// until DeleteUnusedTemplates finds no instance using it.
 type TemplateContent struct {
 	ImageID         string                     `json:"imageID"`
 	UserData        string                     `json:"userData"`
@@ -28,12 +29,25 @@ type TemplateContent struct {
 	InstanceProfile string                     `json:"instanceProfile,omitempty"`
 	Metadata        model.MetadataOptions      `json:"metadata"`
 	BlockDevices    []model.BlockDeviceMapping `json:"blockDevices,omitempty"`
-	Tags            map[string]string          `json:"tags,omitempty"`
+	// AssociatePublicIP, when set, puts the groups on a primary network
+	// interface that asks for (or refuses) a public address.
+	AssociatePublicIP  *bool `json:"associatePublicIP,omitempty"`
+	DetailedMonitoring *bool `json:"detailedMonitoring,omitempty"`
+	// Tags go on the template itself.
+	Tags map[string]string `json:"tags,omitempty"`
 }
 
 // TemplatePrefix starts the name of every launch template Joist makes for
-// the cluster, so the reaper can list them.
-func TemplatePrefix(cluster string) string { return "joist/" + cluster + "/" }
+// the cluster, so they can be listed and told apart from anyone else's.
+func TemplatePrefix(cluster string) string {
+	// Template names hold at most 128 characters: a very long cluster
+	// name is replaced by its hash.
+	if len(cluster) > 80 {
+		sum := sha256.Sum256([]byte(cluster))
+		cluster = hex.EncodeToString(sum[:8])
+	}
+	return "joist/" + cluster + "/"
+}
 
 // Name is the template's content-addressed name.
 func (c TemplateContent) Name(cluster string) string {
@@ -42,41 +56,116 @@ func (c TemplateContent) Name(cluster string) string {
 	return TemplatePrefix(cluster) + hex.EncodeToString(sum[:12])
 }
 
-// EnsureTemplate returns the id of the launch template for content,
-// creating it when it does not exist yet. Safe to call concurrently and
-// repeatedly: a lost creation race reads the winner's template.
+// isTemplateNotFound tells whether err is EC2 saying a launch template
+// does not exist (by name or by id; note the inconsistent suffixes).
+func isTemplateNotFound(err error) bool {
+	var ae smithy.APIError
+	if !errors.As(err, &ae) {
+		return false
+	}
+	switch ae.ErrorCode() {
+	case "InvalidLaunchTemplateName.NotFoundException", "InvalidLaunchTemplateId.NotFound", "InvalidLaunchTemplateId.NotFoundException":
+		return true
+	}
+	return false
+}
+
+// EnsureTemplate returns the name and id of the launch template for
+// content, creating it when it does not exist yet. Safe to call
+// concurrently and repeatedly: a lost creation race reads the winner's
+// template. The first call lists the cluster's existing templates once,
+// so a cold start does not ask about each template separately.
 func (l *Launcher) EnsureTemplate(ctx context.Context, c TemplateContent) (string, string, error) {
 	name := c.Name(l.Cluster.Name)
+	if err := l.hydrate(ctx); err != nil {
+		return "", "", err
+	}
 	l.mu.Lock()
-	if id, ok := l.templates[name]; ok {
-		l.mu.Unlock()
+	id, ok := l.templates[name]
+	l.mu.Unlock()
+	if ok {
 		return name, id, nil
 	}
-	l.mu.Unlock()
-	id, err := l.findTemplate(ctx, name)
+	id, err := l.createTemplate(ctx, name, c)
 	if err != nil {
 		return "", "", err
 	}
-	if id == "" {
-		id, err = l.createTemplate(ctx, name, c)
-		if err != nil {
-			return "", "", err
-		}
-	}
+	l.rememberTemplate(name, id)
+	return name, id, nil
+}
+
+func (l *Launcher) rememberTemplate(name, id string) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.templates == nil {
 		l.templates = map[string]string{}
 	}
 	l.templates[name] = id
+}
+
+// forgetTemplate drops a template from the cache, after EC2 said it is
+// gone (the reaper deleted it, or someone did by hand).
+func (l *Launcher) forgetTemplate(name string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.templates, name)
+}
+
+// hydrate lists the cluster's templates once per Launcher.
+func (l *Launcher) hydrate(ctx context.Context) error {
+	l.mu.Lock()
+	done := l.hydrated
 	l.mu.Unlock()
-	return name, id, nil
+	if done {
+		return nil
+	}
+	ts, err := l.listTemplates(ctx)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.templates == nil {
+		l.templates = map[string]string{}
+	}
+	for _, t := range ts {
+		l.templates[t.Name] = t.ID
+	}
+	l.hydrated = true
+	return nil
+}
+
+// Template is one of the cluster's launch templates.
+type Template struct {
+	ID, Name string
+	Created  time.Time
+}
+
+// listTemplates lists the launch templates Joist made for this cluster:
+// tagged for it and named under its prefix.
+func (l *Launcher) listTemplates(ctx context.Context) ([]Template, error) {
+	p := ec2.NewDescribeLaunchTemplatesPaginator(l.EC2, &ec2.DescribeLaunchTemplatesInput{Filters: []ec2types.Filter{
+		{Name: aws.String("tag:" + TagCluster), Values: []string{l.Cluster.Name}},
+		{Name: aws.String("launch-template-name"), Values: []string{TemplatePrefix(l.Cluster.Name) + "*"}},
+	}})
+	var out []Template
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list the cluster's launch templates: %w", err)
+		}
+		for _, t := range page.LaunchTemplates {
+			out = append(out, Template{ID: aws.ToString(t.LaunchTemplateId), Name: aws.ToString(t.LaunchTemplateName), Created: aws.ToTime(t.CreateTime)})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
 }
 
 func (l *Launcher) findTemplate(ctx context.Context, name string) (string, error) {
 	out, err := l.EC2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{LaunchTemplateNames: []string{name}})
 	if err != nil {
-		var ae smithy.APIError
-		if errors.As(err, &ae) && (ae.ErrorCode() == "InvalidLaunchTemplateName.NotFoundException" || ae.ErrorCode() == "InvalidLaunchTemplateId.NotFound") {
+		if isTemplateNotFound(err) {
 			return "", nil
 		}
 		return "", fmt.Errorf("describe launch template %s: %w", name, err)
@@ -90,9 +179,8 @@ func (l *Launcher) findTemplate(ctx context.Context, name string) (string, error
 func (l *Launcher) createTemplate(ctx context.Context, name string, c TemplateContent) (string, error) {
 	md := c.Metadata
 	data := &ec2types.RequestLaunchTemplateData{
-		ImageId:          aws.String(c.ImageID),
-		UserData:         aws.String(c.UserData),
-		SecurityGroupIds: c.SecurityGroups,
+		ImageId:  aws.String(c.ImageID),
+		UserData: aws.String(c.UserData),
 		MetadataOptions: &ec2types.LaunchTemplateInstanceMetadataOptionsRequest{
 			HttpEndpoint:            ec2types.LaunchTemplateInstanceMetadataEndpointState(orDefault(md.HTTPEndpoint, "enabled")),
 			HttpProtocolIpv6:        ec2types.LaunchTemplateInstanceMetadataProtocolIpv6(orDefault(md.HTTPProtocolIPv6, "disabled")),
@@ -100,31 +188,28 @@ func (l *Launcher) createTemplate(ctx context.Context, name string, c TemplateCo
 			HttpTokens:              ec2types.LaunchTemplateHttpTokensState(orDefault(md.HTTPTokens, "required")),
 		},
 	}
+	if c.UserData == "" {
+		data.UserData = nil
+	}
+	if c.AssociatePublicIP != nil {
+		// EC2 takes the groups on the interface when an interface is
+		// given, never both.
+		data.NetworkInterfaces = []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{{
+			DeviceIndex: aws.Int32(0), AssociatePublicIpAddress: c.AssociatePublicIP, Groups: c.SecurityGroups,
+		}}
+	} else {
+		data.SecurityGroupIds = c.SecurityGroups
+	}
+	if c.DetailedMonitoring != nil {
+		data.Monitoring = &ec2types.LaunchTemplatesMonitoringRequest{Enabled: c.DetailedMonitoring}
+	}
 	if c.InstanceProfile != "" {
 		data.IamInstanceProfile = &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(c.InstanceProfile)}
 	}
 	for _, bd := range c.BlockDevices {
-		m := ec2types.LaunchTemplateBlockDeviceMappingRequest{DeviceName: aws.String(bd.DeviceName)}
-		if e := bd.EBS; e != nil {
-			m.Ebs = &ec2types.LaunchTemplateEbsBlockDeviceRequest{
-				DeleteOnTermination: e.DeleteOnTermination, Encrypted: e.Encrypted,
-				VolumeType: ec2types.VolumeType(e.VolumeType),
-			}
-			if e.IOPS != nil {
-				m.Ebs.Iops = aws.Int32(int32(*e.IOPS))
-			}
-			if e.Throughput != nil {
-				m.Ebs.Throughput = aws.Int32(int32(*e.Throughput))
-			}
-			if e.KMSKeyID != "" {
-				m.Ebs.KmsKeyId = aws.String(e.KMSKeyID)
-			}
-			if e.SnapshotID != "" {
-				m.Ebs.SnapshotId = aws.String(e.SnapshotID)
-			}
-			if gib, ok := volumeGiB(e.VolumeSize); ok {
-				m.Ebs.VolumeSize = aws.Int32(gib)
-			}
+		m, err := blockDevice(bd)
+		if err != nil {
+			return "", fmt.Errorf("launch template %s: %w", name, err)
 		}
 		data.BlockDeviceMappings = append(data.BlockDeviceMappings, m)
 	}
@@ -139,11 +224,88 @@ func (l *Launcher) createTemplate(ctx context.Context, name string, c TemplateCo
 	if err != nil {
 		var ae smithy.APIError
 		if errors.As(err, &ae) && ae.ErrorCode() == "InvalidLaunchTemplateName.AlreadyExistsException" {
-			return l.findTemplate(ctx, name)
+			id, ferr := l.findTemplate(ctx, name)
+			if ferr == nil && id == "" {
+				ferr = fmt.Errorf("launch template %s: EC2 says it exists but cannot describe it", name)
+			}
+			return id, ferr
 		}
 		return "", fmt.Errorf("create launch template %s: %w", name, err)
 	}
+	l.log().Info("created launch template", "name", name, "id", aws.ToString(out.LaunchTemplate.LaunchTemplateId), "image", c.ImageID)
 	return aws.ToString(out.LaunchTemplate.LaunchTemplateId), nil
+}
+
+func blockDevice(bd model.BlockDeviceMapping) (ec2types.LaunchTemplateBlockDeviceMappingRequest, error) {
+	m := ec2types.LaunchTemplateBlockDeviceMappingRequest{DeviceName: aws.String(bd.DeviceName)}
+	if bd.VirtualName != "" {
+		m.VirtualName = aws.String(bd.VirtualName)
+	}
+	e := bd.EBS
+	if e == nil {
+		return m, nil
+	}
+	m.Ebs = &ec2types.LaunchTemplateEbsBlockDeviceRequest{
+		DeleteOnTermination: e.DeleteOnTermination, Encrypted: e.Encrypted,
+		VolumeType: ec2types.VolumeType(e.VolumeType),
+	}
+	if e.IOPS != nil {
+		m.Ebs.Iops = aws.Int32(int32(*e.IOPS))
+	}
+	if e.Throughput != nil {
+		m.Ebs.Throughput = aws.Int32(int32(*e.Throughput))
+	}
+	if e.KMSKeyID != "" {
+		m.Ebs.KmsKeyId = aws.String(e.KMSKeyID)
+	}
+	if e.SnapshotID != "" {
+		m.Ebs.SnapshotId = aws.String(e.SnapshotID)
+	}
+	if e.VolumeSize != "" {
+		gib, ok := volumeGiB(e.VolumeSize)
+		if !ok {
+			return m, fmt.Errorf("block device %s: volumeSize %q is not a size", bd.DeviceName, e.VolumeSize)
+		}
+		m.Ebs.VolumeSize = aws.Int32(gib)
+	}
+	return m, nil
+}
+
+// DeleteUnusedTemplates deletes the cluster's launch templates that no
+// live instance was launched from, keeping any younger than minAge (a
+// concurrent launch may be about to use a template it just made; a launch
+// that loses the race anyway recreates it). live is the cluster's
+// instances as Instances lists them. It returns the names deleted.
+func (l *Launcher) DeleteUnusedTemplates(ctx context.Context, live []Instance, minAge time.Duration) ([]string, error) {
+	inUse := map[string]bool{}
+	for _, i := range live {
+		if i.LaunchTemplateID != "" {
+			inUse[i.LaunchTemplateID] = true
+		}
+	}
+	ts, err := l.listTemplates(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := l.now()
+	var deleted []string
+	var errs []error
+	for _, t := range ts {
+		if inUse[t.ID] || now.Sub(t.Created) < minAge {
+			continue
+		}
+		l.forgetTemplate(t.Name)
+		_, err := l.EC2.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateId: aws.String(t.ID)})
+		if err != nil && !isTemplateNotFound(err) {
+			errs = append(errs, fmt.Errorf("delete launch template %s: %w", t.Name, err))
+			continue
+		}
+		deleted = append(deleted, t.Name)
+	}
+	if len(deleted) > 0 {
+		l.log().Info("deleted unused launch templates", "count", len(deleted), "names", deleted)
+	}
+	return deleted, errors.Join(errs...)
 }
 
 func orDefault(v, d string) string {

@@ -1,44 +1,73 @@
 package kubeletsim
 
 import (
-	"bufio"
 	"encoding/base64"
 	"fmt"
 	"io"
 	"mime"
 	"mime/multipart"
 	"net/mail"
-	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 )
 
 // Registration is what a node's bootstrap tells its kubelet: the labels
-// and taints it registers with and its max pods. The simulator reads it
-// back from the user data, as a real node would act on it.
+// and taints it registers with and its max pods, and the cluster it
+// joins. The simulator reads it back from the user data, as a real node
+// would act on it, and refuses what a real kubelet refuses.
 type Registration struct {
+	// Format is how the node was told: "AL2" (bootstrap.sh in a MIME
+	// archive), "AL2023" (NodeConfig in a MIME archive) or "Bottlerocket"
+	// (TOML).
+	Format  string
 	Labels  map[string]string
 	Taints  []corev1.Taint
 	MaxPods int64
+	// Cluster details the bootstrap names.
+	ClusterName          string
+	APIServerEndpoint    string
+	CertificateAuthority string
+	// ServiceCIDR is AL2023's spec.cluster.cidr.
+	ServiceCIDR string
+	// KubeletFlags are the kubelet flags other than labels, taints and max
+	// pods (AL2's --kubelet-extra-args, AL2023's kubelet.flags).
+	KubeletFlags []string
+	// KubeletConfig is AL2023's merged kubelet.config.
+	KubeletConfig map[string]any
+	// Parts are the content types of a MIME archive's parts, in order.
+	Parts []string
 }
 
 // ParseUserData reads base64 user data in any of the formats Joist writes:
-// a MIME archive with an AL2 bootstrap.sh script or an AL2023 NodeConfig,
-// or Bottlerocket TOML.
+// a MIME archive with an AL2 bootstrap.sh script or AL2023 NodeConfigs
+// (merged in order, later ones winning, as nodeadm does), or Bottlerocket
+// TOML. It fails when there is no bootstrap to read, and when the labels
+// are ones a kubelet refuses to start with.
 func ParseUserData(b64 string) (*Registration, error) {
 	raw, err := base64.StdEncoding.DecodeString(b64)
 	if err != nil {
 		return nil, fmt.Errorf("user data is not base64: %w", err)
 	}
 	s := string(raw)
-	if strings.HasPrefix(s, "MIME-Version:") {
-		return parseMIME(s)
+	var reg *Registration
+	if t := strings.TrimSpace(s); strings.HasPrefix(t, "MIME-Version:") || strings.HasPrefix(t, "Content-Type:") {
+		reg, err = parseMIME(t)
+	} else {
+		reg, err = parseBottlerocket(s)
 	}
-	return parseBottlerocket(s)
+	if err != nil {
+		return nil, err
+	}
+	if err := validateKubeletLabels(reg.Labels); err != nil {
+		return nil, err
+	}
+	return reg, nil
 }
 
 func parseMIME(s string) (*Registration, error) {
@@ -52,6 +81,8 @@ func parseMIME(s string) (*Registration, error) {
 	}
 	mr := multipart.NewReader(msg.Body, params["boundary"])
 	var reg *Registration
+	var parts []string
+	var configs [][]byte
 	for {
 		part, err := mr.NextPart()
 		if err == io.EOF {
@@ -62,13 +93,10 @@ func parseMIME(s string) (*Registration, error) {
 		}
 		body, _ := io.ReadAll(part)
 		ct := part.Header.Get("Content-Type")
+		parts = append(parts, ct)
 		switch {
 		case strings.HasPrefix(ct, "application/node.eks.aws"):
-			r, err := parseNodeConfig(body)
-			if err != nil {
-				return nil, err
-			}
-			reg = r
+			configs = append(configs, body)
 		case strings.HasPrefix(ct, "text/x-shellscript") && strings.Contains(string(body), "/etc/eks/bootstrap.sh"):
 			r, err := parseBootstrap(string(body))
 			if err != nil {
@@ -77,37 +105,128 @@ func parseMIME(s string) (*Registration, error) {
 			reg = r
 		}
 	}
-	if reg == nil {
-		return nil, fmt.Errorf("no bootstrap part in MIME user data")
+	if len(configs) > 0 {
+		r, err := parseNodeConfigs(configs)
+		if err != nil {
+			return nil, err
+		}
+		reg = r
 	}
+	if reg == nil {
+		return nil, fmt.Errorf("no bootstrap part in MIME user data (parts: %s)", strings.Join(parts, ", "))
+	}
+	reg.Parts = parts
 	return reg, nil
 }
 
-var extraArgs = regexp.MustCompile(`--kubelet-extra-args '([^']*)'`)
+// shellWords splits a shell command line into words, honouring single and
+// double quotes, backslash escapes and backslash-newline continuations.
+func shellWords(s string) ([]string, error) {
+	var words []string
+	var cur strings.Builder
+	inWord := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\\' && i+1 < len(s) && s[i+1] == '\n':
+			i++ // continuation
+		case c == '\\' && i+1 < len(s):
+			i++
+			cur.WriteByte(s[i])
+			inWord = true
+		case c == '\'':
+			j := strings.IndexByte(s[i+1:], '\'')
+			if j < 0 {
+				return nil, fmt.Errorf("unterminated single quote in %q", s)
+			}
+			cur.WriteString(s[i+1 : i+1+j])
+			i += j + 1
+			inWord = true
+		case c == '"':
+			i++
+			for ; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte(`"\$`+"`", s[i+1]) >= 0 {
+					i++
+				}
+				cur.WriteByte(s[i])
+			}
+			if i >= len(s) {
+				return nil, fmt.Errorf("unterminated double quote in %q", s)
+			}
+			inWord = true
+		case c == ' ' || c == '\t' || c == '\n':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			cur.WriteByte(c)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words, nil
+}
 
+// parseBootstrap reads the /etc/eks/bootstrap.sh command of an AL2 script,
+// continuation lines included.
 func parseBootstrap(script string) (*Registration, error) {
-	reg := &Registration{Labels: map[string]string{}}
-	sc := bufio.NewScanner(strings.NewReader(script))
-	for sc.Scan() {
-		line := sc.Text()
+	logical := strings.Split(strings.ReplaceAll(script, "\\\n", " "), "\n")
+	for _, line := range logical {
 		if !strings.Contains(line, "/etc/eks/bootstrap.sh") {
 			continue
 		}
-		m := extraArgs.FindStringSubmatch(line)
-		if m == nil {
-			continue
+		words, err := shellWords(line)
+		if err != nil {
+			return nil, fmt.Errorf("bootstrap.sh line: %w", err)
 		}
-		for _, f := range strings.Fields(m[1]) {
-			if err := reg.flag(f); err != nil {
-				return nil, err
+		reg := &Registration{Format: "AL2", Labels: map[string]string{}}
+		start := -1
+		for i, w := range words {
+			if w == "/etc/eks/bootstrap.sh" {
+				start = i + 1
+				break
 			}
 		}
+		if start < 0 || start >= len(words) {
+			return nil, fmt.Errorf("bootstrap.sh without a cluster name")
+		}
+		reg.ClusterName = words[start]
+		for i := start + 1; i < len(words); i++ {
+			flag := words[i]
+			if !strings.HasPrefix(flag, "--") || i+1 >= len(words) {
+				continue
+			}
+			i++
+			v := words[i]
+			switch flag {
+			case "--apiserver-endpoint":
+				reg.APIServerEndpoint = v
+			case "--b64-cluster-ca":
+				reg.CertificateAuthority = v
+			case "--kubelet-extra-args":
+				args, err := shellWords(v)
+				if err != nil {
+					return nil, fmt.Errorf("--kubelet-extra-args: %w", err)
+				}
+				for _, f := range args {
+					if err := reg.flag(f); err != nil {
+						return nil, err
+					}
+				}
+			}
+		}
+		return reg, nil
 	}
-	return reg, nil
+	return nil, fmt.Errorf("no /etc/eks/bootstrap.sh command in the script")
 }
 
 func (r *Registration) flag(f string) error {
 	k, v, _ := strings.Cut(f, "=")
+	v = strings.Trim(v, `"`)
 	switch k {
 	case "--node-labels":
 		for _, kv := range splitList(v) {
@@ -128,6 +247,8 @@ func (r *Registration) flag(f string) error {
 			return fmt.Errorf("--max-pods %q: %w", v, err)
 		}
 		r.MaxPods = n
+	default:
+		r.KubeletFlags = append(r.KubeletFlags, f)
 	}
 	return nil
 }
@@ -145,33 +266,91 @@ func parseTaint(s string) (corev1.Taint, error) {
 		return corev1.Taint{}, fmt.Errorf("taint %q has no effect", s)
 	}
 	k, v, _ := strings.Cut(kv, "=")
+	switch corev1.TaintEffect(effect) {
+	case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+	default:
+		return corev1.Taint{}, fmt.Errorf("taint %q: unknown effect %q", s, effect)
+	}
 	return corev1.Taint{Key: k, Value: v, Effect: corev1.TaintEffect(effect)}, nil
 }
 
-func parseNodeConfig(b []byte) (*Registration, error) {
-	var nc struct {
-		Kind string `json:"kind"`
-		Spec struct {
-			Kubelet struct {
-				Config struct {
-					MaxPods            int64          `json:"maxPods"`
-					RegisterWithTaints []corev1.Taint `json:"registerWithTaints"`
-				} `json:"config"`
-				Flags []string `json:"flags"`
-			} `json:"kubelet"`
-		} `json:"spec"`
+// parseNodeConfigs merges AL2023 NodeConfig documents in order, as nodeadm
+// does: later kubelet config keys and cluster details win, flags add up.
+func parseNodeConfigs(docs [][]byte) (*Registration, error) {
+	reg := &Registration{Format: "AL2023", Labels: map[string]string{}, KubeletConfig: map[string]any{}}
+	var flags []string
+	for _, b := range docs {
+		for _, doc := range strings.Split(string(b), "\n---") {
+			var probe map[string]any
+			if err := yaml.Unmarshal([]byte(doc), &probe); err != nil {
+				return nil, fmt.Errorf("NodeConfig: %w", err)
+			}
+			if len(probe) == 0 {
+				continue // only comments or separators
+			}
+			var nc struct {
+				Kind string `json:"kind"`
+				Spec struct {
+					Cluster struct {
+						Name                 string `json:"name"`
+						APIServerEndpoint    string `json:"apiServerEndpoint"`
+						CertificateAuthority string `json:"certificateAuthority"`
+						CIDR                 string `json:"cidr"`
+					} `json:"cluster"`
+					Kubelet struct {
+						Config map[string]any `json:"config"`
+						Flags  []string       `json:"flags"`
+					} `json:"kubelet"`
+				} `json:"spec"`
+			}
+			if err := yaml.Unmarshal([]byte(doc), &nc); err != nil {
+				return nil, fmt.Errorf("NodeConfig: %w", err)
+			}
+			if nc.Kind != "NodeConfig" {
+				return nil, fmt.Errorf("NodeConfig part has kind %q", nc.Kind)
+			}
+			c := nc.Spec.Cluster
+			if c.Name != "" {
+				reg.ClusterName = c.Name
+			}
+			if c.APIServerEndpoint != "" {
+				reg.APIServerEndpoint = c.APIServerEndpoint
+			}
+			if c.CertificateAuthority != "" {
+				reg.CertificateAuthority = c.CertificateAuthority
+			}
+			if c.CIDR != "" {
+				reg.ServiceCIDR = c.CIDR
+			}
+			for k, v := range nc.Spec.Kubelet.Config {
+				reg.KubeletConfig[k] = v
+			}
+			flags = append(flags, nc.Spec.Kubelet.Flags...)
+		}
 	}
-	if err := yaml.Unmarshal(b, &nc); err != nil {
-		return nil, fmt.Errorf("NodeConfig: %w", err)
-	}
-	if nc.Kind != "NodeConfig" {
-		return nil, fmt.Errorf("NodeConfig part has kind %q", nc.Kind)
-	}
-	reg := &Registration{Labels: map[string]string{}, Taints: nc.Spec.Kubelet.Config.RegisterWithTaints, MaxPods: nc.Spec.Kubelet.Config.MaxPods}
-	for _, f := range nc.Spec.Kubelet.Flags {
+	for _, f := range flags {
 		if err := reg.flag(f); err != nil {
 			return nil, err
 		}
+	}
+	if mp, ok := reg.KubeletConfig["maxPods"]; ok {
+		n, ok := mp.(float64)
+		if !ok {
+			return nil, fmt.Errorf("NodeConfig kubelet.config.maxPods is %T, not a number", mp)
+		}
+		reg.MaxPods = int64(n)
+	}
+	if ts, ok := reg.KubeletConfig["registerWithTaints"]; ok {
+		b, _ := yaml.Marshal(ts)
+		var taints []corev1.Taint
+		if err := yaml.UnmarshalStrict(b, &taints); err != nil {
+			return nil, fmt.Errorf("NodeConfig kubelet.config.registerWithTaints: %w", err)
+		}
+		reg.Taints = taints
+	}
+	if reg.ClusterName == "" || reg.APIServerEndpoint == "" || reg.CertificateAuthority == "" || reg.ServiceCIDR == "" {
+		return nil, fmt.Errorf("NodeConfig lacks cluster details nodeadm needs (name %q, apiServerEndpoint %q, certificateAuthority set %t, cidr %q)",
+			reg.ClusterName, reg.APIServerEndpoint, reg.CertificateAuthority != "", reg.ServiceCIDR)
 	}
 	return reg, nil
 }
@@ -180,9 +359,12 @@ func parseBottlerocket(s string) (*Registration, error) {
 	var doc struct {
 		Settings struct {
 			Kubernetes struct {
-				NodeLabels map[string]string   `toml:"node-labels"`
-				NodeTaints map[string][]string `toml:"node-taints"`
-				MaxPods    int64               `toml:"max-pods"`
+				ClusterName        string              `toml:"cluster-name"`
+				APIServer          string              `toml:"api-server"`
+				ClusterCertificate string              `toml:"cluster-certificate"`
+				NodeLabels         map[string]string   `toml:"node-labels"`
+				NodeTaints         map[string][]string `toml:"node-taints"`
+				MaxPods            int64               `toml:"max-pods"`
 			} `toml:"kubernetes"`
 		} `toml:"settings"`
 	}
@@ -190,15 +372,63 @@ func parseBottlerocket(s string) (*Registration, error) {
 		return nil, fmt.Errorf("Bottlerocket TOML: %w", err)
 	}
 	k := doc.Settings.Kubernetes
-	reg := &Registration{Labels: map[string]string{}, MaxPods: k.MaxPods}
+	if k.ClusterName == "" {
+		return nil, fmt.Errorf("Bottlerocket settings lack settings.kubernetes.cluster-name")
+	}
+	reg := &Registration{Format: "Bottlerocket", Labels: map[string]string{}, MaxPods: k.MaxPods,
+		ClusterName: k.ClusterName, APIServerEndpoint: k.APIServer, CertificateAuthority: k.ClusterCertificate}
 	for key, v := range k.NodeLabels {
 		reg.Labels[key] = v
 	}
-	for key, vals := range k.NodeTaints {
-		for _, ve := range vals {
+	keys := make([]string, 0, len(k.NodeTaints))
+	for key := range k.NodeTaints {
+		keys = append(keys, key)
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		for _, ve := range k.NodeTaints[key] {
 			v, effect, _ := strings.Cut(ve, ":")
 			reg.Taints = append(reg.Taints, corev1.Taint{Key: key, Value: v, Effect: corev1.TaintEffect(effect)})
 		}
 	}
 	return reg, nil
+}
+
+// kubeletLabels are the kubernetes.io labels a kubelet may set on its own
+// node (k8s.io/kubernetes/pkg/kubelet/apis).
+var kubeletLabels = map[string]bool{
+	corev1.LabelHostname: true, corev1.LabelTopologyZone: true, corev1.LabelTopologyRegion: true,
+	corev1.LabelFailureDomainBetaZone: true, corev1.LabelFailureDomainBetaRegion: true,
+	corev1.LabelInstanceType: true, corev1.LabelInstanceTypeStable: true,
+	corev1.LabelOSStable: true, corev1.LabelArchStable: true,
+	"beta.kubernetes.io/os": true, "beta.kubernetes.io/arch": true,
+}
+
+// validateKubeletLabels refuses what a kubelet refuses to start with:
+// malformed labels, and labels in the kubernetes.io or k8s.io namespaces
+// other than its own and the node.kubernetes.io and kubelet.kubernetes.io
+// namespaces.
+func validateKubeletLabels(labels map[string]string) error {
+	var bad []string
+	for k, v := range labels {
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			return fmt.Errorf("invalid node label key %q: %s", k, strings.Join(errs, "; "))
+		}
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+			return fmt.Errorf("invalid node label %s=%q: %s", k, v, strings.Join(errs, "; "))
+		}
+		ns, _, ok := strings.Cut(k, "/")
+		if !ok || kubeletLabels[k] {
+			continue
+		}
+		in := func(d string) bool { return ns == d || strings.HasSuffix(ns, "."+d) }
+		if (in("kubernetes.io") || in("k8s.io")) && !in("kubelet.kubernetes.io") && !in("node.kubernetes.io") {
+			bad = append(bad, k)
+		}
+	}
+	if len(bad) > 0 {
+		sort.Strings(bad)
+		return fmt.Errorf("unknown 'kubernetes.io' or 'k8s.io' labels specified with --node-labels: %v (the kubelet would not start)", bad)
+	}
+	return nil
 }
