@@ -45,7 +45,9 @@ type Options struct {
 
 	// Debounce is how long the forwarder waits after the latest change
 	// before it sends: a Deployment scaled to 100 replicas becomes one
-	// event, not 100. Default 1s.
+	// event, not 100. Default 300ms: short, because the pending queue's
+	// batching window (1 s) is the real debounce, where Karpenter's 1 s
+	// idle batch sits; both add to a pod's wait for its node.
 	Debounce time.Duration
 	// MaxWait bounds the debounce under constant churn: a change is sent
 	// at most this long after it was seen. Default 5s.
@@ -73,7 +75,7 @@ type Options struct {
 
 // Defaults for Options.
 const (
-	DefaultDebounce        = time.Second
+	DefaultDebounce        = 300 * time.Millisecond
 	DefaultMaxWait         = 5 * time.Second
 	DefaultResync          = time.Minute
 	DefaultStartupLookback = 10 * time.Minute

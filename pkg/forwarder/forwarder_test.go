@@ -88,6 +88,8 @@ func newHarness(t *testing.T, mutate func(*Options)) *harness {
 		Put:     h.put,
 		Clock:   h.clock,
 		Logger:  slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		// The timing tests are written in whole seconds.
+		Debounce: time.Second,
 	}
 	if mutate != nil {
 		mutate(&opts)

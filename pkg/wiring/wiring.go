@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"k8s.io/client-go/kubernetes"
@@ -40,6 +41,7 @@ type Env struct {
 	Kube    *kube.Client
 	Log     *slog.Logger
 	EC2     *ec2.Client
+	EKS     *eks.Client
 	SSM     *ssm.Client
 }
 
@@ -88,8 +90,11 @@ func Load(ctx context.Context) (*Env, error) {
 		AWS:     cfg,
 		Kube:    kube.New(cs),
 		Log:     Logger(cluster),
-		EC2:     ec2.NewFromConfig(cfg),
-		SSM:     ssm.NewFromConfig(cfg),
+		// Throttling and 5xx are retried with backoff and jitter, tuned
+		// for CreateFleet's bursts.
+		EC2: ec2.NewFromConfig(cfg, launch.EC2Options),
+		EKS: eks.NewFromConfig(cfg),
+		SSM: ssm.NewFromConfig(cfg),
 	}, nil
 }
 
@@ -126,19 +131,17 @@ func (e *Env) Catalog() (func(context.Context) (*catalog.Catalog, error), error)
 	}
 }
 
-// Launcher is the EC2 launcher for the cluster.
+// Launcher is the EC2 launcher for the cluster. What configuration leaves
+// empty (Kubernetes version, endpoint, CA, service range) the launcher
+// reads from eks:DescribeCluster.
 func (e *Env) Launcher() *launch.Launcher {
-	version := os.Getenv("KUBERNETES_VERSION")
-	if version == "" {
-		version = "1.32"
-	}
 	return &launch.Launcher{
-		EC2: e.EC2, SSM: e.SSM, Log: e.Log,
+		EC2: e.EC2, SSM: e.SSM, EKS: e.EKS, Log: e.Log,
 		Cluster: launch.Cluster{
 			Name:            e.Cluster,
 			Endpoint:        os.Getenv("CLUSTER_ENDPOINT"),
 			CA:              os.Getenv("CLUSTER_CA"),
-			Version:         version,
+			Version:         os.Getenv("KUBERNETES_VERSION"),
 			ServiceCIDR:     os.Getenv("CLUSTER_SERVICE_CIDR"),
 			DNSClusterIP:    os.Getenv("CLUSTER_DNS_IP"),
 			InstanceProfile: os.Getenv("DEFAULT_INSTANCE_PROFILE"),

@@ -8,7 +8,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,11 +16,10 @@ import (
 	"sync"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/joist-dev/joist/pkg/specs"
+	"github.com/joist-dev/joist/pkg/workload"
 	"github.com/joist-dev/joist/test/testenv"
 )
 
@@ -170,6 +168,15 @@ func run() error {
 				}
 			}
 		}
+		evs, err := g.Kube.Client.CoreV1().Events("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, e := range evs.Items {
+			if e.Source.Component == "joist" {
+				n.once("event/"+e.Name, "Event %s/%s %s: %s", e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+			}
+		}
 		if bound == len(pods) {
 			break
 		}
@@ -179,6 +186,9 @@ func run() error {
 		return fmt.Errorf("the pods were not bound in time; see %s", logPath)
 	}
 	fmt.Println()
+	if calls := g.EC2.CreateFleetCalls(); len(calls) > 0 {
+		fmt.Printf("pod Unschedulable → CreateFleet: %.2fs (forwarder debounce 1s + SQS batching window 1s + plan and launch)\n", calls[0].At.Sub(n.start).Seconds())
+	}
 	fmt.Printf("done: %d instance(s), both pods bound in %.1fs. Function logs: %s\n", len(g.EC2.Instances()), time.Since(n.start).Seconds(), logPath)
 	fmt.Println("cleaning up ...")
 	return nil
@@ -193,31 +203,11 @@ func taints(ts []corev1.Taint) string {
 	return strings.Join(s, ",")
 }
 
-// seedPods expands the seed's Deployment as a ReplicaSet would.
+// seedPods expands the seed's Deployment as its ReplicaSet would.
 func seedPods(seed []byte) ([]*corev1.Pod, error) {
-	objs, err := specs.Decode(seed, "seed.yaml")
+	w, err := workload.Read(seed, "seed.yaml")
 	if err != nil {
 		return nil, err
 	}
-	var pods []*corev1.Pod
-	for _, o := range objs {
-		if o.Kind != "Deployment" {
-			continue
-		}
-		var d appsv1.Deployment
-		if err := json.Unmarshal(o.Raw, &d); err != nil {
-			return nil, err
-		}
-		reps := int32(1)
-		if d.Spec.Replicas != nil {
-			reps = *d.Spec.Replicas
-		}
-		for i := int32(0); i < reps; i++ {
-			pods = append(pods, &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", d.Name, i), Namespace: "default", Labels: d.Spec.Template.Labels},
-				Spec:       *d.Spec.Template.Spec.DeepCopy(),
-			})
-		}
-	}
-	return pods, nil
+	return testenv.NewPods(w.Pods), nil
 }

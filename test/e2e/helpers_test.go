@@ -2,17 +2,14 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"os"
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/joist-dev/joist/pkg/specs"
+	"github.com/joist-dev/joist/pkg/workload"
 	"github.com/joist-dev/joist/test/testenv"
 )
 
@@ -27,35 +24,15 @@ func seed(t *testing.T) []byte {
 	return b
 }
 
-// deploymentPods expands the Deployments in manifests into the pods a
-// ReplicaSet would create (there is no controller manager here).
+// deploymentPods expands the workloads in manifests into the pods their
+// controllers would create (there is no controller manager here).
 func deploymentPods(t *testing.T, manifests []byte) []*corev1.Pod {
 	t.Helper()
-	objs, err := specs.Decode(manifests, "manifests")
+	w, err := workload.Read(manifests, "manifests")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var pods []*corev1.Pod
-	for _, o := range objs {
-		if o.Kind != "Deployment" {
-			continue
-		}
-		var d appsv1.Deployment
-		if err := json.Unmarshal(o.Raw, &d); err != nil {
-			t.Fatal(err)
-		}
-		n := int32(1)
-		if d.Spec.Replicas != nil {
-			n = *d.Spec.Replicas
-		}
-		for i := int32(0); i < n; i++ {
-			pods = append(pods, &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", d.Name, i), Labels: d.Spec.Template.Labels},
-				Spec:       *d.Spec.Template.Spec.DeepCopy(),
-			})
-		}
-	}
-	return pods
+	return testenv.NewPods(w.Pods)
 }
 
 // createPending creates pods as a ReplicaSet would and marks each

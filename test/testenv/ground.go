@@ -414,3 +414,16 @@ func (l *LogBuffer) String() string {
 	defer l.mu.Unlock()
 	return string(l.b)
 }
+
+// NewPods turns pods read from manifests (pkg/workload) into objects to
+// create: deep copies with no UID, status or namespace of their own.
+func NewPods(ps []*corev1.Pod) []*corev1.Pod {
+	out := make([]*corev1.Pod, 0, len(ps))
+	for _, p := range ps {
+		c := p.DeepCopy()
+		c.UID, c.ResourceVersion, c.Namespace = "", "", ""
+		c.Status = corev1.PodStatus{}
+		out = append(out, c)
+	}
+	return out
+}
