@@ -51,8 +51,9 @@ test-unit:
 demo: tools
 	JOIST_TOOLS=$(TOOLS_DIR) $(GO) run ./test/demo
 
-## bench: the simulator's benchmarks over ../shared/workloads, as a table
+## bench: the simulator over ../shared/workloads as a table (nodes, $/h, bound, time), then the Go benchmarks
 bench:
+	$(GO) run ./pkg/scheduling/internal/benchtable
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/scheduling/...
 
 ## lint: gofmt and go vet
