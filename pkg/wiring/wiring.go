@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/joist-dev/joist/pkg/catalog"
@@ -43,6 +44,8 @@ type Env struct {
 	EC2     *ec2.Client
 	EKS     *eks.Client
 	SSM     *ssm.Client
+	// Dynamic reads the spec CRDs (SPEC_SOURCE=crd).
+	Dynamic dynamic.Interface
 }
 
 // Logger is the JSON logger every function uses; it carries the cluster
@@ -84,6 +87,10 @@ func Load(ctx context.Context) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes dynamic client: %w", err)
+	}
 	return &Env{
 		Cluster: cluster,
 		Region:  cfg.Region,
@@ -92,9 +99,10 @@ func Load(ctx context.Context) (*Env, error) {
 		Log:     Logger(cluster),
 		// Throttling and 5xx are retried with backoff and jitter, tuned
 		// for CreateFleet's bursts.
-		EC2: ec2.NewFromConfig(cfg, launch.EC2Options),
-		EKS: eks.NewFromConfig(cfg),
-		SSM: ssm.NewFromConfig(cfg),
+		EC2:     ec2.NewFromConfig(cfg, launch.EC2Options),
+		EKS:     eks.NewFromConfig(cfg),
+		SSM:     ssm.NewFromConfig(cfg),
+		Dynamic: dyn,
 	}, nil
 }
 
@@ -154,6 +162,7 @@ func (e *Env) Launcher() *launch.Launcher {
 func (e *Env) Specs() (func(context.Context) (*model.Spec, error), error) {
 	store, err := specstore.New(specstore.Config{
 		Source: os.Getenv("SPEC_SOURCE"), Cluster: e.Cluster, SSM: e.SSM, Logger: e.Log,
+		Kube: e.Dynamic, Events: e.Kube.CoreV1(),
 	})
 	if err != nil {
 		return nil, err

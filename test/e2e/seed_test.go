@@ -127,3 +127,23 @@ func service0Zone(g *testenv.Ground, id string) string {
 	}
 	return ""
 }
+
+// TestE2E_SeedFromCRDs is the seed scenario with the specs kept as objects
+// of Joist's CRDs instead of SSM parameters (SPEC_SOURCE=crd).
+func TestE2E_SeedFromCRDs(t *testing.T) {
+	g := testenv.NewGround(t, testenv.GroundOptions{
+		Cluster: "crd-specs", Namespace: "crd-specs", SpecSource: "crd", Specs: seed(t), ReadyDelay: 300 * time.Millisecond,
+	})
+	ps := createPending(t, g, deploymentPods(t, seed(t)))
+	nodes := waitBound(t, g, ps, 90*time.Second)
+	node, err := g.Kube.Client.CoreV1().Nodes().Get(context.Background(), nodes[ps[0].Name], metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if node.Labels["nodeType"] != "service-2023" || node.Labels["karpenter.sh/provisioner-name"] != "service" {
+		t.Fatalf("node labels %v: want the service Provisioner's", node.Labels)
+	}
+	if ids := launched(g); len(ids) != 1 {
+		t.Fatalf("launched %v, want one instance", ids)
+	}
+}

@@ -20,6 +20,8 @@ import (
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/joist-dev/joist/pkg/forwarder"
 	"github.com/joist-dev/joist/pkg/specs"
@@ -44,6 +46,9 @@ type GroundOptions struct {
 	// aws:eks:cluster-name=<name>). Default: the seed's hoon-cluster, so the
 	// seed's node templates find them whatever the scenario's cluster is.
 	VPCCluster string
+	// SpecSource is where the functions read specs: "ssm" (default) or
+	// "crd" (the objects are created in the API server).
+	SpecSource string
 	// Specs is YAML with the scenario's spec objects, pushed to SSM under
 	// /joist/<cluster>/ as `joist specs push` would.
 	Specs []byte
@@ -98,6 +103,8 @@ type Ground struct {
 	build  func(string) (string, error)
 	fnMu   sync.Mutex
 	extra  []*Function
+	// applied undoes ApplySpecs.
+	applied []func()
 }
 
 // StartFunction starts another instance of a function with the ground's
@@ -206,8 +213,15 @@ func StartGround(ctx context.Context, kube *KubeEnv, kumo *KumoEnv, rie string, 
 	if err := g.seedAMIs(ctx); err != nil {
 		return nil, err
 	}
+	if o.SpecSource == "" {
+		o.SpecSource = "ssm"
+	}
 	if len(o.Specs) > 0 {
-		if err := g.PushSpecs(ctx, o.Specs); err != nil {
+		push := g.PushSpecs
+		if o.SpecSource == "crd" {
+			push = g.ApplySpecs
+		}
+		if err := push(ctx, o.Specs); err != nil {
 			return nil, err
 		}
 	}
@@ -234,7 +248,7 @@ func StartGround(ctx context.Context, kube *KubeEnv, kumo *KumoEnv, rie string, 
 		"KUBERNETES_VERSION":       o.K8sVersion,
 		"CLUSTER_ENDPOINT":         kube.Config.Host,
 		"CLUSTER_CA":               "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg==",
-		"SPEC_SOURCE":              "ssm",
+		"SPEC_SOURCE":              o.SpecSource,
 		"DEFAULT_INSTANCE_PROFILE": "KarpenterNodeInstanceProfile-" + o.Cluster,
 	}
 	for k, v := range o.ExtraEnv {
@@ -344,6 +358,9 @@ func (g *Ground) Close() {
 		g.ec2srv.Close()
 	}
 	ctx := context.Background()
+	for _, undo := range g.applied {
+		undo()
+	}
 	if g.Kube != nil {
 		zero := int64(0)
 		_ = g.Kube.Client.CoreV1().Pods(g.Opts.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
@@ -361,6 +378,38 @@ func (g *Ground) PushSpecs(ctx context.Context, manifests []byte) error {
 	store := &specstore.SSMStore{Client: ssm.NewFromConfig(g.AWS), Cluster: g.Opts.Cluster, Logger: g.Log}
 	_, _, err = store.Push(ctx, objs, specstore.PushOptions{})
 	return err
+}
+
+// ApplySpecs creates every spec object in manifests as an object of
+// Joist's CRDs (config/crds), removed again at Close.
+func (g *Ground) ApplySpecs(ctx context.Context, manifests []byte) error {
+	objs, err := specs.Decode(manifests, "specs")
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(g.Kube.Config)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if o.Ignored {
+			continue
+		}
+		for _, r := range specstore.Resources {
+			if r.Kind != o.Kind {
+				continue
+			}
+			u := &unstructured.Unstructured{}
+			if err := u.UnmarshalJSON(o.Raw); err != nil {
+				return fmt.Errorf("%s: %w", o, err)
+			}
+			if _, err := dyn.Resource(r.GVR).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("create %s: %w", o, err)
+			}
+			g.applied = append(g.applied, func() { _ = dyn.Resource(r.GVR).Delete(context.Background(), o.Name, metav1.DeleteOptions{}) })
+		}
+	}
+	return nil
 }
 
 // seedAMIs publishes the EKS AMI parameters (kumo does not serve AWS's
