@@ -386,6 +386,7 @@ func TestFunctions(t *testing.T) {
 			"SPEC_PREFIX":              "/joist/hoon-cluster/",
 			"EVENT_BUS_NAME":           busRef,
 			"DEFAULT_INSTANCE_PROFILE": "KarpenterNodeInstanceProfile-hoon-cluster",
+			"JOIST_CATALOG":            "live",
 		}
 		env, _ := p["Environment"].(map[string]interface{})
 		if !reflect.DeepEqual(env["Variables"], want) {
