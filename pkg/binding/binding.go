@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/joist-dev/joist/pkg/catalog"
 	"github.com/joist-dev/joist/pkg/kube"
 	"github.com/joist-dev/joist/pkg/metrics"
 	"github.com/joist-dev/joist/pkg/pods"
@@ -95,6 +96,31 @@ func (b *Binder) BindAll(ctx context.Context) (Result, error) {
 	return total, nil
 }
 
+// labelNode gives a node the well-known labels of its instance type that
+// the kubelet cannot set (karpenter.k8s.aws/instance-family, -cpu, -gpu-*,
+// ...), as Karpenter does at registration: the simulator planned pods that
+// select on them, so the node must carry them before those pods are bound.
+func (b *Binder) labelNode(ctx context.Context, node *corev1.Node) (*corev1.Node, error) {
+	it, ok := catalog.Lookup(node.Labels[corev1.LabelInstanceTypeStable])
+	if !ok {
+		return node, nil
+	}
+	missing := map[string]string{}
+	for k, v := range it.Labels() {
+		if _, has := node.Labels[k]; !has {
+			missing[k] = v
+		}
+	}
+	if len(missing) == 0 {
+		return node, nil
+	}
+	labeled, err := b.Kube.LabelNode(ctx, node.Name, missing)
+	if err != nil {
+		return nil, err
+	}
+	return labeled, nil
+}
+
 func (b *Binder) bind(ctx context.Context, node *corev1.Node, unbound []*corev1.Pod) (Result, error) {
 	var res Result
 	id := pods.InstanceID(node.Spec.ProviderID)
@@ -114,6 +140,10 @@ func (b *Binder) bind(ctx context.Context, node *corev1.Node, unbound []*corev1.
 	if !pods.NodeReady(node) {
 		log.Info("node not Ready yet; binding later", "planned", len(mine))
 		return res, nil
+	}
+	node, err := b.labelNode(ctx, node)
+	if err != nil {
+		return res, err
 	}
 	onNode, err := b.Kube.PodsOnNode(ctx, node.Name)
 	if err != nil {

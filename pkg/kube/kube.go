@@ -158,3 +158,13 @@ func (c *Client) Bind(ctx context.Context, p *corev1.Pod, node string) (BindResu
 		return 0, fmt.Errorf("bind pod %s to %s: %w", pods.Key(p), node, err)
 	}
 }
+
+// LabelNode adds labels to a node (a merge patch: labels it has are kept).
+func (c *Client) LabelNode(ctx context.Context, name string, labels map[string]string) (*corev1.Node, error) {
+	b, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
+	n, err := c.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, b, metav1.PatchOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("label node %s: %w", name, err)
+	}
+	return n, nil
+}

@@ -347,3 +347,29 @@ func TestE2E_RegistrationTimeout(t *testing.T) {
 		t.Errorf("launched %v, want the broken one and its replacement", ids)
 	}
 }
+
+// TestE2E_InstanceTypeLabelsReachTheNode: a pod that selects on a label
+// only Joist knows (karpenter.k8s.aws/instance-family) is planned, and its
+// node carries that label before the binder checks the pod fits, as
+// Karpenter labels nodes at registration. Without it the pod would be
+// handed back and planned again forever.
+func TestE2E_InstanceTypeLabelsReachTheNode(t *testing.T) {
+	g := testenv.NewGround(t, testenv.GroundOptions{
+		Cluster: "typelabels", Namespace: "typelabels", Specs: seed(t), ReadyDelay: 300 * time.Millisecond,
+	})
+	ps := smallPods(t, "family", 1)
+	ps[0].Spec.NodeSelector["karpenter.k8s.aws/instance-family"] = "t3"
+	ps[0].Spec.NodeSelector["karpenter.k8s.aws/instance-cpu"] = "2"
+	ps = createPending(t, g, ps)
+	nodes := waitBound(t, g, ps, 90*time.Second)
+	node, err := g.Kube.Client.CoreV1().Nodes().Get(context.Background(), nodes[ps[0].Name], metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if node.Labels["karpenter.k8s.aws/instance-family"] != "t3" || node.Labels["karpenter.k8s.aws/instance-cpu"] != "2" {
+		t.Fatalf("node labels %v lack the instance type's labels", node.Labels)
+	}
+	if ids := launched(g); len(ids) != 1 {
+		t.Fatalf("launched %v, want one instance", ids)
+	}
+}
