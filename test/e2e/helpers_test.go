@@ -15,7 +15,7 @@ import (
 
 // seed is the user's manifests (examples/seed/seed.yaml, a copy of the
 // shared seed).
-func seed(t *testing.T) []byte {
+func seed(t testing.TB) []byte {
 	t.Helper()
 	b, err := os.ReadFile(testenv.RepoRoot() + "/examples/seed/seed.yaml")
 	if err != nil {
@@ -26,7 +26,7 @@ func seed(t *testing.T) []byte {
 
 // deploymentPods expands the workloads in manifests into the pods their
 // controllers would create (there is no controller manager here).
-func deploymentPods(t *testing.T, manifests []byte) []*corev1.Pod {
+func deploymentPods(t testing.TB, manifests []byte) []*corev1.Pod {
 	t.Helper()
 	w, err := workload.Read(manifests, "manifests")
 	if err != nil {
