@@ -200,7 +200,7 @@ func readPlanInput(stdin io.Reader, stderr io.Writer, o *planOptions) (schedulin
 	pools := spec.Pools
 	defaultPool := false
 	if len(pools) == 0 {
-		pools = []*model.Pool{defaultPlanPool()}
+		pools = []*model.Pool{specs.DefaultPool()}
 		defaultPool = true
 	}
 	shared, per := fromcatalog.ForPools(cat, pools)
@@ -248,20 +248,6 @@ func loadPlanCatalog(o *planOptions) (*catalog.Catalog, error) {
 	return c, nil
 }
 
-// defaultPlanPool is what Karpenter's AWS webhook makes of an empty v1alpha5
-// Provisioner: linux, amd64, on-demand, categories c, m, r, generation > 2.
-func defaultPlanPool() *model.Pool {
-	return &model.Pool{
-		Name: "default", API: model.APIV1Alpha5,
-		Requirements: []model.Requirement{
-			{Key: model.LabelOS, Operator: "In", Values: []string{"linux"}},
-			{Key: model.LabelArch, Operator: "In", Values: []string{"amd64"}},
-			{Key: model.LabelCapacityType, Operator: "In", Values: []string{model.CapacityTypeOnDemand}},
-			{Key: catalog.LabelInstanceCategory, Operator: "In", Values: []string{"c", "m", "r"}},
-			{Key: catalog.LabelInstanceGeneration, Operator: "Gt", Values: []string{"2"}},
-		},
-	}
-}
 
 func zonesOf(in scheduling.Input) []string {
 	seen := map[string]bool{}

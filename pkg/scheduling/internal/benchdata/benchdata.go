@@ -97,7 +97,7 @@ func FromManifest(data []byte, source string) (scheduling.Input, error) {
 	}
 	pools := spec.Pools
 	if len(pools) == 0 {
-		pools = []*model.Pool{DefaultPool()}
+		pools = []*model.Pool{specs.DefaultPool()}
 	}
 	shared, per := fromcatalog.ForPools(cat, pools)
 	return scheduling.Input{
@@ -108,17 +108,3 @@ func FromManifest(data []byte, source string) (scheduling.Input, error) {
 	}, nil
 }
 
-// DefaultPool is Karpenter v1alpha5's defaulted Provisioner: linux, amd64,
-// on-demand, categories c, m, r of generation > 2.
-func DefaultPool() *model.Pool {
-	return &model.Pool{
-		Name: "default", API: model.APIV1Alpha5,
-		Requirements: []model.Requirement{
-			{Key: model.LabelOS, Operator: "In", Values: []string{"linux"}},
-			{Key: model.LabelArch, Operator: "In", Values: []string{"amd64"}},
-			{Key: model.LabelCapacityType, Operator: "In", Values: []string{model.CapacityTypeOnDemand}},
-			{Key: "karpenter.k8s.aws/instance-category", Operator: "In", Values: []string{"c", "m", "r"}},
-			{Key: "karpenter.k8s.aws/instance-generation", Operator: "Gt", Values: []string{"2"}},
-		},
-	}
-}
