@@ -248,7 +248,6 @@ func loadPlanCatalog(o *planOptions) (*catalog.Catalog, error) {
 	return c, nil
 }
 
-
 func zonesOf(in scheduling.Input) []string {
 	seen := map[string]bool{}
 	for _, it := range in.InstanceTypes {

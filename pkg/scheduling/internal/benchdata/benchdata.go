@@ -107,4 +107,3 @@ func FromManifest(data []byte, source string) (scheduling.Input, error) {
 		StorageClasses: wl.StorageClasses, Namespaces: wl.Namespaces,
 	}, nil
 }
-
