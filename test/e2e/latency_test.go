@@ -61,4 +61,3 @@ func BenchmarkE2E_UnschedulableToCreateFleet(b *testing.B) {
 	b.ReportMetric(waits[len(waits)*9/10], "p90-s")
 	b.ReportMetric(waits[len(waits)-1], "max-s")
 }
-
