@@ -1,0 +1,129 @@
+package binding_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/joist-dev/joist/pkg/binding"
+	"github.com/joist-dev/joist/pkg/kube"
+	"github.com/joist-dev/joist/pkg/pods"
+	"github.com/joist-dev/joist/test/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// fixture is a Ready node of instance id with 2 cpu, in its own namespace.
+func fixture(t *testing.T, ns, node, id string) *kube.Client {
+	t.Helper()
+	env := testenv.Kube(t)
+	c := kube.New(env.Client)
+	ctx := context.Background()
+	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: node, Labels: map[string]string{corev1.LabelInstanceTypeStable: "t3.large"}},
+		Spec:       corev1.NodeSpec{ProviderID: "aws:///ap-northeast-2a/" + id},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Status = corev1.NodeStatus{
+		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi"), corev1.ResourcePods: resource.MustParse("10")},
+		Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+	}
+	if _, err := c.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// envtest's admission puts the not-ready taint on new nodes; the node
+	// lifecycle controller would remove it.
+	n, _ = c.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	n.Spec.Taints = nil
+	if _, err := c.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func plannedPod(t *testing.T, c *kube.Client, ns, name, cpu, instance string) *corev1.Pod {
+	t.Helper()
+	p, err := c.CoreV1().Pods(ns).Create(context.Background(), &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: map[string]string{pods.AnnotationInstance: instance}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)},
+		}}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func TestBinder_BindsPlannedPodsAndUnplansWhatNoLongerFits(t *testing.T) {
+	c := fixture(t, "fit", "node-fit", "i-fit")
+	ctx := context.Background()
+	plannedPod(t, c, "fit", "a", "1200m", "i-fit")
+	plannedPod(t, c, "fit", "b", "1200m", "i-fit") // 2.4 cpu planned on 2: one must go back
+	plannedPod(t, c, "fit", "other", "100m", "i-elsewhere")
+	res, err := (&binding.Binder{Kube: c, Log: quiet()}).BindNode(ctx, "node-fit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Bound != 1 || res.Unplanned != 1 {
+		t.Fatalf("result %+v, want one bound and one handed back", res)
+	}
+	a, _ := c.CoreV1().Pods("fit").Get(ctx, "a", metav1.GetOptions{})
+	b, _ := c.CoreV1().Pods("fit").Get(ctx, "b", metav1.GetOptions{})
+	if a.Spec.NodeName != "node-fit" || b.Spec.NodeName != "" || pods.PlannedInstance(b) != "" {
+		t.Fatalf("a on %q, b on %q planned for %q: want a bound and b unbound with no plan", a.Spec.NodeName, b.Spec.NodeName, pods.PlannedInstance(b))
+	}
+	other, _ := c.CoreV1().Pods("fit").Get(ctx, "other", metav1.GetOptions{})
+	if other.Spec.NodeName != "" || pods.PlannedInstance(other) != "i-elsewhere" {
+		t.Fatalf("a pod planned for another instance was touched")
+	}
+	node, _ := c.CoreV1().Nodes().Get(ctx, "node-fit", metav1.GetOptions{})
+	if node.Labels["karpenter.k8s.aws/instance-family"] != "t3" {
+		t.Fatalf("node labels %v: the binder must add the instance type's labels", node.Labels)
+	}
+}
+
+func TestBinder_ConflictMeansSomeoneElseBoundIt(t *testing.T) {
+	c := fixture(t, "race", "node-race", "i-race")
+	ctx := context.Background()
+	p := plannedPod(t, c, "race", "a", "100m", "i-race")
+	// kube-scheduler wins the race between the binder's read and its bind.
+	if r, err := c.Bind(ctx, p, "node-race"); err != nil || r != kube.Bound {
+		t.Fatalf("first bind: %v %v", r, err)
+	}
+	r, err := c.Bind(ctx, p, "node-race")
+	if err != nil || r != kube.AlreadyBound {
+		t.Fatalf("second bind = %v, %v; want AlreadyBound and no error", r, err)
+	}
+}
+
+func TestBinder_WaitsForStartupTaints(t *testing.T) {
+	c := fixture(t, "taint", "node-taint", "i-taint")
+	ctx := context.Background()
+	n, _ := c.CoreV1().Nodes().Get(ctx, "node-taint", metav1.GetOptions{})
+	n.Spec.Taints = []corev1.Taint{{Key: "node.cilium.io/agent-not-ready", Effect: corev1.TaintEffectNoSchedule}}
+	if _, err := c.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	plannedPod(t, c, "taint", "a", "100m", "i-taint")
+	res, err := (&binding.Binder{Kube: c, Log: quiet()}).BindNode(ctx, "node-taint")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := c.CoreV1().Pods("taint").Get(ctx, "a", metav1.GetOptions{})
+	if res.Bound != 0 || res.Unplanned != 0 || a.Spec.NodeName != "" || pods.PlannedInstance(a) != "i-taint" {
+		t.Fatalf("result %+v, pod on %q planned for %q: want it left waiting for the taint to go", res, a.Spec.NodeName, pods.PlannedInstance(a))
+	}
+}
