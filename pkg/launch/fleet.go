@@ -79,6 +79,9 @@ type Instance struct {
 	// LaunchTemplateID is the template the instance was launched from.
 	LaunchTemplateID string
 	Tags             map[string]string
+	// Unavailable are offerings the same CreateFleet found out of capacity
+	// before it launched this one; the caller marks them.
+	Unavailable []catalog.OfferingKey
 }
 
 // Token derives an idempotency token (at most 64 characters, as
@@ -152,6 +155,7 @@ func (l *Launcher) Launch(ctx context.Context, req Request) (*Instance, error) {
 		return fail(err)
 	}
 	if inst := l.instanceFrom(out, req, att); inst != nil {
+		inst.Unavailable = unavailableFrom(capacityType, out.Errors)
 		return inst, nil
 	}
 
@@ -555,6 +559,22 @@ func fullSubnets(errs []ec2types.CreateFleetError) []string {
 		}
 	}
 	return dedupe(ids)
+}
+
+// unavailableFrom lists the offerings a fleet that did launch reported out
+// of capacity on its way (an instant fleet moves on to the next override):
+// they are as unavailable as if the whole launch had failed.
+func unavailableFrom(capacityType string, errs []ec2types.CreateFleetError) []catalog.OfferingKey {
+	var capacity []ec2types.CreateFleetError
+	for _, e := range errs {
+		if catalog.IsCapacityError(aws.ToString(e.ErrorCode)) {
+			capacity = append(capacity, e)
+		}
+	}
+	if ce, ok := fleetError("", capacityType, capacity).(*CapacityError); ok && len(capacity) > 0 {
+		return ce.Offerings
+	}
+	return nil
 }
 
 // fleetError explains a CreateFleet that launched nothing: a

@@ -216,6 +216,9 @@ func (p *Provisioner) Reconcile(ctx context.Context) (*Result, error) {
 				continue
 			}
 			res.Launched = append(res.Launched, *inst)
+			for _, o := range inst.Unavailable {
+				p.Unavailable.Mark(now, o.InstanceType, o.Zone, o.CapacityType)
+			}
 			p.recordLaunch(ctx, n, inst, now)
 			p.Log.Info("launched", "pool", n.Pool, "instance", inst.ID, "instanceType", inst.InstanceType, "zone", inst.Zone, "capacityType", inst.CapacityType, "pods", len(n.Pods))
 			// The new instance holds these pods now; a replan in this pass

@@ -373,3 +373,42 @@ func TestE2E_InstanceTypeLabelsReachTheNode(t *testing.T) {
 		t.Fatalf("launched %v, want one instance", ids)
 	}
 }
+
+// TestE2E_UnavailableOfferingsSurviveAColdStart: an offering that ran out of
+// capacity stays out of the next plans for its three minutes even when the
+// next reconcile runs in a fresh execution environment (the marks live on
+// the decider Lease, not in memory only).
+func TestE2E_UnavailableOfferingsSurviveAColdStart(t *testing.T) {
+	g := testenv.NewGround(t, testenv.GroundOptions{
+		Cluster: "ice-cold", Namespace: "ice-cold", Specs: seed(t), ReadyDelay: 300 * time.Millisecond,
+	})
+	for _, z := range []string{"ap-northeast-2a", "ap-northeast-2c"} {
+		g.EC2.SetInsufficientCapacity("t3.large", z, "on-demand", true)
+	}
+	// Both pods want host port 8080: each needs a node of its own, and a
+	// t3.large (the cheapest, out of capacity) would hold either.
+	withPort := func(name string) []*corev1.Pod {
+		ps := smallPods(t, name, 1)
+		ps[0].Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: 8080}}
+		return ps
+	}
+	waitBound(t, g, createPending(t, g, withPort("first")), 90*time.Second)
+	if err := g.RestartProvisioner(); err != nil {
+		t.Fatal(err)
+	}
+	before := len(g.EC2.CreateFleetCalls())
+	waitBound(t, g, createPending(t, g, withPort("next")), 90*time.Second)
+	calls := g.EC2.CreateFleetCalls()[before:]
+	if len(calls) == 0 {
+		t.Fatal("no CreateFleet for the second pod")
+	}
+	for _, c := range calls {
+		for _, cfg := range c.LaunchTemplateConfigs {
+			for _, o := range cfg.Overrides {
+				if o.InstanceType == "t3.large" {
+					t.Fatalf("after a cold start the provisioner offered t3.large again (override %+v): the unavailable mark was lost", o)
+				}
+			}
+		}
+	}
+}
