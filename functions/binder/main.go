@@ -5,8 +5,6 @@ package main
 
 import (
 	"context"
-	"log/slog"
-	"os"
 	"sort"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -18,12 +16,7 @@ import (
 )
 
 func main() {
-	ctx := context.Background()
-	env, err := wiring.Load(ctx)
-	if err != nil {
-		slog.Error("binder: configuration", "error", err.Error())
-		os.Exit(1)
-	}
+	env := wiring.MustLoad(context.Background(), "binder")
 	lambda.Start(trigger.SQS(env.Log, func(ctx context.Context, evs []any) error {
 		log := wiring.WithRequest(ctx, env.Log)
 		m := env.Metrics()

@@ -5,8 +5,6 @@ package main
 
 import (
 	"context"
-	"log/slog"
-	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
@@ -15,17 +13,8 @@ import (
 )
 
 func main() {
-	ctx := context.Background()
-	env, err := wiring.Load(ctx)
-	if err != nil {
-		slog.Error("provisioner: configuration", "error", err.Error())
-		os.Exit(1)
-	}
-	reconcile, err := env.Reconciler()
-	if err != nil {
-		env.Log.Error("provisioner: "+err.Error(), "error", err.Error())
-		os.Exit(1)
-	}
+	env := wiring.MustLoad(context.Background(), "provisioner")
+	reconcile := env.MustReconciler("provisioner")
 	lambda.Start(trigger.SQS(env.Log, func(ctx context.Context, _ []any) error {
 		m := env.Metrics()
 		defer env.Flush(m)

@@ -8,8 +8,6 @@ package main
 import (
 	"context"
 	"errors"
-	"log/slog"
-	"os"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
@@ -19,17 +17,8 @@ import (
 )
 
 func main() {
-	ctx := context.Background()
-	env, err := wiring.Load(ctx)
-	if err != nil {
-		slog.Error("reaper: configuration", "error", err.Error())
-		os.Exit(1)
-	}
-	reconcile, err := env.Reconciler()
-	if err != nil {
-		env.Log.Error("reaper: "+err.Error(), "error", err.Error())
-		os.Exit(1)
-	}
+	env := wiring.MustLoad(context.Background(), "reaper")
+	reconcile := env.MustReconciler("reaper")
 	lambda.Start(func(ctx context.Context, _ events.CloudWatchEvent) error {
 		log := wiring.WithRequest(ctx, env.Log)
 		m := env.Metrics()

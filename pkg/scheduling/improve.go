@@ -184,17 +184,7 @@ func (s *solver) unplace(l *level, b *bin, k int) {
 func (s *solver) addBack(l *level, b *bin, k int) {
 	b.ver++
 	b.used.addScaled(l.cls.req, int64(k))
-	found := false
-	for i := range b.entries {
-		if b.entries[i].l == l {
-			b.entries[i].n += k
-			found = true
-			break
-		}
-	}
-	if !found {
-		b.entries = append(b.entries, entry{l: l, n: k})
-	}
+	b.addEntry(l, k)
 	if b.node == nil && b.zone >= 0 {
 		s.zoneLoad[b.zone] += k
 	}

@@ -223,17 +223,7 @@ func (s *solver) place(l *level, b *bin, ch choice) {
 	}
 	b.used.addScaled(c.req, int64(k))
 	b.ports = append(b.ports, c.ports...)
-	found := false
-	for i := range b.entries {
-		if b.entries[i].l == l {
-			b.entries[i].n += k
-			found = true
-			break
-		}
-	}
-	if !found {
-		b.entries = append(b.entries, entry{l: l, n: k})
-	}
+	b.addEntry(l, k)
 	s.count(l, b, int32(k))
 }
 
@@ -754,4 +744,15 @@ func (s *solver) limitReason(ps *poolState, l *level) string {
 		}
 	}
 	return "exceeds pool " + strconv.Quote(ps.pool.Name) + " limits"
+}
+
+// addEntry counts k more pods of level l on the bin.
+func (b *bin) addEntry(l *level, k int) {
+	for i := range b.entries {
+		if b.entries[i].l == l {
+			b.entries[i].n += k
+			return
+		}
+	}
+	b.entries = append(b.entries, entry{l: l, n: k})
 }

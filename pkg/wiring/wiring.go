@@ -250,3 +250,24 @@ func (e *Env) Flush(m *metrics.Recorder) {
 		e.Log.Warn("metrics", "error", err.Error())
 	}
 }
+
+// MustLoad is Load for a function's main: a function that cannot read its
+// configuration logs why and exits, and Lambda reports the failed init.
+func MustLoad(ctx context.Context, function string) *Env {
+	env, err := Load(ctx)
+	if err != nil {
+		slog.Error(function+": configuration", "error", err.Error())
+		os.Exit(1)
+	}
+	return env
+}
+
+// MustReconciler is Reconciler for a function's main.
+func (e *Env) MustReconciler(function string) func(ctx context.Context, m *metrics.Recorder) (*provisioning.Result, error) {
+	r, err := e.Reconciler()
+	if err != nil {
+		e.Log.Error(function+": "+err.Error(), "error", err.Error())
+		os.Exit(1)
+	}
+	return r
+}
