@@ -8,11 +8,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/joist-dev/joist/events"
 	"github.com/joist-dev/joist/pkg/catalog"
 	"github.com/joist-dev/joist/pkg/kube"
 	"github.com/joist-dev/joist/pkg/metrics"
@@ -200,4 +202,29 @@ func taintOnly(node *corev1.Node, p *corev1.Pod, onNode []*corev1.Pod) bool {
 	n := node.DeepCopy()
 	n.Spec.Taints = nil
 	return pods.Fits(p, n, onNode) == nil
+}
+
+// HandleReady binds for each distinct node a batch of node-ready events
+// names (events of other clusters and other kinds are ignored). The events
+// only say which nodes to look at; BindNode reads the truth.
+func (b *Binder) HandleReady(ctx context.Context, cluster string, evs []any) error {
+	nodes := map[string]bool{}
+	for _, e := range evs {
+		if nr, ok := e.(*events.NodeReady); ok && nr.Cluster == cluster {
+			nodes[nr.Node] = true
+		}
+	}
+	names := make([]string, 0, len(nodes))
+	for n := range nodes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		res, err := b.BindNode(ctx, n)
+		if err != nil {
+			return err
+		}
+		b.Log.Info("node reconciled", "node", n, "bound", res.Bound, "alreadyBound", res.AlreadyBound, "unplanned", res.Unplanned)
+	}
+	return nil
 }
