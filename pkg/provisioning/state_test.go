@@ -1,0 +1,79 @@
+package provisioning
+
+import (
+	"reflect"
+	"sort"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/joist-dev/joist/pkg/catalog"
+	"github.com/joist-dev/joist/pkg/model"
+	"github.com/joist-dev/joist/pkg/scheduling"
+)
+
+func TestNodeLabels_LeavesOutWhatTheKubeletSetsItself(t *testing.T) {
+	got := nodeLabels(map[string]string{
+		"nodeType": "service-2023", model.LabelProvisionerName: "service", model.LabelCapacityType: "on-demand",
+		model.LabelInstanceType: "t3.large", model.LabelZone: "ap-northeast-2a", model.LabelRegion: "ap-northeast-2",
+		model.LabelArch: "amd64", model.LabelOS: "linux", model.LabelHostname: "x",
+	})
+	want := map[string]string{"nodeType": "service-2023", model.LabelProvisionerName: "service", model.LabelCapacityType: "on-demand"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("nodeLabels = %v, want %v", got, want)
+	}
+}
+
+func TestPoolLabels_FixedRequirementsLabelsAndPoolName(t *testing.T) {
+	p := &model.Pool{Name: "service", API: model.APIV1Alpha5, Labels: map[string]string{"nodeType": "service-2023"},
+		Requirements: []model.Requirement{
+			{Key: model.LabelCapacityType, Operator: "In", Values: []string{"on-demand"}},
+			{Key: model.LabelZone, Operator: "In", Values: []string{"a", "c"}},
+			{Key: "team", Operator: "Exists"},
+		}}
+	want := map[string]string{"nodeType": "service-2023", model.LabelCapacityType: "on-demand", model.LabelProvisionerName: "service"}
+	if got := poolLabels(p); !reflect.DeepEqual(got, want) {
+		t.Fatalf("poolLabels = %v, want %v", got, want)
+	}
+}
+
+func TestWithoutStartupTaints(t *testing.T) {
+	pool := &model.Pool{StartupTaints: []corev1.Taint{{Key: "cilium", Effect: corev1.TaintEffectNoSchedule}}}
+	in := []corev1.Taint{
+		{Key: "service", Value: "true", Effect: corev1.TaintEffectNoSchedule},
+		{Key: "cilium", Effect: corev1.TaintEffectNoSchedule},
+		{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule},
+	}
+	got := withoutStartupTaints(in, pool)
+	if len(got) != 1 || got[0].Key != "service" {
+		t.Fatalf("withoutStartupTaints = %v, want only the pool's real taint", got)
+	}
+}
+
+func TestLaunchOptions_EveryAllowedAvailableOffering(t *testing.T) {
+	cat, err := catalog.Offline("ap-northeast-2", []string{"a", "b", "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := scheduling.NewNode{
+		Zones: []string{"ap-northeast-2a", "ap-northeast-2c"}, CapacityTypes: []string{"on-demand"},
+		InstanceTypeOptions: []scheduling.InstanceTypeOption{{Name: "t3.large"}, {Name: "t3.xlarge"}, {Name: "no-such.type"}},
+	}
+	unavailable := func(it, z, ct string) bool { return it == "t3.large" && z == "ap-northeast-2a" }
+	var got []string
+	for _, o := range launchOptions(cat, n, unavailable) {
+		if o.Arch != "amd64" || o.Variant != "standard" || o.Price <= 0 {
+			t.Errorf("option %+v: want amd64, standard, a price", o)
+		}
+		got = append(got, o.InstanceType+"/"+o.Zone+"/"+o.CapacityType)
+	}
+	sort.Strings(got)
+	want := []string{
+		"t3.large/ap-northeast-2c/on-demand",
+		"t3.xlarge/ap-northeast-2a/on-demand",
+		"t3.xlarge/ap-northeast-2c/on-demand",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("launchOptions = %v, want %v (zones and capacity types of the node, unavailable ones left out)", got, want)
+	}
+}
