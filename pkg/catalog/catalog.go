@@ -124,6 +124,10 @@ type Info struct {
 	OnDemandPriceAsOf map[string]string `json:"onDemandPriceAsOf"`
 	// SpotPriceAsOf is the date of the spot price snapshot.
 	SpotPriceAsOf string `json:"spotPriceAsOf"`
+	// Refreshed maps a region to the date its prices (on-demand and spot)
+	// were taken from AWS by `gen -refresh-regions`; empty for data made
+	// offline from the shared file.
+	Refreshed map[string]string `json:"refreshed,omitempty"`
 	// Types is the number of instance types.
 	Types int `json:"types"`
 }
@@ -175,6 +179,7 @@ func parse(b []byte) (*loaded, error) {
 			Generated:         f.Generated,
 			OnDemandPriceAsOf: f.OnDemandPriceAsOf,
 			SpotPriceAsOf:     f.SpotPriceAsOf,
+			Refreshed:         f.Refreshed,
 			Types:             len(f.Types),
 		},
 	}

@@ -9,6 +9,14 @@
 // With no -in it looks for shared/data/ec2-instance-types.json beside the
 // repository clone (the layout of CI and of the developers' machines).
 //
+// With -refresh-regions us-east-1,eu-west-1,... (and AWS credentials from
+// the default chain) it also asks AWS, per region, for the instance types
+// (DescribeInstanceTypes, DescribeInstanceTypeOfferings) and prices (the
+// Pricing API's GetProducts, DescribeSpotPriceHistory): the region's prices
+// are replaced by AWS's, types the data file lacks are added, nothing is
+// removed (see refresh.go). Without it, the default, the command is
+// offline and its output depends on the data file only.
+//
 // The input is decoded strictly (unknown fields are an error) and checked:
 // no duplicate names, vCPU and memory above zero, a known architecture, every
 // price above zero. The output is deterministic (sorted types, sorted map
@@ -19,6 +27,7 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -26,6 +35,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"time"
 
 	"github.com/joist-dev/joist/pkg/catalog/internal/record"
 )
@@ -100,14 +110,22 @@ var habanaGaudis = map[string]int64{
 func main() {
 	in := flag.String("in", "", "instance-type data file (default: shared/data/ec2-instance-types.json beside the repository)")
 	out := flag.String("out", "instance-types.json.gz", "file to write")
+	regions := flag.String("refresh-regions", "", "comma-separated regions whose types and prices to refresh from live AWS APIs (needs AWS credentials; default: none, offline)")
 	flag.Parse()
-	if err := run(*in, *out); err != nil {
+	rs, err := parseRegions(*regions)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gen:", err)
+		os.Exit(2)
+	}
+	if err := run(context.Background(), *in, *out, rs, awsClients, time.Now); err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(1)
 	}
 }
 
-func run(in, out string) error {
+// run converts in and writes out. With regions it refreshes them from AWS
+// through clients before writing.
+func run(ctx context.Context, in, out string, regions []string, clients clientsFunc, now func() time.Time) error {
 	if in == "" {
 		p, err := defaultInput()
 		if err != nil {
@@ -122,6 +140,18 @@ func run(in, out string) error {
 	f, err := convert(raw)
 	if err != nil {
 		return fmt.Errorf("converting %s: %w", in, err)
+	}
+	if len(regions) > 0 {
+		refreshed, stats, err := refresh(ctx, f, regions, clients, now())
+		if err != nil {
+			return err
+		}
+		f = refreshed
+		for _, r := range regions {
+			st := stats[r]
+			fmt.Printf("gen: %s: on-demand prices for %d types (%d dropped), spot for %d (%d dropped), %d types added\n",
+				r, st.OnDemandSet, st.OnDemandDropped, st.SpotSet, st.SpotDropped, len(st.Added))
+		}
 	}
 	b, err := encode(f)
 	if err != nil {

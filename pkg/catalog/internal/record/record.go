@@ -16,6 +16,10 @@ type File struct {
 	// StaleRegionalPrices names types whose prices outside us-east-1 and
 	// GovCloud are known to be older than a price change.
 	StaleRegionalPrices []string `json:"staleRegionalPrices,omitempty"`
+	// Refreshed maps a region to the date its prices (and the types added
+	// for it) were taken from live AWS APIs by `gen -refresh-regions`;
+	// absent for a file made offline from the shared data.
+	Refreshed map[string]string `json:"refreshed,omitempty"`
 	// Types is sorted by name.
 	Types []Type `json:"types"`
 }
