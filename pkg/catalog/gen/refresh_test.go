@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/joist-dev/joist/pkg/catalog/internal/awsfake"
 	"github.com/joist-dev/joist/pkg/catalog/internal/record"
 )
 
@@ -193,7 +194,7 @@ var now = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 
 // regionRouter sends each EC2 request to the fake of the region it was
 // signed for, as the real regional endpoints would.
-type regionRouter map[string]*fakeEC2
+type regionRouter map[string]*awsfake.EC2
 
 var signedRegion = regexp.MustCompile(`Credential=[^/]+/[0-9]+/([^/]+)/ec2/`)
 
@@ -238,40 +239,40 @@ func awsEnv(t *testing.T, ec2URL, pricingURL string, withCredentials bool) {
 // refreshWorld is a file with two types and two regions of fake AWS:
 // us-east-1 also lists m8g.large (unknown to the file), an i386 type (not
 // added) and a type it describes but offers in no zone (not added).
-func refreshWorld(t *testing.T) (in string, east, west *fakeEC2, p *fakePricing) {
+func refreshWorld(t *testing.T) (in string, east, west *awsfake.EC2, p *awsfake.Pricing) {
 	c5 := strings.NewReplacer(`"m5.large"`, `"c5.large"`, `"m5"`, `"c5"`, `"memoryMiB": 8192`, `"memoryMiB": 4096`,
 		`"onDemandPrice": {"us-east-1": 0.096}`, `"onDemandPrice": {"us-east-1": 0.085, "eu-west-1": 0.096, "ap-south-1": 0.05}, "spotPrice": {"us-east-1": 0.04, "eu-west-1": 0.05}`).Replace(goodType)
 	in = filepath.Join(t.TempDir(), "data.json")
 	if err := os.WriteFile(in, file(goodType, c5), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	east = newFakeEC2(t)
-	east.types = []fakeType{
+	east = awsfake.NewEC2(t)
+	east.Types = []awsfake.Type{
 		{Name: "m5.large", VCPU: 2, MemoryMiB: 8192, Arch: "x86_64", Manufacturer: "Intel", ENIs: 3, DefaultENIs: 3, IPv4PerENI: 10, Hypervisor: "nitro", UsageClasses: []string{"on-demand", "spot"}},
 		{Name: "c5.large", VCPU: 2, MemoryMiB: 4096, Arch: "x86_64", Manufacturer: "Intel", ENIs: 3, DefaultENIs: 3, IPv4PerENI: 10, Hypervisor: "nitro", UsageClasses: []string{"on-demand", "spot"}},
 		{Name: "m8g.large", VCPU: 2, MemoryMiB: 8192, Arch: "arm64", Manufacturer: "AWS", ENIs: 3, DefaultENIs: 3, IPv4PerENI: 10, EFA: 1, Hypervisor: "nitro", UsageClasses: []string{"on-demand", "spot"}, NVMeGB: 118, EBSMaxMbps: 10000, Burstable: false},
-		{Name: "trn9.metal", VCPU: 128, MemoryMiB: 524288, Arch: "x86_64", Manufacturer: "AMD", ENIs: 8, DefaultENIs: 4, IPv4PerENI: 50, BareMetal: true, UsageClasses: []string{"on-demand"}, Neuron: &fakeDevice{Name: "Trainium9", Count: 4}, NeuronCores: 8, GPU: &fakeDevice{Name: "L4", Manufacturer: "NVIDIA", Count: 1, MemoryMiB: 24576}},
+		{Name: "trn9.metal", VCPU: 128, MemoryMiB: 524288, Arch: "x86_64", Manufacturer: "AMD", ENIs: 8, DefaultENIs: 4, IPv4PerENI: 50, BareMetal: true, UsageClasses: []string{"on-demand"}, Neuron: &awsfake.Device{Name: "Trainium9", Count: 4}, NeuronCores: 8, GPU: &awsfake.Device{Name: "L4", Manufacturer: "NVIDIA", Count: 1, MemoryMiB: 24576}},
 		{Name: "m1.small", VCPU: 1, MemoryMiB: 1740, Arch: "i386", Manufacturer: "Intel", ENIs: 2, DefaultENIs: 2, IPv4PerENI: 4, Hypervisor: "xen"},
 		{Name: "x9.huge", VCPU: 4, MemoryMiB: 4096, Arch: "x86_64", ENIs: 2, DefaultENIs: 2, IPv4PerENI: 4, Hypervisor: "nitro"},
 	}
-	east.zones = map[string][]string{
+	east.Zones = map[string][]string{
 		"m5.large": {"us-east-1a", "us-east-1b"}, "c5.large": {"us-east-1a"}, "m8g.large": {"us-east-1a"},
 		"trn9.metal": {"us-east-1b"}, "m1.small": {"us-east-1a"},
 	}
-	east.spot = []fakeSpot{
-		{"m5.large", "us-east-1a", "0.0300", now.Add(-time.Hour)},
-		{"m5.large", "us-east-1a", "0.0100", now.Add(-2 * time.Hour)}, // older: ignored
-		{"m5.large", "us-east-1b", "0.0350", now.Add(-time.Hour)},
-		{"m8g.large", "us-east-1a", "0.0200", now.Add(-time.Hour)},
+	east.Spot = []awsfake.Spot{
+		{Type: "m5.large", Zone: "us-east-1a", Price: "0.0300", At: now.Add(-time.Hour)},
+		{Type: "m5.large", Zone: "us-east-1a", Price: "0.0100", At: now.Add(-2 * time.Hour)}, // older: ignored
+		{Type: "m5.large", Zone: "us-east-1b", Price: "0.0350", At: now.Add(-time.Hour)},
+		{Type: "m8g.large", Zone: "us-east-1a", Price: "0.0200", At: now.Add(-time.Hour)},
 	}
-	west = newFakeEC2(t)
-	west.types = []fakeType{east.types[0], east.types[1]}
-	west.zones = map[string][]string{"m5.large": {"eu-west-1a"}, "c5.large": {"eu-west-1a"}}
-	west.spot = []fakeSpot{{"c5.large", "eu-west-1a", "0.0450", now.Add(-time.Hour)}}
-	p = newFakePricing(t)
-	p.shared["us-east-1"] = map[string]float64{"m5.large": 0.1, "c5.large": 0.09, "m8g.large": 0.08}
-	p.metal["us-east-1"] = map[string]float64{"trn9.metal": 20}
-	p.shared["eu-west-1"] = map[string]float64{"m5.large": 0.107, "c5.large": 0.097}
+	west = awsfake.NewEC2(t)
+	west.Types = []awsfake.Type{east.Types[0], east.Types[1]}
+	west.Zones = map[string][]string{"m5.large": {"eu-west-1a"}, "c5.large": {"eu-west-1a"}}
+	west.Spot = []awsfake.Spot{{Type: "c5.large", Zone: "eu-west-1a", Price: "0.0450", At: now.Add(-time.Hour)}}
+	p = awsfake.NewPricing(t)
+	p.Shared["us-east-1"] = map[string]float64{"m5.large": 0.1, "c5.large": 0.09, "m8g.large": 0.08}
+	p.Metal["us-east-1"] = map[string]float64{"trn9.metal": 20}
+	p.Shared["eu-west-1"] = map[string]float64{"m5.large": 0.107, "c5.large": 0.097}
 	return in, east, west, p
 }
 
@@ -375,8 +376,8 @@ func TestRefreshFromAWSEndToEnd(t *testing.T) {
 		t.Errorf("OnDemandPriceAsOf %v", f.OnDemandPriceAsOf)
 	}
 	for _, action := range []string{"DescribeInstanceTypes", "DescribeInstanceTypeOfferings", "DescribeSpotPriceHistory"} {
-		if east.count(action) == 0 || west.count(action) == 0 {
-			t.Errorf("%s: us-east-1 %d calls, eu-west-1 %d", action, east.count(action), west.count(action))
+		if east.Count(action) == 0 || west.Count(action) == 0 {
+			t.Errorf("%s: us-east-1 %d calls, eu-west-1 %d", action, east.Count(action), west.Count(action))
 		}
 	}
 
@@ -394,13 +395,15 @@ func TestRefreshFailsClearly(t *testing.T) {
 	tests := []struct {
 		name        string
 		credentials bool
-		breakIt     func(east *fakeEC2, p *fakePricing)
+		breakIt     func(east *awsfake.EC2, p *awsfake.Pricing)
 		wantErr     string
 	}{
 		{"no credentials", false, nil, "no AWS credentials for us-east-1"},
-		{"an EC2 error", true, func(e *fakeEC2, _ *fakePricing) { e.setFail("DescribeSpotPriceHistory", "UnauthorizedOperation") }, "DescribeSpotPriceHistory"},
-		{"a Pricing error", true, func(_ *fakeEC2, p *fakePricing) { p.failCode = "AccessDeniedException" }, "GetProducts"},
-		{"no prices", true, func(_ *fakeEC2, p *fakePricing) { delete(p.shared, "us-east-1"); delete(p.metal, "us-east-1") }, "no on-demand prices"},
+		{"an EC2 error", true, func(e *awsfake.EC2, _ *awsfake.Pricing) {
+			e.SetFail("DescribeSpotPriceHistory", "UnauthorizedOperation")
+		}, "DescribeSpotPriceHistory"},
+		{"a Pricing error", true, func(_ *awsfake.EC2, p *awsfake.Pricing) { p.SetFail("AccessDeniedException") }, "GetProducts"},
+		{"no prices", true, func(_ *awsfake.EC2, p *awsfake.Pricing) { delete(p.Shared, "us-east-1"); delete(p.Metal, "us-east-1") }, "no on-demand prices"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,7 +7,19 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"github.com/joist-dev/joist/pkg/catalog"
+	"github.com/joist-dev/joist/pkg/catalog/internal/awsdata"
+	"github.com/joist-dev/joist/pkg/catalog/internal/awsfake"
 )
+
+// fromEC2 converts one DescribeInstanceTypes answer the way the live
+// catalog does.
+func fromEC2(info *ec2types.InstanceTypeInfo) (*catalog.InstanceType, bool) {
+	a, ok := awsdata.FromEC2(info)
+	if !ok {
+		return nil, false
+	}
+	return fromAWS(&a)
+}
 
 func info(name string, arch ec2types.ArchitectureType, vcpu int32, mib int64) ec2types.InstanceTypeInfo {
 	return ec2types.InstanceTypeInfo{
@@ -154,15 +166,15 @@ func TestParsePriceItem(t *testing.T) {
 		wantPrice float64
 		wantOK    bool
 	}{
-		{"hourly USD price", priceListItem("m5.large", "us-east-1", "Shared", 0.096, 0), "m5.large", 0.096, true},
-		{"zero price is skipped", priceListItem("m5.large", "us-east-1", "Shared", 0, 0), "", 0, false},
+		{"hourly USD price", awsfake.PriceListItem("m5.large", "us-east-1", "Shared", 0.096, 0), "m5.large", 0.096, true},
+		{"zero price is skipped", awsfake.PriceListItem("m5.large", "us-east-1", "Shared", 0, 0), "", 0, false},
 		{"not JSON", "{", "", 0, false},
 		{"no instance type", `{"product":{"attributes":{}},"terms":{"OnDemand":{}}}`, "", 0, false},
 		{"not an hourly unit", `{"product":{"attributes":{"instanceType":"m5.large"}},"terms":{"OnDemand":{"a":{"priceDimensions":{"b":{"unit":"Quantity","pricePerUnit":{"USD":"100"}}}}}}}`, "", 0, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			name, price, ok := parsePriceItem(tc.item)
+			name, price, ok := awsdata.ParsePriceItem(tc.item)
 			if name != tc.wantName || price != tc.wantPrice || ok != tc.wantOK {
 				t.Errorf("got %q %v %v, want %q %v %v", name, price, ok, tc.wantName, tc.wantPrice, tc.wantOK)
 			}

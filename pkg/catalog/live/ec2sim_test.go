@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 
 	"github.com/joist-dev/joist/pkg/catalog"
+	"github.com/joist-dev/joist/pkg/catalog/internal/awsfake"
 	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/test/ec2sim"
 )
@@ -33,7 +34,7 @@ func TestCatalogAgainstTheEC2Simulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock.Advance(time.Minute)
-	client := ec2.NewFromConfig(sdkConfig("ap-northeast-2"), func(o *ec2.Options) { o.BaseEndpoint = aws.String(sim.Start(t)) })
+	client := ec2.NewFromConfig(awsfake.SDKConfig("ap-northeast-2"), func(o *ec2.Options) { o.BaseEndpoint = aws.String(sim.Start(t)) })
 	p, err := New(client, nil, Options{Region: "ap-northeast-2", Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)

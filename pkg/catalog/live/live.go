@@ -21,35 +21,25 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/ec2"
-	"github.com/aws/aws-sdk-go-v2/service/pricing"
-
 	"github.com/joist-dev/joist/pkg/catalog"
+	"github.com/joist-dev/joist/pkg/catalog/internal/awsdata"
 	"github.com/joist-dev/joist/pkg/model"
 )
 
-// EC2API is the part of the EC2 client the live catalog uses.
-type EC2API interface {
-	DescribeInstanceTypes(context.Context, *ec2.DescribeInstanceTypesInput, ...func(*ec2.Options)) (*ec2.DescribeInstanceTypesOutput, error)
-	DescribeInstanceTypeOfferings(context.Context, *ec2.DescribeInstanceTypeOfferingsInput, ...func(*ec2.Options)) (*ec2.DescribeInstanceTypeOfferingsOutput, error)
-	DescribeSpotPriceHistory(context.Context, *ec2.DescribeSpotPriceHistoryInput, ...func(*ec2.Options)) (*ec2.DescribeSpotPriceHistoryOutput, error)
-}
+// EC2API is the part of the EC2 client the live catalog uses:
+// DescribeInstanceTypes, DescribeInstanceTypeOfferings and
+// DescribeSpotPriceHistory. An *ec2.Client is one.
+type EC2API = awsdata.EC2API
 
-// PricingAPI is the part of the Pricing client the live catalog uses. The
-// client must talk to the Pricing endpoint of PricingRegion (us-east-1 for
-// every commercial region), not to the cluster's region.
-type PricingAPI interface {
-	GetProducts(context.Context, *pricing.GetProductsInput, ...func(*pricing.Options)) (*pricing.GetProductsOutput, error)
-}
+// PricingAPI is the part of the Pricing client the live catalog uses:
+// GetProducts. The client must talk to the Pricing endpoint of
+// PricingRegion (us-east-1 for every commercial region), not to the
+// cluster's region. A *pricing.Client is one.
+type PricingAPI = awsdata.PricingAPI
 
 // PricingRegion is the region whose Pricing API endpoint serves prices for
 // region: the API lives in a few regions only and answers for all.
-func PricingRegion(region string) string {
-	if strings.HasPrefix(region, "cn-") {
-		return "cn-northwest-1"
-	}
-	return "us-east-1"
-}
+func PricingRegion(region string) string { return awsdata.PricingRegion(region) }
 
 // Defaults for Options. Instance types and on-demand prices change a few
 // times a year; which zones offer a type changes rarely but matters for

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/joist-dev/joist/pkg/catalog"
+	"github.com/joist-dev/joist/pkg/catalog/internal/awsfake"
 	"github.com/joist-dev/joist/pkg/model"
 )
 
@@ -17,21 +18,21 @@ var start = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 // embedded data, with zonal spot prices and Pricing API prices that differ
 // from the embedded ones so the test can tell where each figure came from.
 type world struct {
-	ec2     *fakeEC2
-	pricing *fakePricing
+	ec2     *awsfake.EC2
+	pricing *awsfake.Pricing
 	clock   *fakeClock
 }
 
 func newWorld(t *testing.T) *world {
-	f := newFakeEC2(t)
-	f.types = []fakeType{
+	f := awsfake.NewEC2(t)
+	f.Types = []awsfake.Type{
 		{Name: "m5.large", VCPU: 2, MemoryMiB: 8192, Arch: "x86_64", Manufacturer: "Intel", ENIs: 3, DefaultENIs: 3, IPv4PerENI: 10, Hypervisor: "nitro", UsageClasses: []string{"on-demand", "spot"}, EBSMaxMbps: 4750},
 		{Name: "c5.large", VCPU: 2, MemoryMiB: 4096, Arch: "x86_64", Manufacturer: "Intel", ENIs: 3, DefaultENIs: 3, IPv4PerENI: 10, Hypervisor: "nitro", UsageClasses: []string{"on-demand"}, EBSMaxMbps: 4750},
 		{Name: "m5.metal", VCPU: 96, MemoryMiB: 393216, Arch: "x86_64", Manufacturer: "Intel", ENIs: 15, DefaultENIs: 15, IPv4PerENI: 50, BareMetal: true, UsageClasses: []string{"on-demand", "spot"}, EBSMaxMbps: 19000},
 		{Name: "m99g.large", VCPU: 2, MemoryMiB: 8192, Arch: "arm64", Manufacturer: "AWS", ENIs: 3, DefaultENIs: 3, IPv4PerENI: 10, Hypervisor: "nitro", UsageClasses: []string{"on-demand", "spot"}, NVMeGB: 118, EBSMaxMbps: 10000},
 		{Name: "m1.small", VCPU: 1, MemoryMiB: 1740, Arch: "i386", Manufacturer: "Intel", ENIs: 2, DefaultENIs: 2, IPv4PerENI: 4, Hypervisor: "xen", UsageClasses: []string{"on-demand"}},
 	}
-	f.zones = map[string][]string{
+	f.Zones = map[string][]string{
 		"m5.large":   {"us-east-1a", "us-east-1b", "us-east-1c"},
 		"c5.large":   {"us-east-1a", "us-east-1b"},
 		"m5.metal":   {"us-east-1b"},
@@ -40,15 +41,16 @@ func newWorld(t *testing.T) *world {
 		// offered but not described: ignored
 		"x9.huge": {"us-east-1a"},
 	}
-	f.spot = []fakeSpot{
-		{"m5.large", "us-east-1a", "0.0300", start.Add(-time.Hour)},
-		{"m5.large", "us-east-1a", "0.0310", start.Add(-2 * time.Hour)}, // older: ignored
-		{"m5.large", "us-east-1b", "0.0350", start.Add(-time.Hour)},
-		{"m99g.large", "us-east-1a", "0.0200", start.Add(-time.Hour)},
+	f.Spot = []awsfake.Spot{
+		{Type: "m5.large", Zone: "us-east-1a", Price: "0.0300", At: start.Add(-time.Hour)},
+		{Type: "m5.large", Zone: "us-east-1a", Price: "0.0310", At: start.Add(-2 * time.Hour)}, // older: ignored
+		{Type: "m5.large", Zone: "us-east-1b", Price: "0.0350", At: start.Add(-time.Hour)},
+		{Type: "m99g.large", Zone: "us-east-1a", Price: "0.0200", At: start.Add(-time.Hour)},
 	}
-	p := newFakePricing(t, "us-east-1")
-	p.shared = map[string]float64{"m5.large": 0.1, "c5.large": 0.09, "m99g.large": 0.08, "m1.small": 0.044}
-	p.metal = map[string]float64{"m5.metal": 5.0}
+	p := awsfake.NewPricing(t)
+	p.Region = "us-east-1"
+	p.Shared["us-east-1"] = map[string]float64{"m5.large": 0.1, "c5.large": 0.09, "m99g.large": 0.08, "m1.small": 0.044}
+	p.Metal["us-east-1"] = map[string]float64{"m5.metal": 5.0}
 	return &world{ec2: f, pricing: p, clock: &fakeClock{now: start}}
 }
 
@@ -61,7 +63,7 @@ func (w *world) provider(t *testing.T, opts Options) *Provider {
 	if opts.PricingBudget == 0 {
 		opts.PricingBudget = 10 * time.Second
 	}
-	p, err := New(newEC2Client(t, w.ec2, opts.Region), newPricingClient(t, w.pricing), opts)
+	p, err := New(awsfake.EC2Client(t, w.ec2, opts.Region), awsfake.PricingClient(t, w.pricing), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,19 +226,19 @@ func TestCatalogReusesAnswersWithinTheirTTL(t *testing.T) {
 	}
 	calls := map[string]int{}
 	for _, a := range []string{"DescribeInstanceTypes", "DescribeInstanceTypeOfferings", "DescribeSpotPriceHistory"} {
-		calls[a] = w.ec2.count(a)
+		calls[a] = w.ec2.Count(a)
 	}
-	pricingCalls := w.pricing.callCount()
+	pricingCalls := w.pricing.Calls()
 	w.clock.Advance(10 * time.Minute)
 	if _, err := p.Catalog(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for a, n := range calls {
-		if got := w.ec2.count(a); got != n {
+		if got := w.ec2.Count(a); got != n {
 			t.Errorf("%s called %d times after a warm call, want %d", a, got, n)
 		}
 	}
-	if got := w.pricing.callCount(); got != pricingCalls {
+	if got := w.pricing.Calls(); got != pricingCalls {
 		t.Errorf("Pricing called %d times, want %d", got, pricingCalls)
 	}
 	// Past the spot TTL only spot prices are asked again.
@@ -244,10 +246,10 @@ func TestCatalogReusesAnswersWithinTheirTTL(t *testing.T) {
 	if _, err := p.Catalog(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := w.ec2.count("DescribeSpotPriceHistory"); got <= calls["DescribeSpotPriceHistory"] {
+	if got := w.ec2.Count("DescribeSpotPriceHistory"); got <= calls["DescribeSpotPriceHistory"] {
 		t.Error("spot prices were not refreshed after their TTL")
 	}
-	if got := w.ec2.count("DescribeInstanceTypes"); got != calls["DescribeInstanceTypes"] {
+	if got := w.ec2.Count("DescribeInstanceTypes"); got != calls["DescribeInstanceTypes"] {
 		t.Error("instance types were refreshed before their TTL")
 	}
 }
@@ -255,9 +257,9 @@ func TestCatalogReusesAnswersWithinTheirTTL(t *testing.T) {
 func TestCatalogFallsBackToTheEmbeddedDataWhenAWSFails(t *testing.T) {
 	w := newWorld(t)
 	for _, a := range []string{"DescribeInstanceTypes", "DescribeInstanceTypeOfferings", "DescribeSpotPriceHistory"} {
-		w.ec2.setFail(a, "UnauthorizedOperation")
+		w.ec2.SetFail(a, "UnauthorizedOperation")
 	}
-	w.pricing.failCode = "AccessDeniedException"
+	w.pricing.SetFail("AccessDeniedException")
 	p := w.provider(t, Options{})
 	c, err := p.Catalog(context.Background())
 	if err != nil {
@@ -292,11 +294,9 @@ func TestCatalogKeepsStaleAnswersWhenARefreshFails(t *testing.T) {
 	}
 	w.clock.Advance(DefaultOnDemandTTL + time.Minute)
 	for _, a := range []string{"DescribeInstanceTypes", "DescribeInstanceTypeOfferings", "DescribeSpotPriceHistory"} {
-		w.ec2.setFail(a, "RequestLimitExceeded")
+		w.ec2.SetFail(a, "RequestLimitExceeded")
 	}
-	w.pricing.mu.Lock()
-	w.pricing.failCode = "ThrottlingException"
-	w.pricing.mu.Unlock()
+	w.pricing.SetFail("ThrottlingException")
 	second, err := p.Catalog(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -313,7 +313,7 @@ func TestCatalogKeepsStaleAnswersWhenARefreshFails(t *testing.T) {
 func TestOnDemandPricesWaitOnlyForTheBudgetOnAColdStart(t *testing.T) {
 	w := newWorld(t)
 	gate := make(chan struct{})
-	w.pricing.gate = gate
+	w.pricing.SetGate(gate)
 	p := w.provider(t, Options{PricingBudget: 50 * time.Millisecond})
 	ctx := context.Background()
 
@@ -355,13 +355,13 @@ func TestOnDemandPricesWaitOnlyForTheBudgetOnAColdStart(t *testing.T) {
 
 func TestAFailedPricingFetchIsNotRetriedAtOnce(t *testing.T) {
 	w := newWorld(t)
-	w.pricing.failCode = "ThrottlingException"
+	w.pricing.SetFail("ThrottlingException")
 	p := w.provider(t, Options{})
 	ctx := context.Background()
 	if _, err := p.Catalog(ctx); err != nil {
 		t.Fatal(err)
 	}
-	n := w.pricing.callCount()
+	n := w.pricing.Calls()
 	if n == 0 {
 		t.Fatal("Pricing was never asked")
 	}
@@ -369,12 +369,10 @@ func TestAFailedPricingFetchIsNotRetriedAtOnce(t *testing.T) {
 	if _, err := p.Catalog(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := w.pricing.callCount(); got != n {
+	if got := w.pricing.Calls(); got != n {
 		t.Errorf("Pricing asked again %d times within a minute of a failure", got-n)
 	}
-	w.pricing.mu.Lock()
-	w.pricing.failCode = ""
-	w.pricing.mu.Unlock()
+	w.pricing.SetFail("")
 	w.clock.Advance(pricingRetryAfter)
 	if _, err := p.Catalog(ctx); err != nil {
 		t.Fatal(err)
@@ -386,17 +384,17 @@ func TestAFailedPricingFetchIsNotRetriedAtOnce(t *testing.T) {
 
 func TestGovCloudNeverAsksThePricingAPI(t *testing.T) {
 	w := newWorld(t)
-	for _, it := range w.ec2.types {
-		w.ec2.zones[it.Name] = []string{"us-gov-west-1a"}
+	for _, it := range w.ec2.Types {
+		w.ec2.Zones[it.Name] = []string{"us-gov-west-1a"}
 	}
-	w.ec2.spot = nil
-	w.ec2.setFail("DescribeSpotPriceHistory", "UnsupportedOperation")
+	w.ec2.Spot = nil
+	w.ec2.SetFail("DescribeSpotPriceHistory", "UnsupportedOperation")
 	p := w.provider(t, Options{Region: "us-gov-west-1"})
 	c, err := p.Catalog(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w.pricing.callCount() != 0 {
+	if w.pricing.Calls() != 0 {
 		t.Error("the Pricing API was asked for a GovCloud region")
 	}
 	if got := c.Offerings("m5.large"); len(got) == 0 || got[0].Price != mustEmbedded(t, "m5.large").OnDemandPrice["us-gov-west-1"] {
@@ -407,9 +405,9 @@ func TestGovCloudNeverAsksThePricingAPI(t *testing.T) {
 func TestCatalogFailsOnlyWhenNothingCanBeOffered(t *testing.T) {
 	w := newWorld(t)
 	for _, a := range []string{"DescribeInstanceTypes", "DescribeInstanceTypeOfferings", "DescribeSpotPriceHistory"} {
-		w.ec2.setFail(a, "AuthFailure")
+		w.ec2.SetFail(a, "AuthFailure")
 	}
-	w.pricing.failCode = "AccessDeniedException"
+	w.pricing.SetFail("AccessDeniedException")
 	p := w.provider(t, Options{Region: "mars-north-1"})
 	if _, err := p.Catalog(context.Background()); err == nil || !strings.Contains(err.Error(), "AuthFailure") {
 		t.Errorf("error %v, want one naming the EC2 failure", err)
@@ -418,7 +416,7 @@ func TestCatalogFailsOnlyWhenNothingCanBeOffered(t *testing.T) {
 
 func TestNewRejectsBadOptions(t *testing.T) {
 	w := newWorld(t)
-	client := newEC2Client(t, w.ec2, "us-east-1")
+	client := awsfake.EC2Client(t, w.ec2, "us-east-1")
 	tests := []struct {
 		name string
 		ec2  EC2API

@@ -1,4 +1,11 @@
-package main
+// Package awsfake holds two small AWS fakes that speak the real wire
+// protocols, so code that calls AWS is tested through the real SDK
+// clients: EC2's Query API (form-encoded requests, XML answers) for
+// DescribeInstanceTypes, DescribeInstanceTypeOfferings and
+// DescribeSpotPriceHistory, and the Pricing API's JSON 1.1 protocol for
+// GetProducts. It is for tests of the live catalog and of the catalog
+// generator, which cannot share a _test.go file.
+package awsfake
 
 import (
 	"encoding/json"
@@ -6,23 +13,22 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/pricing"
 )
 
-// This file is a trimmed copy of pkg/catalog/live's fakes_test.go (the
-// generator must not import that package; see refresh.go), with Pricing
-// answering for several regions. The two fakes speak the real wire
-// protocols, so the refresh is tested through the real SDK clients: EC2's
-// Query API (form-encoded requests, XML answers) and the Pricing API's
-// JSON 1.1 protocol for GetProducts.
-
-// fakeType is one instance type as the fake EC2 describes it.
-type fakeType struct {
+// Type is one instance type as the fake EC2 describes it.
+type Type struct {
 	Name          string
 	VCPU          int
 	MemoryMiB     int
@@ -35,8 +41,8 @@ type fakeType struct {
 	Hypervisor    string
 	BareMetal     bool
 	UsageClasses  []string
-	GPU           *fakeDevice
-	Neuron        *fakeDevice
+	GPU           *Device
+	Neuron        *Device
 	NeuronCores   int
 	NVMeGB        int
 	EBSMaxMbps    int
@@ -44,33 +50,38 @@ type fakeType struct {
 	NotCurrentGen bool
 }
 
-type fakeDevice struct {
+// Device is a GPU or a Neuron device of a Type.
+type Device struct {
 	Name, Manufacturer string
 	Count, MemoryMiB   int
 }
 
-type fakeSpot struct {
+// Spot is one spot price record.
+type Spot struct {
 	Type, Zone string
 	Price      string
 	At         time.Time
 }
 
-type fakeEC2 struct {
-	t        *testing.T
+// EC2 is a fake EC2 endpoint. Set its fields before the first request.
+type EC2 struct {
+	t        testing.TB
 	mu       sync.Mutex
-	types    []fakeType
-	zones    map[string][]string // type -> zones offered
-	spot     []fakeSpot
-	pageSize int
+	Types    []Type
+	Zones    map[string][]string // type -> zones offered
+	Spot     []Spot
+	PageSize int
 	fail     map[string]string // action -> error code
 	calls    map[string]int
 }
 
-func newFakeEC2(t *testing.T) *fakeEC2 {
-	return &fakeEC2{t: t, zones: map[string][]string{}, pageSize: 2, fail: map[string]string{}, calls: map[string]int{}}
+// NewEC2 returns a fake EC2 with no types that answers two items a page.
+func NewEC2(t testing.TB) *EC2 {
+	return &EC2{t: t, Zones: map[string][]string{}, PageSize: 2, fail: map[string]string{}, calls: map[string]int{}}
 }
 
-func (f *fakeEC2) setFail(action, code string) {
+// SetFail makes action fail with the error code; "" makes it answer again.
+func (f *EC2) SetFail(action, code string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if code == "" {
@@ -80,13 +91,15 @@ func (f *fakeEC2) setFail(action, code string) {
 	f.fail[action] = code
 }
 
-func (f *fakeEC2) count(action string) int {
+// Count is the number of requests for action so far.
+func (f *EC2) Count(action string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.calls[action]
 }
 
-func (f *fakeEC2) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// ServeHTTP answers one EC2 Query API request.
+func (f *EC2) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
 		f.t.Errorf("fake EC2: bad form: %v", err)
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -118,7 +131,7 @@ func (f *fakeEC2) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch action {
 	case "DescribeInstanceTypes":
 		wrapper = "instanceTypeSet"
-		for _, it := range f.types {
+		for _, it := range f.Types {
 			items = append(items, it.xml())
 		}
 	case "DescribeInstanceTypeOfferings":
@@ -126,13 +139,13 @@ func (f *fakeEC2) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			f.t.Errorf("fake EC2: LocationType %q, want availability-zone", lt)
 		}
 		wrapper = "instanceTypeOfferingSet"
-		names := make([]string, 0, len(f.zones))
-		for n := range f.zones {
+		names := make([]string, 0, len(f.Zones))
+		for n := range f.Zones {
 			names = append(names, n)
 		}
 		sort.Strings(names)
 		for _, n := range names {
-			for _, z := range f.zones[n] {
+			for _, z := range f.Zones[n] {
 				items = append(items, fmt.Sprintf("<item><instanceType>%s</instanceType><locationType>availability-zone</locationType><location>%s</location></item>", n, z))
 			}
 		}
@@ -145,7 +158,7 @@ func (f *fakeEC2) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			f.t.Errorf("fake EC2: spot price history without StartTime")
 		}
 		wrapper = "spotPriceHistorySet"
-		for _, s := range f.spot {
+		for _, s := range f.Spot {
 			items = append(items, fmt.Sprintf("<item><instanceType>%s</instanceType><productDescription>Linux/UNIX</productDescription><spotPrice>%s</spotPrice><timestamp>%s</timestamp><availabilityZone>%s</availabilityZone></item>",
 				s.Type, s.Price, s.At.UTC().Format("2006-01-02T15:04:05.000Z"), s.Zone))
 		}
@@ -154,7 +167,7 @@ func (f *fakeEC2) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "unsupported", http.StatusBadRequest)
 		return
 	}
-	end := min(start+f.pageSize, len(items))
+	end := min(start+f.PageSize, len(items))
 	if start > len(items) {
 		start = len(items)
 	}
@@ -173,7 +186,7 @@ func esc(s string) string {
 	return b.String()
 }
 
-func (it fakeType) xml() string {
+func (it Type) xml() string {
 	var b strings.Builder
 	b.WriteString("<item>")
 	fmt.Fprintf(&b, "<instanceType>%s</instanceType>", it.Name)
@@ -217,27 +230,60 @@ func (it fakeType) xml() string {
 	return b.String()
 }
 
-// fakePricing answers GetProducts with price list items for the products
-// it holds, filtered by the request's tenancy and productFamily filters.
-type fakePricing struct {
-	t        *testing.T
-	mu       sync.Mutex
-	shared   map[string]map[string]float64 // region -> type -> price: Compute Instance, Shared tenancy
-	metal    map[string]map[string]float64 // region -> type -> price: Compute Instance (bare metal), Dedicated
-	pageSize int
+// Pricing answers GetProducts with price list items for the products it
+// holds, filtered by the request's regionCode, tenancy and productFamily
+// filters. Set its fields before the first request, except Gate and
+// FailCode, which may change between requests under SetGate and SetFail.
+type Pricing struct {
+	t  testing.TB
+	mu sync.Mutex
+	// Region, when set, is the only regionCode requests may ask for.
+	Region   string
+	Shared   map[string]map[string]float64 // region -> type -> price: Compute Instance, Shared tenancy
+	Metal    map[string]map[string]float64 // region -> type -> price: Compute Instance (bare metal), Dedicated
+	PageSize int
+	gate     chan struct{} // when set, answers wait for it to close
 	failCode string
 	calls    int
 }
 
-func newFakePricing(t *testing.T) *fakePricing {
-	return &fakePricing{t: t, shared: map[string]map[string]float64{}, metal: map[string]map[string]float64{}, pageSize: 2}
+// NewPricing returns a fake Pricing API with no prices that answers two
+// items a page.
+func NewPricing(t testing.TB) *Pricing {
+	return &Pricing{t: t, Shared: map[string]map[string]float64{}, Metal: map[string]map[string]float64{}, PageSize: 2}
 }
 
-func (f *fakePricing) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// SetGate makes answers wait until gate is closed; nil answers at once.
+func (f *Pricing) SetGate(gate chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gate = gate
+}
+
+// SetFail makes every request fail with the error code; "" makes it
+// answer again.
+func (f *Pricing) SetFail(code string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failCode = code
+}
+
+// Calls is the number of requests so far.
+func (f *Pricing) Calls() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls
+}
+
+// ServeHTTP answers one GetProducts request.
+func (f *Pricing) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.calls++
-	failCode := f.failCode
+	gate, failCode := f.gate, f.failCode
 	f.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
 	if got := r.Header.Get("X-Amz-Target"); got != "AWSPriceListService.GetProducts" {
 		f.t.Errorf("fake Pricing: X-Amz-Target %q", got)
 	}
@@ -268,6 +314,9 @@ func (f *fakePricing) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		filters[flt.Field] = flt.Value
 	}
+	if f.Region != "" && filters["regionCode"] != f.Region {
+		f.t.Errorf("fake Pricing: filter regionCode = %q, want %q", filters["regionCode"], f.Region)
+	}
 	for field, want := range map[string]string{"operatingSystem": "Linux", "preInstalledSw": "NA", "capacitystatus": "Used", "marketoption": "OnDemand"} {
 		if filters[field] != want {
 			f.t.Errorf("fake Pricing: filter %s = %q, want %q", field, filters[field], want)
@@ -279,9 +328,9 @@ func (f *fakePricing) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var prices map[string]float64
 	switch {
 	case filters["productFamily"] == "Compute Instance" && filters["tenancy"] == "Shared":
-		prices = f.shared[filters["regionCode"]]
+		prices = f.Shared[filters["regionCode"]]
 	case filters["productFamily"] == "Compute Instance (bare metal)" && filters["tenancy"] == "Dedicated":
-		prices = f.metal[filters["regionCode"]]
+		prices = f.Metal[filters["regionCode"]]
 	default:
 		f.t.Errorf("fake Pricing: unexpected product filter %v", filters)
 	}
@@ -294,10 +343,10 @@ func (f *fakePricing) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if req.NextToken != "" {
 		start, _ = strconv.Atoi(req.NextToken)
 	}
-	end := min(start+f.pageSize, len(names))
+	end := min(start+f.PageSize, len(names))
 	var list []string
 	for i, n := range names[start:end] {
-		list = append(list, priceListItem(n, filters["regionCode"], filters["tenancy"], prices[n], i))
+		list = append(list, PriceListItem(n, filters["regionCode"], filters["tenancy"], prices[n], i))
 	}
 	resp := map[string]any{"FormatVersion": "aws_v1", "PriceList": list}
 	if end < len(names) {
@@ -307,8 +356,9 @@ func (f *fakePricing) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(resp)
 }
 
-// priceListItem is a price list item in the Pricing API's aws_v1 format.
-func priceListItem(name, region, tenancy string, price float64, i int) string {
+// PriceListItem is a price list item in the Pricing API's aws_v1 format;
+// i makes its SKU unique within a page.
+func PriceListItem(name, region, tenancy string, price float64, i int) string {
 	sku := fmt.Sprintf("SKU%04d%s", i, strings.ReplaceAll(name, ".", ""))
 	item := map[string]any{
 		"product": map[string]any{
@@ -338,4 +388,29 @@ func priceListItem(name, region, tenancy string, price float64, i int) string {
 	}
 	b, _ := json.Marshal(item)
 	return string(b)
+}
+
+// SDKConfig is an SDK configuration for a fake endpoint: static
+// credentials and no retries, so injected failures fail at once.
+func SDKConfig(region string) aws.Config {
+	return aws.Config{
+		Region:           region,
+		Credentials:      credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""),
+		RetryMaxAttempts: 1,
+	}
+}
+
+// EC2Client serves f until the test ends and returns a client of it that
+// signs for region.
+func EC2Client(t testing.TB, f *EC2, region string) *ec2.Client {
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	return ec2.NewFromConfig(SDKConfig(region), func(o *ec2.Options) { o.BaseEndpoint = aws.String(srv.URL) })
+}
+
+// PricingClient serves f until the test ends and returns a client of it.
+func PricingClient(t testing.TB, f *Pricing) *pricing.Client {
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	return pricing.NewFromConfig(SDKConfig("us-east-1"), func(o *pricing.Options) { o.BaseEndpoint = aws.String(srv.URL) })
 }
