@@ -202,53 +202,16 @@ func (s *JoistStack) defineMessaging() {
 
 	// The pending and ready queues, and their DLQs, have fixed names: the
 	// test ground creates the same ones (test/testenv/bus.go).
-	s.PendingDLQ = awssqs.NewQueue(s.Stack, jsii.String("PendingDeadLetterQueue"), &awssqs.QueueProps{
-		QueueName:       jsii.String(DeadLetterQueueName(PendingQueueName(cluster))),
-		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
-		EnforceSSL:      jsii.Bool(true),
-		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
-	})
-	s.PendingQueue = awssqs.NewQueue(s.Stack, jsii.String("PendingQueue"), &awssqs.QueueProps{
-		QueueName:  jsii.String(PendingQueueName(cluster)),
-		Encryption: awssqs.QueueEncryption_SQS_MANAGED,
-		EnforceSSL: jsii.Bool(true),
-		// AWS's advice for an SQS event source: six times the function
-		// timeout, so that Lambda can retry a throttled batch (the
-		// provisioner runs one at a time) before the messages reappear.
-		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(6 * provisionerTimeoutSeconds)),
-		// A pending-pods hint older than an hour is worthless: the reaper
-		// has reconciled sixty times since.
-		RetentionPeriod: awscdk.Duration_Hours(jsii.Number(1)),
-		DeadLetterQueue: &awssqs.DeadLetterQueue{
-			Queue:           s.PendingDLQ,
-			MaxReceiveCount: jsii.Number(pendingMaxReceiveCount),
-		},
-	})
-
+	// AWS's advice for an SQS event source: a visibility timeout of six
+	// times the function timeout, so that Lambda can retry a throttled
+	// batch (the provisioner runs one at a time) before the messages
+	// reappear. A hint older than an hour is worthless: the reaper has
+	// reconciled sixty times since.
+	s.PendingQueue, s.PendingDLQ = s.queueWithDLQ("Pending", PendingQueueName(cluster), 6*provisionerTimeoutSeconds, pendingMaxReceiveCount)
 	// Node Ready events, for the binder: the same shape as the pending
 	// queue, because the binder's handler is the same SQS batch handler
 	// (pkg/trigger) as the provisioner's, reporting batchItemFailures.
-	s.ReadyDLQ = awssqs.NewQueue(s.Stack, jsii.String("ReadyDeadLetterQueue"), &awssqs.QueueProps{
-		QueueName:       jsii.String(DeadLetterQueueName(ReadyQueueName(cluster))),
-		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
-		EnforceSSL:      jsii.Bool(true),
-		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
-	})
-	s.ReadyQueue = awssqs.NewQueue(s.Stack, jsii.String("ReadyQueue"), &awssqs.QueueProps{
-		QueueName:  jsii.String(ReadyQueueName(cluster)),
-		Encryption: awssqs.QueueEncryption_SQS_MANAGED,
-		EnforceSSL: jsii.Bool(true),
-		// Six times the function timeout, as AWS advises for an SQS
-		// event source.
-		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(6 * binderTimeoutSeconds)),
-		// A Node Ready event older than an hour is worthless: the node
-		// has long been bound or replaced.
-		RetentionPeriod: awscdk.Duration_Hours(jsii.Number(1)),
-		DeadLetterQueue: &awssqs.DeadLetterQueue{
-			Queue:           s.ReadyDLQ,
-			MaxReceiveCount: jsii.Number(readyMaxReceiveCount),
-		},
-	})
+	s.ReadyQueue, s.ReadyDLQ = s.queueWithDLQ("Ready", ReadyQueueName(cluster), 6*binderTimeoutSeconds, readyMaxReceiveCount)
 
 	// Karpenter's interruption queue, setting for setting: 300 s retention,
 	// SSE, TLS only. No DLQ: a notice nobody handled in five minutes is
@@ -629,4 +592,25 @@ func (s *JoistStack) defineOutputs() {
 	}
 	out("ForwarderPolicyArn", s.ForwarderPolicy.ManagedPolicyArn(), "attach to the forwarder's IRSA role if you do not use ForwarderRoleArn")
 	out("ForwarderRoleArn", s.ForwarderRole.RoleArn(), "EKS Pod Identity role for "+ForwarderNamespace+"/"+ForwarderServiceAccount)
+}
+
+// queueWithDLQ makes an encrypted, TLS-only queue of the given name with a
+// dead-letter queue (kept 14 days for inspection) that takes a message
+// after maxReceive receives. Messages live an hour.
+func (s *JoistStack) queueWithDLQ(id, name string, visibilitySeconds, maxReceive float64) (awssqs.Queue, awssqs.Queue) {
+	dlq := awssqs.NewQueue(s.Stack, jsii.String(id+"DeadLetterQueue"), &awssqs.QueueProps{
+		QueueName:       jsii.String(DeadLetterQueueName(name)),
+		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:      jsii.Bool(true),
+		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
+	})
+	q := awssqs.NewQueue(s.Stack, jsii.String(id+"Queue"), &awssqs.QueueProps{
+		QueueName:         jsii.String(name),
+		Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:        jsii.Bool(true),
+		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(visibilitySeconds)),
+		RetentionPeriod:   awscdk.Duration_Hours(jsii.Number(1)),
+		DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: dlq, MaxReceiveCount: jsii.Number(maxReceive)},
+	})
+	return q, dlq
 }

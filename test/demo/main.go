@@ -127,12 +127,7 @@ func run() error {
 	}
 	n.start = time.Now()
 	for _, p := range pods {
-		created, err := g.Kube.Client.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{})
-		if err != nil {
-			return err
-		}
-		created.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/0 nodes are available", LastTransitionTime: metav1.Now()}}
-		if _, err := g.Kube.Client.CoreV1().Pods("default").UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		if _, err := g.CreatePending(ctx, p); err != nil {
 			return err
 		}
 		n.say("pod %s pending (PodScheduled=False, Unschedulable)", p.Name)
@@ -187,7 +182,7 @@ func run() error {
 	}
 	fmt.Println()
 	if calls := g.EC2.CreateFleetCalls(); len(calls) > 0 {
-		fmt.Printf("pod Unschedulable → CreateFleet: %.2fs (forwarder debounce 1s + SQS batching window 1s + plan and launch)\n", calls[0].At.Sub(n.start).Seconds())
+		fmt.Printf("pod Unschedulable → CreateFleet: %.2fs (forwarder debounce 0.3 s + the pending queue's 1 s batching window + plan and launch)\n", calls[0].At.Sub(n.start).Seconds())
 	}
 	fmt.Printf("done: %d instance(s), both pods bound in %.1fs. Function logs: %s\n", len(g.EC2.Instances()), time.Since(n.start).Seconds(), logPath)
 	fmt.Println("cleaning up ...")

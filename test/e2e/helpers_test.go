@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/joist-dev/joist/pkg/workload"
 	"github.com/joist-dev/joist/test/testenv"
@@ -43,19 +42,9 @@ func createPending(t *testing.T, g *testenv.Ground, pods []*corev1.Pod) []*corev
 	ctx := context.Background()
 	var out []*corev1.Pod
 	for _, p := range pods {
-		p = p.DeepCopy()
-		p.Namespace = g.Opts.Namespace
-		created, err := g.Kube.Client.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
+		updated, err := g.CreatePending(ctx, p)
 		if err != nil {
-			t.Fatalf("create pod %s: %v", p.Name, err)
-		}
-		created.Status.Conditions = []corev1.PodCondition{{
-			Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
-			Message: "0/0 nodes are available", LastTransitionTime: metav1.Now(),
-		}}
-		updated, err := g.Kube.Client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{})
-		if err != nil {
-			t.Fatalf("mark pod %s unschedulable: %v", p.Name, err)
+			t.Fatal(err)
 		}
 		out = append(out, updated)
 	}

@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/joist-dev/joist/test/testenv"
 )
@@ -30,17 +29,11 @@ func BenchmarkE2E_UnschedulableToCreateFleet(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		p := base.DeepCopy()
 		p.Name = fmt.Sprintf("latency-%d", i)
-		p.Namespace = "latency"
 		// One t3.large holds one such pod: every pod is a new node.
 		p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m")}
-		created, err := g.Kube.Client.CoreV1().Pods("latency").Create(ctx, p, metav1.CreateOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
 		before := len(g.EC2.CreateFleetCalls())
-		created.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}
 		start := time.Now()
-		if _, err := g.Kube.Client.CoreV1().Pods("latency").UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		if _, err := g.CreatePending(ctx, p); err != nil {
 			b.Fatal(err)
 		}
 		deadline := time.Now().Add(60 * time.Second)

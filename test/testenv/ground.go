@@ -476,3 +476,24 @@ func NewPods(ps []*corev1.Pod) []*corev1.Pod {
 	}
 	return out
 }
+
+// CreatePending creates p in the ground's namespace and marks it
+// PodScheduled=False/Unschedulable, as kube-scheduler does when no node
+// fits (the test ground runs no scheduler unless a test starts one).
+func (g *Ground) CreatePending(ctx context.Context, p *corev1.Pod) (*corev1.Pod, error) {
+	p = p.DeepCopy()
+	p.Namespace = g.Opts.Namespace
+	created, err := g.Kube.Client.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("create pod %s: %w", p.Name, err)
+	}
+	created.Status.Conditions = []corev1.PodCondition{{
+		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+		Message: "0/0 nodes are available", LastTransitionTime: metav1.Now(),
+	}}
+	updated, err := g.Kube.Client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("mark pod %s unschedulable: %w", p.Name, err)
+	}
+	return updated, nil
+}
