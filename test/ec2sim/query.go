@@ -20,6 +20,9 @@ import (
 type params struct {
 	v    url.Values
 	read map[string]bool
+	// caller is the access key id that signed the request, action its
+	// Action (for authorization).
+	caller, action string
 }
 
 func newParams(v url.Values) *params {

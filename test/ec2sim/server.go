@@ -25,11 +25,16 @@ func op[R any](parse func(*params) (R, error), run func(*Sim, R) (response, erro
 		if err := p.unknown(); err != nil {
 			return nil, err
 		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		// EC2 authorizes before anything else, DryRun included (that is
+		// what DryRun is for).
+		if err := s.authorize(p.caller, p.action, req); err != nil {
+			return nil, err
+		}
 		if dry {
 			return nil, dryRunError()
 		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
 		return run(s, req)
 	}
 }
@@ -99,7 +104,9 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"ec2sim does not implement the EC2 action %s; it implements %s", action, strings.Join(SupportedActions(), ", ")))
 		return
 	}
-	resp, err := h(s, newParams(r.Form))
+	p := newParams(r.Form)
+	p.caller, p.action = AccessKeyOf(r), action
+	resp, err := h(s, p)
 	if err != nil {
 		e, ok := err.(*apiError)
 		if !ok {

@@ -127,6 +127,7 @@ type Sim struct {
 	fleetTokens map[string]idempotent
 
 	faults *faults
+	auth   authState
 
 	calls      map[string]int
 	fleetCalls []CreateFleetRecord
