@@ -141,6 +141,10 @@ type Template struct {
 	Created  time.Time
 }
 
+// Templates lists the launch templates Joist made for this cluster:
+// tagged for it and named under its prefix.
+func (l *Launcher) Templates(ctx context.Context) ([]Template, error) { return l.listTemplates(ctx) }
+
 // listTemplates lists the launch templates Joist made for this cluster:
 // tagged for it and named under its prefix.
 func (l *Launcher) listTemplates(ctx context.Context) ([]Template, error) {
@@ -190,6 +194,14 @@ func (l *Launcher) createTemplate(ctx context.Context, name string, c TemplateCo
 	}
 	if c.UserData == "" {
 		data.UserData = nil
+	}
+	// What CreateFleet creates beside the instance and its volumes (which
+	// the fleet request tags) carries the cluster's tags too: the network
+	// interface, and for spot the spot request. The policy allows creating
+	// only resources tagged with the cluster, so an untagged one would be
+	// refused, and untagged ones could not be found again.
+	for _, rt := range []ec2types.ResourceType{ec2types.ResourceTypeNetworkInterface, ec2types.ResourceTypeSpotInstancesRequest} {
+		data.TagSpecifications = append(data.TagSpecifications, ec2types.LaunchTemplateTagSpecificationRequest{ResourceType: rt, Tags: ec2Tags(c.Tags)})
 	}
 	if c.AssociatePublicIP != nil {
 		// EC2 takes the groups on the interface when an interface is
