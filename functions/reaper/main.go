@@ -1,13 +1,17 @@
-// Command reaper is the Lambda function EventBridge runs every minute. For
-// now it is the safety net: the provisioner's reconcile and the binder's
-// pass over every Ready node, so lost events and a dead forwarder (a
-// cluster with no nodes cannot run one) only cost latency. Disruption
-// (empty, expired, leaked nodes) will join it. Wiring only.
+// Command reaper is the Lambda function EventBridge runs every minute. It
+// ends instances whose node never registered (pkg/garbage: the only
+// function whose role may terminate), then runs the safety net: the
+// provisioner's reconcile and the binder's pass over every Ready node, so
+// lost events and a dead forwarder (a cluster with no nodes cannot run
+// one) only cost latency. Each step runs whatever the others did: a failed
+// terminate never stops scale-up. Wiring only.
 package main
 
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"os"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
@@ -19,10 +23,21 @@ import (
 func main() {
 	env := wiring.MustLoad(context.Background(), "reaper")
 	reconcile := env.MustReconciler("reaper")
+	collector, err := env.Collector()
+	if err != nil {
+		slog.Error("reaper: configuration", "error", err.Error())
+		os.Exit(1)
+	}
 	lambda.Start(func(ctx context.Context, _ events.CloudWatchEvent) error {
 		log := wiring.WithRequest(ctx, env.Log)
 		m := env.Metrics()
 		defer env.Flush(m)
+		gc := *collector
+		gc.Log = log
+		g, gerr := gc.Collect(ctx)
+		if g != nil && (len(g.Terminated) > 0 || len(g.Foreign) > 0) {
+			log.Info("garbage collection", "terminated", g.Terminated, "foreign", g.Foreign)
+		}
 		res, perr := reconcile(ctx, m)
 		if perr == nil {
 			log.Info("safety net: reconciled", "pending", res.Pending, "alreadyServed", res.AlreadyServed, "launched", len(res.Launched), "nominated", res.Nominated)
@@ -31,6 +46,6 @@ func main() {
 		if berr == nil {
 			log.Info("safety net: bound", "bound", b.Bound, "alreadyBound", b.AlreadyBound, "unplanned", b.Unplanned)
 		}
-		return errors.Join(perr, berr)
+		return errors.Join(gerr, perr, berr)
 	})
 }

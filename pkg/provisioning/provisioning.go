@@ -18,6 +18,7 @@ import (
 
 	"github.com/joist-dev/joist/pkg/binding"
 	"github.com/joist-dev/joist/pkg/catalog"
+	"github.com/joist-dev/joist/pkg/garbage"
 	"github.com/joist-dev/joist/pkg/kube"
 	"github.com/joist-dev/joist/pkg/launch"
 	"github.com/joist-dev/joist/pkg/metrics"
@@ -36,7 +37,6 @@ type SpecReader func(ctx context.Context) (*model.Spec, error)
 type Launcher interface {
 	Instances(ctx context.Context) ([]launch.Instance, error)
 	Launch(ctx context.Context, req launch.Request) (*launch.Instance, error)
-	Terminate(ctx context.Context, ids ...string) error
 }
 
 // Locker is the cluster's one-decider lock (a *kube.Lease).
@@ -49,9 +49,9 @@ type Locker interface {
 const AnnotationUnavailable = "joist.sh/unavailable-offerings"
 
 // DefaultRegistrationTimeout is how long an instance may run without its
-// node registering before it is terminated and its pods planned again
-// (Karpenter's registration TTL).
-const DefaultRegistrationTimeout = 15 * time.Minute
+// node registering before its pods are planned again (the reaper
+// terminates it: pkg/garbage).
+const DefaultRegistrationTimeout = garbage.DefaultRegistrationTimeout
 
 // Provisioner reconciles pending pods into launched instances.
 type Provisioner struct {
@@ -79,8 +79,9 @@ type Result struct {
 	Launched      []launch.Instance
 	Nominated     int
 	Unschedulable map[string]string // pod → reason
-	// Terminated are instances whose node never registered.
-	Terminated []string
+	// GivenUp are instances whose node never registered: their pods were
+	// planned again (the reaper terminates them).
+	GivenUp []string
 	// Skipped is set when another decider held the lock.
 	Skipped bool
 }
@@ -133,9 +134,7 @@ func (p *Provisioner) Reconcile(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := p.expireUnregistered(ctx, c, res); err != nil {
-		return nil, err
-	}
+	p.giveUpUnregistered(c, res)
 	res.Pending = len(c.pending)
 	p.Metrics.Gauge(metrics.PendingPods, float64(len(c.pending)), nil)
 	for _, pl := range c.planned {
@@ -236,14 +235,12 @@ func (p *Provisioner) Reconcile(ctx context.Context) (*Result, error) {
 	return res, nil
 }
 
-// expireUnregistered terminates instances that have run longer than the
-// registration timeout without their node registering, and forgets them:
-// the pods planned onto them are planned again in this pass.
-func (p *Provisioner) expireUnregistered(ctx context.Context, c *cluster, res *Result) error {
-	timeout := p.RegistrationTimeout
-	if timeout <= 0 {
-		timeout = DefaultRegistrationTimeout
-	}
+// giveUpUnregistered forgets instances that have run longer than the
+// registration timeout without their node registering: the pods planned
+// onto them are planned again in this pass. It terminates nothing: the
+// provisioner's role may not, and only the reaper's garbage collection
+// decides that an instance is Joist's to end.
+func (p *Provisioner) giveUpUnregistered(c *cluster, res *Result) {
 	registered := map[string]bool{}
 	for _, n := range c.nodes {
 		registered[pods.InstanceID(n.Spec.ProviderID)] = true
@@ -251,21 +248,16 @@ func (p *Provisioner) expireUnregistered(ctx context.Context, c *cluster, res *R
 	now := p.now()
 	var keep []launch.Instance
 	for _, inst := range c.instances {
-		if registered[inst.ID] || inst.LaunchTime.IsZero() || now.Sub(inst.LaunchTime) < timeout {
+		if registered[inst.ID] || !garbage.Expired(inst.LaunchTime, now, p.RegistrationTimeout) {
 			keep = append(keep, inst)
 			continue
 		}
-		p.Log.Warn("instance never registered; terminating it and planning its pods again",
-			"instance", inst.ID, "pool", inst.Pool, "launched", inst.LaunchTime, "timeout", timeout.String())
-		if err := p.Launcher.Terminate(ctx, inst.ID); err != nil {
-			return fmt.Errorf("terminate unregistered %s: %w", inst.ID, err)
-		}
-		res.Terminated = append(res.Terminated, inst.ID)
+		p.Log.Warn("instance never registered; planning its pods again", "instance", inst.ID, "pool", inst.Pool, "launched", inst.LaunchTime)
+		res.GivenUp = append(res.GivenUp, inst.ID)
 		c.todo = append(c.todo, c.planned[inst.ID]...)
 		delete(c.planned, inst.ID)
 	}
 	c.instances = keep
-	return nil
 }
 
 // maxPlanAttempts bounds the replans after capacity errors in one pass;

@@ -26,6 +26,7 @@ import (
 	"github.com/joist-dev/joist/pkg/catalog"
 	"github.com/joist-dev/joist/pkg/catalog/live"
 	"github.com/joist-dev/joist/pkg/eksauth"
+	"github.com/joist-dev/joist/pkg/garbage"
 	"github.com/joist-dev/joist/pkg/kube"
 	"github.com/joist-dev/joist/pkg/launch"
 	"github.com/joist-dev/joist/pkg/metrics"
@@ -201,6 +202,16 @@ func (e *Env) Reconciler() (func(ctx context.Context, m *metrics.Recorder) (*pro
 		}
 		return p.Reconcile(ctx)
 	}, nil
+}
+
+// Collector is the reaper's garbage collection of instances whose node
+// never registered ($JOIST_REGISTRATION_TIMEOUT, default 15m).
+func (e *Env) Collector() (*garbage.Collector, error) {
+	timeout, err := durationEnv("JOIST_REGISTRATION_TIMEOUT", garbage.DefaultRegistrationTimeout)
+	if err != nil {
+		return nil, err
+	}
+	return &garbage.Collector{EC2: e.Launcher(), Nodes: e.Kube, Log: e.Log, RegistrationTimeout: timeout}, nil
 }
 
 // Lease is the cluster's decider lease (kube-system/joist-<cluster>, or

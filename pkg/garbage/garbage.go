@@ -1,0 +1,134 @@
+// Package garbage ends what Joist launched and no longer accounts for:
+// instances whose node never registered within the registration timeout
+// (Karpenter's registration TTL). It runs in the reaper only, the one
+// function whose role may terminate instances.
+//
+// An instance is only ever terminated as garbage when EC2's own
+// aws:ec2launchtemplate:id tag, which EC2 sets at launch and nobody can
+// change, names one of the cluster's launch templates. The cluster tag
+// alone proves nothing: anyone allowed ec2:CreateTags in the account can
+// put joist.sh/cluster on any instance, and Joist must never end an
+// instance it did not launch.
+package garbage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/joist-dev/joist/pkg/launch"
+	"github.com/joist-dev/joist/pkg/pods"
+)
+
+// DefaultRegistrationTimeout is how long an instance may run without its
+// node registering before it is terminated (Karpenter's registration TTL).
+const DefaultRegistrationTimeout = 15 * time.Minute
+
+// EC2 is the launcher's side the collector uses.
+type EC2 interface {
+	Instances(ctx context.Context) ([]launch.Instance, error)
+	Templates(ctx context.Context) ([]launch.Template, error)
+	Terminate(ctx context.Context, ids ...string) error
+}
+
+// Nodes lists the cluster's nodes.
+type Nodes interface {
+	Nodes(ctx context.Context) ([]*corev1.Node, error)
+}
+
+// Collector finds and terminates the cluster's unregistered instances.
+type Collector struct {
+	EC2   EC2
+	Nodes Nodes
+	Log   *slog.Logger
+	Now   func() time.Time
+	// RegistrationTimeout overrides DefaultRegistrationTimeout.
+	RegistrationTimeout time.Duration
+}
+
+// Result is what one collection found and did.
+type Result struct {
+	// Terminated are instances ended because their node never registered.
+	Terminated []string
+	// Foreign are instances tagged for the cluster, past the timeout with
+	// no node, that no launch template of the cluster launched: left
+	// alone, and reported.
+	Foreign []string
+}
+
+// Expired reports whether an instance launched at launched, with no node,
+// is past the registration timeout at now.
+func Expired(launched, now time.Time, timeout time.Duration) bool {
+	if timeout <= 0 {
+		timeout = DefaultRegistrationTimeout
+	}
+	return !launched.IsZero() && now.Sub(launched) >= timeout
+}
+
+// Collect terminates every instance of the cluster, launched from one of
+// its launch templates, whose node has not registered within the timeout.
+// A failed terminate is reported in the error and never stops the rest.
+func (c *Collector) Collect(ctx context.Context) (*Result, error) {
+	now := time.Now()
+	if c.Now != nil {
+		now = c.Now()
+	}
+	instances, err := c.EC2.Instances(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("garbage collection: list instances: %w", err)
+	}
+	nodes, err := c.Nodes.Nodes(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("garbage collection: list nodes: %w", err)
+	}
+	registered := map[string]bool{}
+	for _, n := range nodes {
+		registered[pods.InstanceID(n.Spec.ProviderID)] = true
+	}
+	var expired []launch.Instance
+	for _, inst := range instances {
+		if !registered[inst.ID] && Expired(inst.LaunchTime, now, c.RegistrationTimeout) {
+			expired = append(expired, inst)
+		}
+	}
+	res := &Result{}
+	if len(expired) == 0 {
+		return res, nil
+	}
+	templates, err := c.EC2.Templates(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("garbage collection: list launch templates: %w", err)
+	}
+	own := map[string]bool{}
+	for _, t := range templates {
+		own[t.ID] = true
+	}
+	var errs []error
+	for _, inst := range expired {
+		if !own[inst.LaunchTemplateID] {
+			res.Foreign = append(res.Foreign, inst.ID)
+			c.Log.Warn("instance carries the cluster tag but was not launched from one of the cluster's launch templates; leaving it alone",
+				"instance", inst.ID, "launchTemplate", inst.LaunchTemplateID, "launched", inst.LaunchTime)
+			continue
+		}
+		c.Log.Warn("instance never registered; terminating it", "instance", inst.ID, "pool", inst.Pool,
+			"launched", inst.LaunchTime, "timeout", c.timeout().String())
+		if err := c.EC2.Terminate(ctx, inst.ID); err != nil {
+			errs = append(errs, fmt.Errorf("terminate unregistered %s: %w", inst.ID, err))
+			continue
+		}
+		res.Terminated = append(res.Terminated, inst.ID)
+	}
+	return res, errors.Join(errs...)
+}
+
+func (c *Collector) timeout() time.Duration {
+	if c.RegistrationTimeout <= 0 {
+		return DefaultRegistrationTimeout
+	}
+	return c.RegistrationTimeout
+}

@@ -1,0 +1,82 @@
+package garbage
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/joist-dev/joist/pkg/launch"
+)
+
+type fakeEC2 struct {
+	instances  []launch.Instance
+	templates  []launch.Template
+	failFor    string
+	terminated []string
+}
+
+func (f *fakeEC2) Instances(context.Context) ([]launch.Instance, error) { return f.instances, nil }
+func (f *fakeEC2) Templates(context.Context) ([]launch.Template, error) { return f.templates, nil }
+func (f *fakeEC2) Terminate(_ context.Context, ids ...string) error {
+	for _, id := range ids {
+		if id == f.failFor {
+			return errors.New("UnauthorizedOperation")
+		}
+		f.terminated = append(f.terminated, id)
+	}
+	return nil
+}
+
+type nodeList []*corev1.Node
+
+func (n nodeList) Nodes(context.Context) ([]*corev1.Node, error) { return n, nil }
+
+func TestCollect(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	old, young := now.Add(-20*time.Minute), now.Add(-time.Minute)
+	own := []launch.Template{{ID: "lt-own", Name: "joist-c-abc"}}
+	node := &corev1.Node{Spec: corev1.NodeSpec{ProviderID: "aws:///us-west-2a/i-registered"}}
+	cases := []struct {
+		name           string
+		instances      []launch.Instance
+		failFor        string
+		wantTerminated []string
+		wantForeign    []string
+		wantErr        bool
+	}{
+		{name: "unregistered past the timeout from the cluster's template is terminated",
+			instances: []launch.Instance{{ID: "i-stuck", LaunchTime: old, LaunchTemplateID: "lt-own"}}, wantTerminated: []string{"i-stuck"}},
+		{name: "young instance is kept",
+			instances: []launch.Instance{{ID: "i-new", LaunchTime: young, LaunchTemplateID: "lt-own"}}},
+		{name: "registered instance is kept",
+			instances: []launch.Instance{{ID: "i-registered", LaunchTime: old, LaunchTemplateID: "lt-own"}}},
+		{name: "instance someone tagged for the cluster is never terminated",
+			instances: []launch.Instance{{ID: "i-foreign", LaunchTime: old, LaunchTemplateID: "lt-someone-elses"}, {ID: "i-untemplated", LaunchTime: old}},
+			wantForeign: []string{"i-foreign", "i-untemplated"}},
+		{name: "a failed terminate does not stop the others",
+			instances: []launch.Instance{{ID: "i-a", LaunchTime: old, LaunchTemplateID: "lt-own"}, {ID: "i-b", LaunchTime: old, LaunchTemplateID: "lt-own"}},
+			failFor:   "i-a", wantTerminated: []string{"i-b"}, wantErr: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ec2 := &fakeEC2{instances: tc.instances, templates: own, failFor: tc.failFor}
+			c := &Collector{EC2: ec2, Nodes: nodeList{node}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return now }}
+			res, err := c.Collect(context.Background())
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
+			}
+			if !slices.Equal(res.Terminated, tc.wantTerminated) || !slices.Equal(ec2.terminated, tc.wantTerminated) {
+				t.Errorf("terminated = %v (EC2 saw %v), want %v", res.Terminated, ec2.terminated, tc.wantTerminated)
+			}
+			if !slices.Equal(res.Foreign, tc.wantForeign) {
+				t.Errorf("foreign = %v, want %v", res.Foreign, tc.wantForeign)
+			}
+		})
+	}
+}
