@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/joist-dev/joist/pkg/forwarder"
+	"github.com/joist-dev/joist/pkg/iampolicy"
 	"github.com/joist-dev/joist/pkg/specs"
 	"github.com/joist-dev/joist/pkg/specstore"
 	"github.com/joist-dev/joist/test/ec2sim"
@@ -74,6 +76,9 @@ type GroundOptions struct {
 	// VisibilityTimeout is the queues' visibility timeout in seconds
 	// (default 60): how long a failed batch waits for redelivery.
 	VisibilityTimeout int
+	// Policy, when set, changes the IAM policy a principal gets (to prove
+	// a statement is needed); it receives iampolicy.For's.
+	Policy func(principal string, p iampolicy.Policy) iampolicy.Policy
 }
 
 // Ground is a whole Joist loop on the local test ground: the API server,
@@ -97,6 +102,7 @@ type Ground struct {
 	Log *slog.Logger
 
 	ec2srv *httptest.Server
+	front  *httptest.Server
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	rie    string
@@ -115,7 +121,7 @@ func (g *Ground) StartFunction(name string) (*Function, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := RunFunction(g.rie, name, bin, g.Env, g.Opts.Logs)
+	f, err := RunFunction(g.rie, name, bin, g.FunctionEnv(name), g.Opts.Logs)
 	if err != nil {
 		return nil, err
 	}
@@ -123,6 +129,17 @@ func (g *Ground) StartFunction(name string) (*Function, error) {
 	g.extra = append(g.extra, f)
 	g.fnMu.Unlock()
 	return f, nil
+}
+
+// FunctionEnv is a function's environment: the ground's, with the
+// function's own AWS identity.
+func (g *Ground) FunctionEnv(name string) map[string]string {
+	env := make(map[string]string, len(g.Env)+1)
+	for k, v := range g.Env {
+		env[k] = v
+	}
+	env["AWS_ACCESS_KEY_ID"] = AccessKey(name)
+	return env
 }
 
 // RestartProvisioner replaces the provisioner's process, as Lambda starts
@@ -208,6 +225,12 @@ func StartGround(ctx context.Context, kube *KubeEnv, kumo *KumoEnv, rie string, 
 	}
 	g.EC2.SeedDefault(o.VPCCluster)
 	g.AWS = kumo.AWSConfig()
+	front, err := newIAMFront(kumo.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	g.front = httptest.NewServer(front)
+	g.enforceIAM(front)
 
 	// The AMI parameters EKS publishes, pointing at simulator images.
 	if err := g.seedAMIs(ctx); err != nil {
@@ -228,7 +251,6 @@ func StartGround(ctx context.Context, kube *KubeEnv, kumo *KumoEnv, rie string, 
 	if ns := o.Namespace; ns != "default" {
 		_, _ = kube.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	}
-	var err error
 	if o.VisibilityTimeout == 0 {
 		o.VisibilityTimeout = 60
 	}
@@ -241,7 +263,7 @@ func StartGround(ctx context.Context, kube *KubeEnv, kumo *KumoEnv, rie string, 
 		"AWS_REGION":               Region,
 		"AWS_ACCESS_KEY_ID":        "test",
 		"AWS_SECRET_ACCESS_KEY":    "test",
-		"AWS_ENDPOINT_URL":         kumo.Endpoint,
+		"AWS_ENDPOINT_URL":         g.front.URL,
 		"AWS_ENDPOINT_URL_EC2":     g.EC2URL,
 		"JOIST_KUBECONFIG":         kube.Kubeconfig,
 		"JOIST_ZONES":              strings.Join(o.Zones, ","),
@@ -315,7 +337,7 @@ func StartGround(ctx context.Context, kube *KubeEnv, kumo *KumoEnv, rie string, 
 	g.run(ctx, g.Kubelet.Run)
 
 	if !o.NoForwarder {
-		var put forwarder.PutEventsAPI = eventbridge.NewFromConfig(g.AWS)
+		var put forwarder.PutEventsAPI = eventbridge.NewFromConfig(g.As(iampolicy.Forwarder))
 		if o.WrapPut != nil {
 			put = o.WrapPut(put)
 		}
@@ -330,6 +352,34 @@ func StartGround(ctx context.Context, kube *KubeEnv, kumo *KumoEnv, rie string, 
 	}
 	ok = true
 	return g, nil
+}
+
+// enforceIAM registers every principal's policy with the EC2 simulator and
+// the IAM front, and the node instance profile with its role.
+func (g *Ground) enforceIAM(front *iamFront) {
+	params := IAMParams(g.Opts.Cluster)
+	g.EC2.EnforceIAM()
+	g.EC2.SetPrincipal(HarnessKey, nil)
+	front.setPrincipal(HarnessKey, nil)
+	for _, principal := range iampolicy.Principals() {
+		pol := iampolicy.MustFor(principal, params)
+		if g.Opts.Policy != nil {
+			pol = g.Opts.Policy(principal, pol)
+		}
+		g.EC2.SetPrincipal(AccessKey(principal), &pol)
+		front.setPrincipal(AccessKey(principal), &pol)
+	}
+	g.EC2.AddInstanceProfile("KarpenterNodeInstanceProfile-"+g.Opts.Cluster, params.NodeRoleARN)
+	g.EC2.OnAuthorize(func(a ec2sim.AuthRecord) { recordAuth(a.Principal, a.Request, a.Decision) })
+}
+
+// As is the ground's AWS configuration with a principal's identity: kumo
+// through the IAM front, and the EC2 simulator.
+func (g *Ground) As(principal string) aws.Config {
+	cfg := g.AWS.Copy()
+	cfg.BaseEndpoint = aws.String(g.front.URL)
+	cfg.Credentials = credentials.NewStaticCredentialsProvider(AccessKey(principal), "test", "")
+	return cfg
 }
 
 func (g *Ground) run(ctx context.Context, f func(context.Context)) {
@@ -356,6 +406,9 @@ func (g *Ground) Close() {
 	g.fnMu.Unlock()
 	if g.ec2srv != nil {
 		g.ec2srv.Close()
+	}
+	if g.front != nil {
+		g.front.Close()
 	}
 	ctx := context.Background()
 	for _, undo := range g.applied {
