@@ -1,11 +1,10 @@
 package kube_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
+	"github.com/joist-dev/joist/pkg/iampolicy"
+	"github.com/joist-dev/joist/pkg/rbac"
 	"strings"
 	"sync"
 	"testing"
@@ -13,13 +12,11 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/yaml"
 
 	"github.com/joist-dev/joist/pkg/kube"
 	"github.com/joist-dev/joist/test/testenv"
@@ -243,15 +240,21 @@ func TestEvent_RejectsOrAdaptsWhatTheAPIWouldRefuse(t *testing.T) {
 	}
 }
 
-// TestEvent_WorksWithJoistsClusterRole records events as a member of the
-// group infra/k8s/rbac.yaml binds, which may only create and patch events:
-// the repeat path must not need get or update.
+// TestEvent_WorksWithJoistsClusterRole records events as the provisioner's
+// identity with pkg/rbac's objects installed, which may only create and
+// patch events: the repeat path must not need get or update.
 func TestEvent_WorksWithJoistsClusterRole(t *testing.T) {
 	g, ctx := newGround(t)
 	env := testenv.Kube(t)
-	applyRBAC(ctx, t, g.admin)
+	objs, err := rbac.Objects("events-test", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Apply(ctx, objs...); err != nil {
+		t.Fatal(err)
+	}
 	cfg := rest.CopyConfig(env.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: "joist-provisioner", Groups: []string{"joist-functions"}}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: rbac.User(iampolicy.Provisioner), Groups: []string{rbac.Group(iampolicy.Provisioner)}}
 	c := kube.New(kubernetes.NewForConfigOrDie(cfg))
 	p := g.pod(ctx, t, "rbac")
 	waitAllowed(ctx, t, g.admin, cfg.Impersonate, "patch", g.ns)
@@ -293,43 +296,4 @@ func waitAllowed(ctx context.Context, t *testing.T, c kubernetes.Interface, who 
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-var rbacOnce sync.Once
-
-// applyRBAC creates the ClusterRole and ClusterRoleBinding of
-// infra/k8s/rbac.yaml, the ones a cluster running Joist has.
-func applyRBAC(ctx context.Context, t *testing.T, c kubernetes.Interface) {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "infra", "k8s", "rbac.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rbacOnce.Do(func() {
-		for _, doc := range bytes.Split(data, []byte("\n---")) {
-			var meta metav1.TypeMeta
-			if err := yaml.Unmarshal(doc, &meta); err != nil {
-				t.Fatalf("rbac.yaml: %v", err)
-			}
-			switch meta.Kind {
-			case "ClusterRole":
-				var role rbacv1.ClusterRole
-				if err := yaml.UnmarshalStrict(doc, &role); err != nil {
-					t.Fatalf("rbac.yaml ClusterRole: %v", err)
-				}
-				_, err = c.RbacV1().ClusterRoles().Create(ctx, &role, metav1.CreateOptions{})
-			case "ClusterRoleBinding":
-				var binding rbacv1.ClusterRoleBinding
-				if err := yaml.UnmarshalStrict(doc, &binding); err != nil {
-					t.Fatalf("rbac.yaml ClusterRoleBinding: %v", err)
-				}
-				_, err = c.RbacV1().ClusterRoleBindings().Create(ctx, &binding, metav1.CreateOptions{})
-			default:
-				continue
-			}
-			if err != nil {
-				t.Fatalf("apply rbac.yaml %s: %v", meta.Kind, err)
-			}
-		}
-	})
 }

@@ -1,0 +1,248 @@
+// Package rbac is the one source of truth for what each Joist function
+// and the forwarder may do in the cluster, as Kubernetes RBAC objects.
+//
+// Each function reaches the API server as its own identity (EKS maps its
+// IAM role, through an access entry, to the user "joist:<function>" in the
+// group Group(function)), and each group is bound to a ClusterRole holding
+// only the verbs that function's code uses. The decider Lease is granted by
+// name in its namespace. infra/k8s/rbac.yaml is rendered from here (a test
+// keeps it so), the test ground installs these very objects and runs each
+// function as its identity, and an audit of the ground's requests reports
+// any rule no test needed.
+package rbac
+
+import (
+	"fmt"
+
+	"github.com/joist-dev/joist/pkg/iampolicy"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// The functions with RBAC here; the names are iampolicy's principals.
+var Functions = []string{iampolicy.Provisioner, iampolicy.Binder, iampolicy.Reaper}
+
+// Group is the Kubernetes group an EKS access entry puts the function's
+// role in.
+func Group(function string) string { return "joist-" + function }
+
+// User is the Kubernetes user name an access entry gives the function's
+// role.
+func User(function string) string { return "joist:" + function }
+
+// Forwarder's service account.
+const (
+	ForwarderNamespace      = "joist"
+	ForwarderServiceAccount = "joist-forwarder"
+)
+
+// ForwarderUser is the forwarder's user name as the API server sees its
+// service account token.
+func ForwarderUser() string {
+	return "system:serviceaccount:" + ForwarderNamespace + ":" + ForwarderServiceAccount
+}
+
+// DefaultLeaseNamespace is where the decider Lease lives unless
+// LEASE_NAMESPACE says otherwise.
+const DefaultLeaseNamespace = "kube-system"
+
+// LeaseName is the decider Lease of a cluster.
+func LeaseName(cluster string) string { return "joist-" + cluster }
+
+func rule(groups, resources, verbs []string) rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{APIGroups: groups, Resources: resources, Verbs: verbs}
+}
+
+var (
+	core = []string{""}
+	list = []string{"list"}
+)
+
+// planning are the reads and writes of a provisioning pass (the
+// provisioner's, and the reaper's safety-net pass).
+func planning() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		// Pending pods and what runs where; the plan is an annotation.
+		rule(core, []string{"pods"}, []string{"list", "patch"}),
+		// Capacity that exists.
+		rule(core, []string{"nodes"}, list),
+		// Daemonset overhead on every new node; zonal volumes.
+		rule([]string{"apps"}, []string{"daemonsets"}, list),
+		rule(core, []string{"persistentvolumeclaims", "persistentvolumes"}, list),
+		rule([]string{"storage.k8s.io"}, []string{"storageclasses"}, list),
+		// The specs, when they live in the cluster (-c specSource=crd).
+		rule([]string{"karpenter.sh"}, []string{"provisioners", "nodepools"}, list),
+		rule([]string{"karpenter.k8s.aws"}, []string{"awsnodetemplates", "ec2nodeclasses"}, list),
+	}
+}
+
+// binding are the calls that bind planned pods to Ready nodes (the binder,
+// and a provisioning pass that finds a node Ready already).
+func binding() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		rule(core, []string{"pods"}, []string{"list", "patch"}),
+		rule(core, []string{"pods/binding"}, []string{"create"}),
+		// A node's missing well-known labels (zone, instance type) are
+		// added before pods that select on them are bound.
+		rule(core, []string{"nodes"}, []string{"get", "list", "patch"}),
+	}
+}
+
+// events lets a function explain itself (core/v1 Events: a repeat is a
+// patch of the count).
+func events() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{rule(core, []string{"events"}, []string{"create", "patch"})}
+}
+
+// Rules are a function's cluster-wide rules (the Lease is apart, see
+// LeaseRules).
+func Rules(function string) ([]rbacv1.PolicyRule, error) {
+	var r []rbacv1.PolicyRule
+	switch function {
+	case iampolicy.Provisioner, iampolicy.Reaper:
+		r = append(r, planning()...)
+		r = append(r, binding()...)
+		r = append(r, events()...)
+	case iampolicy.Binder:
+		r = append(r, binding()...)
+		r = append(r, events()...)
+	default:
+		return nil, fmt.Errorf("rbac: unknown function %q", function)
+	}
+	return merge(r), nil
+}
+
+// Decides says whether the function takes the decider Lease.
+func Decides(function string) bool {
+	return function == iampolicy.Provisioner || function == iampolicy.Reaper
+}
+
+// LeaseRules are the deciders' rules in the Lease's namespace: create (RBAC
+// cannot name what does not exist yet) and get/update of that one Lease.
+func LeaseRules(cluster string) []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		rule([]string{"coordination.k8s.io"}, []string{"leases"}, []string{"create"}),
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"},
+			ResourceNames: []string{LeaseName(cluster)}, Verbs: []string{"get", "update"}},
+	}
+}
+
+// ForwarderRules are the forwarder's: it watches, and changes nothing.
+func ForwarderRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{rule(core, []string{"pods", "nodes"}, []string{"list", "watch"})}
+}
+
+// merge joins rules of the same API group and resource (no resource
+// names), keeping verbs in first-seen order, so each (group, resource)
+// appears once.
+func merge(in []rbacv1.PolicyRule) []rbacv1.PolicyRule {
+	type key struct{ group, resource string }
+	var order []key
+	verbs := map[key][]string{}
+	for _, r := range in {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				k := key{g, res}
+				if _, ok := verbs[k]; !ok {
+					order = append(order, k)
+				}
+				for _, v := range r.Verbs {
+					if !contains(verbs[k], v) {
+						verbs[k] = append(verbs[k], v)
+					}
+				}
+			}
+		}
+	}
+	out := make([]rbacv1.PolicyRule, 0, len(order))
+	for _, k := range order {
+		out = append(out, rule([]string{k.group}, []string{k.resource}, verbs[k]))
+	}
+	return out
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+var labels = map[string]string{"app.kubernetes.io/name": "joist"}
+
+func meta(name, namespace, component string) metav1.ObjectMeta {
+	l := map[string]string{"app.kubernetes.io/component": component}
+	for k, v := range labels {
+		l[k] = v
+	}
+	return metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: l}
+}
+
+// Objects are the functions' RBAC objects for one cluster: per function a
+// ClusterRole bound to its group, and for the deciders a Role and
+// RoleBinding on the Lease in leaseNamespace (DefaultLeaseNamespace when
+// empty). The forwarder's are in ForwarderObjects.
+func Objects(cluster, leaseNamespace string) ([]runtime.Object, error) {
+	if cluster == "" {
+		return nil, fmt.Errorf("rbac: cluster name is empty")
+	}
+	if leaseNamespace == "" {
+		leaseNamespace = DefaultLeaseNamespace
+	}
+	var out []runtime.Object
+	var deciders []rbacv1.Subject
+	for _, fn := range Functions {
+		rules, err := Rules(fn)
+		if err != nil {
+			return nil, err
+		}
+		name := "joist-" + fn
+		subject := rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: Group(fn)}
+		out = append(out,
+			&rbacv1.ClusterRole{TypeMeta: typeMeta("ClusterRole"), ObjectMeta: meta(name, "", fn), Rules: rules},
+			&rbacv1.ClusterRoleBinding{
+				TypeMeta: typeMeta("ClusterRoleBinding"), ObjectMeta: meta(name, "", fn),
+				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+				Subjects: []rbacv1.Subject{subject},
+			})
+		if Decides(fn) {
+			deciders = append(deciders, subject)
+		}
+	}
+	name := LeaseName(cluster) // one per cluster, like the Lease
+	out = append(out,
+		&rbacv1.Role{TypeMeta: typeMeta("Role"), ObjectMeta: meta(name, leaseNamespace, "lease"), Rules: LeaseRules(cluster)},
+		&rbacv1.RoleBinding{
+			TypeMeta: typeMeta("RoleBinding"), ObjectMeta: meta(name, leaseNamespace, "lease"),
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+			Subjects: deciders,
+		})
+	return out, nil
+}
+
+// ForwarderObjects are the forwarder's ClusterRole and its binding to the
+// forwarder's service account (infra/k8s/forwarder.yaml holds the same).
+func ForwarderObjects() []runtime.Object {
+	name := "joist-forwarder"
+	return []runtime.Object{
+		&rbacv1.ClusterRole{TypeMeta: typeMeta("ClusterRole"), ObjectMeta: meta(name, "", "forwarder"), Rules: ForwarderRules()},
+		&rbacv1.ClusterRoleBinding{
+			TypeMeta: typeMeta("ClusterRoleBinding"), ObjectMeta: meta(name, "", "forwarder"),
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: ForwarderServiceAccount, Namespace: ForwarderNamespace}},
+		},
+	}
+}
+
+func typeMeta(kind string) metav1.TypeMeta {
+	return typeMetaOf(rbacv1.SchemeGroupVersion.String(), kind)
+}
+
+func typeMetaOf(apiVersion, kind string) metav1.TypeMeta {
+	return metav1.TypeMeta{APIVersion: apiVersion, Kind: kind}
+}
+
+const metav1StatusReasonForbidden = metav1.StatusReasonForbidden
