@@ -11,7 +11,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Source is the EventBridge source of every event the forwarder puts.
@@ -100,6 +103,9 @@ func Parse(body []byte) (any, error) {
 		}
 		if d.Node == "" {
 			return nil, fmt.Errorf("%w: %s detail without node", ErrNotJoist, env.DetailType)
+		}
+		if errs := validation.IsDNS1123Subdomain(d.Node); len(errs) > 0 {
+			return nil, fmt.Errorf("%w: %s detail: node %q is not a node name: %s", ErrNotJoist, env.DetailType, d.Node, strings.Join(errs, "; "))
 		}
 		return &d, nil
 	default:

@@ -3,6 +3,7 @@ package events
 import (
 	"errors"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -57,5 +58,15 @@ func TestPattern_MatchesSourceAndDetailType(t *testing.T) {
 	want := `{"detail-type":["Pending Pods"],"source":["joist.forwarder"]}`
 	if got := Pattern(DetailTypePendingPods); got != want {
 		t.Fatalf("Pattern = %s, want %s", got, want)
+	}
+}
+
+func TestParse_NodeReadyWithMalformedNodeIsNotJoist(t *testing.T) {
+	for _, node := range []string{"../../etc", "Node_With_Underscores", "a/b"} {
+		body := `{"source":"joist.forwarder","detail-type":"` + DetailTypeNodeReady + `","detail":{"cluster":"c","node":"` + node + `"}}`
+		_, err := Parse([]byte(body))
+		if !errors.Is(err, ErrNotJoist) || !strings.Contains(err.Error(), node) {
+			t.Errorf("node %q: err = %v, want ErrNotJoist naming the node", node, err)
+		}
 	}
 }

@@ -6,6 +6,7 @@ package binding
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -131,7 +132,7 @@ func (b *Binder) bind(ctx context.Context, node *corev1.Node, unbound []*corev1.
 	}
 	var mine []*corev1.Pod
 	for _, p := range unbound {
-		if pods.PlannedInstance(p) == id {
+		if pods.PlannedInstance(p) == id && pods.ForDefaultScheduler(p) {
 			mine = append(mine, p)
 		}
 	}
@@ -219,12 +220,17 @@ func (b *Binder) HandleReady(ctx context.Context, cluster string, evs []any) err
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	// One node's failure does not keep the others from binding; the batch
+	// is retried (every step is idempotent) when any failed.
+	var errs []error
 	for _, n := range names {
 		res, err := b.BindNode(ctx, n)
 		if err != nil {
-			return err
+			b.Log.Error("bind onto node failed", "node", n, "error", err.Error())
+			errs = append(errs, err)
+			continue
 		}
 		b.Log.Info("node reconciled", "node", n, "bound", res.Bound, "alreadyBound", res.AlreadyBound, "unplanned", res.Unplanned)
 	}
-	return nil
+	return errors.Join(errs...)
 }

@@ -127,3 +127,25 @@ func TestBinder_WaitsForStartupTaints(t *testing.T) {
 		t.Fatalf("result %+v, pod on %q planned for %q: want it left waiting for the taint to go", res, a.Spec.NodeName, pods.PlannedInstance(a))
 	}
 }
+
+func TestBinder_LeavesPodsOfOtherSchedulers(t *testing.T) {
+	c := fixture(t, "sched", "node-sched", "i-sched")
+	ctx := context.Background()
+	p := plannedPod(t, c, "sched", "mine", "100m", "i-sched")
+	other, err := c.CoreV1().Pods("sched").Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "theirs", Namespace: "sched", Annotations: map[string]string{pods.AnnotationInstance: "i-sched"}},
+		Spec:       corev1.PodSpec{SchedulerName: "volcano", Containers: []corev1.Container{{Name: "c", Image: "nginx"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := (&binding.Binder{Kube: c, Log: quiet()}).BindNode(ctx, "node-sched")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, _ := c.CoreV1().Pods("sched").Get(ctx, p.Name, metav1.GetOptions{})
+	theirs, _ := c.CoreV1().Pods("sched").Get(ctx, other.Name, metav1.GetOptions{})
+	if res.Bound != 1 || mine.Spec.NodeName != "node-sched" || theirs.Spec.NodeName != "" {
+		t.Fatalf("result %+v; default-scheduler pod on %q, volcano pod on %q: want only the first bound", res, mine.Spec.NodeName, theirs.Spec.NodeName)
+	}
+}

@@ -52,6 +52,17 @@ func Provisionable(p *corev1.Pod) bool {
 	return false
 }
 
+// DefaultScheduler is kube-scheduler's name in a pod's spec.schedulerName
+// (empty means it too).
+const DefaultScheduler = "default-scheduler"
+
+// ForDefaultScheduler reports whether the pod is kube-scheduler's to place.
+// Joist binds only those: a pod for another scheduler is that scheduler's
+// to bind, with checks Joist does not know.
+func ForDefaultScheduler(p *corev1.Pod) bool {
+	return p.Spec.SchedulerName == "" || p.Spec.SchedulerName == DefaultScheduler
+}
+
 // PlannedInstance is the instance id the pod waits for, or "".
 func PlannedInstance(p *corev1.Pod) string {
 	return p.Annotations[AnnotationInstance]

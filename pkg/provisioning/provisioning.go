@@ -148,6 +148,11 @@ func (p *Provisioner) Reconcile(ctx context.Context) (*Result, error) {
 	}
 	shared, perPool := fromcatalog.ForPools(p.Catalog, c.spec.Pools)
 	todo := c.todo
+	// Pods that cannot be served are told so after every launch of the
+	// pass, and only so many of them: Events cost API requests, and
+	// hundreds of pods nobody can serve must not delay the one that can.
+	var failed []failure
+	defer func() { p.reportFailures(ctx, failed) }()
 	for attempt := 0; attempt < maxPlanAttempts && len(todo) > 0; attempt++ {
 		now := p.now()
 		unavailable := func(t, z, ct string) bool { return p.Unavailable.IsUnavailable(now, t, z, ct) }
@@ -164,7 +169,7 @@ func (p *Provisioner) Reconcile(ctx context.Context) (*Result, error) {
 		p.Metrics.Gauge(metrics.PodsUnschedulable, float64(len(plan.Unschedulable)), nil)
 		for _, f := range plan.Unschedulable {
 			res.Unschedulable[pods.Key(f.Pod)] = f.Reason
-			p.event(ctx, kube.PodTarget(f.Pod), corev1.EventTypeWarning, kube.ReasonFailedProvisioning, f.Reason)
+			failed = append(failed, failure{f.Pod, f.Reason})
 		}
 		// Pods the simulator put on capacity that exists or is coming wait
 		// for that instance; on a node already Ready they are bound now
@@ -210,7 +215,7 @@ func (p *Provisioner) Reconcile(ctx context.Context) (*Result, error) {
 				p.Metrics.Count(metrics.InstanceLaunchFailures, 1, map[string]string{metrics.DimPool: n.Pool, metrics.DimReason: "Error"})
 				for _, pod := range n.Pods {
 					res.Unschedulable[pods.Key(pod)] = err.Error()
-					p.event(ctx, kube.PodTarget(pod), corev1.EventTypeWarning, kube.ReasonFailedProvisioning, err.Error())
+					failed = append(failed, failure{pod, err.Error()})
 				}
 				continue
 			}
@@ -233,6 +238,34 @@ func (p *Provisioner) Reconcile(ctx context.Context) (*Result, error) {
 		todo = retry
 	}
 	return res, nil
+}
+
+// MaxFailureEventsPerPass bounds the FailedProvisioning Events one pass
+// records; the rest are logged (and counted in Result.Unschedulable). An
+// unservable pod is reported again by the next pass that sees it.
+const MaxFailureEventsPerPass = 25
+
+type failure struct {
+	pod    *corev1.Pod
+	reason string
+}
+
+func (p *Provisioner) reportFailures(ctx context.Context, failed []failure) {
+	if len(failed) == 0 {
+		return
+	}
+	// Passes in different minutes start at different pods, so every pod
+	// is told in time even when more than the cap stay unservable.
+	start := int(p.now().Unix()/60) * MaxFailureEventsPerPass % len(failed)
+	for i := 0; i < len(failed); i++ {
+		f := failed[(start+i)%len(failed)]
+		if i == MaxFailureEventsPerPass {
+			p.Log.Warn("more pods cannot be served; their Events are left for later passes",
+				"pods", len(failed)-i, "reason", f.reason)
+			return
+		}
+		p.event(ctx, kube.PodTarget(f.pod), corev1.EventTypeWarning, kube.ReasonFailedProvisioning, f.reason)
+	}
 }
 
 // giveUpUnregistered forgets instances that have run longer than the

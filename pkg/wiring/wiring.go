@@ -67,6 +67,12 @@ func WithRequest(ctx context.Context, log *slog.Logger) *slog.Logger {
 	return log
 }
 
+// The Kubernetes client's rate limit for a function's invocation.
+const (
+	KubeQPS   = 50
+	KubeBurst = 100
+)
+
 // Load reads the environment. It fails on what is missing, naming it.
 func Load(ctx context.Context) (*Env, error) {
 	cluster := os.Getenv("CLUSTER_NAME")
@@ -84,6 +90,11 @@ func Load(ctx context.Context) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes config: %w", err)
 	}
+	// client-go's default of 5 requests a second would make a pass's
+	// writes (nominations, Events, binds) the slowest part of scale-up and
+	// let a few hundred repeated Events fill a pass. One decider runs at a
+	// time, so the API server sees one such client per cluster.
+	rc.QPS, rc.Burst = KubeQPS, KubeBurst
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
