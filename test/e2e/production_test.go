@@ -310,44 +310,6 @@ func startScheduler(t *testing.T, g *testenv.Ground) func() {
 	return func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
 }
 
-func TestE2E_RegistrationTimeout(t *testing.T) {
-	var mu sync.Mutex
-	var broken string
-	g := testenv.NewGround(t, testenv.GroundOptions{
-		Cluster: "regtimeout", Namespace: "regtimeout", Specs: seed(t), ReadyDelay: 300 * time.Millisecond,
-		ReaperEvery: 2 * time.Second, ExtraEnv: map[string]string{"JOIST_REGISTRATION_TIMEOUT": "5s"},
-		KubeletSkip: func(id string) bool {
-			mu.Lock()
-			defer mu.Unlock()
-			if broken == "" {
-				broken = id // the first instance never joins
-			}
-			return id == broken
-		},
-	})
-	ps := createPending(t, g, deploymentPods(t, seed(t)))
-	nodes := waitBound(t, g, ps, 120*time.Second)
-	mu.Lock()
-	bad := broken
-	mu.Unlock()
-	inst, ok := g.EC2.Instance(bad)
-	if !ok || (inst.State != "terminated" && inst.State != "shutting-down") {
-		t.Fatalf("the instance that never registered (%s) is %q, want terminated", bad, inst.State)
-	}
-	for p, n := range nodes {
-		node, err := g.Kube.Client.CoreV1().Nodes().Get(context.Background(), n, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if pods.InstanceID(node.Spec.ProviderID) == bad {
-			t.Errorf("pod %s bound to the broken instance", p)
-		}
-	}
-	if ids := launched(g); len(ids) != 2 {
-		t.Errorf("launched %v, want the broken one and its replacement", ids)
-	}
-}
-
 // TestE2E_InstanceTypeLabelsReachTheNode: a pod that selects on a label
 // only Joist knows (karpenter.k8s.aws/instance-family) is planned, and its
 // node carries that label before the binder checks the pod fits, as

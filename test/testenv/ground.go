@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -23,12 +24,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/joist-dev/joist/pkg/forwarder"
 	"github.com/joist-dev/joist/pkg/iampolicy"
 	"github.com/joist-dev/joist/pkg/specs"
 	"github.com/joist-dev/joist/pkg/specstore"
 	"github.com/joist-dev/joist/test/ec2sim"
+	"github.com/joist-dev/joist/test/iamsim"
 	"github.com/joist-dev/joist/test/kubeletsim"
 )
 
@@ -56,6 +59,9 @@ type GroundOptions struct {
 	Specs []byte
 	// ReadyDelay is how long a registered node stays NotReady.
 	ReadyDelay time.Duration
+	// AllowRefusals lets the scenario's functions be refused by IAM or
+	// RBAC (a test of the refusal itself); otherwise any refusal fails it.
+	AllowRefusals bool
 	// NoForwarder leaves the forwarder out (as when it cannot run).
 	NoForwarder bool
 	// Logs receives the functions' and simulators' logs (default: stderr
@@ -86,6 +92,9 @@ type GroundOptions struct {
 // provisioner and binder bootstraps under aws-lambda-rie fed by pollers,
 // the forwarder, and the kubelet simulator.
 type Ground struct {
+	started     time.Time
+	authMu      sync.Mutex
+	iamRefused  []string
 	Opts        GroundOptions
 	Kube        *KubeEnv
 	Kumo        *KumoEnv
@@ -121,7 +130,11 @@ func (g *Ground) StartFunction(name string) (*Function, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := RunFunction(g.rie, name, bin, g.FunctionEnv(name), g.Opts.Logs)
+	env, err := g.FunctionEnv(name)
+	if err != nil {
+		return nil, err
+	}
+	f, err := RunFunction(g.rie, name, bin, env, g.Opts.Logs)
 	if err != nil {
 		return nil, err
 	}
@@ -132,14 +145,19 @@ func (g *Ground) StartFunction(name string) (*Function, error) {
 }
 
 // FunctionEnv is a function's environment: the ground's, with the
-// function's own AWS identity.
-func (g *Ground) FunctionEnv(name string) map[string]string {
-	env := make(map[string]string, len(g.Env)+1)
+// function's own AWS identity and Kubernetes identity.
+func (g *Ground) FunctionEnv(name string) (map[string]string, error) {
+	env := make(map[string]string, len(g.Env)+2)
 	for k, v := range g.Env {
 		env[k] = v
 	}
 	env["AWS_ACCESS_KEY_ID"] = AccessKey(name)
-	return env
+	kc, err := g.Kube.FunctionKubeconfig(name)
+	if err != nil {
+		return nil, err
+	}
+	env["JOIST_KUBECONFIG"] = kc
+	return env, nil
 }
 
 // RestartProvisioner replaces the provisioner's process, as Lambda starts
@@ -185,6 +203,21 @@ func NewGround(t testing.TB, o GroundOptions) *Ground {
 		t.Fatalf("test ground: %v", err)
 	}
 	t.Cleanup(g.Close)
+	if !o.AllowRefusals {
+		// Registered after Close, so it runs before it, while the functions
+		// still run.
+		t.Cleanup(func() {
+			if r := g.IAMRefused(); len(r) > 0 {
+				t.Errorf("IAM refused calls of Joist's functions (a permission the code needs is missing from pkg/iampolicy):\n  %s", strings.Join(r, "\n  "))
+			}
+			r, err := g.RBACRefused()
+			if err != nil {
+				t.Errorf("read the audit log: %v", err)
+			} else if len(r) > 0 {
+				t.Errorf("RBAC refused requests of Joist's identities (a verb the code needs is missing from pkg/rbac):\n  %s", strings.Join(r, "\n  "))
+			}
+		})
+	}
 	return g
 }
 
@@ -208,7 +241,7 @@ func StartGround(ctx context.Context, kube *KubeEnv, kumo *KumoEnv, rie string, 
 			o.Logs = os.Stderr
 		}
 	}
-	g := &Ground{Opts: o, Kube: kube, Kumo: kumo, Log: slog.New(slog.NewTextHandler(o.Logs, nil)).With("ground", o.Cluster)}
+	g := &Ground{started: time.Now(), Opts: o, Kube: kube, Kumo: kumo, Log: slog.New(slog.NewTextHandler(o.Logs, nil)).With("ground", o.Cluster)}
 	ctx, g.cancel = context.WithCancel(ctx)
 	ok := false
 	defer func() {
@@ -248,6 +281,9 @@ func StartGround(ctx context.Context, kube *KubeEnv, kumo *KumoEnv, rie string, 
 			return nil, err
 		}
 	}
+	if err := kube.installRBAC(ctx, o.Cluster); err != nil {
+		return nil, err
+	}
 	if ns := o.Namespace; ns != "default" {
 		_, _ = kube.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	}
@@ -265,7 +301,6 @@ func StartGround(ctx context.Context, kube *KubeEnv, kumo *KumoEnv, rie string, 
 		"AWS_SECRET_ACCESS_KEY":    "test",
 		"AWS_ENDPOINT_URL":         g.front.URL,
 		"AWS_ENDPOINT_URL_EC2":     g.EC2URL,
-		"JOIST_KUBECONFIG":         kube.Kubeconfig,
 		"JOIST_ZONES":              strings.Join(o.Zones, ","),
 		"KUBERNETES_VERSION":       o.K8sVersion,
 		"CLUSTER_ENDPOINT":         kube.Config.Host,
@@ -341,8 +376,16 @@ func StartGround(ctx context.Context, kube *KubeEnv, kumo *KumoEnv, rie string, 
 		if o.WrapPut != nil {
 			put = o.WrapPut(put)
 		}
+		fwConfig, err := kube.ForwarderConfig()
+		if err != nil {
+			return nil, err
+		}
+		fwClient, err := kubernetes.NewForConfig(fwConfig)
+		if err != nil {
+			return nil, err
+		}
 		fw, err := forwarder.New(forwarder.Options{
-			Client: kube.Client, Cluster: o.Cluster, Bus: g.Msg.Bus, Put: put,
+			Client: fwClient, Cluster: o.Cluster, Bus: g.Msg.Bus, Put: put,
 			Logger: slog.New(slog.NewJSONHandler(o.Logs, nil)).With("component", "forwarder"),
 		})
 		if err != nil {
@@ -370,7 +413,43 @@ func (g *Ground) enforceIAM(front *iamFront) {
 		front.setPrincipal(AccessKey(principal), &pol)
 	}
 	g.EC2.AddInstanceProfile("KarpenterNodeInstanceProfile-"+g.Opts.Cluster, params.NodeRoleARN)
-	g.EC2.OnAuthorize(func(a ec2sim.AuthRecord) { recordAuth(a.Principal, a.Request, a.Decision) })
+	g.EC2.OnAuthorize(func(a ec2sim.AuthRecord) { g.recordAuth(a.Principal, a.Request, a.Decision) })
+	front.record = g.recordAuth
+}
+
+// recordAuth keeps a decision in the package's ledger and the ground's
+// refusals.
+func (g *Ground) recordAuth(principal string, r iamsim.Request, d iamsim.Decision) {
+	recordAuth(principal, r, d)
+	if !d.Allowed {
+		g.authMu.Lock()
+		g.iamRefused = append(g.iamRefused, fmt.Sprintf("%s: %s on %s", principal, r.Action, r.Resource))
+		g.authMu.Unlock()
+	}
+}
+
+// IAMRefused lists the AWS requests of this ground's functions that IAM
+// refused ("principal: action on resource").
+func (g *Ground) IAMRefused() []string {
+	g.authMu.Lock()
+	defer g.authMu.Unlock()
+	return slices.Clone(g.iamRefused)
+}
+
+// RBACRefused lists the Kubernetes requests of Joist's identities that
+// RBAC refused since this ground started (tests run one at a time).
+func (g *Ground) RBACRefused() ([]string, error) {
+	reqs, err := g.Kube.AuditRequests()
+	if err != nil {
+		return nil, err
+	}
+	var since []AuditRequest
+	for _, r := range reqs {
+		if !r.At.Before(g.started) {
+			since = append(since, r)
+		}
+	}
+	return RBACRefused(since), nil
 }
 
 // As is the ground's AWS configuration with a principal's identity: kumo

@@ -138,6 +138,7 @@ type iamFront struct {
 	proxy      *httputil.ReverseProxy
 	mu         sync.Mutex
 	principals map[string]*iampolicy.Policy
+	record     func(principal string, r iamsim.Request, d iamsim.Decision)
 }
 
 func newIAMFront(kumo string) (*iamFront, error) {
@@ -145,7 +146,7 @@ func newIAMFront(kumo string) (*iamFront, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &iamFront{proxy: httputil.NewSingleHostReverseProxy(u), principals: map[string]*iampolicy.Policy{}}, nil
+	return &iamFront{proxy: httputil.NewSingleHostReverseProxy(u), principals: map[string]*iampolicy.Policy{}, record: recordAuth}, nil
 }
 
 func (f *iamFront) setPrincipal(key string, p *iampolicy.Policy) {
@@ -185,7 +186,7 @@ func (f *iamFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		q.Keys["aws:RequestedRegion"] = []string{Region}
 		d := iamsim.Evaluate(*pol, q)
-		recordAuth(pol.Principal, q, d)
+		f.record(pol.Principal, q, d)
 		if !d.Allowed {
 			denyJSON(w, http.StatusBadRequest, "AccessDeniedException", fmt.Sprintf(
 				"User: arn:aws:sts::%s:assumed-role/joist-%s/test is not authorized to perform: %s on resource: %s because no identity-based policy allows the %s action",

@@ -1,14 +1,17 @@
 package testenv
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -19,7 +22,14 @@ type KubeEnv struct {
 	// Kubeconfig is a file for a system:masters user, for programs run
 	// beside the test (functions, kube-scheduler, the forwarder).
 	Kubeconfig string
-	env        *envtest.Environment
+	// AuditLog is the API server's audit log (JSON lines) of the requests
+	// Joist's identities made (see rbacAuditPolicy).
+	AuditLog string
+	env      *envtest.Environment
+	dir      string
+
+	idMu       sync.Mutex
+	identities map[string]string // user → kubeconfig path
 }
 
 var (
@@ -51,11 +61,35 @@ func Stop() {
 // Call it from TestMain in every package that uses this one:
 //
 //	func TestMain(m *testing.M) { testenv.Main(m) }
-func Main(m *testing.M) {
+//
+// afterAll run, before anything stops, when every test of the package ran
+// (no -run, -skip or -short) and passed: checks over the whole run, such
+// as the unused-permission checks. Their errors fail the run.
+func Main(m *testing.M, afterAll ...func() error) {
 	code := m.Run()
+	if code == 0 && wholeRun() {
+		for _, check := range afterAll {
+			if err := check(); err != nil {
+				fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
+				code = 1
+			}
+		}
+	}
 	Stop()
 	os.Exit(code)
 }
+
+func wholeRun() bool {
+	for _, name := range []string{"test.run", "test.skip"} {
+		if f := flag.Lookup(name); f != nil && f.Value.String() != "" {
+			return false
+		}
+	}
+	return !testing.Short()
+}
+
+// SharedKube is the package's API server if a test started it, else nil.
+func SharedKube() *KubeEnv { return kubeEnv }
 
 // Kube returns the package's shared API server, starting it on first use.
 // CRDs under config/crds are installed when that folder exists.
@@ -73,8 +107,21 @@ func Kube(tb testing.TB) *KubeEnv {
 // StartKube starts etcd and kube-apiserver from the given programs. They
 // are stopped by Main, or by Stop for programs that are not tests.
 func StartKube(apiserver, etcd string) (*KubeEnv, error) {
+	dir, err := os.MkdirTemp("", "joist-kube-")
+	if err != nil {
+		return nil, err
+	}
+	onStop(func() { _ = os.RemoveAll(dir) })
+	policy, audit := filepath.Join(dir, "audit-policy.yaml"), filepath.Join(dir, "audit.log")
+	if err := os.WriteFile(policy, []byte(rbacAuditPolicy), 0o600); err != nil {
+		return nil, err
+	}
 	env := &envtest.Environment{ErrorIfCRDPathMissing: false}
-	env.ControlPlane.GetAPIServer().Path = apiserver
+	api := env.ControlPlane.GetAPIServer()
+	api.Path = apiserver
+	// RBAC is envtest's default authorizer; the audit log records what
+	// Joist's identities asked for, for the unused-rule check.
+	api.Configure().Set("audit-policy-file", policy).Set("audit-log-path", audit).Set("audit-log-format", "json")
 	env.ControlPlane.Etcd = &envtest.Etcd{Path: etcd}
 	if crds := filepath.Join(RepoRoot(), "config", "crds"); dirExists(crds) {
 		env.CRDDirectoryPaths = []string{crds}
@@ -92,11 +139,6 @@ func StartKube(apiserver, etcd string) (*KubeEnv, error) {
 	if err != nil {
 		return nil, fmt.Errorf("admin kubeconfig: %w", err)
 	}
-	dir, err := os.MkdirTemp("", "joist-kube-")
-	if err != nil {
-		return nil, err
-	}
-	onStop(func() { _ = os.RemoveAll(dir) })
 	path := filepath.Join(dir, "kubeconfig")
 	if err := os.WriteFile(path, kc, 0o600); err != nil {
 		return nil, err
@@ -106,7 +148,41 @@ func StartKube(apiserver, etcd string) (*KubeEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &KubeEnv{Config: cfg, Client: client, Kubeconfig: path, env: env}, nil
+	return &KubeEnv{Config: cfg, Client: client, Kubeconfig: path, AuditLog: audit, env: env, dir: dir, identities: map[string]string{}}, nil
+}
+
+// Identity returns a kubeconfig file for a user in groups (a client
+// certificate, as EKS maps an IAM role to a user and groups): RBAC
+// decides what it may do. One file per user, made on first use.
+func (k *KubeEnv) Identity(user string, groups ...string) (string, error) {
+	k.idMu.Lock()
+	defer k.idMu.Unlock()
+	if p, ok := k.identities[user]; ok {
+		return p, nil
+	}
+	u, err := k.env.ControlPlane.AddUser(envtest.User{Name: user, Groups: groups}, nil)
+	if err != nil {
+		return "", fmt.Errorf("add user %s: %w", user, err)
+	}
+	kc, err := u.KubeConfig()
+	if err != nil {
+		return "", fmt.Errorf("kubeconfig of %s: %w", user, err)
+	}
+	p := filepath.Join(k.dir, "kubeconfig-"+strings.NewReplacer(":", "-", "/", "-").Replace(user))
+	if err := os.WriteFile(p, kc, 0o600); err != nil {
+		return "", err
+	}
+	k.identities[user] = p
+	return p, nil
+}
+
+// IdentityConfig is Identity as a client config.
+func (k *KubeEnv) IdentityConfig(user string, groups ...string) (*rest.Config, error) {
+	p, err := k.Identity(user, groups...)
+	if err != nil {
+		return nil, err
+	}
+	return clientcmd.BuildConfigFromFlags("", p)
 }
 
 func dirExists(p string) bool {
