@@ -8,6 +8,7 @@ package stack
 
 import (
 	"fmt"
+	"github.com/joist-dev/joist/pkg/iampolicy"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,9 +44,10 @@ const (
 	ForwarderServiceAccount = "joist-forwarder"
 )
 
-// FunctionsGroup is the Kubernetes group the access entries put the
-// function roles in; infra/k8s/rbac.yaml binds the joist ClusterRole to it.
-const FunctionsGroup = "joist-functions"
+// FunctionGroup is the Kubernetes group a function's access entry puts
+// its role in (pkg/rbac.Group); infra/k8s/rbac.yaml binds that function's
+// ClusterRole, and nothing more, to it.
+func FunctionGroup(function string) string { return "joist-" + function }
 
 // Tuning that the rest of the stack derives from. Named so the test and
 // docs/deploy.md can refer to the reasons rather than to bare numbers.
@@ -430,98 +432,41 @@ func (s *JoistStack) ClusterArn() *string {
 	return s.arn("eks", *s.Stack.Account(), "cluster/"+s.Config.ClusterName)
 }
 
-// grantAWS gives one function's role its AWS permissions. Everything that
-// changes EC2 is tied to the joist.sh/cluster tag: created resources must
-// carry it (aws:RequestTag), existing ones must already have it
-// (aws:ResourceTag), so one cluster's Joist can never touch another's
+// IAMParams are the deployment's facts the functions' statements depend
+// on (partition, account and region are CloudFormation tokens).
+func (s *JoistStack) IAMParams() iampolicy.Params {
+	return iampolicy.Params{
+		Partition: *s.Stack.Partition(), Region: *s.Stack.Region(), Account: *s.Stack.Account(),
+		Cluster: s.Config.ClusterName, NodeRoleARN: *s.nodeRoleArn(), EventBusARN: *s.Bus.EventBusArn(),
+	}
+}
+
+// grantAWS gives one function's role its AWS permissions: exactly the
+// statements of pkg/iampolicy, the same ones the test ground enforces on
+// every call the functions make. Everything that changes EC2 is tied to
+// the joist.sh/cluster tag (created resources must carry it, existing ones
+// must already have it), so one cluster's Joist can never touch another's
 // instances or anything else in the account.
 func (s *JoistStack) grantAWS(role awsiam.Role, spec fnSpec) {
-	c := s.Config
-	acct := *s.Stack.Account()
-	add := func(sid string, actions []string, resources []*string, conditions map[string]interface{}) {
-		props := &awsiam.PolicyStatementProps{
-			Sid:       jsii.String(sid),
-			Actions:   jsii.Strings(actions...),
-			Resources: &resources,
-		}
-		if conditions != nil {
-			props.Conditions = &conditions
-		}
-		role.AddToPolicy(awsiam.NewPolicyStatement(props))
+	pol, err := iampolicy.For(spec.name, s.IAMParams())
+	if err != nil {
+		panic(err) // the stack's own function names; a bug, not input
 	}
-	requestTag := map[string]interface{}{
-		"StringEquals": map[string]interface{}{"aws:RequestTag/" + ClusterTagKey: c.ClusterName},
+	for _, st := range pol.Statements {
+		role.AddToPolicy(awsiam.PolicyStatement_FromJson(st.JSON()))
 	}
-	resourceTag := map[string]interface{}{
-		"StringEquals": map[string]interface{}{"aws:ResourceTag/" + ClusterTagKey: c.ClusterName},
-	}
-	// Resources a launch creates. The launcher tags the fleet and the
-	// instances in CreateFleet, and network interfaces, volumes and spot
-	// requests through the launch template's tag specifications.
-	created := []*string{
-		s.arn("ec2", acct, "fleet/*"),
-		s.arn("ec2", acct, "instance/*"),
-		s.arn("ec2", acct, "volume/*"),
-		s.arn("ec2", acct, "network-interface/*"),
-		s.arn("ec2", acct, "launch-template/*"),
-		s.arn("ec2", acct, "spot-instances-request/*"),
-	}
+}
 
-	// Read-only, everywhere: instance types, offerings, prices, subnets,
-	// security groups, images, instances. EC2 has no resource-level
-	// permissions for Describe*.
-	add("Describe", []string{"ec2:Describe*"}, []*string{jsii.String("*")}, nil)
-	add("DescribeCluster", []string{"eks:DescribeCluster"}, []*string{s.ClusterArn()}, nil)
-	// The specs under /joist/<cluster>/ (GetParametersByPath names the
-	// path itself, hence the resource without /*), and the public
-	// parameters that resolve AMI aliases.
-	prefix := strings.TrimSuffix(SpecPrefix(c.ClusterName), "/")
-	add("ReadSpecs", []string{"ssm:GetParameter", "ssm:GetParameters", "ssm:GetParametersByPath"},
-		[]*string{s.arn("ssm", acct, "parameter"+prefix), s.arn("ssm", acct, "parameter"+prefix+"/*")}, nil)
-	add("ReadPublicParameters", []string{"ssm:GetParameter", "ssm:GetParameters", "ssm:GetParametersByPath"},
-		[]*string{s.arn("ssm", "", "parameter/aws/service/*")}, nil)
-	// Functions may put follow-up events on their own bus, and nowhere else.
-	add("PutEventsOnBus", []string{"events:PutEvents"}, []*string{s.Bus.EventBusArn()}, nil)
-	// Tagging an instance that is already the cluster's (for example
-	// with its node name after registration).
-	add("TagOwnInstances", []string{"ec2:CreateTags"}, []*string{s.arn("ec2", acct, "instance/*")}, resourceTag)
-
-	if spec.launch {
-		// Existing things a launch refers to. Subnets and security
-		// groups may be shared from another account (RAM), hence *.
-		add("LaunchFromExisting", []string{"ec2:CreateFleet", "ec2:RunInstances"}, []*string{
-			s.arn("ec2", "", "image/*"),
-			s.arn("ec2", "", "snapshot/*"),
-			s.arn("ec2", "*", "subnet/*"),
-			s.arn("ec2", "*", "security-group/*"),
-		}, nil)
-		// Only Joist's own launch templates of this cluster.
-		add("LaunchFromOwnTemplates", []string{"ec2:CreateFleet", "ec2:RunInstances"},
-			[]*string{s.arn("ec2", acct, "launch-template/*")}, resourceTag)
-		add("CreateTaggedResources", []string{"ec2:CreateFleet", "ec2:RunInstances", "ec2:CreateLaunchTemplate"},
-			created, requestTag)
-		// Tag-on-create needs CreateTags too; it is allowed only as part
-		// of those three calls, so it cannot retag anything later.
-		add("TagOnCreate", []string{"ec2:CreateTags"}, created, map[string]interface{}{
-			"StringEquals": map[string]interface{}{
-				"aws:RequestTag/" + ClusterTagKey: c.ClusterName,
-				"ec2:CreateAction":                []string{"CreateFleet", "RunInstances", "CreateLaunchTemplate"},
-			},
-		})
-		add("PassNodeRole", []string{"iam:PassRole"}, []*string{s.nodeRoleArn()}, map[string]interface{}{
-			"StringEquals": map[string]interface{}{"iam:PassedToService": "ec2.amazonaws.com"},
-		})
-		add("ReadInstanceProfiles", []string{"iam:GetInstanceProfile"},
-			[]*string{jsii.String(fmt.Sprintf("arn:%s:iam::%s:instance-profile/*", *s.Stack.Partition(), acct))}, nil)
-		// The Pricing API has no resource-level permissions.
-		add("Pricing", []string{"pricing:GetProducts"}, []*string{jsii.String("*")}, nil)
+func (s *JoistStack) forwarderStatements() *[]awsiam.PolicyStatement {
+	pol, err := iampolicy.For(iampolicy.Forwarder, s.IAMParams())
+	if err != nil {
+		panic(err)
 	}
-	if spec.manage {
-		add("TerminateOwn", []string{"ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"}, []*string{
-			s.arn("ec2", acct, "instance/*"),
-			s.arn("ec2", acct, "launch-template/*"),
-		}, resourceTag)
+	var out []awsiam.PolicyStatement
+	for _, st := range pol.Statements {
+		out = append(out, awsiam.PolicyStatement_FromJson(st.JSON()))
 	}
+	return &out
 }
 
 // defineForwarderAccess creates what the in-cluster forwarder may do:
@@ -531,16 +476,14 @@ func (s *JoistStack) defineForwarderAccess() {
 	c := s.Config
 	s.ForwarderPolicy = awsiam.NewManagedPolicy(s.Stack, jsii.String("ForwarderPolicy"), &awsiam.ManagedPolicyProps{
 		Description: jsii.String("Joist forwarder of " + c.ClusterName + ": put events on its bus only"),
-		Statements: &[]awsiam.PolicyStatement{awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Sid:       jsii.String("PutEventsOnBus"),
-			Actions:   jsii.Strings("events:PutEvents"),
-			Resources: &[]*string{s.Bus.EventBusArn()},
-		})},
+		Statements:  s.forwarderStatements(),
 	})
 	// An EKS Pod Identity role. Pod Identity passes the cluster,
 	// namespace and service account as session tags; the trust policy
 	// admits only the forwarder's service account of this cluster.
 	principal := awsiam.NewServicePrincipal(jsii.String("pods.eks.amazonaws.com"), nil).WithConditions(&map[string]interface{}{
+		// Pod Identity names the cluster that asks; only this one may.
+		"ArnEquals": map[string]interface{}{"aws:SourceArn": *s.ClusterArn()},
 		"StringEquals": map[string]interface{}{
 			"aws:SourceAccount":                         *s.Stack.Account(),
 			"aws:RequestTag/eks-cluster-name":           c.ClusterName,
@@ -555,9 +498,9 @@ func (s *JoistStack) defineForwarderAccess() {
 	})
 }
 
-// defineAccessEntries lets the function roles into the cluster's API as
-// members of FunctionsGroup. What the group may do is the ClusterRole in
-// infra/k8s/rbac.yaml, applied with kubectl: CloudFormation cannot reach
+// defineAccessEntries lets each function role into the cluster's API as
+// its own user in its own group (FunctionGroup). What each group may do is
+// its ClusterRole in infra/k8s/rbac.yaml, applied with kubectl: CloudFormation cannot reach
 // the Kubernetes API.
 func (s *JoistStack) defineAccessEntries() {
 	for _, spec := range fnSpecs {
@@ -566,7 +509,7 @@ func (s *JoistStack) defineAccessEntries() {
 			PrincipalArn:     s.Roles[spec.name].RoleArn(),
 			Type:             jsii.String("STANDARD"),
 			Username:         jsii.String("joist:" + spec.name),
-			KubernetesGroups: jsii.Strings(FunctionsGroup),
+			KubernetesGroups: jsii.Strings(FunctionGroup(spec.name)),
 		})
 	}
 }
@@ -587,7 +530,7 @@ func (s *JoistStack) defineOutputs() {
 	out("InterruptionQueueUrl", s.InterruptionQueue.QueueUrl(), "EC2 and Health events; no consumer yet (the interruption function is to come), messages expire after 300 s")
 	for _, spec := range fnSpecs {
 		out(spec.id+"FunctionName", s.Functions[spec.name].FunctionName(), "the "+spec.name+" function")
-		out(spec.id+"RoleArn", s.Roles[spec.name].RoleArn(), "the "+spec.name+"'s role: give it an EKS access entry in group "+FunctionsGroup)
+		out(spec.id+"RoleArn", s.Roles[spec.name].RoleArn(), "the "+spec.name+"'s role: give it an EKS access entry in group "+FunctionGroup(spec.name))
 		out(spec.id+"LogGroupName", s.LogGroups[spec.name].LogGroupName(), "the "+spec.name+"'s logs (aws logs tail NAME --follow)")
 	}
 	out("ForwarderPolicyArn", s.ForwarderPolicy.ManagedPolicyArn(), "attach to the forwarder's IRSA role if you do not use ForwarderRoleArn")

@@ -210,7 +210,9 @@ func For(principal string, p Params) (Policy, error) {
 		st = append(st, launchStatements(p)...)
 		st = append(st, terminateStatements(p)...)
 	case Binder:
-		// The binder talks to the Kubernetes API only.
+		// The binder talks to the Kubernetes API only; it finds the API
+		// server as every function does.
+		st = append(st, describeCluster(p))
 	case Forwarder:
 		st = append(st, Statement{
 			Sid: "PutEventsOnBus", Effect: Allow,
@@ -245,6 +247,15 @@ var RegionalDescribeActions = []string{
 	"ec2:DescribeSubnets",
 }
 
+// describeCluster finds the API server's endpoint and CA when the stack
+// was not given them.
+func describeCluster(p Params) Statement {
+	return Statement{
+		Sid: "DescribeCluster", Effect: Allow,
+		Actions: []string{"eks:DescribeCluster"}, Resources: []string{p.ClusterARN()},
+	}
+}
+
 func readStatements(p Params) []Statement {
 	return []Statement{
 		{
@@ -254,10 +265,7 @@ func readStatements(p Params) []Statement {
 			Actions: RegionalDescribeActions, Resources: []string{"*"},
 			Condition: Condition{"StringEquals": {"aws:RequestedRegion": {p.Region}}},
 		},
-		{
-			Sid: "DescribeCluster", Effect: Allow,
-			Actions: []string{"eks:DescribeCluster"}, Resources: []string{p.ClusterARN()},
-		},
+		describeCluster(p),
 		{
 			// The specs under /joist/<cluster>/ (GetParametersByPath names
 			// the path itself, hence the resource without /*).

@@ -2,6 +2,9 @@ package iampolicy
 
 import (
 	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -91,5 +94,33 @@ func TestFor_CreatedResourcesMustCarryTheClusterTag(t *testing.T) {
 	}
 	if len(s.Resources) != len(CreatedResourceTypes) {
 		t.Errorf("resources %v, want one per created type", s.Resources)
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite the IAM tables in docs/deploy.md")
+
+// TestDeployDocMatchesStatements: docs/deploy.md's IAM tables are the
+// statements, rendered (go test ./pkg/iampolicy -run TestDeployDoc -update).
+func TestDeployDocMatchesStatements(t *testing.T) {
+	const begin, end = "<!-- iam:begin (generated: go test ./pkg/iampolicy -run TestDeployDoc -update) -->\n", "<!-- iam:end -->"
+	path := filepath.Join("..", "..", "docs", "deploy.md")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	i, j := strings.Index(doc, begin), strings.Index(doc, end)
+	if i < 0 || j < i {
+		t.Fatalf("%s lacks the %q … %q markers", path, begin, end)
+	}
+	want := doc[:i+len(begin)] + Markdown() + doc[j:]
+	if *update {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if doc != want {
+		t.Errorf("%s's IAM tables are stale: run go test ./pkg/iampolicy -run TestDeployDoc -update", path)
 	}
 }
