@@ -83,9 +83,10 @@ func binding() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		rule(core, []string{"pods"}, []string{"list", "patch"}),
 		rule(core, []string{"pods/binding"}, []string{"create"}),
-		// A node's missing well-known labels (zone, instance type) are
-		// added before pods that select on them are bound.
-		rule(core, []string{"nodes"}, []string{"get", "list", "patch"}),
+		// The node a ready event names; its missing well-known labels
+		// (zone, instance type) are added before pods that select on them
+		// are bound.
+		rule(core, []string{"nodes"}, []string{"get", "patch"}),
 	}
 }
 
