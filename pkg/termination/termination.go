@@ -166,16 +166,34 @@ func (t *Terminator) Begin(ctx context.Context, name, reason string) error {
 // instance. A node being deleted is left alone (finalizers cannot be added
 // then).
 func (t *Terminator) EnsureFinalizer(ctx context.Context, node *corev1.Node) error {
+	return EnsureFinalizer(ctx, t.Kube, node)
+}
+
+// EnsureFinalizer is Terminator.EnsureFinalizer for callers without a
+// Terminator (the binder, when a node turns Ready).
+func EnsureFinalizer(ctx context.Context, c *kube.Client, node *corev1.Node) error {
 	if node.DeletionTimestamp != nil || slices.Contains(node.Finalizers, Finalizer) {
 		return nil
 	}
-	_, err := t.mutate(ctx, node.Name, func(n *corev1.Node) bool {
+	_, err := (&Terminator{Kube: c}).mutate(ctx, node.Name, func(n *corev1.Node) bool {
 		if n.DeletionTimestamp != nil {
 			return false
 		}
 		return addFinalizer(n)
 	})
 	return err
+}
+
+// Joists reports whether a node is one Joist launched: an EC2 node
+// carrying a pool label (karpenter.sh/nodepool or
+// karpenter.sh/provisioner-name).
+func Joists(n *corev1.Node) bool {
+	if pods.InstanceID(n.Spec.ProviderID) == "" {
+		return false
+	}
+	_, v1 := n.Labels["karpenter.sh/nodepool"]
+	_, v1alpha5 := n.Labels["karpenter.sh/provisioner-name"]
+	return v1 || v1alpha5
 }
 
 // Step advances the retirement of the named node by one non-blocking step.
