@@ -184,6 +184,25 @@ func EnsureFinalizer(ctx context.Context, c *kube.Client, node *corev1.Node) err
 	return err
 }
 
+// Release removes a node without draining it, for a node whose instance
+// is already gone: the finalizer goes and the Node is deleted.
+func (t *Terminator) Release(ctx context.Context, name string) error {
+	if _, err := t.mutate(ctx, name, func(n *corev1.Node) bool {
+		i := slices.Index(n.Finalizers, Finalizer)
+		if i < 0 {
+			return false
+		}
+		n.Finalizers = slices.Delete(n.Finalizers, i, i+1)
+		return true
+	}); err != nil {
+		return err
+	}
+	if err := t.Kube.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete node %s: %w", name, err)
+	}
+	return nil
+}
+
 // Joists reports whether a node is one Joist launched: an EC2 node
 // carrying a pool label (karpenter.sh/nodepool or
 // karpenter.sh/provisioner-name).

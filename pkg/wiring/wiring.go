@@ -213,7 +213,8 @@ func (e *Env) Collector() (*garbage.Collector, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &garbage.Collector{EC2: e.Launcher(), Nodes: e.Kube, Log: e.Log, RegistrationTimeout: timeout}, nil
+	return &garbage.Collector{EC2: e.Launcher(), Nodes: e.Kube, Log: e.Log, RegistrationTimeout: timeout,
+		Release: &termination.Terminator{Kube: e.Kube, Log: e.Log}}, nil
 }
 
 // Reaper builds the reaper's disruption loop: decisions from the specs,
