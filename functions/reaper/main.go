@@ -55,7 +55,7 @@ func main() {
 		// Last, the disruption loop: retire empty and expired nodes and
 		// advance every drain, passing every few seconds while one is in
 		// progress (pkg/reaping says why it loops).
-		d, derr := reaper(ctx).Run(ctx)
+		d, derr := reaper(ctx, m).Run(ctx)
 		log.Info("disruption", "passes", d.Passes, "stamped", d.Stamped, "retired", len(d.Retired), "finished", d.Finished, "inProgress", d.InProgress)
 		return errors.Join(gerr, perr, berr, derr)
 	})

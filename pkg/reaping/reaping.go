@@ -32,6 +32,7 @@ import (
 
 	"github.com/joist-dev/joist/pkg/disruption"
 	"github.com/joist-dev/joist/pkg/kube"
+	"github.com/joist-dev/joist/pkg/metrics"
 	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/pods"
 	"github.com/joist-dev/joist/pkg/termination"
@@ -58,6 +59,8 @@ type Reaper struct {
 	Lock Locker
 	Log  *slog.Logger
 	Now  func() time.Time
+	// Metrics, when set, counts decisions.
+	Metrics *metrics.Recorder
 	// Interval between passes and the Loop's length (defaults above).
 	Interval, Loop time.Duration
 }
@@ -245,6 +248,10 @@ func (r *Reaper) decide(ctx context.Context, snap disruption.Snapshot, res *Resu
 		}
 		res.Retired = append(res.Retired, d)
 		r.Log.Info("disrupting node", "node", d.Node, "pool", d.Pool, "reason", d.Reason)
+		if r.Metrics != nil {
+			r.Metrics.Count(metrics.NodesDisrupted, 1, map[string]string{metrics.DimPool: d.Pool, metrics.DimReason: d.Reason})
+			r.Metrics.Count(metrics.DisruptionDecisions, 1, map[string]string{metrics.DimReason: d.Reason})
+		}
 	}
 	for _, b := range plan.Blocked {
 		r.Log.Info("disruption blocked", "node", b.Node, "reason", b.Reason, "why", b.Why)

@@ -39,6 +39,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/joist-dev/joist/pkg/kube"
+	"github.com/joist-dev/joist/pkg/metrics"
 	"github.com/joist-dev/joist/pkg/pods"
 )
 
@@ -89,6 +90,22 @@ type Terminator struct {
 	// GracePeriod returns the terminationGracePeriod of the node's pool
 	// (nil: wait for PDBs and do-not-disrupt pods forever). Unset: none.
 	GracePeriod func(*corev1.Node) *time.Duration
+	// Metrics, when set, counts evictions and terminations.
+	Metrics *metrics.Recorder
+}
+
+func (t *Terminator) count(name string, dims map[string]string) {
+	if t.Metrics != nil {
+		t.Metrics.Count(name, 1, dims)
+	}
+}
+
+// PoolName is the pool label of a Joist node.
+func PoolName(n *corev1.Node) string {
+	if v := n.Labels["karpenter.sh/nodepool"]; v != "" {
+		return v
+	}
+	return n.Labels["karpenter.sh/provisioner-name"]
 }
 
 // Phase is where a retirement stands.
@@ -283,6 +300,9 @@ func (t *Terminator) Step(ctx context.Context, name string) (Status, error) {
 		return st, err
 	}
 	log.Info("node retired", "instance", st.Instance, "reason", node.Annotations[AnnotationReason])
+	if pool := PoolName(node); pool != "" {
+		t.count(metrics.NodesTerminated, map[string]string{metrics.DimPool: pool})
+	}
 	st.Phase, st.Done = PhaseGone, true
 	return st, nil
 }
@@ -386,7 +406,9 @@ func (t *Terminator) drain(ctx context.Context, node *corev1.Node, now, deadline
 			errs = append(errs, err)
 		case blocked:
 			st.Blocked = append(st.Blocked, pods.Key(p))
+			t.count(metrics.PodsEvictionRequests, map[string]string{metrics.DimReason: "Blocked"})
 		default:
+			t.count(metrics.PodsEvictionRequests, map[string]string{metrics.DimReason: "Evicted"})
 			st.Evicted = append(st.Evicted, pods.Key(p))
 			t.event(ctx, kube.PodTarget(p), corev1.EventTypeNormal, ReasonEvicted, "Evicted from node "+node.Name+" being retired")
 		}

@@ -222,7 +222,7 @@ func (e *Env) Collector() (*garbage.Collector, error) {
 // tag-checked terminate. $JOIST_REAPER_LOOP (default 50s) bounds the loop
 // and $JOIST_REAPER_INTERVAL (default 5s) spaces its passes. Each call
 // gets the invocation's logger and lease.
-func (e *Env) Reaper() (func(ctx context.Context) *reaping.Reaper, error) {
+func (e *Env) Reaper() (func(ctx context.Context, m *metrics.Recorder) *reaping.Reaper, error) {
 	specs, err := e.Specs()
 	if err != nil {
 		return nil, fmt.Errorf("spec source: %w", err)
@@ -236,14 +236,14 @@ func (e *Env) Reaper() (func(ctx context.Context) *reaping.Reaper, error) {
 		return nil, err
 	}
 	launcher := e.Launcher()
-	return func(ctx context.Context) *reaping.Reaper {
+	return func(ctx context.Context, m *metrics.Recorder) *reaping.Reaper {
 		log := WithRequest(ctx, e.Log)
 		lease := e.Lease(ctx)
 		// Held only around one decision, not the whole invocation.
 		lease.Duration = 30 * time.Second
 		return &reaping.Reaper{
-			Kube: e.Kube, Specs: specs, Log: log, Lock: lease, Loop: loop, Interval: interval,
-			Terminator: &termination.Terminator{Kube: e.Kube, EC2: launcher, Log: log},
+			Kube: e.Kube, Specs: specs, Log: log, Lock: lease, Loop: loop, Interval: interval, Metrics: m,
+			Terminator: &termination.Terminator{Kube: e.Kube, EC2: launcher, Log: log, Metrics: m},
 		}
 	}, nil
 }
