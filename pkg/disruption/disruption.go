@@ -9,6 +9,9 @@
 //     (v1alpha5 ttlSecondsUntilExpired) is retired, whatever its budgets
 //     and its node-level do-not-disrupt say; its drain still honours PDBs
 //     and do-not-disrupt pods until the terminationGracePeriod.
+//   - Consolidation (graceful, within budgets, WhenEmptyOrUnderutilized
+//     pools): a node whose pods all fit on the other nodes is retired once
+//     that has held for 15 s and consolidateAfter (delete only).
 //   - Emptiness (graceful, within budgets): a node with no reschedulable
 //     pods is stamped karpenter.sh/emptiness-timestamp (as v0.20 did); once
 //     the stamp is consolidateAfter old (v1alpha5 ttlSecondsAfterEmpty) the
@@ -83,6 +86,13 @@ type Plan struct {
 	// Stamp and Unstamp name nodes whose emptiness timestamp to set (to
 	// the snapshot's Now) or remove.
 	Stamp, Unstamp []string
+	// StampConsolidation names nodes found deletable by consolidation for
+	// the first time (AnnotationConsolidatableAt, set to Now); Unstamp
+	// also removes that stamp.
+	StampConsolidation []string
+	// unstampConsolidation are the Unstamp entries that came from
+	// consolidation (for tests).
+	unstampConsolidation []string
 	// Retire are the nodes to retire, expired ones first.
 	Retire  []Decision
 	Blocked []Blocked
@@ -250,6 +260,22 @@ func Decide(s Snapshot) Plan {
 		}
 		st.disrupting++
 		plan.Retire = append(plan.Retire, Decision{Node: n.Node.Name, Pool: p.Name, Reason: ReasonEmpty})
+	}
+
+	// Consolidation, only when nothing graceful was decided this pass
+	// (one method per pass, as Karpenter).
+	graceful := false
+	for _, d := range plan.Retire {
+		graceful = graceful || d.Reason != ReasonExpired
+	}
+	var rest []Node
+	for _, n := range nodes {
+		if !expired[n.Node.Name] {
+			rest = append(rest, n)
+		}
+	}
+	if !graceful {
+		consolidate(s, rest, func(pool string) (int, int) { return state[pool].total, state[pool].disrupting }, &plan)
 	}
 	return plan
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/joist-dev/joist/pkg/model"
@@ -164,6 +165,88 @@ func TestDecide(t *testing.T) {
 				!slices.Equal(retire, tc.wantRetire) || !slices.Equal(blocked, tc.wantBlocked) {
 				t.Errorf("plan: stamp %v unstamp %v retire %v blocked %v (%+v); want stamp %v unstamp %v retire %v blocked %v",
 					plan.Stamp, plan.Unstamp, retire, blocked, plan.Blocked, tc.wantStamp, tc.wantUnstamp, tc.wantRetire, tc.wantBlocked)
+			}
+		})
+	}
+}
+
+func sized(cpu string) nodeOpt {
+	return func(n *corev1.Node) {
+		n.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")}
+		n.Status.Capacity = n.Status.Allocatable
+	}
+}
+
+func consolidatableSince(t time.Time) nodeOpt {
+	return func(n *corev1.Node) { n.Annotations[AnnotationConsolidatableAt] = t.Format(time.RFC3339) }
+}
+
+func cpuPod(name, cpu string, annotations ...string) *corev1.Pod {
+	p := web(annotations...)
+	p.Name = name
+	p.Spec.Containers = []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}
+	return p
+}
+
+func TestConsolidationDeletesANodeWhosePodsFitElsewhere(t *testing.T) {
+	v1 := func() *model.Pool {
+		p := pool("default", dur(0), nil)
+		p.API = model.APIV1
+		p.Disruption.ConsolidationPolicy = "WhenEmptyOrUnderutilized"
+		return p
+	}
+	onV1 := func(name string, opts ...nodeOpt) *corev1.Node {
+		n := node(name, "", opts...)
+		delete(n.Labels, model.LabelProvisionerName)
+		n.Labels[model.LabelNodePool] = "default"
+		return n
+	}
+	cases := []struct {
+		name        string
+		pool        *model.Pool
+		nodes       []Node
+		wantStamp   []string
+		wantRetire  []string
+		wantUnstamp []string
+	}{
+		{name: "a node whose pod fits on another is stamped first",
+			pool: v1(),
+			nodes: []Node{{Node: onV1("a", sized("2")), Pods: []*corev1.Pod{cpuPod("p1", "500m")}},
+				{Node: onV1("b", sized("2")), Pods: []*corev1.Pod{cpuPod("p2", "500m"), cpuPod("p3", "500m")}}},
+			wantStamp: []string{"a"}},
+		{name: "and retired once the decision held for 15 s",
+			pool: v1(),
+			nodes: []Node{{Node: onV1("a", sized("2"), consolidatableSince(now.Add(-16*time.Second))), Pods: []*corev1.Pod{cpuPod("p1", "500m")}},
+				{Node: onV1("b", sized("2")), Pods: []*corev1.Pod{cpuPod("p2", "500m"), cpuPod("p3", "500m")}}},
+			wantRetire: []string{"a:Underutilized"}},
+		{name: "not before",
+			pool: v1(),
+			nodes: []Node{{Node: onV1("a", sized("2"), consolidatableSince(now.Add(-10*time.Second))), Pods: []*corev1.Pod{cpuPod("p1", "500m")}},
+				{Node: onV1("b", sized("2")), Pods: []*corev1.Pod{cpuPod("p2", "500m"), cpuPod("p3", "500m")}}}},
+		{name: "pods that fit nowhere else keep the node, and its stamp goes",
+			pool: v1(),
+			nodes: []Node{{Node: onV1("a", sized("2"), consolidatableSince(now.Add(-time.Hour))), Pods: []*corev1.Pod{cpuPod("p1", "1500m")}},
+				{Node: onV1("b", sized("2")), Pods: []*corev1.Pod{cpuPod("p2", "1500m")}}},
+			wantUnstamp: []string{"a", "b"}[:1]},
+		{name: "WhenEmpty pools are not consolidated",
+			pool: func() *model.Pool { p := v1(); p.Disruption.ConsolidationPolicy = "WhenEmpty"; return p }(),
+			nodes: []Node{{Node: onV1("a", sized("2"), consolidatableSince(now.Add(-time.Hour))), Pods: []*corev1.Pod{cpuPod("p1", "500m")}},
+				{Node: onV1("b", sized("2")), Pods: []*corev1.Pod{cpuPod("p2", "500m")}}}},
+		{name: "a do-not-disrupt pod blocks consolidation",
+			pool: v1(),
+			nodes: []Node{{Node: onV1("a", sized("2"), consolidatableSince(now.Add(-time.Hour))), Pods: []*corev1.Pod{cpuPod("p1", "500m", AnnotationDoNotDisrupt)}},
+				{Node: onV1("b", sized("4")), Pods: []*corev1.Pod{cpuPod("p2", "1600m")}}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := Decide(Snapshot{Now: now, Pools: []*model.Pool{tc.pool}, Nodes: tc.nodes})
+			var retire []string
+			for _, d := range plan.Retire {
+				retire = append(retire, d.Node+":"+d.Reason)
+			}
+			if !slices.Equal(plan.StampConsolidation, tc.wantStamp) || !slices.Equal(retire, tc.wantRetire) || !slices.Equal(plan.Unstamp, tc.wantUnstamp) {
+				t.Errorf("plan: stamp %v retire %v unstamp %v; want stamp %v retire %v unstamp %v",
+					plan.StampConsolidation, retire, plan.Unstamp, tc.wantStamp, tc.wantRetire, tc.wantUnstamp)
 			}
 		})
 	}

@@ -19,6 +19,7 @@ package reaping
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -229,7 +230,7 @@ func (r *Reaper) decide(ctx context.Context, snap disruption.Snapshot, res *Resu
 	var errs []error
 	stamp := snap.Now.UTC().Format(time.RFC3339)
 	for _, n := range plan.Stamp {
-		if err := r.annotate(ctx, n, &stamp); err != nil {
+		if err := r.annotate(ctx, n, map[string]*string{disruption.AnnotationEmptinessTimestamp: &stamp}); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -237,9 +238,16 @@ func (r *Reaper) decide(ctx context.Context, snap disruption.Snapshot, res *Resu
 		r.Log.Info("node is empty", "node", n, "since", stamp)
 	}
 	for _, n := range plan.Unstamp {
-		if err := r.annotate(ctx, n, nil); err != nil {
+		if err := r.annotate(ctx, n, map[string]*string{disruption.AnnotationEmptinessTimestamp: nil, disruption.AnnotationConsolidatableAt: nil}); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	for _, n := range plan.StampConsolidation {
+		if err := r.annotate(ctx, n, map[string]*string{disruption.AnnotationConsolidatableAt: &stamp}); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		r.Log.Info("node's pods fit elsewhere; consolidating it once that holds", "node", n, "since", stamp)
 	}
 	for _, d := range plan.Retire {
 		if err := r.Terminator.Begin(ctx, d.Node, d.Reason); err != nil {
@@ -276,6 +284,25 @@ func nextDue(snap disruption.Snapshot, plan disruption.Plan) time.Time {
 		unstamped[n] = true
 	}
 	var due time.Time
+	soonest := func(t time.Time) {
+		if t.After(snap.Now) && (due.IsZero() || t.Before(due)) {
+			due = t
+		}
+	}
+	// A consolidation waiting out its validation delay.
+	for _, name := range plan.StampConsolidation {
+		for _, n := range snap.Nodes {
+			if p := disruption.PoolOf(n.Node, snap.Pools); n.Node.Name == name && p != nil && p.Disruption.ConsolidateAfter != nil {
+				soonest(snap.Now.Add(max(disruption.ValidationDelay, *p.Disruption.ConsolidateAfter)))
+			}
+		}
+	}
+	for _, n := range snap.Nodes {
+		p := disruption.PoolOf(n.Node, snap.Pools)
+		if at := disruption.ConsolidatableAt(n.Node); p != nil && p.Disruption.ConsolidateAfter != nil && !at.IsZero() && !unstamped[n.Node.Name] {
+			soonest(at.Add(max(disruption.ValidationDelay, *p.Disruption.ConsolidateAfter)))
+		}
+	}
 	for _, n := range snap.Nodes {
 		p := disruption.PoolOf(n.Node, snap.Pools)
 		if p == nil || p.Disruption.ConsolidateAfter == nil || unstamped[n.Node.Name] || disruption.Retiring(n.Node) {
@@ -299,23 +326,20 @@ func nextDue(snap disruption.Snapshot, plan disruption.Plan) time.Time {
 	return due
 }
 
-// annotate sets (or, with nil, removes) the node's emptiness timestamp.
-func (r *Reaper) annotate(ctx context.Context, node string, v *string) error {
-	var val any
-	if v != nil {
-		val = *v
+// annotate sets annotations on a node (a nil value removes the key).
+func (r *Reaper) annotate(ctx context.Context, node string, values map[string]*string) error {
+	ann := map[string]any{}
+	for k, v := range values {
+		if v == nil {
+			ann[k] = nil
+		} else {
+			ann[k] = *v
+		}
 	}
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%s}}}`, disruption.AnnotationEmptinessTimestamp, jsonValue(val))
-	_, err := r.Kube.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
+	_, err := r.Kube.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("annotate node %s: %w", node, err)
 	}
 	return nil
-}
-
-func jsonValue(v any) string {
-	if v == nil {
-		return "null"
-	}
-	return fmt.Sprintf("%q", v)
 }
