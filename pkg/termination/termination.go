@@ -26,6 +26,7 @@ package termination
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -36,6 +37,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/joist-dev/joist/pkg/kube"
@@ -189,16 +191,33 @@ func (t *Terminator) EnsureFinalizer(ctx context.Context, node *corev1.Node) err
 // EnsureFinalizer is Terminator.EnsureFinalizer for callers without a
 // Terminator (the binder, when a node turns Ready).
 func EnsureFinalizer(ctx context.Context, c *kube.Client, node *corev1.Node) error {
-	if node.DeletionTimestamp != nil || slices.Contains(node.Finalizers, Finalizer) {
-		return nil
-	}
-	_, err := (&Terminator{Kube: c}).mutate(ctx, node.Name, func(n *corev1.Node) bool {
-		if n.DeletionTimestamp != nil {
-			return false
+	// A merge patch conditional on the resourceVersion read (the list of
+	// finalizers is replaced whole), so the only verb is patch; a conflict
+	// rereads.
+	for attempt := 0; attempt < 5; attempt++ {
+		if node.DeletionTimestamp != nil || slices.Contains(node.Finalizers, Finalizer) {
+			return nil
 		}
-		return addFinalizer(n)
-	})
-	return err
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+			"resourceVersion": node.ResourceVersion,
+			"finalizers":      append(slices.Clone(node.Finalizers), Finalizer),
+		}})
+		_, err := c.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		switch {
+		case err == nil, apierrors.IsNotFound(err):
+			return nil
+		case !apierrors.IsConflict(err):
+			return fmt.Errorf("add finalizer to node %s: %w", node.Name, err)
+		}
+		name := node.Name
+		if node, err = c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("get node %s: %w", name, err)
+		}
+	}
+	return fmt.Errorf("add finalizer to node %s: kept conflicting", node.Name)
 }
 
 // Release removes a node without draining it, for a node whose instance
