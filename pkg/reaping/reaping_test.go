@@ -22,7 +22,11 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-type fakeEC2 struct{ terminated []string }
+type fakeEC2 struct{ terminated, gone []string }
+
+func (f *fakeEC2) Gone(_ context.Context, id string) (bool, error) {
+	return slices.Contains(f.gone, id), nil
+}
 
 func (f *fakeEC2) Terminate(_ context.Context, ids ...string) error {
 	f.terminated = append(f.terminated, ids...)

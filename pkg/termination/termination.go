@@ -80,6 +80,9 @@ const (
 // (launch.Launcher.Terminate does both).
 type EC2 interface {
 	Terminate(ctx context.Context, ids ...string) error
+	// Gone reports whether the instance no longer runs (unknown,
+	// stopping, stopped, shutting down or terminated).
+	Gone(ctx context.Context, id string) (bool, error)
 }
 
 // Terminator retires nodes.
@@ -278,6 +281,22 @@ func (t *Terminator) Step(ctx context.Context, name string) (Status, error) {
 		return Status{Phase: PhaseGone, Done: node == nil}, err
 	}
 	deadline := Deadline(node)
+
+	// An instance already gone has nothing left to drain: release the
+	// node at once (Karpenter deletes such a node without draining).
+	if id := pods.InstanceID(node.Spec.ProviderID); id != "" {
+		gone, err := t.EC2.Gone(ctx, id)
+		if err != nil {
+			return Status{Phase: PhaseDraining}, err
+		}
+		if gone {
+			log.Info("instance already gone; releasing the node without draining", "instance", id)
+			if err := t.Release(ctx, name); err != nil {
+				return Status{Phase: PhaseDraining}, err
+			}
+			return Status{Phase: PhaseGone, Done: true, Instance: id}, nil
+		}
+	}
 
 	// 2. Drain.
 	st, ignored, err := t.drain(ctx, node, now, deadline, log)

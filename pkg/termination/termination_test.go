@@ -25,6 +25,11 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 type fakeEC2 struct {
 	mu         sync.Mutex
 	terminated []string
+	gone       []string
+}
+
+func (f *fakeEC2) Gone(_ context.Context, id string) (bool, error) {
+	return slices.Contains(f.gone, id), nil
 }
 
 func (f *fakeEC2) Terminate(_ context.Context, ids ...string) error {
@@ -295,3 +300,19 @@ func hasTaint(n *corev1.Node) bool {
 func ptr[T any](v T) *T { return &v }
 
 var _ = fmt.Sprintf
+
+func TestANodeWhoseInstanceIsGoneIsReleasedWithoutDraining(t *testing.T) {
+	f := newFixture(t, "gone")
+	f.pod("web", nil)
+	f.ec2.gone = []string{"i-gone"}
+	if err := f.term.Begin(f.ctx, f.node, ""); err != nil {
+		t.Fatal(err)
+	}
+	st := f.step()
+	if !st.Done || len(st.Evicted) != 0 || len(f.ec2.terminated) != 0 {
+		t.Fatalf("step: %+v, terminated %v; want the node released, nothing evicted or terminated", st, f.ec2.terminated)
+	}
+	if _, err := f.kube.CoreV1().Nodes().Get(f.ctx, f.node, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("node still there: %v", err)
+	}
+}
