@@ -143,3 +143,28 @@ func TestE2E_KubectlDeleteNodeDrainsAndTerminates(t *testing.T) {
 		t.Errorf("%d Evicted events, want one per pod (%d)", len(evs.Items), len(ps))
 	}
 }
+
+// TestE2E_NodeWithoutInstanceDeleted: an instance terminated outside Joist
+// leaves a Node held by the termination finalizer (the cloud's node
+// lifecycle deletes it); Joist releases it without draining, so it does
+// not linger.
+func TestE2E_NodeWithoutInstanceDeleted(t *testing.T) {
+	g := testenv.NewGround(t, testenv.GroundOptions{
+		Cluster: "no-instance", Namespace: "no-instance", Specs: seed(t), ReadyDelay: 300 * time.Millisecond, ReaperEvery: 10 * time.Second,
+	})
+	ctx := context.Background()
+	ps := createPending(t, g, deploymentPods(t, seed(t)))
+	nodeName := waitBound(t, g, ps, 90*time.Second)[ps[0].Name]
+	var node *corev1.Node
+	eventually(t, 30*time.Second, "the node carries the termination finalizer", func() (bool, error) {
+		n, err := g.Kube.Client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		node = n
+		return err == nil && slices.Contains(n.Finalizers, termination.Finalizer), err
+	})
+	if err := g.EC2.TerminateExternally(pods.InstanceID(node.Spec.ProviderID)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	eventually(t, 40*time.Second, "the node deleted", func() (bool, error) { return nodeGone(t, g, nodeName), nil })
+	t.Logf("node of an instance terminated outside Joist deleted in %s", time.Since(start).Round(100*time.Millisecond))
+}
