@@ -165,6 +165,6 @@ func TestE2E_NodeWithoutInstanceDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	eventually(t, 40*time.Second, "the node deleted", func() (bool, error) { return nodeGone(t, g, nodeName), nil })
+	eventually(t, 20*time.Second, "the node deleted", func() (bool, error) { return nodeGone(t, g, nodeName), nil })
 	t.Logf("node of an instance terminated outside Joist deleted in %s", time.Since(start).Round(100*time.Millisecond))
 }
