@@ -32,7 +32,9 @@ import (
 	"github.com/joist-dev/joist/pkg/metrics"
 	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/provisioning"
+	"github.com/joist-dev/joist/pkg/reaping"
 	"github.com/joist-dev/joist/pkg/specstore"
+	"github.com/joist-dev/joist/pkg/termination"
 )
 
 // Env is a function's configuration and clients.
@@ -222,7 +224,39 @@ func (e *Env) Collector() (*garbage.Collector, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &garbage.Collector{EC2: e.Launcher(), Nodes: e.Kube, Log: e.Log, RegistrationTimeout: timeout}, nil
+	return &garbage.Collector{EC2: e.Launcher(), Nodes: e.Kube, Log: e.Log, RegistrationTimeout: timeout,
+		Release: &termination.Terminator{Kube: e.Kube, Log: e.Log}}, nil
+}
+
+// Reaper builds the reaper's disruption loop: decisions from the specs,
+// retirements through the termination engine with the launcher's
+// tag-checked terminate. $JOIST_REAPER_LOOP (default 50s) bounds the loop
+// and $JOIST_REAPER_INTERVAL (default 5s) spaces its passes. Each call
+// gets the invocation's logger and lease.
+func (e *Env) Reaper() (func(ctx context.Context, m *metrics.Recorder) *reaping.Reaper, error) {
+	specs, err := e.Specs()
+	if err != nil {
+		return nil, fmt.Errorf("spec source: %w", err)
+	}
+	loop, err := durationEnv("JOIST_REAPER_LOOP", reaping.DefaultLoop)
+	if err != nil {
+		return nil, err
+	}
+	interval, err := durationEnv("JOIST_REAPER_INTERVAL", reaping.DefaultInterval)
+	if err != nil {
+		return nil, err
+	}
+	launcher := e.Launcher()
+	return func(ctx context.Context, m *metrics.Recorder) *reaping.Reaper {
+		log := WithRequest(ctx, e.Log)
+		lease := e.Lease(ctx)
+		// Held only around one decision, not the whole invocation.
+		lease.Duration = 30 * time.Second
+		return &reaping.Reaper{
+			Kube: e.Kube, Specs: specs, Log: log, Lock: lease, Loop: loop, Interval: interval, Metrics: m,
+			Terminator: &termination.Terminator{Kube: e.Kube, EC2: launcher, Log: log, Metrics: m},
+		}
+	}, nil
 }
 
 // Lease is the cluster's decider lease (kube-system/joist-<cluster>, or
