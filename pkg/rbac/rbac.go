@@ -90,6 +90,25 @@ func binding() []rbacv1.PolicyRule {
 	}
 }
 
+// retiring are the termination engine's calls (pkg/termination): the
+// reaper drains and retires nodes.
+func retiring() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		// The disrupted taint and progress annotations; the finalizer
+		// removed by an update conditional on the node's version; a
+		// retired node deleted.
+		rule(core, []string{"nodes"}, []string{"get", "patch", "update", "delete"}),
+		// Evictions honour PodDisruptionBudgets; a pod still there at the
+		// terminationGracePeriod deadline is deleted, as Karpenter does.
+		rule(core, []string{"pods/eviction"}, []string{"create"}),
+		rule(core, []string{"pods"}, []string{"delete"}),
+		// The instance is ended only once the drained pods' volumes are
+		// detached.
+		rule([]string{"storage.k8s.io"}, []string{"volumeattachments"}, list),
+		rule(core, []string{"persistentvolumes"}, []string{"get"}),
+	}
+}
+
 // events lets a function explain itself (core/v1 Events: a repeat is a
 // patch of the count).
 func events() []rbacv1.PolicyRule {
@@ -101,9 +120,14 @@ func events() []rbacv1.PolicyRule {
 func Rules(function string) ([]rbacv1.PolicyRule, error) {
 	var r []rbacv1.PolicyRule
 	switch function {
-	case iampolicy.Provisioner, iampolicy.Reaper:
+	case iampolicy.Provisioner:
 		r = append(r, planning()...)
 		r = append(r, binding()...)
+		r = append(r, events()...)
+	case iampolicy.Reaper:
+		r = append(r, planning()...)
+		r = append(r, binding()...)
+		r = append(r, retiring()...)
 		r = append(r, events()...)
 	case iampolicy.Binder:
 		r = append(r, binding()...)

@@ -72,6 +72,9 @@ var rbacExempt = map[string]string{
 	// The pass labels a node only if it binds onto it before any binder
 	// pass saw it; pkg/binding's tests label nodes.
 	"joist:provisioner: patch /nodes": "labels before binding; pkg/binding tests",
+	// The drain waits for the VolumeAttachments of drained pods' volumes
+	// (pkg/termination's envtest tests); no scenario attaches volumes.
+	"joist:reaper: get /persistentvolumes": "volume attachments; pkg/termination tests",
 	// client-go's informers stream the initial list in a watch where the
 	// API server can (WatchList); list is their fallback on older servers.
 	"system:serviceaccount:joist:joist-forwarder: list /pods":  "informer fallback",
