@@ -27,6 +27,7 @@ import (
 	"github.com/joist-dev/joist/pkg/catalog/live"
 	"github.com/joist-dev/joist/pkg/eksauth"
 	"github.com/joist-dev/joist/pkg/garbage"
+	"github.com/joist-dev/joist/pkg/interruption/handler"
 	"github.com/joist-dev/joist/pkg/kube"
 	"github.com/joist-dev/joist/pkg/launch"
 	"github.com/joist-dev/joist/pkg/metrics"
@@ -182,11 +183,11 @@ func (e *Env) Specs() (func(context.Context) (*model.Spec, error), error) {
 	return func(ctx context.Context) (*model.Spec, error) { return specstore.Read(ctx, store) }, nil
 }
 
-// Reconciler builds the provisioner's reconcile from the environment. The
-// catalog, launcher (with its launch-template cache) and unavailable
-// offerings live across warm invocations; each call gets the invocation's
-// logger.
-func (e *Env) Reconciler() (func(ctx context.Context, m *metrics.Recorder) (*provisioning.Result, error), error) {
+// Provisioners builds, per invocation, the provisioner's reconcile from
+// the environment. The catalog, launcher (with its launch-template cache)
+// and unavailable offerings live across warm invocations; each
+// Provisioner gets the invocation's logger and metrics.
+func (e *Env) Provisioners() (func(ctx context.Context, m *metrics.Recorder) (*provisioning.Provisioner, error), error) {
 	specs, err := e.Specs()
 	if err != nil {
 		return nil, fmt.Errorf("spec source: %w", err)
@@ -201,17 +202,60 @@ func (e *Env) Reconciler() (func(ctx context.Context, m *metrics.Recorder) (*pro
 	}
 	unavailable := catalog.NewUnavailable(0)
 	launcher := e.Launcher()
-	return func(ctx context.Context, m *metrics.Recorder) (*provisioning.Result, error) {
+	return func(ctx context.Context, m *metrics.Recorder) (*provisioning.Provisioner, error) {
 		cat, err := catalogFor(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("catalog: %w", err)
 		}
-		p := &provisioning.Provisioner{
+		return &provisioning.Provisioner{
 			Cluster: e.Cluster, Kube: e.Kube, Specs: specs, Catalog: cat,
 			Launcher: launcher, Log: WithRequest(ctx, e.Log), Unavailable: unavailable,
 			Lock: e.Lease(ctx), RegistrationTimeout: timeout, Metrics: m,
+		}, nil
+	}, nil
+}
+
+// Reconciler builds the provisioner's reconcile from the environment.
+func (e *Env) Reconciler() (func(ctx context.Context, m *metrics.Recorder) (*provisioning.Result, error), error) {
+	newProvisioner, err := e.Provisioners()
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, m *metrics.Recorder) (*provisioning.Result, error) {
+		p, err := newProvisioner(ctx, m)
+		if err != nil {
+			return nil, err
 		}
 		return p.Reconcile(ctx)
+	}, nil
+}
+
+// Interruption builds, per invocation, the interruption queue's handler:
+// EC2's instances through the launcher, the replacement through the
+// provisioner's Replace. Retire is left nil until the termination engine
+// is wired.
+func (e *Env) Interruption() (func(ctx context.Context, m *metrics.Recorder) *handler.Handler, error) {
+	newProvisioner, err := e.Provisioners()
+	if err != nil {
+		return nil, err
+	}
+	specs, err := e.Specs()
+	if err != nil {
+		return nil, fmt.Errorf("spec source: %w", err)
+	}
+	launcher := e.Launcher()
+	return func(ctx context.Context, m *metrics.Recorder) *handler.Handler {
+		return &handler.Handler{
+			Cluster: e.Cluster, Kube: e.Kube, Instances: launcher, Specs: specs,
+			Replace: func(ctx context.Context, r provisioning.Retiring) (*provisioning.Result, error) {
+				p, err := newProvisioner(ctx, m)
+				if err != nil {
+					return nil, err
+				}
+				return p.Replace(ctx, r)
+			},
+			Log: WithRequest(ctx, e.Log), Metrics: m,
+		}
 	}, nil
 }
 

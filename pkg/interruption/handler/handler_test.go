@@ -120,7 +120,10 @@ func TestHandleSQS_SpotWarningReplacesFirstThenRetires(t *testing.T) {
 		order = append(order, "replace")
 		return replace(ctx, ret)
 	}
-	r.h.Retire = func(ctx context.Context, n *corev1.Node) error { order = append(order, "retire"); return retire(ctx, n) }
+	r.h.Retire = func(ctx context.Context, n *corev1.Node) error {
+		order = append(order, "retire")
+		return retire(ctx, n)
+	}
 	if failed := r.run(t, body(t, "ec2-spot-instance-interruption-warning.json")); len(failed) != 0 {
 		t.Fatalf("failed %v", failed)
 	}
