@@ -80,6 +80,11 @@ func Decide(m *Message, f Facts) Decision {
 	if got := f.Instance.Tags[TagCluster]; got != f.Cluster {
 		return Decision{Action: ActionNone, Reason: fmt.Sprintf("instance is not the cluster's (tag %s=%q)", TagCluster, got)}
 	}
+	if (m.Kind == KindInstanceTerminated || m.Kind == KindInstanceStopped) && (f.Instance.State == "pending" || f.Instance.State == "running") {
+		// Events are hints: EC2 says the instance runs (a stale or
+		// forged state change), so its node stays.
+		return Decision{Action: ActionNone, Reason: "state change to " + m.State + ", but EC2 says the instance is " + f.Instance.State}
+	}
 	var d Decision
 	switch m.Kind {
 	case KindInstanceTerminated:

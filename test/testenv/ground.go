@@ -81,6 +81,9 @@ type GroundOptions struct {
 	WrapPut func(forwarder.PutEventsAPI) forwarder.PutEventsAPI
 	// KubeletSkip names instances whose kubelet never registers.
 	KubeletSkip func(instanceID string) bool
+	// KubeletKeepsGoneNodes leaves the nodes of instances that stopped
+	// running to others (kubeletsim.Sim.KeepGone).
+	KubeletKeepsGoneNodes bool
 	// VisibilityTimeout is the queues' visibility timeout in seconds
 	// (default 60): how long a failed batch waits for redelivery.
 	VisibilityTimeout int
@@ -387,7 +390,7 @@ func StartGround(ctx context.Context, kube *KubeEnv, kumo *KumoEnv, rie string, 
 
 	g.Kubelet = &kubeletsim.Sim{
 		Kube: kube.Client, EC2: ec2.NewFromConfig(g.AWS, func(eo *ec2.Options) { eo.BaseEndpoint = aws.String(g.EC2URL) }),
-		Cluster: o.Cluster, Region: Region, ReadyDelay: o.ReadyDelay, Log: g.Log, Skip: o.KubeletSkip,
+		Cluster: o.Cluster, Region: Region, ReadyDelay: o.ReadyDelay, Log: g.Log, Skip: o.KubeletSkip, KeepGone: o.KubeletKeepsGoneNodes,
 	}
 	g.run(ctx, g.Kubelet.Run)
 

@@ -142,6 +142,7 @@ func TestHandleSQS_SpotWarningReplacesFirstThenRetires(t *testing.T) {
 func TestHandleSQS_WithoutRetireTheReplacementIsStillLaunched(t *testing.T) {
 	r := newRig(t, ours, nil)
 	r.h.Retire = nil
+	r.h.Instances.(*fakeEC2).insts[0].State = "stopping"
 	if failed := r.run(t, body(t, "aws-health-event-ec2-scheduled-change.json"), body(t, "ec2-instance-state-change-notification-stopping.json")); len(failed) != 0 {
 		t.Fatalf("failed %v", failed)
 	}
@@ -154,12 +155,20 @@ func TestHandleSQS_WithoutRetireTheReplacementIsStillLaunched(t *testing.T) {
 func TestHandleSQS_TerminatedDeletesTheNodeAtOnce(t *testing.T) {
 	for _, f := range []string{"ec2-instance-state-change-notification-terminated.json", "ec2-instance-state-change-notification-shutting-down.json"} {
 		r := newRig(t, ours, nil)
+		r.h.Instances.(*fakeEC2).insts[0].State = "shutting-down"
 		if failed := r.run(t, body(t, f)); len(failed) != 0 {
 			t.Fatalf("%s: failed %v", f, failed)
 		}
 		if r.nodeExists(t) || len(r.replaced) != 0 || len(r.retired) != 0 {
 			t.Fatalf("%s: node exists %v, replaced %v, retired %v; want deleted only", f, r.nodeExists(t), r.replaced, r.retired)
 		}
+	}
+}
+
+func TestHandleSQS_TerminatedWhileEC2SaysRunningLeavesTheNode(t *testing.T) {
+	r := newRig(t, ours, nil)
+	if failed := r.run(t, body(t, "ec2-instance-state-change-notification-terminated.json")); len(failed) != 0 || !r.nodeExists(t) {
+		t.Fatalf("failed %v, node exists %v; want the node kept (EC2's truth over the event)", failed, r.nodeExists(t))
 	}
 }
 
