@@ -47,6 +47,12 @@ func TestRetireNodes_PlansTheNodesReschedulablePodsAgainAndKeepsThoseALiveReplac
 	var todo []string
 	for _, p := range c.todo {
 		todo = append(todo, p.Name)
+		if p.Spec.NodeName != "" {
+			t.Errorf("pod %s to plan still names node %s (the simulator skips bound pods)", p.Name, p.Spec.NodeName)
+		}
+	}
+	if c.bound["old"][0].Spec.NodeName != "old" {
+		t.Error("the cluster's own pod was changed")
 	}
 	sort.Strings(todo)
 	if got, want := todo, []string{"coming", "stale-plan", "web"}; len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {

@@ -103,6 +103,10 @@ func (c *cluster) retireNodes(names []string, live map[string]bool) {
 			if !Reschedulable(pod) {
 				continue
 			}
+			// Planned as if evicted already: the simulator places only
+			// pods without a node.
+			pod = pod.DeepCopy()
+			pod.Spec.NodeName = ""
 			if id := pods.PlannedInstance(pod); id != "" && id != own && live[id] {
 				c.planned[id] = append(c.planned[id], pod)
 				continue
