@@ -234,7 +234,7 @@ func (h *Handler) rebalanceOptIn(ctx context.Context, n *corev1.Node) (bool, err
 	}
 	for _, p := range spec.Pools {
 		if p.Name == pool {
-			return p.Annotations[interruption.AnnotationRebalance] == interruption.RebalanceReplace, nil
+			return p.ObjectAnnotations[interruption.AnnotationRebalance] == interruption.RebalanceReplace, nil
 		}
 	}
 	return false, nil

@@ -72,7 +72,7 @@ func newRig(t *testing.T, tags map[string]string, poolAnnotations map[string]str
 		Cluster: "c1", Kube: kube.New(r.cs),
 		Instances: &fakeEC2{insts: []launch.Instance{{ID: id, InstanceType: "m5.large", Zone: "us-east-2a", CapacityType: "spot", State: "running", Tags: tags}}},
 		Specs: func(context.Context) (*model.Spec, error) {
-			return &model.Spec{Pools: []*model.Pool{{Name: "spot", Annotations: poolAnnotations}}}, nil
+			return &model.Spec{Pools: []*model.Pool{{Name: "spot", ObjectAnnotations: poolAnnotations}}}, nil
 		},
 		Replace: func(_ context.Context, ret provisioning.Retiring) (*provisioning.Result, error) {
 			r.replaced = append(r.replaced, ret)
