@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -109,11 +110,15 @@ func (b *batches) count() (handled, failed, errs int) {
 // interruptGround is a ground for one interruption scenario, with its
 // pods bound to one spot node.
 func interruptGround(t *testing.T, cluster, annotations string, keepGone bool) (*testenv.Ground, *batches, []*corev1.Pod, *corev1.Node, ec2sim.Instance) {
+	return interruptGroundReady(t, cluster, annotations, keepGone, 300*time.Millisecond)
+}
+
+func interruptGroundReady(t *testing.T, cluster, annotations string, keepGone bool, readyDelay time.Duration) (*testenv.Ground, *batches, []*corev1.Pod, *corev1.Node, ec2sim.Instance) {
 	t.Helper()
 	b := &batches{}
 	specs := interruptSpecs(cluster, annotations)
 	g := testenv.NewGround(t, testenv.GroundOptions{
-		Cluster: cluster, Namespace: cluster, Specs: []byte(specs), ReadyDelay: 300 * time.Millisecond,
+		Cluster: cluster, Namespace: cluster, Specs: []byte(specs), ReadyDelay: readyDelay,
 		ExtraEnv: al2023Env, OnBatch: b.hook, KubeletKeepsGoneNodes: keepGone, VisibilityTimeout: 2,
 	})
 	pending := createPending(t, g, deploymentPods(t, []byte(specs)))
@@ -140,12 +145,24 @@ func interruptGround(t *testing.T, cluster, annotations string, keepGone bool) (
 // What this proves: replacement first, in time, elsewhere, and sized for
 // the node's pods. What it cannot prove yet: the pods moving before the
 // reclaim (the drain is issue 11's).
+//
+// JOIST_INTERRUPTION_READY_DELAY (a Go duration, default 300ms) sets the
+// simulated kubelet's ReadyDelay; the notice is then 10 s or four times
+// that, whichever is longer (30s gives a 120 s notice, AWS's).
 func TestE2E_SpotInterruptionReplacesFirst(t *testing.T) {
 	ctx := context.Background()
-	g, b, pending, node, old := interruptGround(t, "intr-spot", "", false)
+	readyDelay := 300 * time.Millisecond
+	if v := os.Getenv("JOIST_INTERRUPTION_READY_DELAY"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("JOIST_INTERRUPTION_READY_DELAY: %v", err)
+		}
+		readyDelay = d
+	}
+	notice := max(10*time.Second, 4*readyDelay)
+	g, b, pending, node, old := interruptGroundReady(t, "intr-spot", "", false, readyDelay)
 	fleetsBefore := len(g.EC2.CreateFleetCalls())
 
-	const notice = 10 * time.Second
 	warned := time.Now()
 	reclaimed, err := g.EC2.InterruptSpot(old.ID, notice)
 	if err != nil {
@@ -177,6 +194,22 @@ func TestE2E_SpotInterruptionReplacesFirst(t *testing.T) {
 	if _, _, errs := b.count(); errs != 0 {
 		t.Errorf("%d interruption invocations failed", errs)
 	}
+	eventually(t, notice, "the replacement node Ready before the reclaim", func() (bool, error) {
+		nodes, err := g.Kube.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for i := range nodes.Items {
+			if pods.InstanceID(nodes.Items[i].Spec.ProviderID) == repl.ID && pods.NodeReady(&nodes.Items[i]) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if inst, _ := g.EC2.Instance(old.ID); inst.State != "running" {
+		t.Errorf("the old instance is %s when the replacement is Ready, want still running", inst.State)
+	}
+	t.Logf("warning → replacement node Ready: %s (ReadyDelay %s, notice %s)", time.Since(warned).Round(time.Millisecond), readyDelay, notice)
 
 	// The reclaim: the instance goes, its node is deleted.
 	<-reclaimed
