@@ -40,17 +40,16 @@ const (
 )
 
 // Function names. Each is a directory under the asset directory holding a
-// `bootstrap` binary, the name `make build` gives it. The interruption
-// function is not written yet: the stack keeps its queue and rules but
-// defines no function for them.
+// `bootstrap` binary, the name `make build` gives it.
 const (
-	FnProvisioner = "provisioner"
-	FnBinder      = "binder"
-	FnReaper      = "reaper"
+	FnProvisioner  = "provisioner"
+	FnBinder       = "binder"
+	FnReaper       = "reaper"
+	FnInterruption = "interruption"
 )
 
 // FunctionNames lists every function the stack defines, in a fixed order.
-var FunctionNames = []string{FnProvisioner, FnBinder, FnReaper}
+var FunctionNames = []string{FnProvisioner, FnBinder, FnReaper, FnInterruption}
 
 // ClusterTagKey is the tag that scopes every EC2 resource Joist creates and
 // every destructive call it may make. The launcher must put it on the

@@ -80,12 +80,18 @@ const (
 	// interruptionRetentionSeconds is Karpenter's: an interruption notice
 	// older than five minutes describes an instance that is already gone.
 	interruptionRetentionSeconds = 300
-	// interruptionTimeoutSeconds is the timeout the interruption function
-	// is to have (a redelivery inside the two-minute spot warning; the
-	// drain itself carried on by the reaper). The function does not exist
-	// yet; the interruption queue's visibility timeout is derived from it
-	// already so that adding the function changes no queue setting.
+	// interruptionTimeoutSeconds is the interruption function's timeout:
+	// one batch of replacement passes (each launches and returns; the
+	// drain is carried on by the termination engine), short enough that
+	// a redelivery still falls inside the two-minute spot warning.
 	interruptionTimeoutSeconds = 30
+	// interruptionBatchSize: messages are handled one by one in an
+	// invocation, each reported on its own in batchItemFailures.
+	interruptionBatchSize = 10
+	// interruptionMaxReceiveCount is how often an interruption message may
+	// fail (the Lease held elsewhere, EC2 or the API server failing)
+	// before it goes to the DLQ; as on the other queues.
+	interruptionMaxReceiveCount = 5
 )
 
 // JoistStack is the CloudFormation stack for one cluster. Its fields let
@@ -99,6 +105,7 @@ type JoistStack struct {
 	ReadyQueue        awssqs.Queue
 	ReadyDLQ          awssqs.Queue
 	InterruptionQueue awssqs.Queue
+	InterruptionDLQ   awssqs.Queue
 	Functions         map[string]awslambda.Function
 	Roles             map[string]awsiam.Role
 	LogGroups         map[string]awslogs.LogGroup
@@ -117,9 +124,8 @@ type fnSpec struct {
 	// provisioner, and the reaper, which runs the same reconcile).
 	launch bool
 	// manage: may terminate the cluster's instances and delete its launch
-	// templates (the reaper retires nodes; the interruption function, once
-	// it exists, will end interrupted ones, as Karpenter's interruption
-	// controller does).
+	// templates (the reaper retires nodes; the interruption function
+	// terminates nothing: the reclaim ends the instance).
 	manage bool
 }
 
@@ -127,6 +133,7 @@ var fnSpecs = []fnSpec{
 	{FnProvisioner, "Provisioner", "turns pending pods into EC2 capacity", provisionerTimeoutSeconds, 512, true, false},
 	{FnBinder, "Binder", "binds planned pods once their node is Ready", binderTimeoutSeconds, 256, false, false},
 	{FnReaper, "Reaper", "retires empty, expired and leaked nodes; safety-net reconcile", 120, 512, true, true},
+	{FnInterruption, "Interruption", "launches the replacement of interrupted nodes before they go", interruptionTimeoutSeconds, 512, true, false},
 }
 
 // CheckAssets reports every function whose bootstrap binary is missing
@@ -215,19 +222,21 @@ func (s *JoistStack) defineMessaging() {
 	// (pkg/trigger) as the provisioner's, reporting batchItemFailures.
 	s.ReadyQueue, s.ReadyDLQ = s.queueWithDLQ("Ready", ReadyQueueName(cluster), 6*binderTimeoutSeconds, readyMaxReceiveCount)
 
-	// Karpenter's interruption queue, setting for setting: 300 s retention,
-	// SSE, TLS only. No DLQ: a notice nobody handled in five minutes is
-	// about an instance that no longer exists.
-	//
-	// Until the interruption function exists this queue has no consumer:
-	// the rules below fill it and every message expires unread after
-	// interruptionRetentionSeconds (300 s). It is kept so that the
-	// function, when it comes, only adds an event source.
+	// Karpenter's interruption queue, setting for setting: 300 s retention
+	// (a notice older than that is about an instance that no longer
+	// exists), SSE, TLS only; and a DLQ, so that a message that keeps
+	// failing is kept for inspection rather than retried until it expires.
+	s.InterruptionDLQ = awssqs.NewQueue(s.Stack, jsii.String("InterruptionDeadLetterQueue"), &awssqs.QueueProps{
+		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:      jsii.Bool(true),
+		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
+	})
 	s.InterruptionQueue = awssqs.NewQueue(s.Stack, jsii.String("InterruptionQueue"), &awssqs.QueueProps{
 		Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
 		EnforceSSL:        jsii.Bool(true),
 		RetentionPeriod:   awscdk.Duration_Seconds(jsii.Number(interruptionRetentionSeconds)),
 		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(2 * interruptionTimeoutSeconds)),
+		DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: s.InterruptionDLQ, MaxReceiveCount: jsii.Number(interruptionMaxReceiveCount)},
 	})
 }
 
@@ -347,6 +356,15 @@ func (s *JoistStack) defineFunctions() {
 		// after readyMaxReceiveCount receives goes to the DLQ.
 		ReportBatchItemFailures: jsii.Bool(true),
 	}))
+	// AWS's interruption events: at once, no batching window (the spot
+	// warning's two minutes are the budget). Each message that failed for
+	// a passing reason alone comes back (batchItemFailures); malformed
+	// ones are deleted by the function.
+	s.Functions[FnInterruption].AddEventSource(awslambdaeventsources.NewSqsEventSource(s.InterruptionQueue, &awslambdaeventsources.SqsEventSourceProps{
+		BatchSize:               jsii.Number(interruptionBatchSize),
+		MaxBatchingWindow:       awscdk.Duration_Seconds(jsii.Number(0)),
+		ReportBatchItemFailures: jsii.Bool(true),
+	}))
 }
 
 // defineRoutes wires events to queues and functions.
@@ -383,8 +401,8 @@ func (s *JoistStack) defineRoutes() {
 
 	// AWS's events arrive on the default bus of the account and region.
 	// EventBridge cannot filter them by instance tag, so the queue gets
-	// every instance's; the interruption function is to drop unknown IDs.
-	// Until it exists nothing reads the queue (see defineMessaging).
+	// every instance's; the interruption function drops what is not the
+	// cluster's (the joist.sh/cluster tag, read from EC2).
 	toInterruption := &[]awsevents.IRuleTarget{awseventstargets.NewSqsQueue(s.InterruptionQueue, nil)}
 	for _, r := range []struct {
 		id, source, detailType string
@@ -392,6 +410,7 @@ func (s *JoistStack) defineRoutes() {
 	}{
 		{"SpotInterruptionRule", "aws.ec2", "EC2 Spot Instance Interruption Warning", nil},
 		{"RebalanceRule", "aws.ec2", "EC2 Instance Rebalance Recommendation", nil},
+		{"CapacityReservationInterruptionRule", "aws.ec2", "EC2 Capacity Reservation Instance Interruption Warning", nil},
 		// Only the states that end an instance: pending and running
 		// would be most of the traffic and mean nothing to Joist.
 		{"InstanceStateChangeRule", "aws.ec2", "EC2 Instance State-change Notification",
@@ -527,7 +546,8 @@ func (s *JoistStack) defineOutputs() {
 	out("PendingDeadLetterQueueUrl", s.PendingDLQ.QueueUrl(), "pending-pods batches that failed 5 times")
 	out("ReadyQueueUrl", s.ReadyQueue.QueueUrl(), "Node Ready events, polled by the binder")
 	out("ReadyDeadLetterQueueUrl", s.ReadyDLQ.QueueUrl(), "Node Ready batches that failed 5 times")
-	out("InterruptionQueueUrl", s.InterruptionQueue.QueueUrl(), "EC2 and Health events; no consumer yet (the interruption function is to come), messages expire after 300 s")
+	out("InterruptionQueueUrl", s.InterruptionQueue.QueueUrl(), "EC2 and Health events, polled by the interruption function; messages expire after 300 s")
+	out("InterruptionDeadLetterQueueUrl", s.InterruptionDLQ.QueueUrl(), "interruption messages that failed 5 times")
 	for _, spec := range fnSpecs {
 		out(spec.id+"FunctionName", s.Functions[spec.name].FunctionName(), "the "+spec.name+" function")
 		out(spec.id+"RoleArn", s.Roles[spec.name].RoleArn(), "the "+spec.name+"'s role: give it an EKS access entry in group "+FunctionGroup(spec.name))

@@ -185,8 +185,8 @@ func TestBus(t *testing.T) {
 
 func TestQueues(t *testing.T) {
 	st, tpl := base(t)
-	check(t, "five queues (pending and ready, their DLQs, interruption)", func() {
-		tpl.ResourceCountIs(jsii.String("AWS::SQS::Queue"), jsii.Number(5))
+	check(t, "six queues (pending, ready and interruption, and their DLQs)", func() {
+		tpl.ResourceCountIs(jsii.String("AWS::SQS::Queue"), jsii.Number(6))
 	})
 	q := resources(t, tpl, "AWS::SQS::Queue")
 	pending := props(q[logicalID(t, st, st.PendingQueue)])
@@ -242,6 +242,13 @@ func TestQueues(t *testing.T) {
 	}
 	if vis, ok := intr["VisibilityTimeout"].(float64); !ok || vis < interruptionTimeoutSeconds {
 		t.Errorf("interruption VisibilityTimeout = %v, want >= the function timeout %d", intr["VisibilityTimeout"], interruptionTimeoutSeconds)
+	}
+	wantRedrive = map[string]interface{}{
+		"deadLetterTargetArn": map[string]interface{}{"Fn::GetAtt": []interface{}{logicalID(t, st, st.InterruptionDLQ), "Arn"}},
+		"maxReceiveCount":     float64(interruptionMaxReceiveCount),
+	}
+	if !reflect.DeepEqual(intr["RedrivePolicy"], wantRedrive) {
+		t.Errorf("interruption RedrivePolicy = %v, want %v", intr["RedrivePolicy"], wantRedrive)
 	}
 	for id, r := range q {
 		if props(r)["SqsManagedSseEnabled"] != true {
@@ -467,17 +474,18 @@ func TestEventSourceMappings(t *testing.T) {
 			"FunctionResponseTypes", []interface{}{"ReportBatchItemFailures"},
 		))
 	})
-	check(t, "two mappings", func() {
-		tpl.ResourceCountIs(jsii.String("AWS::Lambda::EventSourceMapping"), jsii.Number(2))
+	check(t, "interruption polls the interruption queue", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), like(
+			"FunctionName", obj("Ref", logicalID(t, st, st.Functions[FnInterruption])),
+			"EventSourceArn", getAtt(logicalID(t, st, st.InterruptionQueue)),
+			"BatchSize", 10,
+			"MaximumBatchingWindowInSeconds", 0,
+			"FunctionResponseTypes", []interface{}{"ReportBatchItemFailures"},
+		))
 	})
-	// The interruption function is not written yet: nothing polls its
-	// queue, and its messages expire (TestQueues).
-	intrArn := getAtt(logicalID(t, st, st.InterruptionQueue))
-	for id, r := range resources(t, tpl, "AWS::Lambda::EventSourceMapping") {
-		if reflect.DeepEqual(props(r)["EventSourceArn"], intrArn) {
-			t.Errorf("mapping %s polls the interruption queue", id)
-		}
-	}
+	check(t, "three mappings", func() {
+		tpl.ResourceCountIs(jsii.String("AWS::Lambda::EventSourceMapping"), jsii.Number(3))
+	})
 	if pendingBatchSize < 10 || pendingBatchSize > 100 {
 		t.Errorf("pending batch size %d, want 10..100", pendingBatchSize)
 	}
@@ -618,7 +626,7 @@ func TestLaunchNeedsClusterRequestTag(t *testing.T) {
 	st, tpl := base(t)
 	for _, fn := range FunctionNames {
 		stmts := statements(t, st, tpl, fn)
-		mayLaunch := fn == FnProvisioner || fn == FnReaper
+		mayLaunch := fn == FnProvisioner || fn == FnReaper || fn == FnInterruption
 		for _, action := range []string{"ec2:CreateFleet", "ec2:RunInstances", "ec2:CreateLaunchTemplate", "iam:PassRole", "pricing:GetProducts"} {
 			found := allowing(stmts, action)
 			if mayLaunch != (len(found) > 0) {
@@ -707,10 +715,10 @@ func TestOutputs(t *testing.T) {
 	_, tpl := base(t)
 	want := []string{
 		"EventBusName", "EventBusArn", "PendingQueueUrl", "PendingDeadLetterQueueUrl",
-		"ReadyQueueUrl", "ReadyDeadLetterQueueUrl", "InterruptionQueueUrl",
-		"ProvisionerFunctionName", "BinderFunctionName", "ReaperFunctionName",
-		"ProvisionerRoleArn", "BinderRoleArn", "ReaperRoleArn",
-		"ProvisionerLogGroupName", "BinderLogGroupName", "ReaperLogGroupName",
+		"ReadyQueueUrl", "ReadyDeadLetterQueueUrl", "InterruptionQueueUrl", "InterruptionDeadLetterQueueUrl",
+		"ProvisionerFunctionName", "BinderFunctionName", "ReaperFunctionName", "InterruptionFunctionName",
+		"ProvisionerRoleArn", "BinderRoleArn", "ReaperRoleArn", "InterruptionRoleArn",
+		"ProvisionerLogGroupName", "BinderLogGroupName", "ReaperLogGroupName", "InterruptionLogGroupName",
 		"ForwarderPolicyArn", "ForwarderRoleArn",
 	}
 	for _, id := range want {
@@ -807,18 +815,15 @@ func TestMissingAssets(t *testing.T) {
 	}
 }
 
-// TestCheckAssets: the three functions' bootstraps are all that is
-// needed; there is no interruption function yet.
+// TestCheckAssets: the four functions' bootstraps are all that is
+// needed.
 func TestCheckAssets(t *testing.T) {
-	if got, want := FunctionNames, []string{FnProvisioner, FnBinder, FnReaper}; !reflect.DeepEqual(got, want) {
+	if got, want := FunctionNames, []string{FnProvisioner, FnBinder, FnReaper, FnInterruption}; !reflect.DeepEqual(got, want) {
 		t.Errorf("FunctionNames = %v, want %v", got, want)
 	}
 	dir := placeholderAssets(t)
 	if err := CheckAssets(dir); err != nil {
 		t.Errorf("CheckAssets with every bootstrap: %v", err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "interruption")); !os.IsNotExist(err) {
-		t.Errorf("placeholder assets hold an interruption function: %v", err)
 	}
 	for _, name := range FunctionNames {
 		os.Remove(filepath.Join(dir, name, "bootstrap"))

@@ -18,14 +18,15 @@ import (
 // The principals with a policy here: the Lambda functions and the
 // in-cluster forwarder.
 const (
-	Provisioner = "provisioner"
-	Binder      = "binder"
-	Reaper      = "reaper"
-	Forwarder   = "forwarder"
+	Provisioner  = "provisioner"
+	Binder       = "binder"
+	Reaper       = "reaper"
+	Interruption = "interruption"
+	Forwarder    = "forwarder"
 )
 
 // Principals lists every principal For knows, in a fixed order.
-func Principals() []string { return []string{Provisioner, Binder, Reaper, Forwarder} }
+func Principals() []string { return []string{Provisioner, Binder, Reaper, Interruption, Forwarder} }
 
 // ClusterTag is the tag that scopes every EC2 resource Joist creates and
 // every destructive call it may make (launch.TagCluster).
@@ -209,6 +210,14 @@ func For(principal string, p Params) (Policy, error) {
 		st = append(st, readStatements(p)...)
 		st = append(st, launchStatements(p)...)
 		st = append(st, terminateStatements(p)...)
+	case Interruption:
+		// It reads the instances a message names (DescribeInstances,
+		// among the named regional reads) and launches the replacement
+		// with the provisioner's pass. It terminates nothing: the
+		// reclaim ends the instance, and retiring a node is the
+		// termination engine's.
+		st = append(st, readStatements(p)...)
+		st = append(st, launchStatements(p)...)
 	case Binder:
 		// The binder talks to the Kubernetes API only; it finds the API
 		// server as every function does.

@@ -33,6 +33,14 @@ const (
 	ReasonLaunched = "Launched"
 	// ReasonBound (pod, Normal): the binder bound the pod to its node.
 	ReasonBound = "Bound"
+	// Interruption (node, Warning), Karpenter's reasons: what AWS said
+	// about the node's instance, and what Joist does about it.
+	ReasonSpotInterrupted                = "SpotInterrupted"
+	ReasonSpotRebalanceRecommendation    = "SpotRebalanceRecommendation"
+	ReasonInstanceStopping               = "InstanceStopping"
+	ReasonInstanceTerminating            = "InstanceTerminating"
+	ReasonInstanceUnhealthy              = "InstanceUnhealthy"
+	ReasonCapacityReservationInterrupted = "CapacityReservationInterrupted"
 )
 
 // NominatedMessage is the message of a ReasonNominated event, e.g.

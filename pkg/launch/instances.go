@@ -22,6 +22,27 @@ func (l *Launcher) Instances(ctx context.Context) ([]Instance, error) {
 	}})
 }
 
+// Describe reads instances by id, whatever their tags and state (an
+// interruption names instances that may be another cluster's, or gone).
+// Ids EC2 does not know are simply absent from the result.
+func (l *Launcher) Describe(ctx context.Context, ids ...string) ([]Instance, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var out []Instance
+	for start := 0; start < len(ids); start += maxFilterValues {
+		batch := ids[start:min(start+maxFilterValues, len(ids))]
+		got, err := l.describe(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
+			{Name: aws.String("instance-id"), Values: batch},
+		}})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+	}
+	return out, nil
+}
+
 func (l *Launcher) describe(ctx context.Context, in *ec2.DescribeInstancesInput) ([]Instance, error) {
 	var out []Instance
 	p := ec2.NewDescribeInstancesPaginator(l.EC2, in)

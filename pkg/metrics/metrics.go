@@ -81,14 +81,25 @@ const (
 	PodsEvictionRequests = "joist_pods_eviction_requests_total"
 )
 
-// Metric names reserved for the interruption function, after Karpenter's
-// karpenter_interruption_* metrics. Nothing records them yet; they are
-// named here so that nothing else takes the names.
+// The interruption function's metrics, after Karpenter's
+// karpenter_interruption_* metrics (pkg/interruption/handler).
 const (
-	InterruptionReceivedMessages     = "joist_interruption_received_messages_total"
-	InterruptionDeletedMessages      = "joist_interruption_deleted_messages_total"
+	// InterruptionReceivedMessages counts messages by DimMessageType (the
+	// kind; "malformed" for those that could not be parsed).
+	InterruptionReceivedMessages = "joist_interruption_received_messages_total"
+	// InterruptionDeletedMessages counts messages done with (handled,
+	// ignored or malformed), i.e. not left for redelivery.
+	InterruptionDeletedMessages = "joist_interruption_deleted_messages_total"
+	// InterruptionMessageQueueDuration observes seconds from the event's
+	// time to its handling.
 	InterruptionMessageQueueDuration = "joist_interruption_message_queue_duration_seconds"
-	InterruptionActionsPerformed     = "joist_interruption_actions_performed_total"
+	// InterruptionActionsPerformed counts actions by DimReason (Replace,
+	// Delete, Notify).
+	InterruptionActionsPerformed = "joist_interruption_actions_performed_total"
+	// InterruptionReplacementSeconds observes, per replaced node, seconds
+	// from the event's time to the replacement's CreateFleet returning
+	// (Joist's own: Karpenter launches only after the drain).
+	InterruptionReplacementSeconds = "joist_interruption_replacement_seconds"
 )
 
 // Dimension keys. They are Karpenter's Prometheus label names, except

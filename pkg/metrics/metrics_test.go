@@ -560,7 +560,7 @@ func TestMetricNames_FollowKarpentersConvention(t *testing.T) {
 		metrics.PendingPods, metrics.PodsUnschedulable, metrics.SchedulingDuration, metrics.NodesCreated,
 		metrics.InstanceLaunchFailures, metrics.PodsCreationToLaunch, metrics.LaunchedPricePerHour, metrics.PodsBound,
 		metrics.InterruptionReceivedMessages, metrics.InterruptionDeletedMessages,
-		metrics.InterruptionMessageQueueDuration, metrics.InterruptionActionsPerformed,
+		metrics.InterruptionMessageQueueDuration, metrics.InterruptionActionsPerformed, metrics.InterruptionReplacementSeconds,
 	}
 	valid := regexp.MustCompile(`^joist_[a-z0-9_]+$`)
 	seen := map[string]bool{}

@@ -49,12 +49,16 @@ type Requirement struct {
 type Pool struct {
 	Name string `json:"name"`
 	// API is APIV1Alpha5 or APIV1.
-	API           string            `json:"api"`
-	Requirements  []Requirement     `json:"requirements,omitempty"`
-	Labels        map[string]string `json:"labels,omitempty"`
-	Annotations   map[string]string `json:"annotations,omitempty"`
-	Taints        []corev1.Taint    `json:"taints,omitempty"`
-	StartupTaints []corev1.Taint    `json:"startupTaints,omitempty"`
+	API          string            `json:"api"`
+	Requirements []Requirement     `json:"requirements,omitempty"`
+	Labels       map[string]string `json:"labels,omitempty"`
+	Annotations  map[string]string `json:"annotations,omitempty"`
+	// ObjectAnnotations are the Provisioner's or NodePool's own
+	// metadata.annotations (Joist's options such as joist.sh/rebalance),
+	// not the nodes' (Annotations).
+	ObjectAnnotations map[string]string `json:"objectAnnotations,omitempty"`
+	Taints            []corev1.Taint    `json:"taints,omitempty"`
+	StartupTaints     []corev1.Taint    `json:"startupTaints,omitempty"`
 	// Limits caps the total capacity of the pool's nodes (cpu, memory,
 	// nodes, any resource). Nil means unlimited.
 	Limits corev1.ResourceList `json:"limits,omitempty"`

@@ -70,6 +70,31 @@ type Provisioner struct {
 	RegistrationTimeout time.Duration
 	// Metrics records the pass's metrics (flushed by the function).
 	Metrics *metrics.Recorder
+
+	// retiring is set by Replace for the length of its pass.
+	retiring *Retiring
+}
+
+// Retiring names nodes that are going away (an interruption) and the
+// offerings their replacements must avoid.
+type Retiring struct {
+	Nodes       []string
+	Unavailable []catalog.OfferingKey
+}
+
+// Replace runs one pass for nodes that are going away, before they go:
+// once the Lease is held the offerings are marked unavailable (and kept on
+// the Lease), the nodes are left out of the simulation, and their
+// reschedulable pods are planned with the pending ones: onto capacity
+// that exists or is coming, or onto instances launched now. Each such pod
+// is nominated to its replacement while still running on the old node; a
+// later Replace of the same node (a duplicate message) finds them planned
+// onto the live replacement and launches nothing again. The pods' move
+// itself is the drain's, after this returns.
+func (p *Provisioner) Replace(ctx context.Context, r Retiring) (*Result, error) {
+	p.retiring = &r
+	defer func() { p.retiring = nil }()
+	return p.Reconcile(ctx)
 }
 
 // Result is what one reconcile did.
@@ -129,6 +154,12 @@ func (p *Provisioner) Reconcile(ctx context.Context) (*Result, error) {
 				p.Log.Warn("release the decider lease", "error", err.Error())
 			}
 		}()
+	}
+	if p.retiring != nil {
+		now := p.now()
+		for _, o := range p.retiring.Unavailable {
+			p.Unavailable.Mark(now, o.InstanceType, o.Zone, o.CapacityType)
+		}
 	}
 	c, err := p.read(ctx)
 	if err != nil {

@@ -33,6 +33,8 @@ type cluster struct {
 	pvcs       []*corev1.PersistentVolumeClaim
 	pvs        []*corev1.PersistentVolume
 	classes    []*storagev1.StorageClass
+	// retiring are nodes going away (Provisioner.Replace): not capacity.
+	retiring map[string]bool
 }
 
 // read gathers the truth. Instances are read before nodes and pods: an
@@ -77,7 +79,65 @@ func (p *Provisioner) read(ctx context.Context) (*cluster, error) {
 		}
 		c.todo = append(c.todo, pod)
 	}
+	if p.retiring != nil {
+		c.retireNodes(p.retiring.Nodes, live)
+	}
 	return c, nil
+}
+
+// retireNodes takes the nodes out of the cluster the simulator sees and
+// plans their reschedulable pods again, except those a live replacement
+// already waits for.
+func (c *cluster) retireNodes(names []string, live map[string]bool) {
+	if c.retiring == nil {
+		c.retiring = map[string]bool{}
+	}
+	for _, name := range names {
+		node := c.node(name)
+		if node == nil {
+			continue
+		}
+		c.retiring[name] = true
+		own := pods.InstanceID(node.Spec.ProviderID)
+		for _, pod := range c.bound[name] {
+			if !Reschedulable(pod) {
+				continue
+			}
+			// Planned as if evicted already: the simulator places only
+			// pods without a node.
+			pod = pod.DeepCopy()
+			pod.Spec.NodeName = ""
+			if id := pods.PlannedInstance(pod); id != "" && id != own && live[id] {
+				c.planned[id] = append(c.planned[id], pod)
+				continue
+			}
+			c.todo = append(c.todo, pod)
+		}
+		// Pending pods planned onto the retiring instance itself (it may
+		// not be Ready yet) are planned again.
+		if own != "" {
+			c.todo = append(c.todo, c.planned[own]...)
+			delete(c.planned, own)
+		}
+	}
+}
+
+// Reschedulable says whether a pod on a node going away needs a place
+// elsewhere: not finished, not being deleted, not a DaemonSet's or a
+// static (mirror) pod, which follow their node.
+func Reschedulable(p *corev1.Pod) bool {
+	if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+		return false
+	}
+	for _, o := range p.OwnerReferences {
+		if o.Kind == "DaemonSet" || o.Kind == "Node" {
+			return false
+		}
+	}
+	return true
 }
 
 // describe is the instance with the id, as EC2 reported it (or just its
@@ -166,6 +226,9 @@ func (p *Provisioner) simulatorNodes(c *cluster) []*scheduling.Node {
 		id := pods.InstanceID(n.Spec.ProviderID)
 		if id != "" {
 			registered[id] = true
+		}
+		if c.retiring[n.Name] {
+			continue
 		}
 		pool := n.Labels[model.LabelNodePool]
 		if pool == "" {

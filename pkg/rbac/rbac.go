@@ -21,7 +21,7 @@ import (
 )
 
 // The functions with RBAC here; the names are iampolicy's principals.
-var Functions = []string{iampolicy.Provisioner, iampolicy.Binder, iampolicy.Reaper}
+var Functions = []string{iampolicy.Provisioner, iampolicy.Binder, iampolicy.Reaper, iampolicy.Interruption}
 
 // Group is the Kubernetes group an EKS access entry puts the function's
 // role in.
@@ -132,6 +132,16 @@ func Rules(function string) ([]rbacv1.PolicyRule, error) {
 	case iampolicy.Binder:
 		r = append(r, binding()...)
 		r = append(r, events()...)
+	case iampolicy.Interruption:
+		// The replacement is a provisioning pass; an interrupted node's
+		// retirement is begun (the termination engine marks it — an
+		// update conditional on its version — and deletes it, held by its
+		// finalizer; the reaper drains it); a node whose instance is gone
+		// is deleted at once.
+		r = append(r, planning()...)
+		r = append(r, binding()...)
+		r = append(r, events()...)
+		r = append(r, rule(core, []string{"nodes"}, []string{"update", "delete"}))
 	default:
 		return nil, fmt.Errorf("rbac: unknown function %q", function)
 	}
@@ -140,7 +150,7 @@ func Rules(function string) ([]rbacv1.PolicyRule, error) {
 
 // Decides says whether the function takes the decider Lease.
 func Decides(function string) bool {
-	return function == iampolicy.Provisioner || function == iampolicy.Reaper
+	return function == iampolicy.Provisioner || function == iampolicy.Reaper || function == iampolicy.Interruption
 }
 
 // LeaseRules are the deciders' rules in the Lease's namespace: create (RBAC

@@ -73,7 +73,7 @@ func TestRules_BinderNeitherPlansNorDecides(t *testing.T) {
 	}
 }
 
-func TestRules_NoWildcardsAndOnlyTheReaperDeletes(t *testing.T) {
+func TestRules_NoWildcards(t *testing.T) {
 	for _, fn := range Functions {
 		rules, _ := Rules(fn)
 		for _, r := range append(rules, LeaseRules("c")...) {
@@ -81,13 +81,33 @@ func TestRules_NoWildcardsAndOnlyTheReaperDeletes(t *testing.T) {
 				if v == "*" || v == "deletecollection" || v == "escalate" || v == "bind" || v == "impersonate" {
 					t.Errorf("%s: verb %q in %+v", fn, v, r)
 				}
-				if v == "delete" && fn != "reaper" {
-					t.Errorf("%s may delete %v: only the reaper retires", fn, r.Resources)
-				}
 			}
 			if slices.Contains(r.Resources, "*") || slices.Contains(r.APIGroups, "*") {
 				t.Errorf("%s: wildcard in %+v", fn, r)
 			}
+		}
+	}
+}
+
+// Only the functions that retire nodes delete, and only what they retire:
+// the reaper nodes and (at the grace deadline) pods, the interruption
+// function nodes.
+func TestRules_OnlyRetiringFunctionsDelete(t *testing.T) {
+	want := map[string][]string{"reaper": {"nodes", "pods"}, "interruption": {"nodes"}}
+	for _, fn := range Functions {
+		rules, _ := Rules(fn)
+		var deletes []string
+		for _, r := range rules {
+			if slices.Contains(r.Verbs, "delete") {
+				if len(r.APIGroups) != 1 || r.APIGroups[0] != "" {
+					t.Errorf("%s deletes in groups %v", fn, r.APIGroups)
+				}
+				deletes = append(deletes, r.Resources...)
+			}
+		}
+		slices.Sort(deletes)
+		if !slices.Equal(deletes, want[fn]) {
+			t.Errorf("%s deletes %v, want %v", fn, deletes, want[fn])
 		}
 	}
 }

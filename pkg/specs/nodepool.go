@@ -261,15 +261,16 @@ func validateRequirementV1(l *errs, r v1.NodeSelectorRequirementWithMinValues, p
 func nodePoolToPool(np *v1.NodePool) *model.Pool {
 	t := &np.Spec.Template
 	pool := &model.Pool{
-		Name:          np.Name,
-		API:           model.APIV1,
-		Labels:        copyMap(t.ObjectMeta.Labels),
-		Annotations:   copyMap(t.ObjectMeta.Annotations),
-		Taints:        t.Spec.Taints,
-		StartupTaints: t.Spec.StartupTaints,
-		Weight:        deref(np.Spec.Weight),
-		NodeClass:     t.Spec.NodeClassRef.Name,
-		Replicas:      np.Spec.Replicas,
+		Name:              np.Name,
+		API:               model.APIV1,
+		Labels:            copyMap(t.ObjectMeta.Labels),
+		Annotations:       copyMap(t.ObjectMeta.Annotations),
+		ObjectAnnotations: copyMap(np.Annotations),
+		Taints:            t.Spec.Taints,
+		StartupTaints:     t.Spec.StartupTaints,
+		Weight:            deref(np.Spec.Weight),
+		NodeClass:         t.Spec.NodeClassRef.Name,
+		Replicas:          np.Spec.Replicas,
 	}
 	for _, r := range t.Spec.Requirements {
 		pool.Requirements = append(pool.Requirements, model.Requirement{

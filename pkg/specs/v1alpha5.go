@@ -217,15 +217,16 @@ func validateKubeletV1Alpha5(l *errs, kc *v1alpha5.KubeletConfiguration, p *fiel
 func provisionerToPool(p *v1alpha5.Provisioner) *model.Pool {
 	s := &p.Spec
 	pool := &model.Pool{
-		Name:          p.Name,
-		API:           model.APIV1Alpha5,
-		Requirements:  requirementsToModel(s.Requirements),
-		Labels:        copyMap(s.Labels),
-		Annotations:   copyMap(s.Annotations),
-		Taints:        s.Taints,
-		StartupTaints: s.StartupTaints,
-		Weight:        deref(s.Weight),
-		Kubelet:       kubeletV1Alpha5ToModel(s.KubeletConfiguration),
+		Name:              p.Name,
+		API:               model.APIV1Alpha5,
+		Requirements:      requirementsToModel(s.Requirements),
+		Labels:            copyMap(s.Labels),
+		Annotations:       copyMap(s.Annotations),
+		ObjectAnnotations: copyMap(p.Annotations),
+		Taints:            s.Taints,
+		StartupTaints:     s.StartupTaints,
+		Weight:            deref(s.Weight),
+		Kubelet:           kubeletV1Alpha5ToModel(s.KubeletConfiguration),
 	}
 	if s.Limits != nil && len(s.Limits.Resources) > 0 {
 		pool.Limits = s.Limits.Resources.DeepCopy()

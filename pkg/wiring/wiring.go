@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -27,6 +28,8 @@ import (
 	"github.com/joist-dev/joist/pkg/catalog/live"
 	"github.com/joist-dev/joist/pkg/eksauth"
 	"github.com/joist-dev/joist/pkg/garbage"
+	"github.com/joist-dev/joist/pkg/interruption"
+	"github.com/joist-dev/joist/pkg/interruption/handler"
 	"github.com/joist-dev/joist/pkg/kube"
 	"github.com/joist-dev/joist/pkg/launch"
 	"github.com/joist-dev/joist/pkg/metrics"
@@ -184,11 +187,11 @@ func (e *Env) Specs() (func(context.Context) (*model.Spec, error), error) {
 	return func(ctx context.Context) (*model.Spec, error) { return specstore.Read(ctx, store) }, nil
 }
 
-// Reconciler builds the provisioner's reconcile from the environment. The
-// catalog, launcher (with its launch-template cache) and unavailable
-// offerings live across warm invocations; each call gets the invocation's
-// logger.
-func (e *Env) Reconciler() (func(ctx context.Context, m *metrics.Recorder) (*provisioning.Result, error), error) {
+// Provisioners builds, per invocation, the provisioner's reconcile from
+// the environment. The catalog, launcher (with its launch-template cache)
+// and unavailable offerings live across warm invocations; each
+// Provisioner gets the invocation's logger and metrics.
+func (e *Env) Provisioners() (func(ctx context.Context, m *metrics.Recorder) (*provisioning.Provisioner, error), error) {
 	specs, err := e.Specs()
 	if err != nil {
 		return nil, fmt.Errorf("spec source: %w", err)
@@ -203,17 +206,66 @@ func (e *Env) Reconciler() (func(ctx context.Context, m *metrics.Recorder) (*pro
 	}
 	unavailable := catalog.NewUnavailable(0)
 	launcher := e.Launcher()
-	return func(ctx context.Context, m *metrics.Recorder) (*provisioning.Result, error) {
+	return func(ctx context.Context, m *metrics.Recorder) (*provisioning.Provisioner, error) {
 		cat, err := catalogFor(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("catalog: %w", err)
 		}
-		p := &provisioning.Provisioner{
+		return &provisioning.Provisioner{
 			Cluster: e.Cluster, Kube: e.Kube, Specs: specs, Catalog: cat,
 			Launcher: launcher, Log: WithRequest(ctx, e.Log), Unavailable: unavailable,
 			Lock: e.Lease(ctx), RegistrationTimeout: timeout, Metrics: m,
+		}, nil
+	}, nil
+}
+
+// Reconciler builds the provisioner's reconcile from the environment.
+func (e *Env) Reconciler() (func(ctx context.Context, m *metrics.Recorder) (*provisioning.Result, error), error) {
+	newProvisioner, err := e.Provisioners()
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, m *metrics.Recorder) (*provisioning.Result, error) {
+		p, err := newProvisioner(ctx, m)
+		if err != nil {
+			return nil, err
 		}
 		return p.Reconcile(ctx)
+	}, nil
+}
+
+// Interruption builds, per invocation, the interruption queue's handler:
+// EC2's instances through the launcher, the replacement through the
+// provisioner's Replace, and the node's retirement begun through the
+// termination engine (marked and deleted, held by its finalizer): the
+// reaper's loop drains it from its next pass, honouring PDBs, and ends the
+// instance if AWS has not.
+func (e *Env) Interruption() (func(ctx context.Context, m *metrics.Recorder) *handler.Handler, error) {
+	newProvisioner, err := e.Provisioners()
+	if err != nil {
+		return nil, err
+	}
+	specs, err := e.Specs()
+	if err != nil {
+		return nil, fmt.Errorf("spec source: %w", err)
+	}
+	launcher := e.Launcher()
+	return func(ctx context.Context, m *metrics.Recorder) *handler.Handler {
+		return &handler.Handler{
+			Cluster: e.Cluster, Kube: e.Kube, Instances: launcher, Specs: specs,
+			Replace: func(ctx context.Context, r provisioning.Retiring) (*provisioning.Result, error) {
+				p, err := newProvisioner(ctx, m)
+				if err != nil {
+					return nil, err
+				}
+				return p.Replace(ctx, r)
+			},
+			Retire: func(ctx context.Context, node *corev1.Node) error {
+				t := &termination.Terminator{Kube: e.Kube, Log: WithRequest(ctx, e.Log), Metrics: m}
+				return t.Begin(ctx, node.Name, interruption.RetireReason)
+			},
+			Log: WithRequest(ctx, e.Log), Metrics: m,
+		}
 	}, nil
 }
 

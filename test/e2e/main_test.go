@@ -16,11 +16,18 @@ import (
 func TestMain(m *testing.M) { testenv.Main(m, noUnusedIAM, noUnusedRBAC) }
 
 // The reaper is the safety net: it runs the provisioner's very pass
-// (functions/reaper calls the same reconciler), so whatever that pass
-// needed in any scenario, the reaper's needs too.
+// (functions/reaper calls the same reconciler), and the interruption
+// function runs it with the interrupted nodes left out
+// (provisioning.Replace); so whatever that pass needed in any scenario,
+// theirs need too.
 var (
-	iamSameAs  = map[string]string{iampolicy.Reaper: iampolicy.Provisioner}
-	rbacSameAs = map[string]string{rbac.User(iampolicy.Reaper): rbac.User(iampolicy.Provisioner)}
+	iamSameAs = map[string]string{
+		iampolicy.Reaper: iampolicy.Provisioner, iampolicy.Interruption: iampolicy.Provisioner,
+	}
+	rbacSameAs = map[string]string{
+		rbac.User(iampolicy.Reaper):       rbac.User(iampolicy.Provisioner),
+		rbac.User(iampolicy.Interruption): rbac.User(iampolicy.Provisioner),
+	}
 )
 
 // iamExempt are grants the ground cannot exercise, and why they are kept.
@@ -44,8 +51,14 @@ var iamExempt = map[string]string{
 	"reaper/RegionalReads/ec2:DescribeSpotPriceHistory":           "live catalog only",
 	// amiSelectorTerms by id, name or tags (pkg/launch's AMI tests); the
 	// scenarios use the SSM aliases.
-	"provisioner/RegionalReads/ec2:DescribeImages": "AMI selector terms; pkg/launch tests",
-	"reaper/RegionalReads/ec2:DescribeImages":      "AMI selector terms; pkg/launch tests",
+	"provisioner/RegionalReads/ec2:DescribeImages":                 "AMI selector terms; pkg/launch tests",
+	"reaper/RegionalReads/ec2:DescribeImages":                      "AMI selector terms; pkg/launch tests",
+	"interruption/DescribeCluster":                                 "endpoint and CA given on the ground",
+	"interruption/Pricing":                                         "live catalog only",
+	"interruption/RegionalReads/ec2:DescribeInstanceTypes":         "live catalog only",
+	"interruption/RegionalReads/ec2:DescribeInstanceTypeOfferings": "live catalog only",
+	"interruption/RegionalReads/ec2:DescribeSpotPriceHistory":      "live catalog only",
+	"interruption/RegionalReads/ec2:DescribeImages":                "AMI selector terms; pkg/launch tests",
 }
 
 // noUnusedIAM fails the run when a statement's action was never the only

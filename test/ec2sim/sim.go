@@ -131,6 +131,9 @@ type Sim struct {
 
 	calls      map[string]int
 	fleetCalls []CreateFleetRecord
+
+	// sink receives the EventBridge events the simulator emits.
+	sink func(Event)
 }
 
 // idempotent remembers what a client token produced, so a retry with the

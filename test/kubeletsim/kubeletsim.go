@@ -48,6 +48,11 @@ type Sim struct {
 	Log  *slog.Logger
 	// OnEvent, when set, hears "registered" and "ready" per node.
 	OnEvent func(what, node, instanceID string)
+	// KeepGone leaves the nodes of instances that stopped running (by
+	// default the simulator deletes them at once, playing the cloud
+	// controller's node lifecycle; in EKS that takes a while), so a test
+	// sees who else deletes them.
+	KeepGone bool
 
 	mu         sync.Mutex
 	registered map[string]time.Time // node name → registration time
@@ -115,6 +120,9 @@ func (s *Sim) Step(ctx context.Context) error {
 			continue
 		}
 		if !running[n.Name] {
+			if s.KeepGone {
+				continue
+			}
 			_ = s.Kube.CoreV1().Nodes().Delete(ctx, n.Name, metav1.DeleteOptions{})
 			s.mu.Lock()
 			delete(s.registered, n.Name)

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -26,6 +27,40 @@ type Messaging struct {
 	Bus     string
 	Pending *Queue
 	Ready   *Queue
+	// Interruption takes AWS's EC2 and Health events from the default
+	// bus (InterruptionRules).
+	Interruption *Queue
+}
+
+// InterruptionRule is one of the stack's rules on the default bus that
+// route AWS's events to the interruption queue.
+type InterruptionRule struct {
+	Name    string
+	Pattern string
+}
+
+// InterruptionRules mirror infra/stack's (defineRules): the spot warning,
+// the rebalance recommendation, the capacity-reservation warning, the
+// state changes that end an instance, and EC2's Health scheduled changes.
+func InterruptionRules(cluster string) []InterruptionRule {
+	pattern := func(source, detailType string, detail map[string][]string) string {
+		p := map[string]any{"source": []string{source}, "detail-type": []string{detailType}}
+		if detail != nil {
+			p["detail"] = detail
+		}
+		b, _ := json.Marshal(p)
+		return string(b)
+	}
+	prefix := "joist-" + cluster + "-"
+	return []InterruptionRule{
+		{prefix + "spot-interruption", pattern("aws.ec2", "EC2 Spot Instance Interruption Warning", nil)},
+		{prefix + "rebalance", pattern("aws.ec2", "EC2 Instance Rebalance Recommendation", nil)},
+		{prefix + "capacity-reservation", pattern("aws.ec2", "EC2 Capacity Reservation Instance Interruption Warning", nil)},
+		{prefix + "state-change", pattern("aws.ec2", "EC2 Instance State-change Notification",
+			map[string][]string{"state": {"stopping", "stopped", "shutting-down", "terminated"}})},
+		{prefix + "scheduled-change", pattern("aws.health", "AWS Health Event",
+			map[string][]string{"service": {"EC2"}, "eventTypeCategory": {"scheduledChange"}})},
+	}
 }
 
 // BusName is the name the CDK stack gives a cluster's bus.
@@ -57,6 +92,22 @@ func SetupMessagingWith(ctx context.Context, cfg aws.Config, cluster string, vis
 	}
 	if m.Ready, err = CreateQueue(ctx, sq, "joist-"+cluster+"-ready", visibility); err != nil {
 		return nil, err
+	}
+	if m.Interruption, err = CreateQueue(ctx, sq, "joist-"+cluster+"-interruption", visibility); err != nil {
+		return nil, err
+	}
+	for _, r := range InterruptionRules(cluster) {
+		if _, err := eb.PutRule(ctx, &eventbridge.PutRuleInput{
+			Name: aws.String(r.Name), EventBusName: aws.String("default"), EventPattern: aws.String(r.Pattern),
+		}); err != nil {
+			return nil, fmt.Errorf("put rule %s: %w", r.Name, err)
+		}
+		if _, err := eb.PutTargets(ctx, &eventbridge.PutTargetsInput{
+			Rule: aws.String(r.Name), EventBusName: aws.String("default"),
+			Targets: []ebtypes.Target{{Id: aws.String("queue"), Arn: aws.String(m.Interruption.ARN)}},
+		}); err != nil {
+			return nil, fmt.Errorf("put targets %s: %w", r.Name, err)
+		}
 	}
 	for _, r := range []struct {
 		name, detailType string

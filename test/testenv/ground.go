@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
@@ -79,6 +81,9 @@ type GroundOptions struct {
 	WrapPut func(forwarder.PutEventsAPI) forwarder.PutEventsAPI
 	// KubeletSkip names instances whose kubelet never registers.
 	KubeletSkip func(instanceID string) bool
+	// KubeletKeepsGoneNodes leaves the nodes of instances that stopped
+	// running to others (kubeletsim.Sim.KeepGone).
+	KubeletKeepsGoneNodes bool
 	// VisibilityTimeout is the queues' visibility timeout in seconds
 	// (default 60): how long a failed batch waits for redelivery.
 	VisibilityTimeout int
@@ -105,7 +110,9 @@ type Ground struct {
 	Provisioner *Function
 	Binder      *Function
 	Reaper      *Function
-	Kubelet     *kubeletsim.Sim
+	// Interruption consumes the interruption queue.
+	Interruption *Function
+	Kubelet      *kubeletsim.Sim
 	// Env is the functions' environment.
 	Env map[string]string
 	Log *slog.Logger
@@ -316,7 +323,7 @@ func StartGround(ctx context.Context, kube *KubeEnv, kumo *KumoEnv, rie string, 
 	fns := []struct {
 		name string
 		dst  **Function
-	}{{"provisioner", &g.Provisioner}, {"binder", &g.Binder}}
+	}{{"provisioner", &g.Provisioner}, {"binder", &g.Binder}, {"interruption", &g.Interruption}}
 	if o.ReaperEvery > 0 {
 		fns = append(fns, struct {
 			name string
@@ -361,13 +368,29 @@ func StartGround(ctx context.Context, kube *KubeEnv, kumo *KumoEnv, rie string, 
 	g.run(ctx, func(ctx context.Context) {
 		(&Poller{SQS: sq, QueueURL: g.Msg.Pending.URL, QueueARN: g.Msg.Pending.ARN, BatchSize: 10, Window: time.Second, Invoke: g.invokeProvisioner, Log: g.Log, OnBatch: onBatch("provisioner")}).Run(ctx)
 	})
+	// AWS's EC2 events: the simulator's go on the default bus, whose
+	// rules (the stack's) route them to the interruption queue.
+	eb := eventbridge.NewFromConfig(g.AWS)
+	g.EC2.SetEventSink(func(e ec2sim.Event) {
+		detail, _ := json.Marshal(e.Detail)
+		_, err := eb.PutEvents(context.WithoutCancel(ctx), &eventbridge.PutEventsInput{Entries: []ebtypes.PutEventsRequestEntry{{
+			EventBusName: aws.String("default"), Source: aws.String(e.Source), DetailType: aws.String(e.DetailType),
+			Resources: e.Resources, Detail: aws.String(string(detail)),
+		}}})
+		if err != nil {
+			g.Log.Warn("ec2sim: put event on the default bus", "detailType", e.DetailType, "error", err)
+		}
+	})
+	g.run(ctx, func(ctx context.Context) {
+		(&Poller{SQS: sq, QueueURL: g.Msg.Interruption.URL, QueueARN: g.Msg.Interruption.ARN, BatchSize: 10, Window: 0, Invoke: g.Interruption.Invoke, Log: g.Log, OnBatch: onBatch("interruption")}).Run(ctx)
+	})
 	g.run(ctx, func(ctx context.Context) {
 		(&Poller{SQS: sq, QueueURL: g.Msg.Ready.URL, QueueARN: g.Msg.Ready.ARN, BatchSize: 10, Window: 0, Invoke: g.Binder.Invoke, Log: g.Log, OnBatch: onBatch("binder")}).Run(ctx)
 	})
 
 	g.Kubelet = &kubeletsim.Sim{
 		Kube: kube.Client, EC2: ec2.NewFromConfig(g.AWS, func(eo *ec2.Options) { eo.BaseEndpoint = aws.String(g.EC2URL) }),
-		Cluster: o.Cluster, Region: Region, ReadyDelay: o.ReadyDelay, Log: g.Log, Skip: o.KubeletSkip,
+		Cluster: o.Cluster, Region: Region, ReadyDelay: o.ReadyDelay, Log: g.Log, Skip: o.KubeletSkip, KeepGone: o.KubeletKeepsGoneNodes,
 	}
 	g.run(ctx, g.Kubelet.Run)
 
