@@ -264,6 +264,10 @@ func (e *Env) Interruption() (func(ctx context.Context, m *metrics.Recorder) *ha
 				t := &termination.Terminator{Kube: e.Kube, Log: WithRequest(ctx, e.Log), Metrics: m}
 				return t.Begin(ctx, node.Name, interruption.RetireReason)
 			},
+			Release: func(ctx context.Context, node *corev1.Node) error {
+				t := &termination.Terminator{Kube: e.Kube, Log: WithRequest(ctx, e.Log), Metrics: m}
+				return t.Release(ctx, node.Name)
+			},
 			Log: WithRequest(ctx, e.Log), Metrics: m,
 		}
 	}, nil

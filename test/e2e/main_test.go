@@ -34,10 +34,9 @@ var (
 var iamExempt = map[string]string{
 	// The ground gives the functions CLUSTER_ENDPOINT and CLUSTER_CA; a
 	// deploy without -c clusterEndpoint does not, and every function reads
-	// them from EKS (pkg/eksauth's tests).
-	"provisioner/DescribeCluster": "endpoint and CA given on the ground",
-	"reaper/DescribeCluster":      "endpoint and CA given on the ground",
-	"binder/DescribeCluster":      "endpoint and CA given on the ground",
+	// them from EKS (pkg/eksauth's tests). The launching functions also
+	// read the cluster's details for user data, which the ground exercises.
+	"binder/DescribeCluster": "endpoint and CA given on the ground",
 	// The live catalog (JOIST_CATALOG=live, what the stack sets) reads
 	// types, offerings and prices; the ground plans with the embedded one
 	// (pkg/catalog/live's tests run it against fakes of these APIs).
@@ -53,7 +52,6 @@ var iamExempt = map[string]string{
 	// scenarios use the SSM aliases.
 	"provisioner/RegionalReads/ec2:DescribeImages":                 "AMI selector terms; pkg/launch tests",
 	"reaper/RegionalReads/ec2:DescribeImages":                      "AMI selector terms; pkg/launch tests",
-	"interruption/DescribeCluster":                                 "endpoint and CA given on the ground",
 	"interruption/Pricing":                                         "live catalog only",
 	"interruption/RegionalReads/ec2:DescribeInstanceTypes":         "live catalog only",
 	"interruption/RegionalReads/ec2:DescribeInstanceTypeOfferings": "live catalog only",

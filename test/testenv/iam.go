@@ -183,7 +183,10 @@ func (f *iamFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	reqs, err := jsonRequests(r.Header.Get("X-Amz-Target"), body)
+	reqs, err := restRequests(r)
+	if reqs == nil && err == nil {
+		reqs, err = jsonRequests(r.Header.Get("X-Amz-Target"), body)
+	}
 	if err != nil {
 		denyJSON(w, http.StatusBadRequest, "ValidationException", err.Error())
 		return
@@ -210,6 +213,19 @@ func denyJSON(w http.ResponseWriter, status int, code, msg string) {
 	w.Header().Set("X-Amzn-ErrorType", code)
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]string{"__type": code, "message": msg, "Message": msg})
+}
+
+// restRequests turns the REST-protocol calls the functions make (EKS's
+// DescribeCluster) into IAM requests; nil for anything else.
+func restRequests(r *http.Request) ([]iamsim.Request, error) {
+	if r.Header.Get("X-Amz-Target") != "" || r.Method != http.MethodGet {
+		return nil, nil
+	}
+	name, ok := strings.CutPrefix(r.URL.Path, "/clusters/")
+	if !ok || name == "" || strings.Contains(name, "/") {
+		return nil, nil
+	}
+	return []iamsim.Request{{Action: "eks:DescribeCluster", Resource: "arn:aws:eks:" + Region + ":" + Account + ":cluster/" + name}}, nil
 }
 
 // jsonRequests turns one AWS JSON-protocol call into the IAM requests AWS
