@@ -58,16 +58,17 @@ func cpuPod(name, cpu string, annotations map[string]string) *corev1.Pod {
 
 // underused builds two nodes, each with a big pod, and a small pod on one
 // of them, then deletes that node's big pod: the node left holds only the
-// small pod, which fits on the other. It returns the two nodes: the
+// small pod, which fits on the other (and the other's big pod fits there
+// too). Every pod gets annotations. It returns the two nodes: the
 // underused one and the other.
-func underused(t *testing.T, g *testenv.Ground, small map[string]string) (string, string) {
+func underused(t *testing.T, g *testenv.Ground, annotations map[string]string) (string, string) {
 	t.Helper()
 	ctx := context.Background()
-	big1 := createPending(t, g, []*corev1.Pod{cpuPod("big-1", "1500m", nil)})
+	big1 := createPending(t, g, []*corev1.Pod{cpuPod("big-1", "1500m", annotations)})
 	waitBound(t, g, big1, 90*time.Second)
-	big2 := createPending(t, g, []*corev1.Pod{cpuPod("big-2", "1500m", nil)})
+	big2 := createPending(t, g, []*corev1.Pod{cpuPod("big-2", "1500m", annotations)})
 	waitBound(t, g, big2, 90*time.Second)
-	s := createPending(t, g, []*corev1.Pod{cpuPod("small", "300m", small)})
+	s := createPending(t, g, []*corev1.Pod{cpuPod("small", "300m", annotations)})
 	nodes := waitBound(t, g, s, 60*time.Second)
 	under := nodes["small"]
 	var big, other string
@@ -129,7 +130,8 @@ func TestE2E_ConsolidationDeletesUnderusedNode(t *testing.T) {
 }
 
 // TestE2E_DoNotDisruptBlocksConsolidation: the same underused node, but
-// its pod has karpenter.sh/do-not-disrupt: it stays, and says why.
+// the pods have karpenter.sh/do-not-disrupt: it stays, and says why for
+// longer than the 15 s a consolidation needs to hold.
 func TestE2E_DoNotDisruptBlocksConsolidation(t *testing.T) {
 	g := testenv.NewGround(t, testenv.GroundOptions{
 		Cluster: "dnd-consolidate", Namespace: "dnd-consolidate", Specs: []byte(fmt.Sprintf(consolidationSpecs, "dnd-consolidate")), ReadyDelay: 300 * time.Millisecond,
