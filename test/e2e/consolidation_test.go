@@ -148,15 +148,19 @@ func TestE2E_DoNotDisruptBlocksConsolidation(t *testing.T) {
 		for i := range evs.Items {
 			// Counted twice: blocked for longer than the 15 s the
 			// decision would have needed to hold.
-			if strings.Contains(evs.Items[i].Message, "do-not-disrupt") && evs.Items[i].LastTimestamp.Sub(evs.Items[i].FirstTimestamp.Time) >= 16*time.Second {
+			if strings.HasPrefix(evs.Items[i].Message, "Underutilized:") && strings.Contains(evs.Items[i].Message, "do-not-disrupt") && evs.Items[i].LastTimestamp.Sub(evs.Items[i].FirstTimestamp.Time) >= 16*time.Second {
 				blocked = &evs.Items[i]
 				return true, nil
 			}
 		}
 		return false, nil
 	})
-	if nodeGone(t, g, under) {
-		t.Fatalf("node %s was consolidated despite its do-not-disrupt pod", under)
+	n, err := g.Kube.Client.CoreV1().Nodes().Get(ctx, under, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("node %s: %v (consolidated despite its do-not-disrupt pod?)", under, err)
+	}
+	if n.DeletionTimestamp != nil || len(n.Spec.Taints) > 0 {
+		t.Fatalf("node %s is being retired (deleting %v, taints %v) despite its do-not-disrupt pod", under, n.DeletionTimestamp, n.Spec.Taints)
 	}
 	t.Logf("consolidation blocked: %s (x%d)", blocked.Message, blocked.Count)
 }
