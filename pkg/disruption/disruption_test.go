@@ -79,7 +79,9 @@ func createdAgo(d time.Duration) nodeOpt {
 	return func(n *corev1.Node) { n.CreationTimestamp = metav1.NewTime(now.Add(-d)) }
 }
 func retiring() nodeOpt {
-	return func(n *corev1.Node) { n.Spec.Taints = []corev1.Taint{{Key: TaintDisrupted, Effect: corev1.TaintEffectNoSchedule}} }
+	return func(n *corev1.Node) {
+		n.Spec.Taints = []corev1.Taint{{Key: TaintDisrupted, Effect: corev1.TaintEffectNoSchedule}}
+	}
 }
 
 func web(annotations ...string) *corev1.Pod {
@@ -135,18 +137,18 @@ func TestDecide(t *testing.T) {
 			pools: []*model.Pool{pool("service", ttl, nil)}, nodes: []Node{{Node: node("a", "service", emptySince(now.Add(-time.Hour)), annotated(AnnotationDoNotDisrupt))}},
 			wantBlocked: []string{"a"}},
 		{name: "expiry retires whatever the node annotation and budget say",
-			pools: []*model.Pool{pool("service", nil, dur(time.Hour), model.Budget{Nodes: "0"})},
-			nodes: []Node{{Node: node("a", "service", createdAgo(2*time.Hour), annotated(AnnotationDoNotDisrupt)), Pods: []*corev1.Pod{web(AnnotationDoNotDisrupt)}}},
+			pools:      []*model.Pool{pool("service", nil, dur(time.Hour), model.Budget{Nodes: "0"})},
+			nodes:      []Node{{Node: node("a", "service", createdAgo(2*time.Hour), annotated(AnnotationDoNotDisrupt)), Pods: []*corev1.Pod{web(AnnotationDoNotDisrupt)}}},
 			wantRetire: []string{"a:Expired"}},
 		{name: "a young node is not expired",
 			pools: []*model.Pool{pool("service", nil, dur(time.Hour))}, nodes: []Node{{Node: node("a", "service", createdAgo(59*time.Minute))}}},
 		{name: "a budget of one retires one empty node at a time",
-			pools: []*model.Pool{pool("service", ttl, nil, model.Budget{Nodes: "1"})},
-			nodes: []Node{{Node: node("a", "service", emptySince(now.Add(-time.Hour)))}, {Node: node("b", "service", emptySince(now.Add(-time.Hour)))}},
+			pools:      []*model.Pool{pool("service", ttl, nil, model.Budget{Nodes: "1"})},
+			nodes:      []Node{{Node: node("a", "service", emptySince(now.Add(-time.Hour)))}, {Node: node("b", "service", emptySince(now.Add(-time.Hour)))}},
 			wantRetire: []string{"a:Empty"}, wantBlocked: []string{"b"}},
 		{name: "a node already retiring uses the budget",
-			pools: []*model.Pool{pool("service", ttl, nil, model.Budget{Nodes: "1"})},
-			nodes: []Node{{Node: node("a", "service", retiring())}, {Node: node("b", "service", emptySince(now.Add(-time.Hour)))}},
+			pools:       []*model.Pool{pool("service", ttl, nil, model.Budget{Nodes: "1"})},
+			nodes:       []Node{{Node: node("a", "service", retiring())}, {Node: node("b", "service", emptySince(now.Add(-time.Hour)))}},
 			wantBlocked: []string{"b"}},
 		{name: "nodes of unknown pools are not Joist's",
 			pools: []*model.Pool{pool("service", ttl, nil)}, nodes: []Node{{Node: node("a", "other", emptySince(now.Add(-time.Hour)))}}},

@@ -60,8 +60,8 @@ type Collector struct {
 	Nodes Nodes
 	// Release, when set, deletes Joist's Nodes whose instance is gone.
 	Release NodeReleaser
-	Log   *slog.Logger
-	Now   func() time.Time
+	Log     *slog.Logger
+	Now     func() time.Time
 	// RegistrationTimeout overrides DefaultRegistrationTimeout.
 	RegistrationTimeout time.Duration
 }

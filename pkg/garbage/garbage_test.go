@@ -57,7 +57,7 @@ func TestCollect(t *testing.T) {
 		{name: "registered instance is kept",
 			instances: []launch.Instance{{ID: "i-registered", LaunchTime: old, LaunchTemplateID: "lt-own"}}},
 		{name: "instance someone tagged for the cluster is never terminated",
-			instances: []launch.Instance{{ID: "i-foreign", LaunchTime: old, LaunchTemplateID: "lt-someone-elses"}, {ID: "i-untemplated", LaunchTime: old}},
+			instances:   []launch.Instance{{ID: "i-foreign", LaunchTime: old, LaunchTemplateID: "lt-someone-elses"}, {ID: "i-untemplated", LaunchTime: old}},
 			wantForeign: []string{"i-foreign", "i-untemplated"}},
 		{name: "a failed terminate does not stop the others",
 			instances: []launch.Instance{{ID: "i-a", LaunchTime: old, LaunchTemplateID: "lt-own"}, {ID: "i-b", LaunchTime: old, LaunchTemplateID: "lt-own"}},
