@@ -33,17 +33,15 @@ func underutilizedPolicy(p *model.Pool) bool {
 // nothing new launched. Replacing nodes with cheaper ones is not done yet.
 func consolidate(s Snapshot, nodes []Node, state func(pool string) (total, disrupting int), plan *Plan) {
 	type cand struct {
-		n    Node
-		pool *model.Pool
-		pods []*corev1.Pod
+		n     Node
+		pool  *model.Pool
+		pods  []*corev1.Pod
+		block string
 	}
 	var cands []cand
 	for _, n := range nodes {
 		p := PoolOf(n.Node, s.Pools)
 		if !underutilizedPolicy(p) || Empty(n) || s.Planned[pods.InstanceID(n.Node.Spec.ProviderID)] > 0 {
-			continue
-		}
-		if gracefulBlock(n) != "" {
 			continue
 		}
 		var move []*corev1.Pod
@@ -52,12 +50,19 @@ func consolidate(s Snapshot, nodes []Node, state func(pool string) (total, disru
 				move = append(move, pod)
 			}
 		}
-		cands = append(cands, cand{n: n, pool: p, pods: move})
+		cands = append(cands, cand{n: n, pool: p, pods: move, block: gracefulBlock(n)})
 	}
 	sort.SliceStable(cands, func(i, j int) bool { return len(cands[i].pods) < len(cands[j].pods) })
 	decided := false
 	for _, c := range cands {
 		stamped := ConsolidatableAt(c.n.Node)
+		if c.block != "" {
+			// Say why a node that could go stays, when it could.
+			if !decided && fitsElsewhere(c.n, c.pods, nodes) {
+				plan.Blocked = append(plan.Blocked, Blocked{Node: c.n.Node.Name, Reason: ReasonUnderutilized, Why: c.block})
+			}
+			continue
+		}
 		if decided || !fitsElsewhere(c.n, c.pods, nodes) {
 			if !stamped.IsZero() {
 				plan.Unstamp = append(plan.Unstamp, c.n.Node.Name)

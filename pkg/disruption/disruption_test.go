@@ -210,6 +210,7 @@ func TestConsolidationDeletesANodeWhosePodsFitElsewhere(t *testing.T) {
 		wantStamp   []string
 		wantRetire  []string
 		wantUnstamp []string
+		wantBlocked []string
 	}{
 		{name: "a node whose pod fits on another is stamped first",
 			pool: v1(),
@@ -237,7 +238,8 @@ func TestConsolidationDeletesANodeWhosePodsFitElsewhere(t *testing.T) {
 		{name: "a do-not-disrupt pod blocks consolidation",
 			pool: v1(),
 			nodes: []Node{{Node: onV1("a", sized("2"), consolidatableSince(now.Add(-time.Hour))), Pods: []*corev1.Pod{cpuPod("p1", "500m", AnnotationDoNotDisrupt)}},
-				{Node: onV1("b", sized("4")), Pods: []*corev1.Pod{cpuPod("p2", "1600m")}}}},
+				{Node: onV1("b", sized("4")), Pods: []*corev1.Pod{cpuPod("p2", "1600m")}}},
+			wantBlocked: []string{"a"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -246,9 +248,13 @@ func TestConsolidationDeletesANodeWhosePodsFitElsewhere(t *testing.T) {
 			for _, d := range plan.Retire {
 				retire = append(retire, d.Node+":"+d.Reason)
 			}
-			if !slices.Equal(plan.StampConsolidation, tc.wantStamp) || !slices.Equal(retire, tc.wantRetire) || !slices.Equal(plan.Unstamp, tc.wantUnstamp) {
-				t.Errorf("plan: stamp %v retire %v unstamp %v; want stamp %v retire %v unstamp %v",
-					plan.StampConsolidation, retire, plan.Unstamp, tc.wantStamp, tc.wantRetire, tc.wantUnstamp)
+			var blocked []string
+			for _, b := range plan.Blocked {
+				blocked = append(blocked, b.Node)
+			}
+			if !slices.Equal(plan.StampConsolidation, tc.wantStamp) || !slices.Equal(retire, tc.wantRetire) || !slices.Equal(plan.Unstamp, tc.wantUnstamp) || !slices.Equal(blocked, tc.wantBlocked) {
+				t.Errorf("plan: stamp %v retire %v unstamp %v blocked %v; want stamp %v retire %v unstamp %v blocked %v",
+					plan.StampConsolidation, retire, plan.Unstamp, blocked, tc.wantStamp, tc.wantRetire, tc.wantUnstamp, tc.wantBlocked)
 			}
 		})
 	}

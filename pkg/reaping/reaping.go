@@ -8,7 +8,8 @@
 // once a minute and a Lambda cannot sleep through a minute cheaply. The
 // reaper therefore loops inside its invocation: one pass, then another
 // every Interval (5 s) while there is work in progress (a node being
-// retired, or an empty node whose TTL ends within the loop), for at most
+// retired, or a rule due within the loop: an empty node's TTL, an expiry,
+// a consolidation's validation), for at most
 // Loop (50 s, leaving the 120 s timeout room for a slow pass). The next
 // scheduled invocation picks up where it stopped, from the node. This
 // needs no new infrastructure, permission or message contract (a delayed
@@ -75,7 +76,8 @@ type Result struct {
 	Finished []string // nodes whose retirement completed
 	// InProgress are nodes still being retired after the last pass.
 	InProgress []string
-	// NextDue is the soonest an empty node's TTL ends (zero: none).
+	// NextDue is the soonest a rule fires for a node (an empty node's
+	// TTL, an expiry, a consolidation's validation; zero: none).
 	NextDue time.Time
 }
 
@@ -272,8 +274,8 @@ func (r *Reaper) decide(ctx context.Context, snap disruption.Snapshot, res *Resu
 	return errors.Join(errs...)
 }
 
-// nextDue is the soonest time an empty node's TTL ends, among nodes not
-// retired by this plan.
+// nextDue is the soonest time a rule will fire for a node not retired by
+// this plan: an empty node's TTL, an expiry, a consolidation's validation.
 func nextDue(snap disruption.Snapshot, plan disruption.Plan) time.Time {
 	stamped := map[string]bool{}
 	for _, n := range plan.Stamp {
@@ -287,6 +289,12 @@ func nextDue(snap disruption.Snapshot, plan disruption.Plan) time.Time {
 	soonest := func(t time.Time) {
 		if t.After(snap.Now) && (due.IsZero() || t.Before(due)) {
 			due = t
+		}
+	}
+	// A node that expires soon.
+	for _, n := range snap.Nodes {
+		if p := disruption.PoolOf(n.Node, snap.Pools); p != nil && p.Disruption.ExpireAfter != nil && !disruption.Retiring(n.Node) {
+			soonest(n.Node.CreationTimestamp.Add(*p.Disruption.ExpireAfter))
 		}
 	}
 	// A consolidation waiting out its validation delay.

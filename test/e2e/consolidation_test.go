@@ -1,0 +1,166 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/joist-dev/joist/pkg/pods"
+	"github.com/joist-dev/joist/pkg/termination"
+	"github.com/joist-dev/joist/test/testenv"
+)
+
+// consolidationSpecs is a v1 NodePool with Karpenter's default policy,
+// WhenEmptyOrUnderutilized after 0 s, on t3.large (1930m allocatable).
+const consolidationSpecs = `
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: general}
+spec:
+  disruption:
+    consolidationPolicy: WhenEmptyOrUnderutilized
+    consolidateAfter: 0s
+  template:
+    metadata:
+      labels: {workload: general}
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: general}
+      requirements:
+      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+      - {key: node.kubernetes.io/instance-type, operator: In, values: [t3.large]}
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: general}
+spec:
+  instanceProfile: KarpenterNodeInstanceProfile-%s
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: "*"}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: "*"}}]
+`
+
+func cpuPod(name, cpu string, annotations map[string]string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations},
+		Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{"workload": "general"},
+			Containers: []corev1.Container{{Name: "c", Image: "busybox", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}},
+		},
+	}
+}
+
+// underused builds two nodes, each with a big pod, and a small pod on one
+// of them, then deletes that node's big pod: the node left holds only the
+// small pod, which fits on the other (and the other's big pod fits there
+// too). Every pod gets annotations. It returns the two nodes: the
+// underused one and the other.
+func underused(t *testing.T, g *testenv.Ground, annotations map[string]string) (string, string) {
+	t.Helper()
+	ctx := context.Background()
+	big1 := createPending(t, g, []*corev1.Pod{cpuPod("big-1", "1500m", annotations)})
+	waitBound(t, g, big1, 90*time.Second)
+	big2 := createPending(t, g, []*corev1.Pod{cpuPod("big-2", "1500m", annotations)})
+	waitBound(t, g, big2, 90*time.Second)
+	s := createPending(t, g, []*corev1.Pod{cpuPod("small", "300m", annotations)})
+	nodes := waitBound(t, g, s, 60*time.Second)
+	under := nodes["small"]
+	var big, other string
+	for _, name := range []string{"big-1", "big-2"} {
+		p, err := g.Kube.Client.CoreV1().Pods(g.Opts.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Spec.NodeName == under {
+			big = name
+		} else {
+			other = p.Spec.NodeName
+		}
+	}
+	if big == "" || other == "" || other == under {
+		t.Fatalf("pods not on two nodes as planned (small on %s, other %s)", under, other)
+	}
+	deletePods(t, g, []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Namespace: g.Opts.Namespace, Name: big}}})
+	return under, other
+}
+
+// TestE2E_ConsolidationDeletesUnderusedNode: a node whose only pod fits on
+// another node is retired (reason Underutilized) once the decision held
+// 15 s; the other node stays.
+func TestE2E_ConsolidationDeletesUnderusedNode(t *testing.T) {
+	g := testenv.NewGround(t, testenv.GroundOptions{
+		Cluster: "consolidate", Namespace: "consolidate", Specs: []byte(fmt.Sprintf(consolidationSpecs, "consolidate")), ReadyDelay: 300 * time.Millisecond,
+		ExtraEnv: al2023Env, ReaperEvery: 5 * time.Second,
+	})
+	ctx := context.Background()
+	under, other := underused(t, g, nil)
+	node, err := g.Kube.Client.CoreV1().Nodes().Get(ctx, under, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := pods.InstanceID(node.Spec.ProviderID)
+	start := time.Now()
+	eventually(t, 90*time.Second, "the underused node's instance terminated", func() (bool, error) {
+		return terminated(instanceState(g, id)), nil
+	})
+	if d := time.Since(start); d < 10*time.Second {
+		t.Errorf("consolidated %s after the node became underused: the decision must hold 15 s first", d)
+	}
+	evs, err := g.Kube.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + under + ",reason=" + termination.ReasonTerminating})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, e := range evs.Items {
+		found = found || strings.Contains(e.Message, "Underutilized")
+	}
+	if !found {
+		t.Errorf("no Terminating event saying Underutilized on %s", under)
+	}
+	if nodeGone(t, g, other) {
+		t.Errorf("the other node %s was retired too", other)
+	}
+	t.Logf("underused node consolidated %s after it became underused", time.Since(start).Round(100*time.Millisecond))
+}
+
+// TestE2E_DoNotDisruptBlocksConsolidation: the same underused node, but
+// the pods have karpenter.sh/do-not-disrupt: it stays, and says why for
+// longer than the 15 s a consolidation needs to hold.
+func TestE2E_DoNotDisruptBlocksConsolidation(t *testing.T) {
+	g := testenv.NewGround(t, testenv.GroundOptions{
+		Cluster: "dnd-consolidate", Namespace: "dnd-consolidate", Specs: []byte(fmt.Sprintf(consolidationSpecs, "dnd-consolidate")), ReadyDelay: 300 * time.Millisecond,
+		ExtraEnv: al2023Env, ReaperEvery: 5 * time.Second,
+	})
+	ctx := context.Background()
+	under, _ := underused(t, g, map[string]string{termination.AnnotationDoNotDisrupt: "true"})
+	var blocked *corev1.Event
+	eventually(t, 60*time.Second, "a DisruptionBlocked event on the underused node", func() (bool, error) {
+		evs, err := g.Kube.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + under + ",reason=" + termination.ReasonDisruptionBlocked})
+		if err != nil {
+			return false, err
+		}
+		for i := range evs.Items {
+			// Counted twice: blocked for longer than the 15 s the
+			// decision would have needed to hold.
+			if strings.HasPrefix(evs.Items[i].Message, "Underutilized:") && strings.Contains(evs.Items[i].Message, "do-not-disrupt") && evs.Items[i].LastTimestamp.Sub(evs.Items[i].FirstTimestamp.Time) >= 16*time.Second {
+				blocked = &evs.Items[i]
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	n, err := g.Kube.Client.CoreV1().Nodes().Get(ctx, under, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("node %s: %v (consolidated despite its do-not-disrupt pod?)", under, err)
+	}
+	if n.DeletionTimestamp != nil || len(n.Spec.Taints) > 0 {
+		t.Fatalf("node %s is being retired (deleting %v, taints %v) despite its do-not-disrupt pod", under, n.DeletionTimestamp, n.Spec.Taints)
+	}
+	t.Logf("consolidation blocked: %s (x%d)", blocked.Message, blocked.Count)
+}
