@@ -241,6 +241,36 @@ func TestE2E_SpotInterruptionReplacesFirst(t *testing.T) {
 	}
 }
 
+// TestE2E_ScheduledChangeReplacesFirst: AWS Health schedules the
+// retirement of a node's instance. The replacement is launched at once
+// while the instance keeps running; the offering is not avoided (the host
+// is retiring, not the pool). The drain that should follow is the
+// termination engine's (issue 11, not wired): the old node is left alone.
+func TestE2E_ScheduledChangeReplacesFirst(t *testing.T) {
+	ctx := context.Background()
+	g, b, _, node, inst := interruptGround(t, "intr-retire", "", false)
+	fleetsBefore := len(g.EC2.CreateFleetCalls())
+	if err := g.EC2.ScheduleRetirement(inst.ID, time.Now().Add(14*24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "the replacement's CreateFleet", func() (bool, error) {
+		return len(g.EC2.CreateFleetCalls()) > fleetsBefore, nil
+	})
+	queueDrained(t, g, g.Msg.Interruption.URL)
+	if _, failed, errs := b.count(); failed != 0 || errs != 0 {
+		t.Errorf("%d messages failed, %d invocations errored", failed, errs)
+	}
+	if n := len(g.EC2.CreateFleetCalls()) - fleetsBefore; n != 1 {
+		t.Errorf("%d CreateFleet calls, want the replacement's only", n)
+	}
+	if got, _ := g.EC2.Instance(inst.ID); got.State != "running" {
+		t.Errorf("the retiring instance is %s, want running (Joist terminates nothing here)", got.State)
+	}
+	if _, err := g.Kube.Client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("the retiring node: %v, want it kept until the drain", err)
+	}
+}
+
 // TestE2E_StateChangeTerminatedDeletesNode: an instance ends without
 // warning. The kubelet simulator is told to leave its node (in EKS the
 // cloud controller takes its time), so only Joist's handling of the
