@@ -205,17 +205,29 @@ func (h *Handler) act(ctx context.Context, log *slog.Logger, m *interruption.Mes
 	return nil
 }
 
-// replace runs the provisioning pass; a Lease held by another decider is
-// a failure that passes, so the message is delivered again.
+// leaseAttempts is how many times a message's replacement pass tries for
+// the decider Lease (each try waits up to the Lease's own 5 s) before the
+// message is left for redelivery: a provisioner pass holds it for a few
+// seconds, and a redelivery costs the queue's visibility timeout, a large
+// part of a two-minute warning.
+const leaseAttempts = 3
+
+// replace runs the provisioning pass; a Lease held by another decider for
+// longer than leaseAttempts tries is a failure that passes, so the message
+// is delivered again.
 func (h *Handler) replace(ctx context.Context, r provisioning.Retiring) (*provisioning.Result, error) {
-	res, err := h.Replace(ctx, r)
-	if err != nil {
-		return nil, fmt.Errorf("replacement pass: %w", err)
+	for attempt := 1; ; attempt++ {
+		res, err := h.Replace(ctx, r)
+		if err != nil {
+			return nil, fmt.Errorf("replacement pass: %w", err)
+		}
+		if !res.Skipped {
+			return res, nil
+		}
+		if attempt == leaseAttempts || ctx.Err() != nil {
+			return nil, fmt.Errorf("replacement pass: another decider held the lease %d times", attempt)
+		}
 	}
-	if res.Skipped {
-		return nil, errors.New("replacement pass: another decider holds the lease")
-	}
-	return res, nil
 }
 
 // rebalanceOptIn says whether the node's pool carries
