@@ -16,6 +16,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/joist-dev/joist/pkg/kube"
@@ -211,6 +212,18 @@ func TestE2E_SpotInterruptionReplacesFirst(t *testing.T) {
 	}
 	t.Logf("warning → replacement node Ready: %s (ReadyDelay %s, notice %s)", time.Since(warned).Round(time.Millisecond), readyDelay, notice)
 
+	// A pod that arrives during the notice and would fit only in the
+	// room the node's pods will need on the replacement gets a node of
+	// its own: their room is reserved (pods.AnnotationReplacement).
+	late := deploymentPods(t, []byte(interruptSpecs("intr-spot", "")))[0]
+	late.Name = "latecomer"
+	late.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("1")
+	for name, n := range allBound(t, g, createPending(t, g, []*corev1.Pod{late}), notice) {
+		if id := pods.InstanceID(n.Spec.ProviderID); id == repl.ID || id == old.ID {
+			t.Errorf("%s bound to %s, whose room is the interrupted node's pods'", name, id)
+		}
+	}
+
 	// The reclaim: the instance goes, its node is deleted.
 	<-reclaimed
 	eventually(t, 30*time.Second, "the old node deleted", func() (bool, error) {
@@ -236,8 +249,8 @@ func TestE2E_SpotInterruptionReplacesFirst(t *testing.T) {
 			t.Errorf("pod %s bound to %s, want the replacement %s", name, n.Name, repl.ID)
 		}
 	}
-	if n := len(g.EC2.CreateFleetCalls()); n != fleetsBefore+1 {
-		t.Errorf("%d CreateFleet calls after the warning, want exactly the replacement's", n-fleetsBefore)
+	if n := len(g.EC2.CreateFleetCalls()); n != fleetsBefore+2 {
+		t.Errorf("%d CreateFleet calls after the warning, want exactly the replacement's and the latecomer's", n-fleetsBefore)
 	}
 }
 
