@@ -3,7 +3,8 @@
 // function whose role may terminate), then runs the safety net: the
 // provisioner's reconcile and the binder's pass over every Ready node, so
 // lost events and a dead forwarder (a cluster with no nodes cannot run
-// one) only cost latency. Each step runs whatever the others did: a failed
+// one) only cost latency; last, the disruption loop (pkg/reaping) retires
+// empty and expired nodes and advances every drain. Each step runs whatever the others did: a failed
 // terminate never stops scale-up. Wiring only.
 package main
 
@@ -28,6 +29,11 @@ func main() {
 		slog.Error("reaper: configuration", "error", err.Error())
 		os.Exit(1)
 	}
+	reaper, err := env.Reaper()
+	if err != nil {
+		slog.Error("reaper: configuration", "error", err.Error())
+		os.Exit(1)
+	}
 	lambda.Start(func(ctx context.Context, _ events.CloudWatchEvent) error {
 		log := wiring.WithRequest(ctx, env.Log)
 		m := env.Metrics()
@@ -46,6 +52,11 @@ func main() {
 		if berr == nil {
 			log.Info("safety net: bound", "bound", b.Bound, "alreadyBound", b.AlreadyBound, "unplanned", b.Unplanned)
 		}
-		return errors.Join(gerr, perr, berr)
+		// Last, the disruption loop: retire empty and expired nodes and
+		// advance every drain, passing every few seconds while one is in
+		// progress (pkg/reaping says why it loops).
+		d, derr := reaper(ctx, m).Run(ctx)
+		log.Info("disruption", "passes", d.Passes, "stamped", d.Stamped, "retired", len(d.Retired), "finished", d.Finished, "inProgress", d.InProgress)
+		return errors.Join(gerr, perr, berr, derr)
 	})
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/joist-dev/joist/pkg/kube"
 	"github.com/joist-dev/joist/pkg/metrics"
 	"github.com/joist-dev/joist/pkg/pods"
+	"github.com/joist-dev/joist/pkg/termination"
 )
 
 // Binder binds planned pods to their nodes.
@@ -53,6 +54,14 @@ func (b *Binder) BindNode(ctx context.Context, name string) (Result, error) {
 	}
 	if err != nil {
 		return Result{}, fmt.Errorf("get node %s: %w", name, err)
+	}
+	// A node Joist launched carries the termination finalizer from the
+	// moment it is Ready, so kubectl delete node drains it and ends its
+	// instance (the reaper adds it too, to any node that lacks it).
+	if termination.Joists(node) {
+		if err := termination.EnsureFinalizer(ctx, b.Kube, node); err != nil {
+			b.Log.Warn("add termination finalizer", "node", name, "error", err.Error())
+		}
 	}
 	unbound, err := b.Kube.UnboundPods(ctx)
 	if err != nil {

@@ -1,7 +1,10 @@
 // Package garbage ends what Joist launched and no longer accounts for:
 // instances whose node never registered within the registration timeout
-// (Karpenter's registration TTL). It runs in the reaper only, the one
-// function whose role may terminate instances.
+// (Karpenter's registration TTL), and Nodes whose instance is gone
+// (terminated outside Joist: nothing is left to drain, so the Node is
+// released and deleted, as Karpenter's termination controller does). It
+// runs in the reaper only, the one function whose role may terminate
+// instances.
 //
 // An instance is only ever terminated as garbage when EC2's own
 // aws:ec2launchtemplate:id tag, which EC2 sets at launch and nobody can
@@ -22,6 +25,7 @@ import (
 
 	"github.com/joist-dev/joist/pkg/launch"
 	"github.com/joist-dev/joist/pkg/pods"
+	"github.com/joist-dev/joist/pkg/termination"
 )
 
 // DefaultRegistrationTimeout is how long an instance may run without its
@@ -40,10 +44,22 @@ type Nodes interface {
 	Nodes(ctx context.Context) ([]*corev1.Node, error)
 }
 
+// NodeReleaser removes a Node whose instance is gone, finalizer and all
+// (termination.Release).
+type NodeReleaser interface {
+	Release(ctx context.Context, node string) error
+}
+
+// DefaultNodeGrace is how old a Node must be before its missing instance
+// makes it garbage: EC2's listing may lag a launch.
+const DefaultNodeGrace = time.Minute
+
 // Collector finds and terminates the cluster's unregistered instances.
 type Collector struct {
 	EC2   EC2
 	Nodes Nodes
+	// Release, when set, deletes Joist's Nodes whose instance is gone.
+	Release NodeReleaser
 	Log   *slog.Logger
 	Now   func() time.Time
 	// RegistrationTimeout overrides DefaultRegistrationTimeout.
@@ -58,6 +74,8 @@ type Result struct {
 	// no node, that no launch template of the cluster launched: left
 	// alone, and reported.
 	Foreign []string
+	// NodesDeleted are Joist's Nodes whose instance was gone.
+	NodesDeleted []string
 }
 
 // Expired reports whether an instance launched at launched, with no node,
@@ -89,15 +107,34 @@ func (c *Collector) Collect(ctx context.Context) (*Result, error) {
 	for _, n := range nodes {
 		registered[pods.InstanceID(n.Spec.ProviderID)] = true
 	}
+	res := &Result{}
+	var errs []error
+	if c.Release != nil {
+		live := map[string]bool{}
+		for _, inst := range instances {
+			live[inst.ID] = true
+		}
+		for _, n := range nodes {
+			id := pods.InstanceID(n.Spec.ProviderID)
+			if !termination.Joists(n) || live[id] || now.Sub(n.CreationTimestamp.Time) < DefaultNodeGrace {
+				continue
+			}
+			c.Log.Warn("node's instance is gone; deleting the node", "node", n.Name, "instance", id)
+			if err := c.Release.Release(ctx, n.Name); err != nil {
+				errs = append(errs, fmt.Errorf("delete node %s without instance: %w", n.Name, err))
+				continue
+			}
+			res.NodesDeleted = append(res.NodesDeleted, n.Name)
+		}
+	}
 	var expired []launch.Instance
 	for _, inst := range instances {
 		if !registered[inst.ID] && Expired(inst.LaunchTime, now, c.RegistrationTimeout) {
 			expired = append(expired, inst)
 		}
 	}
-	res := &Result{}
 	if len(expired) == 0 {
-		return res, nil
+		return res, errors.Join(errs...)
 	}
 	templates, err := c.EC2.Templates(ctx)
 	if err != nil {
@@ -107,7 +144,6 @@ func (c *Collector) Collect(ctx context.Context) (*Result, error) {
 	for _, t := range templates {
 		own[t.ID] = true
 	}
-	var errs []error
 	for _, inst := range expired {
 		if !own[inst.LaunchTemplateID] {
 			res.Foreign = append(res.Foreign, inst.ID)

@@ -80,3 +80,37 @@ func TestCollect(t *testing.T) {
 		})
 	}
 }
+
+type releaser struct{ released []string }
+
+func (r *releaser) Release(_ context.Context, name string) error {
+	r.released = append(r.released, name)
+	return nil
+}
+
+func TestCollectDeletesJoistNodesWhoseInstanceIsGone(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	mk := func(name, id string, age time.Duration, labels map[string]string) *corev1.Node {
+		n := &corev1.Node{Spec: corev1.NodeSpec{ProviderID: "aws:///us-west-2a/" + id}}
+		n.Name, n.Labels = name, labels
+		n.CreationTimestamp.Time = now.Add(-age)
+		return n
+	}
+	pool := map[string]string{"karpenter.sh/provisioner-name": "service"}
+	nodes := nodeList{
+		mk("gone", "i-gone", 10*time.Minute, pool),
+		mk("young", "i-young", 10*time.Second, pool),
+		mk("alive", "i-alive", 10*time.Minute, pool),
+		mk("not-joists", "i-other", 10*time.Minute, nil),
+	}
+	ec2 := &fakeEC2{instances: []launch.Instance{{ID: "i-alive", LaunchTime: now.Add(-time.Hour)}}}
+	r := &releaser{}
+	c := &Collector{EC2: ec2, Nodes: nodes, Release: r, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return now }}
+	res, err := c.Collect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(r.released, []string{"gone"}) || !slices.Equal(res.NodesDeleted, []string{"gone"}) {
+		t.Fatalf("released %v (result %v), want only the old Joist node whose instance is gone", r.released, res.NodesDeleted)
+	}
+}

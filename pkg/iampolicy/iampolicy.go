@@ -245,7 +245,6 @@ func MustFor(principal string, p Params) Policy {
 // RegionalDescribeActions are the EC2 reads a deciding function makes,
 // named one by one (no Describe*), as Karpenter's policy does.
 var RegionalDescribeActions = []string{
-	"ec2:DescribeAvailabilityZones",
 	"ec2:DescribeImages",
 	"ec2:DescribeInstanceTypeOfferings",
 	"ec2:DescribeInstanceTypes",
@@ -276,10 +275,11 @@ func readStatements(p Params) []Statement {
 		},
 		describeCluster(p),
 		{
-			// The specs under /joist/<cluster>/ (GetParametersByPath names
-			// the path itself, hence the resource without /*).
+			// The specs under /joist/<cluster>/, read as one path
+			// (GetParametersByPath names the path itself, hence the
+			// resource without /*).
 			Sid: "ReadSpecs", Effect: Allow,
-			Actions: []string{"ssm:GetParameter", "ssm:GetParameters", "ssm:GetParametersByPath"},
+			Actions: []string{"ssm:GetParametersByPath"},
 			Resources: []string{
 				p.ARN("ssm", p.Region, p.Account, "parameter"+p.SpecPrefix()),
 				p.ARN("ssm", p.Region, p.Account, "parameter"+p.SpecPrefix()+"/*"),

@@ -10,6 +10,11 @@ import (
 // (launch.TagCluster; repeated here to keep this file pure).
 const TagCluster = "joist.sh/cluster"
 
+// RetireReason is the reason a node interrupted by AWS is retired with
+// (the termination engine's reason annotation, Karpenter's disruption
+// reason for the same case).
+const RetireReason = "Interrupted"
+
 // AnnotationRebalance on a Provisioner or NodePool opts its nodes into
 // replacement on a rebalance recommendation (value RebalanceReplace).
 const (

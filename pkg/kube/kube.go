@@ -179,3 +179,8 @@ func (c *Client) LabelNode(ctx context.Context, name string, labels map[string]s
 	}
 	return n, nil
 }
+
+// AllPods lists every pod of the cluster (bound, pending, finished).
+func (c *Client) AllPods(ctx context.Context) ([]*corev1.Pod, error) {
+	return c.listPods(ctx, "")
+}

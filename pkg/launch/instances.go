@@ -84,6 +84,23 @@ func fromEC2(i ec2types.Instance) Instance {
 	return inst
 }
 
+// Gone reports whether an instance no longer runs: unknown to EC2, or
+// stopping, stopped, shutting down or terminated.
+func (l *Launcher) Gone(ctx context.Context, id string) (bool, error) {
+	got, err := l.describe(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
+		{Name: aws.String("instance-id"), Values: []string{id}},
+	}})
+	if err != nil {
+		return false, fmt.Errorf("instance %s: %w", id, err)
+	}
+	for _, i := range got {
+		if i.ID == id && (i.State == "pending" || i.State == "running") {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
 // Terminate terminates instances of this cluster. It checks every id
 // first and refuses them all if any instance does not carry the cluster's
 // tag (IAM should refuse too; this says why before trying), and treats

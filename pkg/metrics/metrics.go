@@ -68,6 +68,17 @@ const (
 	LaunchedPricePerHour = "joist_nodepools_launched_price_per_hour"
 	// PodsBound counts the pods the binder bound to their node.
 	PodsBound = "joist_pods_bound_total"
+	// NodesDisrupted counts the nodes a disruption decision began to
+	// retire, by DimPool and DimReason (Empty, Expired, ...).
+	NodesDisrupted = "joist_nodeclaims_disrupted_total"
+	// DisruptionDecisions counts disruption decisions, by DimReason.
+	DisruptionDecisions = "joist_voluntary_disruption_decisions_total"
+	// NodesTerminated counts the nodes whose retirement completed
+	// (instance terminated, Node released), by DimPool.
+	NodesTerminated = "joist_nodes_terminated_total"
+	// PodsEvictionRequests counts Eviction API requests of drains, by
+	// DimReason: Evicted, or Blocked (a PDB's 429).
+	PodsEvictionRequests = "joist_pods_eviction_requests_total"
 )
 
 // The interruption function's metrics, after Karpenter's

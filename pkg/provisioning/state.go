@@ -265,7 +265,7 @@ func (p *Provisioner) simulatorNodes(c *cluster) []*scheduling.Node {
 		onNode := append(append([]*corev1.Pod(nil), c.bound[n.Name]...), c.planned[id]...)
 		out = append(out, &scheduling.Node{
 			Name: n.Name, Pool: pool, Labels: n.Labels, Taints: withoutStartupTaints(n.Spec.Taints, pools[pool]),
-			Unschedulable: n.Spec.Unschedulable || !pods.NodeReady(n) && !isNew(n),
+			Unschedulable: n.Spec.Unschedulable || n.DeletionTimestamp != nil || !pods.NodeReady(n) && !isNew(n),
 			Capacity:      n.Status.Capacity, Allocatable: n.Status.Allocatable, Pods: onNode,
 		})
 	}

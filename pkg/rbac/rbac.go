@@ -83,9 +83,29 @@ func binding() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		rule(core, []string{"pods"}, []string{"list", "patch"}),
 		rule(core, []string{"pods/binding"}, []string{"create"}),
-		// A node's missing well-known labels (zone, instance type) are
-		// added before pods that select on them are bound.
-		rule(core, []string{"nodes"}, []string{"get", "list", "patch"}),
+		// The node a ready event names; its missing well-known labels
+		// (zone, instance type) are added before pods that select on them
+		// are bound.
+		rule(core, []string{"nodes"}, []string{"get", "patch"}),
+	}
+}
+
+// retiring are the termination engine's calls (pkg/termination): the
+// reaper drains and retires nodes.
+func retiring() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		// The disrupted taint and progress annotations; the finalizer
+		// removed by an update conditional on the node's version; a
+		// retired node deleted.
+		rule(core, []string{"nodes"}, []string{"get", "patch", "update", "delete"}),
+		// Evictions honour PodDisruptionBudgets; a pod still there at the
+		// terminationGracePeriod deadline is deleted, as Karpenter does.
+		rule(core, []string{"pods/eviction"}, []string{"create"}),
+		rule(core, []string{"pods"}, []string{"delete"}),
+		// The instance is ended only once the drained pods' volumes are
+		// detached.
+		rule([]string{"storage.k8s.io"}, []string{"volumeattachments"}, list),
+		rule(core, []string{"persistentvolumes"}, []string{"get"}),
 	}
 }
 
@@ -100,20 +120,28 @@ func events() []rbacv1.PolicyRule {
 func Rules(function string) ([]rbacv1.PolicyRule, error) {
 	var r []rbacv1.PolicyRule
 	switch function {
-	case iampolicy.Provisioner, iampolicy.Reaper:
+	case iampolicy.Provisioner:
 		r = append(r, planning()...)
 		r = append(r, binding()...)
+		r = append(r, events()...)
+	case iampolicy.Reaper:
+		r = append(r, planning()...)
+		r = append(r, binding()...)
+		r = append(r, retiring()...)
 		r = append(r, events()...)
 	case iampolicy.Binder:
 		r = append(r, binding()...)
 		r = append(r, events()...)
 	case iampolicy.Interruption:
-		// The replacement is a provisioning pass; a node whose instance
-		// is gone is deleted at once.
+		// The replacement is a provisioning pass; an interrupted node's
+		// retirement is begun (the termination engine marks it — an
+		// update conditional on its version — and deletes it, held by its
+		// finalizer; the reaper drains it); a node whose instance is gone
+		// is deleted at once.
 		r = append(r, planning()...)
 		r = append(r, binding()...)
 		r = append(r, events()...)
-		r = append(r, rule(core, []string{"nodes"}, []string{"delete"}))
+		r = append(r, rule(core, []string{"nodes"}, []string{"update", "delete"}))
 	default:
 		return nil, fmt.Errorf("rbac: unknown function %q", function)
 	}

@@ -73,15 +73,12 @@ func TestRules_BinderNeitherPlansNorDecides(t *testing.T) {
 	}
 }
 
-func TestRules_NoWildcardsAndNoDestructiveVerbs(t *testing.T) {
+func TestRules_NoWildcards(t *testing.T) {
 	for _, fn := range Functions {
 		rules, _ := Rules(fn)
 		for _, r := range append(rules, LeaseRules("c")...) {
 			for _, v := range r.Verbs {
-				if fn == "interruption" && v == "delete" && reflect.DeepEqual(r.Resources, []string{"nodes"}) {
-					continue // a node whose instance is gone (its one destructive verb)
-				}
-				if v == "*" || v == "delete" || v == "deletecollection" || v == "escalate" || v == "bind" || v == "impersonate" {
+				if v == "*" || v == "deletecollection" || v == "escalate" || v == "bind" || v == "impersonate" {
 					t.Errorf("%s: verb %q in %+v", fn, v, r)
 				}
 			}
@@ -92,20 +89,25 @@ func TestRules_NoWildcardsAndNoDestructiveVerbs(t *testing.T) {
 	}
 }
 
-func TestRules_OnlyTheInterruptionFunctionDeletesNodes(t *testing.T) {
+// Only the functions that retire nodes delete, and only what they retire:
+// the reaper nodes and (at the grace deadline) pods, the interruption
+// function nodes.
+func TestRules_OnlyRetiringFunctionsDelete(t *testing.T) {
+	want := map[string][]string{"reaper": {"nodes", "pods"}, "interruption": {"nodes"}}
 	for _, fn := range Functions {
 		rules, _ := Rules(fn)
-		deletes := false
+		var deletes []string
 		for _, r := range rules {
 			if slices.Contains(r.Verbs, "delete") {
-				deletes = true
-				if !reflect.DeepEqual(r.Resources, []string{"nodes"}) || len(r.APIGroups) != 1 || r.APIGroups[0] != "" {
-					t.Errorf("%s deletes %v", fn, r.Resources)
+				if len(r.APIGroups) != 1 || r.APIGroups[0] != "" {
+					t.Errorf("%s deletes in groups %v", fn, r.APIGroups)
 				}
+				deletes = append(deletes, r.Resources...)
 			}
 		}
-		if deletes != (fn == "interruption") {
-			t.Errorf("%s deletes nodes: %v", fn, deletes)
+		slices.Sort(deletes)
+		if !slices.Equal(deletes, want[fn]) {
+			t.Errorf("%s deletes %v, want %v", fn, deletes, want[fn])
 		}
 	}
 }

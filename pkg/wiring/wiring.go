@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -27,13 +28,16 @@ import (
 	"github.com/joist-dev/joist/pkg/catalog/live"
 	"github.com/joist-dev/joist/pkg/eksauth"
 	"github.com/joist-dev/joist/pkg/garbage"
+	"github.com/joist-dev/joist/pkg/interruption"
 	"github.com/joist-dev/joist/pkg/interruption/handler"
 	"github.com/joist-dev/joist/pkg/kube"
 	"github.com/joist-dev/joist/pkg/launch"
 	"github.com/joist-dev/joist/pkg/metrics"
 	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/provisioning"
+	"github.com/joist-dev/joist/pkg/reaping"
 	"github.com/joist-dev/joist/pkg/specstore"
+	"github.com/joist-dev/joist/pkg/termination"
 )
 
 // Env is a function's configuration and clients.
@@ -232,8 +236,10 @@ func (e *Env) Reconciler() (func(ctx context.Context, m *metrics.Recorder) (*pro
 
 // Interruption builds, per invocation, the interruption queue's handler:
 // EC2's instances through the launcher, the replacement through the
-// provisioner's Replace. Retire is left nil until the termination engine
-// is wired.
+// provisioner's Replace, and the node's retirement begun through the
+// termination engine (marked and deleted, held by its finalizer): the
+// reaper's loop drains it from its next pass, honouring PDBs, and ends the
+// instance if AWS has not.
 func (e *Env) Interruption() (func(ctx context.Context, m *metrics.Recorder) *handler.Handler, error) {
 	newProvisioner, err := e.Provisioners()
 	if err != nil {
@@ -254,6 +260,10 @@ func (e *Env) Interruption() (func(ctx context.Context, m *metrics.Recorder) *ha
 				}
 				return p.Replace(ctx, r)
 			},
+			Retire: func(ctx context.Context, node *corev1.Node) error {
+				t := &termination.Terminator{Kube: e.Kube, Log: WithRequest(ctx, e.Log), Metrics: m}
+				return t.Begin(ctx, node.Name, interruption.RetireReason)
+			},
 			Log: WithRequest(ctx, e.Log), Metrics: m,
 		}
 	}, nil
@@ -266,7 +276,39 @@ func (e *Env) Collector() (*garbage.Collector, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &garbage.Collector{EC2: e.Launcher(), Nodes: e.Kube, Log: e.Log, RegistrationTimeout: timeout}, nil
+	return &garbage.Collector{EC2: e.Launcher(), Nodes: e.Kube, Log: e.Log, RegistrationTimeout: timeout,
+		Release: &termination.Terminator{Kube: e.Kube, Log: e.Log}}, nil
+}
+
+// Reaper builds the reaper's disruption loop: decisions from the specs,
+// retirements through the termination engine with the launcher's
+// tag-checked terminate. $JOIST_REAPER_LOOP (default 50s) bounds the loop
+// and $JOIST_REAPER_INTERVAL (default 5s) spaces its passes. Each call
+// gets the invocation's logger and lease.
+func (e *Env) Reaper() (func(ctx context.Context, m *metrics.Recorder) *reaping.Reaper, error) {
+	specs, err := e.Specs()
+	if err != nil {
+		return nil, fmt.Errorf("spec source: %w", err)
+	}
+	loop, err := durationEnv("JOIST_REAPER_LOOP", reaping.DefaultLoop)
+	if err != nil {
+		return nil, err
+	}
+	interval, err := durationEnv("JOIST_REAPER_INTERVAL", reaping.DefaultInterval)
+	if err != nil {
+		return nil, err
+	}
+	launcher := e.Launcher()
+	return func(ctx context.Context, m *metrics.Recorder) *reaping.Reaper {
+		log := WithRequest(ctx, e.Log)
+		lease := e.Lease(ctx)
+		// Held only around one decision, not the whole invocation.
+		lease.Duration = 30 * time.Second
+		return &reaping.Reaper{
+			Kube: e.Kube, Specs: specs, Log: log, Lock: lease, Loop: loop, Interval: interval, Metrics: m,
+			Terminator: &termination.Terminator{Kube: e.Kube, EC2: launcher, Log: log, Metrics: m},
+		}
+	}, nil
 }
 
 // Lease is the cluster's decider lease (kube-system/joist-<cluster>, or

@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -102,12 +103,17 @@ func run() error {
 		return fmt.Errorf("kumo: %w", err)
 	}
 	n := &narrator{seen: map[string]bool{}}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	g, err := testenv.StartGround(ctx, kube, kumo, rie, testenv.GroundOptions{
 		Cluster: "hoon-cluster", Namespace: "default", Specs: seed, ReadyDelay: 2 * time.Second, Logs: logs,
+		// The reaper's schedule: rate(1 minute) in AWS, faster here.
+		ReaperEvery: reaperEvery,
 		OnBatch: func(fn string, ids, failed []string, err error) {
 			if err != nil {
+				if errors.Is(err, context.Canceled) {
+					return // the demo is ending
+				}
 				n.say("λ %s failed: %v", fn, err)
 				return
 			}
@@ -184,9 +190,82 @@ func run() error {
 	if calls := g.EC2.CreateFleetCalls(); len(calls) > 0 {
 		fmt.Printf("pod Unschedulable → CreateFleet: %.2fs (forwarder debounce 0.3 s + the pending queue's 1 s batching window + plan and launch)\n", calls[0].At.Sub(n.start).Seconds())
 	}
-	fmt.Printf("done: %d instance(s), both pods bound in %.1fs. Function logs: %s\n", len(g.EC2.Instances()), time.Since(n.start).Seconds(), logPath)
+	fmt.Printf("scale-up done: %d instance(s), both pods bound in %.1fs.\n", len(g.EC2.Instances()), time.Since(n.start).Seconds())
+	fmt.Println()
+	if err := scaleDown(ctx, g, n, pods); err != nil {
+		return fmt.Errorf("%w; see %s", err, logPath)
+	}
+	fmt.Printf("Function logs: %s\n", logPath)
 	fmt.Println("cleaning up ...")
 	return nil
+}
+
+// reaperEvery is the demo reaper's period.
+const reaperEvery = 10 * time.Second
+
+// scaleDown is the guide's second half: the Deployment scaled to zero,
+// the service node empty, and ttlSecondsAfterEmpty (30 s) later the
+// reaper retires it and its instance is terminated.
+func scaleDown(ctx context.Context, g *testenv.Ground, n *narrator, pods []*corev1.Pod) error {
+	fmt.Printf("Scaling nginx-karpenter to 0 replicas (the reaper runs every %s here, every minute in AWS)\n", reaperEvery)
+	n.start = time.Now()
+	n.seen = map[string]bool{}
+	for _, p := range pods {
+		if err := g.Kube.Client.CoreV1().Pods("default").Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil {
+			return err
+		}
+		n.say("pod %s deleted", p.Name)
+	}
+	var emptied time.Time
+	for ctx.Err() == nil {
+		list, err := g.Kube.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		if len(list.Items) == 0 && emptied.IsZero() {
+			emptied = time.Now()
+			n.say("the service node holds no pods")
+		}
+		nodes, err := g.Kube.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, node := range nodes.Items {
+			if ts := node.Annotations["karpenter.sh/emptiness-timestamp"]; ts != "" {
+				n.once("empty/"+node.Name, "reaper stamped node %s karpenter.sh/emptiness-timestamp=%s (ttlSecondsAfterEmpty: 30)", node.Name, ts)
+			}
+			for _, t := range node.Spec.Taints {
+				if t.Key == "karpenter.sh/disrupted" {
+					n.once("tainted/"+node.Name, "node %s tainted karpenter.sh/disrupted:NoSchedule and deleted; the finalizer karpenter.sh/termination holds it while it drains", node.Name)
+				}
+			}
+		}
+		evs, err := g.Kube.Client.CoreV1().Events("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, e := range evs.Items {
+			if e.Source.Component == "joist" && (e.Reason == "Terminating" || e.Reason == "Evicted" || e.Reason == "DisruptionBlocked") {
+				n.once("event/"+e.Name, "Event %s/%s %s: %s", e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+			}
+		}
+		gone := true
+		for _, i := range g.EC2.Instances() {
+			if i.State == "running" || i.State == "pending" {
+				gone = false
+				continue
+			}
+			n.once("terminated/"+i.ID, "instance %s is %s", i.ID, i.State)
+		}
+		if gone && len(nodes.Items) == 0 {
+			n.say("node deleted; no instance left running")
+			fmt.Println()
+			fmt.Printf("scale-down done: the empty node's instance ended %.1fs after the node emptied (TTL 30 s; the emptiness is noticed at the reaper's next pass)\n", time.Since(emptied).Seconds())
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("the empty node was not retired in time")
 }
 
 func taints(ts []corev1.Taint) string {

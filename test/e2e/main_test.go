@@ -9,21 +9,38 @@ import (
 	"testing"
 
 	"github.com/joist-dev/joist/pkg/iampolicy"
+	"github.com/joist-dev/joist/pkg/rbac"
 	"github.com/joist-dev/joist/test/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m, noUnusedIAM, noUnusedRBAC) }
 
+// The reaper is the safety net: it runs the provisioner's very pass
+// (functions/reaper calls the same reconciler), and the interruption
+// function runs it with the interrupted nodes left out
+// (provisioning.Replace); so whatever that pass needed in any scenario,
+// theirs need too.
+var (
+	iamSameAs = map[string]string{
+		iampolicy.Reaper: iampolicy.Provisioner, iampolicy.Interruption: iampolicy.Provisioner,
+	}
+	rbacSameAs = map[string]string{
+		rbac.User(iampolicy.Reaper):       rbac.User(iampolicy.Provisioner),
+		rbac.User(iampolicy.Interruption): rbac.User(iampolicy.Provisioner),
+	}
+)
+
 // iamExempt are grants the ground cannot exercise, and why they are kept.
 var iamExempt = map[string]string{
 	// The ground gives the functions CLUSTER_ENDPOINT and CLUSTER_CA; a
-	// deploy does not, and the functions read them from EKS.
+	// deploy without -c clusterEndpoint does not, and every function reads
+	// them from EKS (pkg/eksauth's tests).
 	"provisioner/DescribeCluster": "endpoint and CA given on the ground",
 	"reaper/DescribeCluster":      "endpoint and CA given on the ground",
 	"binder/DescribeCluster":      "endpoint and CA given on the ground",
 	// The live catalog (JOIST_CATALOG=live, what the stack sets) reads
 	// types, offerings and prices; the ground plans with the embedded one
-	// (the live catalog's own tests run it against fakes of these APIs).
+	// (pkg/catalog/live's tests run it against fakes of these APIs).
 	"provisioner/Pricing": "live catalog only",
 	"reaper/Pricing":      "live catalog only",
 	"provisioner/RegionalReads/ec2:DescribeInstanceTypes":         "live catalog only",
@@ -32,20 +49,16 @@ var iamExempt = map[string]string{
 	"reaper/RegionalReads/ec2:DescribeInstanceTypeOfferings":      "live catalog only",
 	"provisioner/RegionalReads/ec2:DescribeSpotPriceHistory":      "live catalog only",
 	"reaper/RegionalReads/ec2:DescribeSpotPriceHistory":           "live catalog only",
-	// The interruption function launches with the provisioner's pass
-	// (provisioning.Replace): the same code, proven by the provisioner's
-	// scenarios for what the interruption scenarios (al2023@latest, specs
-	// in SSM by path, templates the provisioner already made) do not reach.
+	// amiSelectorTerms by id, name or tags (pkg/launch's AMI tests); the
+	// scenarios use the SSM aliases.
+	"provisioner/RegionalReads/ec2:DescribeImages":                 "AMI selector terms; pkg/launch tests",
+	"reaper/RegionalReads/ec2:DescribeImages":                      "AMI selector terms; pkg/launch tests",
 	"interruption/DescribeCluster":                                 "endpoint and CA given on the ground",
 	"interruption/Pricing":                                         "live catalog only",
 	"interruption/RegionalReads/ec2:DescribeInstanceTypes":         "live catalog only",
 	"interruption/RegionalReads/ec2:DescribeInstanceTypeOfferings": "live catalog only",
 	"interruption/RegionalReads/ec2:DescribeSpotPriceHistory":      "live catalog only",
-	"interruption/RegionalReads/ec2:DescribeAvailabilityZones":     "the provisioner's pass; proven by its scenarios",
-	"interruption/RegionalReads/ec2:DescribeImages":                "AMI selection by name or id; the provisioner's scenarios",
-	"interruption/ReadSpecs/ssm:GetParameter":                      "the spec store; the provisioner's scenarios",
-	"interruption/ReadSpecs/ssm:GetParameters":                     "the spec store; the provisioner's scenarios",
-	"interruption/CreateTaggedResources/ec2:CreateLaunchTemplate":  "a replacement needing a template the provisioner has not made",
+	"interruption/RegionalReads/ec2:DescribeImages":                "AMI selector terms; pkg/launch tests",
 }
 
 // noUnusedIAM fails the run when a statement's action was never the only
@@ -55,31 +68,30 @@ func noUnusedIAM() error {
 	for _, p := range iampolicy.Principals() {
 		policies = append(policies, iampolicy.MustFor(p, testenv.IAMParams("hoon-cluster")))
 	}
-	if unused := testenv.Unneeded(policies, testenv.Grants(), iamExempt); len(unused) > 0 {
+	if unused := testenv.Unneeded(policies, testenv.Grants(), iamExempt, iamSameAs); len(unused) > 0 {
 		return fmt.Errorf("IAM grants no test needed (remove them, or exempt them in main_test.go with the reason):\n  %s", strings.Join(unused, "\n  "))
 	}
 	return nil
 }
 
-// rbacExempt are RBAC rules the ground cannot exercise, and why.
+// rbacExempt are RBAC verbs the ground cannot exercise, and why.
 var rbacExempt = map[string]string{
-	// The interruption function's replacement is the provisioner's pass
-	// (provisioning.Replace); these verbs are that pass's, proven by the
-	// provisioner's scenarios, and not reached by the interruption ones.
-	"joist:interruption: create /pods/binding":                    "a replacement pass that finds a Ready node with room binds",
-	"joist:interruption: get /nodes":                              "the same binding path",
-	"joist:interruption: patch /nodes":                            "the same binding path (a node's missing labels)",
-	"joist:interruption: list /persistentvolumeclaims":            "pods with volumes",
-	"joist:interruption: list /persistentvolumes":                 "pods with volumes",
-	"joist:interruption: list storage.k8s.io/storageclasses":      "pods with volumes",
-	"joist:interruption: list karpenter.sh/provisioners":          "specs as CRDs",
-	"joist:interruption: list karpenter.sh/nodepools":             "specs as CRDs",
-	"joist:interruption: list karpenter.k8s.aws/awsnodetemplates": "specs as CRDs",
-	"joist:interruption: list karpenter.k8s.aws/ec2nodeclasses":   "specs as CRDs",
-	"joist:interruption: patch /events":                           "a repeated Event",
-	"joist:interruption: create coordination.k8s.io/leases":       "the provisioner creates the Lease first on the ground",
-	"joist:interruption: get coordination.k8s.io/leases":          "the check names hoon-cluster's Lease; the interruption scenarios run as their own clusters",
-	"joist:interruption: update coordination.k8s.io/leases":       "as get",
+	// A repeat of an identical Event is a patch of its count; pkg/kube's
+	// TestEvent_WorksWithJoistsClusterRole proves create+patch suffice.
+	"joist:binder: patch /events": "repeated Events; pkg/kube tests",
+	// A planned pod that no longer fits its node is handed back (its plan
+	// annotation removed); pkg/binding's tests.
+	"joist:binder: patch /pods": "unplan; pkg/binding tests",
+	// The pass labels a node only if it binds onto it before any binder
+	// pass saw it; pkg/binding's tests label nodes.
+	"joist:provisioner: patch /nodes": "labels before binding; pkg/binding tests",
+	// The drain waits for the VolumeAttachments of drained pods' volumes
+	// (pkg/termination's envtest tests); no scenario attaches volumes.
+	"joist:reaper: get /persistentvolumes": "volume attachments; pkg/termination tests",
+	// client-go's informers stream the initial list in a watch where the
+	// API server can (WatchList); list is their fallback on older servers.
+	"system:serviceaccount:joist:joist-forwarder: list /pods":  "informer fallback",
+	"system:serviceaccount:joist:joist-forwarder: list /nodes": "informer fallback",
 }
 
 // noUnusedRBAC fails the run when an RBAC verb was never used.
@@ -92,7 +104,7 @@ func noUnusedRBAC() error {
 	if err != nil {
 		return err
 	}
-	if unused := testenv.RBACUnneeded("hoon-cluster", reqs, rbacExempt); len(unused) > 0 {
+	if unused := testenv.RBACUnneeded(reqs, rbacExempt, rbacSameAs); len(unused) > 0 {
 		return fmt.Errorf("RBAC rules no test needed (remove them, or exempt them in main_test.go with the reason):\n  %s", strings.Join(unused, "\n  "))
 	}
 	return nil

@@ -146,9 +146,9 @@ func TestE2E_ForeignTaggedInstanceNotTerminated(t *testing.T) {
 	})
 	ctx := context.Background()
 	api := ec2.NewFromConfig(g.AWS, func(o *ec2.Options) { o.BaseEndpoint = aws.String(g.EC2URL) })
-	images, err := api.DescribeImages(ctx, &ec2.DescribeImagesInput{})
+	images, err := api.DescribeImages(ctx, &ec2.DescribeImagesInput{Filters: []ec2types.Filter{{Name: aws.String("architecture"), Values: []string{"x86_64"}}}})
 	if err != nil || len(images.Images) == 0 {
-		t.Fatalf("images: %v (%d)", err, len(images.Images))
+		t.Fatalf("x86_64 images: %v", err)
 	}
 	lt, err := api.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{
 		LaunchTemplateName: aws.String("someone-elses"),
@@ -171,7 +171,13 @@ func TestE2E_ForeignTaggedInstanceNotTerminated(t *testing.T) {
 	})
 	if err != nil || len(out.Instances) == 0 || len(out.Instances[0].InstanceIds) == 0 {
 		mu.Unlock()
-		t.Fatalf("launch the foreign instance: %v %+v", err, out)
+		var errs []string
+		if out != nil {
+			for _, e := range out.Errors {
+				errs = append(errs, aws.ToString(e.ErrorCode)+": "+aws.ToString(e.ErrorMessage))
+			}
+		}
+		t.Fatalf("launch the foreign instance: %v %v", err, errs)
 	}
 	foreign = out.Instances[0].InstanceIds[0]
 	mu.Unlock()

@@ -4,7 +4,9 @@
 // (name from the private DNS name, providerID aws:///<zone>/<id>, the
 // labels and taints its user data asks for, capacity and allocatable from
 // the catalog), marks it Ready after a delay, marks pods bound to it
-// Running, and deletes the Node when the instance is gone.
+// Running, removes pods being deleted (evicted) from it at once, and
+// deletes the Node when the instance is gone (as the cloud node lifecycle
+// controller does; a finalizer may hold it).
 package kubeletsim
 
 import (
@@ -289,9 +291,21 @@ func (s *Sim) runPods(ctx context.Context, node string) error {
 	if err != nil {
 		return err
 	}
+	zero := int64(0)
 	for i := range list.Items {
 		p := &list.Items[i]
-		if p.Status.Phase == corev1.PodRunning || p.DeletionTimestamp != nil {
+		if p.DeletionTimestamp != nil {
+			// Evicted or deleted: the containers stop at once and the
+			// kubelet removes the pod, as a real kubelet does after the
+			// grace period.
+			if err := s.Kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{
+				GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &p.UID},
+			}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				return err
+			}
+			continue
+		}
+		if p.Status.Phase == corev1.PodRunning {
 			continue
 		}
 		now := metav1.Now()

@@ -519,6 +519,17 @@ func (g *Ground) Close() {
 	if g.Kube != nil {
 		zero := int64(0)
 		_ = g.Kube.Client.CoreV1().Pods(g.Opts.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+		// Finalizers (karpenter.sh/termination) would keep the nodes for
+		// the next scenario: drop them first.
+		if nodes, err := g.Kube.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "joist.sh/simulated=true"}); err == nil {
+			for i := range nodes.Items {
+				n := &nodes.Items[i]
+				if len(n.Finalizers) > 0 {
+					n.Finalizers = nil
+					_, _ = g.Kube.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+				}
+			}
+		}
 		_ = g.Kube.Client.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "joist.sh/simulated=true"})
 	}
 }

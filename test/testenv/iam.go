@@ -105,11 +105,19 @@ func Refused() []string {
 // without the statement the request would have been refused. exempt names
 // "principal/Sid" or "principal/Sid/action" entries the ground cannot
 // exercise (documented by the caller).
-func Unneeded(policies []iampolicy.Policy, grants []Grant, exempt map[string]string) []string {
+//
+// sameAs maps a principal to another whose needs count for it too (the
+// reaper runs the provisioner's very pass).
+func Unneeded(policies []iampolicy.Policy, grants []Grant, exempt map[string]string, sameAs map[string]string) []string {
 	needed := map[string]bool{}
 	for _, g := range grants {
 		if len(g.AllowedBy) == 1 {
 			needed[g.Principal+"/"+g.AllowedBy[0]+"/"+g.Action] = true
+			for p, other := range sameAs {
+				if other == g.Principal {
+					needed[p+"/"+g.AllowedBy[0]+"/"+g.Action] = true
+				}
+			}
 		}
 	}
 	var out []string

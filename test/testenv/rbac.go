@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path"
 	"slices"
 	"sort"
 	"strings"
@@ -165,9 +166,11 @@ func RBACRefused(reqs []AuditRequest) []string {
 }
 
 // RBACUnneeded lists each identity's rule verbs that no allowed request
-// used ("user: verb group/resource"). exempt names entries the ground
-// cannot exercise, with the reason as value.
-func RBACUnneeded(cluster string, reqs []AuditRequest, exempt map[string]string) []string {
+// used ("user: verb group/resource"). The Lease rules are checked for every
+// cluster the run had. exempt names entries the ground cannot exercise,
+// with the reason as value; sameAs maps a user to another whose requests
+// count for it too (the reaper runs the provisioner's very pass).
+func RBACUnneeded(reqs []AuditRequest, exempt map[string]string, sameAs map[string]string) []string {
 	type identity struct {
 		user  string
 		rules []rbacv1.PolicyRule
@@ -176,13 +179,17 @@ func RBACUnneeded(cluster string, reqs []AuditRequest, exempt map[string]string)
 	for _, fn := range rbac.Functions {
 		rules, _ := rbac.Rules(fn)
 		if rbac.Decides(fn) {
-			rules = append(rules, rbac.LeaseRules(cluster)...)
+			rules = append(rules, rbac.LeaseRules("*")...)
 		}
 		ids = append(ids, identity{rbac.User(fn), rules})
 	}
 	ids = append(ids, identity{rbac.ForwarderUser(), rbac.ForwarderRules()})
 	var out []string
 	for _, id := range ids {
+		users := []string{id.user}
+		if other, ok := sameAs[id.user]; ok {
+			users = append(users, other)
+		}
 		for _, rule := range id.rules {
 			for _, g := range rule.APIGroups {
 				for _, res := range rule.Resources {
@@ -192,8 +199,11 @@ func RBACUnneeded(cluster string, reqs []AuditRequest, exempt map[string]string)
 							continue
 						}
 						used := slices.ContainsFunc(reqs, func(r AuditRequest) bool {
-							return r.User == id.user && !r.Forbidden && r.Verb == verb && r.APIGroup == g && r.Resource == res &&
-								(len(rule.ResourceNames) == 0 || slices.Contains(rule.ResourceNames, r.Name))
+							return slices.Contains(users, r.User) && !r.Forbidden && r.Verb == verb && r.APIGroup == g && r.Resource == res &&
+								(len(rule.ResourceNames) == 0 || slices.ContainsFunc(rule.ResourceNames, func(pattern string) bool {
+									ok, _ := path.Match(pattern, r.Name)
+									return ok
+								}))
 						})
 						if !used {
 							out = append(out, key)

@@ -1,0 +1,281 @@
+// Package disruption decides which of Joist's nodes to retire and why. It
+// is pure: it reads a snapshot (nodes with their pods, the pools, the
+// clock) and returns a plan; the reaper acts on it through the termination
+// engine (pkg/termination).
+//
+// Rules, in Karpenter's order:
+//
+//   - Expiry (forceful): a node older than its pool's expireAfter
+//     (v1alpha5 ttlSecondsUntilExpired) is retired, whatever its budgets
+//     and its node-level do-not-disrupt say; its drain still honours PDBs
+//     and do-not-disrupt pods until the terminationGracePeriod.
+//   - Consolidation (graceful, within budgets, WhenEmptyOrUnderutilized
+//     pools): a node whose pods all fit on the other nodes is retired once
+//     that has held for 15 s and consolidateAfter (delete only).
+//   - Emptiness (graceful, within budgets): a node with no reschedulable
+//     pods is stamped karpenter.sh/emptiness-timestamp (as v0.20 did); once
+//     the stamp is consolidateAfter old (v1alpha5 ttlSecondsAfterEmpty) the
+//     node is retired. A pod arriving removes the stamp.
+//
+// Graceful rules skip nodes annotated karpenter.sh/do-not-disrupt=true
+// (v1) or karpenter.sh/do-not-consolidate=true (v0.20), nodes holding a pod
+// with do-not-disrupt/do-not-evict, nodes not yet Ready, nodes that pods
+// are still planned onto, and nodes already being retired. Each pool's
+// budgets (count or percentage, optional cron schedule and duration,
+// reasons) cap how many of its nodes are being disrupted at once.
+package disruption
+
+import (
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/joist-dev/joist/pkg/model"
+	"github.com/joist-dev/joist/pkg/pods"
+)
+
+// Annotations read on nodes.
+const (
+	// AnnotationEmptinessTimestamp is when the node was first seen empty
+	// (RFC 3339), v0.20's name.
+	AnnotationEmptinessTimestamp = "karpenter.sh/emptiness-timestamp"
+	// AnnotationDoNotDisrupt (v1) on a node or a pod blocks graceful
+	// disruption.
+	AnnotationDoNotDisrupt = "karpenter.sh/do-not-disrupt"
+	// AnnotationDoNotEvict is v0.20's pod annotation.
+	AnnotationDoNotEvict = "karpenter.sh/do-not-evict"
+	// AnnotationDoNotConsolidate is v0.20's node annotation.
+	AnnotationDoNotConsolidate = "karpenter.sh/do-not-consolidate"
+	// TaintDisrupted marks a node being retired.
+	TaintDisrupted = "karpenter.sh/disrupted"
+)
+
+// Node is one node of the snapshot with the pods bound to it.
+type Node struct {
+	Node *corev1.Node
+	Pods []*corev1.Pod
+}
+
+// Snapshot is the truth a decision reads.
+type Snapshot struct {
+	Now   time.Time
+	Pools []*model.Pool
+	Nodes []Node
+	// Planned counts, per instance id, the pending pods planned onto it
+	// (pods.AnnotationInstance): such a node is about to receive pods.
+	Planned map[string]int
+}
+
+// Decision retires one node.
+type Decision struct {
+	Node   string
+	Pool   string
+	Reason string
+}
+
+// Blocked is a node a rule would retire but may not, and why.
+type Blocked struct {
+	Node   string
+	Reason string // the rule (Empty, ...)
+	Why    string
+}
+
+// Plan is what the reaper does this pass.
+type Plan struct {
+	// Stamp and Unstamp name nodes whose emptiness timestamp to set (to
+	// the snapshot's Now) or remove.
+	Stamp, Unstamp []string
+	// StampConsolidation names nodes found deletable by consolidation for
+	// the first time (AnnotationConsolidatableAt, set to Now); Unstamp
+	// also removes that stamp.
+	StampConsolidation []string
+	// unstampConsolidation are the Unstamp entries that came from
+	// consolidation (for tests).
+	unstampConsolidation []string
+	// Retire are the nodes to retire, expired ones first.
+	Retire  []Decision
+	Blocked []Blocked
+}
+
+// PoolOf returns the pool a node belongs to by its pool label, or nil
+// when it is not a Joist node of a known pool.
+func PoolOf(n *corev1.Node, pools []*model.Pool) *model.Pool {
+	for _, p := range pools {
+		if v, ok := n.Labels[p.Label()]; ok && v == p.Name {
+			return p
+		}
+	}
+	return nil
+}
+
+// Retiring reports whether a node is already being retired (deleting, or
+// carrying the disrupted taint).
+func Retiring(n *corev1.Node) bool {
+	if n.DeletionTimestamp != nil {
+		return true
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Key == TaintDisrupted {
+			return true
+		}
+	}
+	return false
+}
+
+// Reschedulable reports whether a pod would need a new home if its node
+// went: not finished, not terminating, not a DaemonSet's or a static pod.
+func Reschedulable(p *corev1.Pod) bool {
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || p.DeletionTimestamp != nil {
+		return false
+	}
+	if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+		return false
+	}
+	for _, o := range p.OwnerReferences {
+		if o.Kind == "DaemonSet" || o.Kind == "Node" {
+			return false
+		}
+	}
+	return true
+}
+
+// Empty reports whether no pod on the node needs a new home.
+func Empty(n Node) bool {
+	for _, p := range n.Pods {
+		if Reschedulable(p) {
+			return false
+		}
+	}
+	return true
+}
+
+// EmptySince is the node's emptiness timestamp, zero when absent or
+// unreadable.
+func EmptySince(n *corev1.Node) time.Time {
+	t, err := time.Parse(time.RFC3339, n.Annotations[AnnotationEmptinessTimestamp])
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+// Expired reports whether a node of pool p is past its expireAfter at now.
+func Expired(n *corev1.Node, p *model.Pool, now time.Time) bool {
+	e := p.Disruption.ExpireAfter
+	return e != nil && !n.CreationTimestamp.IsZero() && !now.Before(n.CreationTimestamp.Add(*e))
+}
+
+// gracefulBlock says why graceful disruption may not touch the node, or "".
+func gracefulBlock(n Node) string {
+	a := n.Node.Annotations
+	switch {
+	case a[AnnotationDoNotDisrupt] == "true":
+		return "node has " + AnnotationDoNotDisrupt
+	case a[AnnotationDoNotConsolidate] == "true":
+		return "node has " + AnnotationDoNotConsolidate
+	}
+	for _, p := range n.Pods {
+		if !Reschedulable(p) {
+			continue
+		}
+		if p.Annotations[AnnotationDoNotDisrupt] == "true" || p.Annotations[AnnotationDoNotEvict] == "true" {
+			return "pod " + pods.Key(p) + " has do-not-disrupt"
+		}
+	}
+	return ""
+}
+
+// Decide plans one pass.
+func Decide(s Snapshot) Plan {
+	var plan Plan
+	type poolState struct {
+		total, disrupting int
+	}
+	state := map[string]*poolState{}
+	var nodes []Node
+	for _, n := range s.Nodes {
+		p := PoolOf(n.Node, s.Pools)
+		if p == nil {
+			continue
+		}
+		st := state[p.Name]
+		if st == nil {
+			st = &poolState{}
+			state[p.Name] = st
+		}
+		st.total++
+		if Retiring(n.Node) || !pods.NodeReady(n.Node) {
+			st.disrupting++
+			continue
+		}
+		nodes = append(nodes, n)
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Node.Name < nodes[j].Node.Name })
+
+	// Expiry: forceful, no budget.
+	expired := map[string]bool{}
+	for _, n := range nodes {
+		p := PoolOf(n.Node, s.Pools)
+		if Expired(n.Node, p, s.Now) {
+			plan.Retire = append(plan.Retire, Decision{Node: n.Node.Name, Pool: p.Name, Reason: ReasonExpired})
+			expired[n.Node.Name] = true
+			state[p.Name].disrupting++
+		}
+	}
+
+	// Emptiness: stamp, unstamp, retire within budgets.
+	for _, n := range nodes {
+		if expired[n.Node.Name] {
+			continue
+		}
+		p := PoolOf(n.Node, s.Pools)
+		since := EmptySince(n.Node)
+		empty := Empty(n) && s.Planned[pods.InstanceID(n.Node.Spec.ProviderID)] == 0
+		if !empty {
+			if !since.IsZero() || n.Node.Annotations[AnnotationEmptinessTimestamp] != "" {
+				plan.Unstamp = append(plan.Unstamp, n.Node.Name)
+			}
+			continue
+		}
+		after := p.Disruption.ConsolidateAfter
+		if after == nil {
+			continue // never
+		}
+		if since.IsZero() {
+			plan.Stamp = append(plan.Stamp, n.Node.Name)
+			since = s.Now
+		}
+		if s.Now.Before(since.Add(*after)) {
+			continue
+		}
+		if why := gracefulBlock(n); why != "" {
+			plan.Blocked = append(plan.Blocked, Blocked{Node: n.Node.Name, Reason: ReasonEmpty, Why: why})
+			continue
+		}
+		st := state[p.Name]
+		if st.disrupting >= Allowed(p.Disruption.Budgets, ReasonEmpty, st.total, s.Now) {
+			plan.Blocked = append(plan.Blocked, Blocked{Node: n.Node.Name, Reason: ReasonEmpty, Why: "disruption budget of pool " + p.Name + " exhausted"})
+			continue
+		}
+		st.disrupting++
+		plan.Retire = append(plan.Retire, Decision{Node: n.Node.Name, Pool: p.Name, Reason: ReasonEmpty})
+	}
+
+	// Consolidation, only when nothing graceful was decided this pass
+	// (one method per pass, as Karpenter).
+	graceful := false
+	for _, d := range plan.Retire {
+		graceful = graceful || d.Reason != ReasonExpired
+	}
+	var rest []Node
+	for _, n := range nodes {
+		if !expired[n.Node.Name] {
+			rest = append(rest, n)
+		}
+	}
+	if !graceful {
+		consolidate(s, rest, func(pool string) (int, int) { return state[pool].total, state[pool].disrupting }, &plan)
+	}
+	return plan
+}

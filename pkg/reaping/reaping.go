@@ -1,0 +1,345 @@
+// Package reaping is the reaper's disruption loop: it reads the truth
+// (nodes, pods, specs), asks pkg/disruption what to retire, and retires it
+// through the termination engine (pkg/termination), continuing every
+// retirement already under way, whoever began it (a disruption decision,
+// an interruption, kubectl delete node).
+//
+// A drain must advance at least every 10 s, but the reaper is scheduled
+// once a minute and a Lambda cannot sleep through a minute cheaply. The
+// reaper therefore loops inside its invocation: one pass, then another
+// every Interval (5 s) while there is work in progress (a node being
+// retired, or an empty node whose TTL ends within the loop), for at most
+// Loop (50 s, leaving the 120 s timeout room for a slow pass). The next
+// scheduled invocation picks up where it stopped, from the node. This
+// needs no new infrastructure, permission or message contract (a delayed
+// SQS message to itself would need a queue, sqs:SendMessage and
+// duplicate handling), and costs nothing when nothing is being retired,
+// which is most minutes.
+package reaping
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/joist-dev/joist/pkg/disruption"
+	"github.com/joist-dev/joist/pkg/kube"
+	"github.com/joist-dev/joist/pkg/metrics"
+	"github.com/joist-dev/joist/pkg/model"
+	"github.com/joist-dev/joist/pkg/pods"
+	"github.com/joist-dev/joist/pkg/termination"
+)
+
+// Defaults of the loop.
+const (
+	DefaultInterval = 5 * time.Second
+	DefaultLoop     = 50 * time.Second
+)
+
+// Locker takes the cluster's decider lease.
+type Locker interface {
+	Acquire(ctx context.Context) (*kube.Held, error)
+}
+
+// Reaper runs disruption passes.
+type Reaper struct {
+	Kube       *kube.Client
+	Specs      func(context.Context) (*model.Spec, error)
+	Terminator *termination.Terminator
+	// Lock, when set, is taken around each decision (not around drain
+	// steps, which continue decisions already made).
+	Lock Locker
+	Log  *slog.Logger
+	Now  func() time.Time
+	// Metrics, when set, counts decisions.
+	Metrics *metrics.Recorder
+	// Interval between passes and the Loop's length (defaults above).
+	Interval, Loop time.Duration
+}
+
+// Result is what a pass (or a loop of them) did.
+type Result struct {
+	Passes   int
+	Stamped  []string
+	Retired  []disruption.Decision
+	Blocked  []disruption.Blocked
+	Finished []string // nodes whose retirement completed
+	// InProgress are nodes still being retired after the last pass.
+	InProgress []string
+	// NextDue is the soonest an empty node's TTL ends (zero: none).
+	NextDue time.Time
+}
+
+func (r *Reaper) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// Run loops passes while work is in progress, within Loop and ctx's
+// deadline (keeping 15 s of it spare).
+func (r *Reaper) Run(ctx context.Context) (Result, error) {
+	interval, loop := r.Interval, r.Loop
+	if interval <= 0 {
+		interval = DefaultInterval
+	}
+	if loop <= 0 {
+		loop = DefaultLoop
+	}
+	end := time.Now().Add(loop)
+	if dl, ok := ctx.Deadline(); ok && dl.Add(-15*time.Second).Before(end) {
+		end = dl.Add(-15 * time.Second)
+	}
+	var total Result
+	var errs []error
+	for {
+		res, err := r.Pass(ctx)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		total.Passes++
+		total.Stamped = append(total.Stamped, res.Stamped...)
+		total.Retired = append(total.Retired, res.Retired...)
+		total.Finished = append(total.Finished, res.Finished...)
+		total.Blocked = res.Blocked
+		total.InProgress, total.NextDue = res.InProgress, res.NextDue
+		next := time.Now().Add(interval)
+		busy := len(res.InProgress) > 0 || (!res.NextDue.IsZero() && res.NextDue.Before(end))
+		if !busy || next.After(end) || ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Until(next)):
+		}
+	}
+	return total, errors.Join(errs...)
+}
+
+// Pass is one round: finalizers on Joist's nodes, one decision under the
+// lease, then one step of every retirement in progress.
+func (r *Reaper) Pass(ctx context.Context) (Result, error) {
+	var res Result
+	spec, err := r.Specs(ctx)
+	if err != nil {
+		return res, fmt.Errorf("reaper: specs: %w", err)
+	}
+	nodes, err := r.Kube.Nodes(ctx)
+	if err != nil {
+		return res, err
+	}
+	all, err := r.Kube.AllPods(ctx)
+	if err != nil {
+		return res, err
+	}
+	log := r.Log
+	var errs []error
+
+	// The termination engine needs each node's terminationGracePeriod.
+	r.Terminator.GracePeriod = func(n *corev1.Node) *time.Duration {
+		if p := disruption.PoolOf(n, spec.Pools); p != nil {
+			return p.Disruption.TerminationGracePeriod
+		}
+		return nil
+	}
+
+	snap := disruption.Snapshot{Now: r.now(), Pools: spec.Pools, Planned: map[string]int{}}
+	byNode := map[string][]*corev1.Pod{}
+	for _, p := range all {
+		if p.Spec.NodeName != "" {
+			byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
+		} else if id := pods.PlannedInstance(p); id != "" {
+			snap.Planned[id]++
+		}
+	}
+	for _, n := range nodes {
+		if !termination.Joists(n) {
+			continue
+		}
+		if err := r.Terminator.EnsureFinalizer(ctx, n); err != nil {
+			errs = append(errs, err)
+		}
+		snap.Nodes = append(snap.Nodes, disruption.Node{Node: n, Pods: byNode[n.Name]})
+	}
+
+	// Decide under the lease; a lease held elsewhere only skips the
+	// decision, never the drains in progress.
+	if err := r.decide(ctx, snap, &res); err != nil {
+		if errors.Is(err, kube.ErrLeaseHeld) {
+			log.Info("decider lease held elsewhere; no disruption decision this pass", "holder", err.Error())
+		} else {
+			errs = append(errs, err)
+		}
+	}
+
+	// Step every retirement in progress.
+	retiring := map[string]bool{}
+	for _, n := range nodes {
+		if n.DeletionTimestamp != nil {
+			retiring[n.Name] = true
+		}
+	}
+	for _, d := range res.Retired {
+		retiring[d.Node] = true
+	}
+	names := make([]string, 0, len(retiring))
+	for n := range retiring {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		st, err := r.Terminator.Step(ctx, name)
+		if err != nil {
+			errs = append(errs, err)
+			res.InProgress = append(res.InProgress, name)
+			continue
+		}
+		switch {
+		case st.Done:
+			res.Finished = append(res.Finished, name)
+		case st.Phase != termination.PhaseNotDeleting:
+			res.InProgress = append(res.InProgress, name)
+		}
+	}
+	return res, errors.Join(errs...)
+}
+
+func (r *Reaper) decide(ctx context.Context, snap disruption.Snapshot, res *Result) error {
+	if r.Lock != nil {
+		held, err := r.Lock.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := held.Release(ctx, nil); err != nil {
+				r.Log.Warn("release lease", "error", err.Error())
+			}
+		}()
+	}
+	plan := disruption.Decide(snap)
+	var errs []error
+	stamp := snap.Now.UTC().Format(time.RFC3339)
+	for _, n := range plan.Stamp {
+		if err := r.annotate(ctx, n, map[string]*string{disruption.AnnotationEmptinessTimestamp: &stamp}); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		res.Stamped = append(res.Stamped, n)
+		r.Log.Info("node is empty", "node", n, "since", stamp)
+	}
+	for _, n := range plan.Unstamp {
+		if err := r.annotate(ctx, n, map[string]*string{disruption.AnnotationEmptinessTimestamp: nil, disruption.AnnotationConsolidatableAt: nil}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, n := range plan.StampConsolidation {
+		if err := r.annotate(ctx, n, map[string]*string{disruption.AnnotationConsolidatableAt: &stamp}); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		r.Log.Info("node's pods fit elsewhere; consolidating it once that holds", "node", n, "since", stamp)
+	}
+	for _, d := range plan.Retire {
+		if err := r.Terminator.Begin(ctx, d.Node, d.Reason); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		res.Retired = append(res.Retired, d)
+		r.Log.Info("disrupting node", "node", d.Node, "pool", d.Pool, "reason", d.Reason)
+		if r.Metrics != nil {
+			r.Metrics.Count(metrics.NodesDisrupted, 1, map[string]string{metrics.DimPool: d.Pool, metrics.DimReason: d.Reason})
+			r.Metrics.Count(metrics.DisruptionDecisions, 1, map[string]string{metrics.DimReason: d.Reason})
+		}
+	}
+	for _, b := range plan.Blocked {
+		r.Log.Info("disruption blocked", "node", b.Node, "reason", b.Reason, "why", b.Why)
+		if err := r.Kube.Event(ctx, kube.NodeTarget(b.Node), corev1.EventTypeNormal, termination.ReasonDisruptionBlocked, b.Reason+": "+b.Why); err != nil {
+			r.Log.Warn("record event", "node", b.Node, "error", err.Error())
+		}
+	}
+	res.Blocked = plan.Blocked
+	res.NextDue = nextDue(snap, plan)
+	return errors.Join(errs...)
+}
+
+// nextDue is the soonest time an empty node's TTL ends, among nodes not
+// retired by this plan.
+func nextDue(snap disruption.Snapshot, plan disruption.Plan) time.Time {
+	stamped := map[string]bool{}
+	for _, n := range plan.Stamp {
+		stamped[n] = true
+	}
+	unstamped := map[string]bool{}
+	for _, n := range plan.Unstamp {
+		unstamped[n] = true
+	}
+	var due time.Time
+	soonest := func(t time.Time) {
+		if t.After(snap.Now) && (due.IsZero() || t.Before(due)) {
+			due = t
+		}
+	}
+	// A consolidation waiting out its validation delay.
+	for _, name := range plan.StampConsolidation {
+		for _, n := range snap.Nodes {
+			if p := disruption.PoolOf(n.Node, snap.Pools); n.Node.Name == name && p != nil && p.Disruption.ConsolidateAfter != nil {
+				soonest(snap.Now.Add(max(disruption.ValidationDelay, *p.Disruption.ConsolidateAfter)))
+			}
+		}
+	}
+	for _, n := range snap.Nodes {
+		p := disruption.PoolOf(n.Node, snap.Pools)
+		if at := disruption.ConsolidatableAt(n.Node); p != nil && p.Disruption.ConsolidateAfter != nil && !at.IsZero() && !unstamped[n.Node.Name] {
+			soonest(at.Add(max(disruption.ValidationDelay, *p.Disruption.ConsolidateAfter)))
+		}
+	}
+	for _, n := range snap.Nodes {
+		p := disruption.PoolOf(n.Node, snap.Pools)
+		if p == nil || p.Disruption.ConsolidateAfter == nil || unstamped[n.Node.Name] || disruption.Retiring(n.Node) {
+			continue
+		}
+		since := disruption.EmptySince(n.Node)
+		if stamped[n.Node.Name] {
+			since = snap.Now
+		}
+		if since.IsZero() {
+			continue
+		}
+		t := since.Add(*p.Disruption.ConsolidateAfter)
+		if !t.After(snap.Now) {
+			continue // due now: decided (or blocked) this pass
+		}
+		if due.IsZero() || t.Before(due) {
+			due = t
+		}
+	}
+	return due
+}
+
+// annotate sets annotations on a node (a nil value removes the key).
+func (r *Reaper) annotate(ctx context.Context, node string, values map[string]*string) error {
+	ann := map[string]any{}
+	for k, v := range values {
+		if v == nil {
+			ann[k] = nil
+		} else {
+			ann[k] = *v
+		}
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
+	_, err := r.Kube.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("annotate node %s: %w", node, err)
+	}
+	return nil
+}

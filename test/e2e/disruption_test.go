@@ -1,0 +1,170 @@
+package e2e
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/joist-dev/joist/pkg/pods"
+	"github.com/joist-dev/joist/pkg/termination"
+	"github.com/joist-dev/joist/test/testenv"
+)
+
+// instanceState is the EC2 simulator's state of an instance ("" if unknown).
+func instanceState(g *testenv.Ground, id string) string {
+	for _, i := range g.EC2.Instances() {
+		if i.ID == id {
+			return i.State
+		}
+	}
+	return ""
+}
+
+func terminated(state string) bool { return state == "shutting-down" || state == "terminated" }
+
+func nodeGone(t *testing.T, g *testenv.Ground, name string) bool {
+	_, err := g.Kube.Client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	return apierrors.IsNotFound(err)
+}
+
+// deletePods deletes pods as a scaled-down ReplicaSet does.
+func deletePods(t *testing.T, g *testenv.Ground, ps []*corev1.Pod) {
+	t.Helper()
+	for _, p := range ps {
+		if err := g.Kube.Client.CoreV1().Pods(p.Namespace).Delete(context.Background(), p.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestE2E_EmptyNodeRetiredAfterTTL is the guide's second half: the seed's
+// nginx Deployment scaled to zero empties its service node, and about
+// ttlSecondsAfterEmpty (30 s) later the reaper retires it: the instance is
+// terminated and the Node is gone. Never before the TTL.
+func TestE2E_EmptyNodeRetiredAfterTTL(t *testing.T) {
+	const every = 20 * time.Second // the reaper's schedule here (production: 1 min)
+	g := testenv.NewGround(t, testenv.GroundOptions{
+		Cluster: "ttl-empty", Namespace: "ttl-empty", Specs: seed(t), ReadyDelay: 300 * time.Millisecond, ReaperEvery: every,
+	})
+	ctx := context.Background()
+	ps := createPending(t, g, deploymentPods(t, seed(t)))
+	nodeName := waitBound(t, g, ps, 90*time.Second)[ps[0].Name]
+	node, err := g.Kube.Client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := pods.InstanceID(node.Spec.ProviderID)
+
+	// Scale to zero.
+	deletePods(t, g, ps)
+	eventually(t, 30*time.Second, "the nginx pods gone", func() (bool, error) {
+		list, err := g.Kube.Client.CoreV1().Pods("ttl-empty").List(ctx, metav1.ListOptions{})
+		return err == nil && len(list.Items) == 0, err
+	})
+	emptied := time.Now()
+
+	var retired time.Duration
+	eventually(t, 30*time.Second+every+60*time.Second, "the empty node's instance terminated", func() (bool, error) {
+		if terminated(instanceState(g, id)) {
+			retired = time.Since(emptied)
+			return true, nil
+		}
+		return false, nil
+	})
+	if retired < 30*time.Second {
+		t.Fatalf("instance terminated %s after the node emptied: before ttlSecondsAfterEmpty (30 s)", retired)
+	}
+	eventually(t, 15*time.Second, "the node deleted", func() (bool, error) { return nodeGone(t, g, nodeName), nil })
+	t.Logf("empty node → instance terminated in %s (ttl 30 s, reaper every %s)", retired.Round(100*time.Millisecond), every)
+	evs, err := g.Kube.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=Node,involvedObject.name=" + nodeName + ",reason=" + termination.ReasonTerminating})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs.Items) == 0 {
+		t.Errorf("no Terminating event on node %s", nodeName)
+	}
+}
+
+// TestE2E_KubectlDeleteNodeDrainsAndTerminates: a Joist node carries the
+// karpenter.sh/termination finalizer, so `kubectl delete node` evicts its
+// pods through the Eviction API, then terminates its instance, then lets
+// the Node go, as with Karpenter.
+func TestE2E_KubectlDeleteNodeDrainsAndTerminates(t *testing.T) {
+	g := testenv.NewGround(t, testenv.GroundOptions{
+		Cluster: "kubectl-delete", Namespace: "kubectl-delete", Specs: seed(t), ReadyDelay: 300 * time.Millisecond, ReaperEvery: 10 * time.Second,
+	})
+	ctx := context.Background()
+	ps := createPending(t, g, deploymentPods(t, seed(t)))
+	nodeName := waitBound(t, g, ps, 90*time.Second)[ps[0].Name]
+	var node *corev1.Node
+	eventually(t, 30*time.Second, "the node carries the termination finalizer", func() (bool, error) {
+		n, err := g.Kube.Client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		node = n
+		return err == nil && slices.Contains(n.Finalizers, termination.Finalizer), err
+	})
+	id := pods.InstanceID(node.Spec.ProviderID)
+
+	// kubectl delete node
+	if err := g.Kube.Client.CoreV1().Nodes().Delete(ctx, nodeName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	// The instance must outlive the pods: watch both until it ends.
+	podsGoneFirst := false
+	eventually(t, 60*time.Second, "the instance terminated", func() (bool, error) {
+		list, err := g.Kube.Client.CoreV1().Pods("kubectl-delete").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		if terminated(instanceState(g, id)) {
+			return true, nil
+		}
+		podsGoneFirst = len(list.Items) == 0
+		return false, nil
+	})
+	if !podsGoneFirst {
+		t.Errorf("instance %s terminated while pods were still on its node", id)
+	}
+	eventually(t, 15*time.Second, "the node deleted", func() (bool, error) { return nodeGone(t, g, nodeName), nil })
+	t.Logf("kubectl delete node → drained and instance terminated in %s", time.Since(start).Round(100*time.Millisecond))
+	evs, err := g.Kube.Client.CoreV1().Events("kubectl-delete").List(ctx, metav1.ListOptions{FieldSelector: "reason=" + termination.ReasonEvicted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs.Items) != len(ps) {
+		t.Errorf("%d Evicted events, want one per pod (%d)", len(evs.Items), len(ps))
+	}
+}
+
+// TestE2E_NodeWithoutInstanceDeleted: an instance terminated outside Joist
+// leaves a Node held by the termination finalizer (the cloud's node
+// lifecycle deletes it); Joist releases it without draining, so it does
+// not linger.
+func TestE2E_NodeWithoutInstanceDeleted(t *testing.T) {
+	g := testenv.NewGround(t, testenv.GroundOptions{
+		Cluster: "no-instance", Namespace: "no-instance", Specs: seed(t), ReadyDelay: 300 * time.Millisecond, ReaperEvery: 10 * time.Second,
+	})
+	ctx := context.Background()
+	ps := createPending(t, g, deploymentPods(t, seed(t)))
+	nodeName := waitBound(t, g, ps, 90*time.Second)[ps[0].Name]
+	var node *corev1.Node
+	eventually(t, 30*time.Second, "the node carries the termination finalizer", func() (bool, error) {
+		n, err := g.Kube.Client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		node = n
+		return err == nil && slices.Contains(n.Finalizers, termination.Finalizer), err
+	})
+	if err := g.EC2.TerminateExternally(pods.InstanceID(node.Spec.ProviderID)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	eventually(t, 20*time.Second, "the node deleted", func() (bool, error) { return nodeGone(t, g, nodeName), nil })
+	t.Logf("node of an instance terminated outside Joist deleted in %s", time.Since(start).Round(100*time.Millisecond))
+}
