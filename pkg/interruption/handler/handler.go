@@ -50,7 +50,11 @@ type Handler struct {
 	// idempotent (a duplicate message calls it again) and return once the
 	// drain is started. Nil until the engine is wired: the node is then
 	// left to the reclaim (its pods move once their node is deleted).
-	Retire  func(ctx context.Context, node *corev1.Node) error
+	Retire func(ctx context.Context, node *corev1.Node) error
+	// Release removes the node of an instance that is gone, without a
+	// drain (its finalizer dropped, the Node deleted). Nil: a plain delete
+	// (preconditioned on the node's UID).
+	Release func(ctx context.Context, node *corev1.Node) error
 	Log     *slog.Logger
 	Metrics *metrics.Recorder
 	Now     func() time.Time
@@ -175,10 +179,16 @@ func (h *Handler) act(ctx context.Context, log *slog.Logger, m *interruption.Mes
 		h.event(ctx, log, f.Node, m, d)
 	case interruption.ActionDelete:
 		h.event(ctx, log, f.Node, m, d)
-		uid := f.Node.UID
-		err := h.Kube.CoreV1().Nodes().Delete(ctx, f.Node.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return fmt.Errorf("delete node %s: %w", f.Node.Name, err)
+		if h.Release != nil {
+			if err := h.Release(ctx, f.Node); err != nil {
+				return fmt.Errorf("release node %s: %w", f.Node.Name, err)
+			}
+		} else {
+			uid := f.Node.UID
+			err := h.Kube.CoreV1().Nodes().Delete(ctx, f.Node.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				return fmt.Errorf("delete node %s: %w", f.Node.Name, err)
+			}
 		}
 		log.Info("interruption: instance gone; node deleted")
 	case interruption.ActionReplace:

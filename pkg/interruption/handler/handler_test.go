@@ -165,6 +165,16 @@ func TestHandleSQS_TerminatedDeletesTheNodeAtOnce(t *testing.T) {
 	}
 }
 
+func TestHandleSQS_TerminatedReleasesTheNodeThroughTheHook(t *testing.T) {
+	r := newRig(t, ours, nil)
+	r.h.Instances.(*fakeEC2).insts[0].State = "terminated"
+	var released []string
+	r.h.Release = func(_ context.Context, n *corev1.Node) error { released = append(released, n.Name); return nil }
+	if failed := r.run(t, body(t, "ec2-instance-state-change-notification-terminated.json")); len(failed) != 0 || !reflect.DeepEqual(released, []string{"n1"}) {
+		t.Fatalf("failed %v, released %v; want n1 released", failed, released)
+	}
+}
+
 func TestHandleSQS_TerminatedWhileEC2SaysRunningLeavesTheNode(t *testing.T) {
 	r := newRig(t, ours, nil)
 	if failed := r.run(t, body(t, "ec2-instance-state-change-notification-terminated.json")); len(failed) != 0 || !r.nodeExists(t) {
