@@ -110,6 +110,17 @@ func (c *Client) Nominate(ctx context.Context, p *corev1.Pod, instance string, n
 	return c.patchPod(ctx, p, patch)
 }
 
+// NominateReplacement records on a running pod of a node going away the
+// instance launched to take it (pods.AnnotationReplacement), conditional
+// on the pod's resourceVersion as Nominate is.
+func (c *Client) NominateReplacement(ctx context.Context, p *corev1.Pod, instance string) error {
+	patch := map[string]any{"metadata": map[string]any{
+		"resourceVersion": p.ResourceVersion,
+		"annotations":     map[string]any{pods.AnnotationReplacement: instance},
+	}}
+	return c.patchPod(ctx, p, patch)
+}
+
 // Unplan removes the plan from a pod so the provisioner considers it
 // again.
 func (c *Client) Unplan(ctx context.Context, p *corev1.Pod) error {

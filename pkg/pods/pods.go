@@ -63,6 +63,20 @@ func ForDefaultScheduler(p *corev1.Pod) bool {
 	return p.Spec.SchedulerName == "" || p.Spec.SchedulerName == DefaultScheduler
 }
 
+// AnnotationReplacement, on a pod still running on a node that is going
+// away (an interruption), names the instance launched to take it. Every
+// provisioning pass counts such a pod on that instance as well as on its
+// node, so the room it will need is not given to other pods before it
+// moves. A pod's controller makes its successor without the annotation;
+// the reservation ends with the pod.
+const AnnotationReplacement = "joist.sh/replacement-instance-id"
+
+// ReplacementInstance is the instance launched to take over the running
+// pod, or "".
+func ReplacementInstance(p *corev1.Pod) string {
+	return p.Annotations[AnnotationReplacement]
+}
+
 // PlannedInstance is the instance id the pod waits for, or "".
 func PlannedInstance(p *corev1.Pod) string {
 	return p.Annotations[AnnotationInstance]

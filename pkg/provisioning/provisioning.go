@@ -215,7 +215,7 @@ func (p *Provisioner) Reconcile(ctx context.Context) (*Result, error) {
 				id = pods.InstanceID(node.Spec.ProviderID)
 			}
 			for _, pod := range pl.Pods {
-				if err := p.nominate(ctx, pod, c.describe(id), now, res); err != nil {
+				if err := p.nominate(ctx, c, pod, c.describe(id), now, res); err != nil {
 					return res, err
 				}
 			}
@@ -260,7 +260,7 @@ func (p *Provisioner) Reconcile(ctx context.Context) (*Result, error) {
 			// must see it as in flight.
 			c.instances = append(c.instances, *inst)
 			for _, pod := range n.Pods {
-				if err := p.nominate(ctx, pod, *inst, now, res); err != nil {
+				if err := p.nominate(ctx, c, pod, *inst, now, res); err != nil {
 					return res, err
 				}
 				c.planned[inst.ID] = append(c.planned[inst.ID], pod)
@@ -328,9 +328,17 @@ func (p *Provisioner) giveUpUnregistered(c *cluster, res *Result) {
 // what is still unplaced waits for the next event or the safety net.
 const maxPlanAttempts = 4
 
-func (p *Provisioner) nominate(ctx context.Context, pod *corev1.Pod, inst launch.Instance, now time.Time, res *Result) error {
+func (p *Provisioner) nominate(ctx context.Context, c *cluster, pod *corev1.Pod, inst launch.Instance, now time.Time, res *Result) error {
 	instance := inst.ID
-	if err := p.Kube.Nominate(ctx, pod, instance, now); err != nil {
+	nominate := p.Kube.Nominate
+	if c.moving[pod.UID] {
+		// Still running on a node going away: the plan is its
+		// replacement, which every pass counts (pods.AnnotationReplacement).
+		nominate = func(ctx context.Context, pod *corev1.Pod, instance string, _ time.Time) error {
+			return p.Kube.NominateReplacement(ctx, pod, instance)
+		}
+	}
+	if err := nominate(ctx, pod, instance, now); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return nil // changed since read; the next pass sees the truth
 		}

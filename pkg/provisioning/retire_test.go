@@ -1,6 +1,7 @@
 package provisioning
 
 import (
+	"reflect"
 	"sort"
 	"testing"
 
@@ -19,19 +20,44 @@ func podOn(name, node string, mutate ...func(*corev1.Pod)) *corev1.Pod {
 	return p
 }
 
+func TestReserveReplacements_OnlyALiveReplacementOfAnotherInstanceHoldsRoom(t *testing.T) {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Spec: corev1.NodeSpec{ProviderID: "aws:///z/i-000000000000000n0"}}
+	mark := func(id string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) { p.Annotations[pods.AnnotationReplacement] = id }
+	}
+	c := &cluster{nodes: []*corev1.Node{n}, planned: map[string][]*corev1.Pod{}, bound: map[string][]*corev1.Pod{"n": {
+		podOn("moving", "n", mark("i-new")),
+		podOn("own", "n", mark("i-000000000000000n0")),
+		podOn("gone", "n", mark("i-dead")),
+		podOn("plain", "n"),
+		podOn("nominated-only", "n", func(p *corev1.Pod) { p.Annotations[pods.AnnotationInstance] = "i-new" }),
+	}}}
+	c.reserveReplacements(map[string]bool{"i-new": true, "i-000000000000000n0": true})
+	if got := c.planned["i-new"]; len(got) != 1 || got[0].Name != "moving" {
+		t.Fatalf("planned on i-new = %v, want [moving] (a pod kube-scheduler bound elsewhere after a nomination reserves nothing)", got)
+	}
+	if len(c.planned) != 1 {
+		t.Fatalf("planned = %v", c.planned)
+	}
+}
+
 func TestRetireNodes_PlansTheNodesReschedulablePodsAgainAndKeepsThoseALiveReplacementAwaits(t *testing.T) {
 	old := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "old"}, Spec: corev1.NodeSpec{ProviderID: "aws:///z/i-0000000000000old0"}}
 	other := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "other"}, Spec: corev1.NodeSpec{ProviderID: "aws:///z/i-00000000000other0"}}
 	planned := func(id string) func(*corev1.Pod) {
 		return func(p *corev1.Pod) { p.Annotations[pods.AnnotationInstance] = id }
 	}
+	replaced := func(id string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) { p.Annotations[pods.AnnotationReplacement] = id }
+	}
 	c := &cluster{
 		nodes: []*corev1.Node{old, other},
 		bound: map[string][]*corev1.Pod{
 			"old": {
 				podOn("web", "old"),
-				podOn("awaited", "old", planned("i-replacement")),
-				podOn("stale-plan", "old", planned("i-dead")),
+				podOn("awaited", "old", replaced("i-replacement")),
+				podOn("stale-plan", "old", replaced("i-dead")),
+				podOn("old-nomination", "old", planned("i-0000000000000old0")),
 				podOn("ds", "old", func(p *corev1.Pod) {
 					p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "d"}}
 				}),
@@ -43,7 +69,9 @@ func TestRetireNodes_PlansTheNodesReschedulablePodsAgainAndKeepsThoseALiveReplac
 		},
 		planned: map[string][]*corev1.Pod{"i-0000000000000old0": {podOn("coming", "", planned("i-0000000000000old0"))}},
 	}
-	c.retireNodes([]string{"old", "missing"}, map[string]bool{"i-replacement": true, "i-0000000000000old0": true})
+	live := map[string]bool{"i-replacement": true, "i-0000000000000old0": true}
+	c.reserveReplacements(live)
+	c.retireNodes([]string{"old", "missing"}, live)
 	var todo []string
 	for _, p := range c.todo {
 		todo = append(todo, p.Name)
@@ -55,11 +83,11 @@ func TestRetireNodes_PlansTheNodesReschedulablePodsAgainAndKeepsThoseALiveReplac
 		t.Error("the cluster's own pod was changed")
 	}
 	sort.Strings(todo)
-	if got, want := todo, []string{"coming", "stale-plan", "web"}; len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+	if got, want := todo, []string{"coming", "old-nomination", "stale-plan", "web"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("todo = %v, want %v", got, want)
 	}
-	if len(c.planned["i-replacement"]) != 1 || c.planned["i-replacement"][0].Name != "awaited" {
-		t.Fatalf("planned on the replacement = %v, want [awaited]", c.planned["i-replacement"])
+	if len(c.planned["i-replacement"]) != 1 || c.planned["i-replacement"][0].Name != "awaited" || c.planned["i-replacement"][0].Spec.NodeName != "" {
+		t.Fatalf("planned on the replacement = %v, want [awaited] without its node", c.planned["i-replacement"])
 	}
 	if _, ok := c.planned["i-0000000000000old0"]; ok {
 		t.Fatal("pods still planned onto the retiring instance")

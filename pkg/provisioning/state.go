@@ -9,6 +9,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/joist-dev/joist/pkg/catalog"
 	"github.com/joist-dev/joist/pkg/launch"
@@ -35,6 +36,21 @@ type cluster struct {
 	classes    []*storagev1.StorageClass
 	// retiring are nodes going away (Provisioner.Replace): not capacity.
 	retiring map[string]bool
+	// moving are running pods planned as if evicted (by UID): their plan
+	// is recorded as pods.AnnotationReplacement.
+	moving map[types.UID]bool
+}
+
+// asMoving is a running pod as the simulator must see it to place it
+// elsewhere: without its node.
+func (c *cluster) asMoving(pod *corev1.Pod) *corev1.Pod {
+	if c.moving == nil {
+		c.moving = map[types.UID]bool{}
+	}
+	c.moving[pod.UID] = true
+	pod = pod.DeepCopy()
+	pod.Spec.NodeName = ""
+	return pod
 }
 
 // read gathers the truth. Instances are read before nodes and pods: an
@@ -79,10 +95,25 @@ func (p *Provisioner) read(ctx context.Context) (*cluster, error) {
 		}
 		c.todo = append(c.todo, pod)
 	}
+	c.reserveReplacements(live)
 	if p.retiring != nil {
 		c.retireNodes(p.retiring.Nodes, live)
 	}
 	return c, nil
+}
+
+// reserveReplacements counts the running pods of nodes going away on the
+// live instance launched to take them (pods.AnnotationReplacement), so
+// their room is not given away before they move.
+func (c *cluster) reserveReplacements(live map[string]bool) {
+	for _, n := range c.nodes {
+		own := pods.InstanceID(n.Spec.ProviderID)
+		for _, pod := range c.bound[n.Name] {
+			if id := pods.ReplacementInstance(pod); id != "" && id != own && live[id] && Reschedulable(pod) {
+				c.planned[id] = append(c.planned[id], c.asMoving(pod))
+			}
+		}
+	}
 }
 
 // retireNodes takes the nodes out of the cluster the simulator sees and
@@ -103,15 +134,12 @@ func (c *cluster) retireNodes(names []string, live map[string]bool) {
 			if !Reschedulable(pod) {
 				continue
 			}
+			if id := pods.ReplacementInstance(pod); id != "" && id != own && live[id] {
+				continue // awaited by its live replacement already (read)
+			}
 			// Planned as if evicted already: the simulator places only
 			// pods without a node.
-			pod = pod.DeepCopy()
-			pod.Spec.NodeName = ""
-			if id := pods.PlannedInstance(pod); id != "" && id != own && live[id] {
-				c.planned[id] = append(c.planned[id], pod)
-				continue
-			}
-			c.todo = append(c.todo, pod)
+			c.todo = append(c.todo, c.asMoving(pod))
 		}
 		// Pending pods planned onto the retiring instance itself (it may
 		// not be Ready yet) are planned again.

@@ -264,9 +264,10 @@ func (e *Env) Interruption() (func(ctx context.Context, m *metrics.Recorder) *ha
 				t := &termination.Terminator{Kube: e.Kube, Log: WithRequest(ctx, e.Log), Metrics: m}
 				return t.Begin(ctx, node.Name, interruption.RetireReason)
 			},
+			// The instance is gone: the node goes at once, its finalizer
+			// with it (nothing is left to drain).
 			Release: func(ctx context.Context, node *corev1.Node) error {
-				t := &termination.Terminator{Kube: e.Kube, Log: WithRequest(ctx, e.Log), Metrics: m}
-				return t.Release(ctx, node.Name)
+				return (&termination.Terminator{Kube: e.Kube, Log: WithRequest(ctx, e.Log), Metrics: m}).Release(ctx, node.Name)
 			},
 			Log: WithRequest(ctx, e.Log), Metrics: m,
 		}

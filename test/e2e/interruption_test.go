@@ -16,11 +16,13 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/joist-dev/joist/pkg/kube"
 	"github.com/joist-dev/joist/pkg/launch"
 	"github.com/joist-dev/joist/pkg/pods"
+	"github.com/joist-dev/joist/pkg/termination"
 	"github.com/joist-dev/joist/test/ec2sim"
 	"github.com/joist-dev/joist/test/testenv"
 )
@@ -110,15 +112,17 @@ func (b *batches) count() (handled, failed, errs int) {
 // interruptGround is a ground for one interruption scenario, with its
 // pods bound to one spot node.
 func interruptGround(t *testing.T, cluster, annotations string, keepGone bool) (*testenv.Ground, *batches, []*corev1.Pod, *corev1.Node, ec2sim.Instance) {
-	return interruptGroundReady(t, cluster, annotations, keepGone, 300*time.Millisecond)
+	return interruptGroundWith(t, cluster, annotations, keepGone, 300*time.Millisecond, 0)
 }
 
-func interruptGroundReady(t *testing.T, cluster, annotations string, keepGone bool, readyDelay time.Duration) (*testenv.Ground, *batches, []*corev1.Pod, *corev1.Node, ec2sim.Instance) {
+// interruptGroundWith is interruptGround with the kubelet's ReadyDelay and
+// the reaper's period (0: no reaper, so a retirement begun is not drained).
+func interruptGroundWith(t *testing.T, cluster, annotations string, keepGone bool, readyDelay, reaperEvery time.Duration) (*testenv.Ground, *batches, []*corev1.Pod, *corev1.Node, ec2sim.Instance) {
 	t.Helper()
 	b := &batches{}
 	specs := interruptSpecs(cluster, annotations)
 	g := testenv.NewGround(t, testenv.GroundOptions{
-		Cluster: cluster, Namespace: cluster, Specs: []byte(specs), ReadyDelay: readyDelay,
+		Cluster: cluster, Namespace: cluster, Specs: []byte(specs), ReadyDelay: readyDelay, ReaperEvery: reaperEvery,
 		ExtraEnv: al2023Env, OnBatch: b.hook, KubeletKeepsGoneNodes: keepGone, VisibilityTimeout: 2,
 	})
 	pending := createPending(t, g, deploymentPods(t, []byte(specs)))
@@ -134,20 +138,56 @@ func interruptGroundReady(t *testing.T, cluster, annotations string, keepGone bo
 	return g, b, pending, node, inst
 }
 
+// replicaSet plays a ReplicaSet for pods: each one deleted (evicted) gets
+// a pending successor, "<name>-again". It stops with the test.
+func replicaSet(t *testing.T, g *testenv.Ground, originals []*corev1.Pod) func() []*corev1.Pod {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	var mu sync.Mutex
+	var successors []*corev1.Pod
+	done := map[string]bool{}
+	go func() {
+		for ctx.Err() == nil {
+			for _, p := range originals {
+				if done[p.Name] {
+					continue
+				}
+				if _, err := g.Kube.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+					continue
+				}
+				next := p.DeepCopy()
+				next.Name, next.UID, next.ResourceVersion, next.Spec.NodeName, next.Annotations = p.Name+"-again", "", "", "", nil
+				next.Status = corev1.PodStatus{}
+				created, err := g.CreatePending(ctx, next)
+				if err != nil {
+					continue
+				}
+				done[p.Name] = true
+				mu.Lock()
+				successors = append(successors, created)
+				mu.Unlock()
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	return func() []*corev1.Pod {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]*corev1.Pod(nil), successors...)
+	}
+}
+
 // TestE2E_SpotInterruptionReplacesFirst: a spot node with two pods gets a
-// two-minute warning (10 s here). The replacement's CreateFleet is issued
-// within 5 s of the warning and before the instance is reclaimed, and not
-// for the interrupted offering (type, zone, spot). The termination engine
-// (issue 11) is not wired yet, so nothing drains the node before the
-// reclaim: after it, the test plays the controller manager (pod GC and
-// the ReplicaSet recreate the pods), and the recreated pods are bound to
-// the replacement that was already there, with no further CreateFleet.
-// What this proves: replacement first, in time, elsewhere, and sized for
-// the node's pods. What it cannot prove yet: the pods moving before the
-// reclaim (the drain is issue 11's).
+// spot warning (a 30 s notice here). The replacement's CreateFleet is
+// issued within 5 s of the warning, before anything is evicted, and not
+// for the interrupted offering (type, zone, spot); the node's retirement
+// is begun through the termination engine, whose drain (the reaper's
+// loop) evicts the pods; the test plays their ReplicaSet; every successor
+// is bound on the replacement before the notice runs out; the old node
+// and instance are gone; nothing else was launched.
 //
 // JOIST_INTERRUPTION_READY_DELAY (a Go duration, default 300ms) sets the
-// simulated kubelet's ReadyDelay; the notice is then 10 s or four times
+// simulated kubelet's ReadyDelay; the notice is then 30 s or four times
 // that, whichever is longer (30s gives a 120 s notice, AWS's).
 func TestE2E_SpotInterruptionReplacesFirst(t *testing.T) {
 	ctx := context.Background()
@@ -159,9 +199,10 @@ func TestE2E_SpotInterruptionReplacesFirst(t *testing.T) {
 		}
 		readyDelay = d
 	}
-	notice := max(10*time.Second, 4*readyDelay)
-	g, b, pending, node, old := interruptGroundReady(t, "intr-spot", "", false, readyDelay)
+	notice := max(30*time.Second, 4*readyDelay)
+	g, b, pending, node, old := interruptGroundWith(t, "intr-spot", "", false, readyDelay, 2*time.Second)
 	fleetsBefore := len(g.EC2.CreateFleetCalls())
+	successors := replicaSet(t, g, pending)
 
 	warned := time.Now()
 	reclaimed, err := g.EC2.InterruptSpot(old.ID, notice)
@@ -180,9 +221,6 @@ func TestE2E_SpotInterruptionReplacesFirst(t *testing.T) {
 	if d := replacement.At.Sub(warned); d > 5*time.Second {
 		t.Errorf("replacement CreateFleet %s after the warning, want within 5 s", d)
 	}
-	if inst, _ := g.EC2.Instance(old.ID); inst.State != "running" {
-		t.Fatalf("the old instance is %s when the replacement was requested, want still running", inst.State)
-	}
 	t.Logf("warning → replacement CreateFleet: %s", replacement.At.Sub(warned).Round(time.Millisecond))
 	if len(replacement.InstanceIDs) != 1 {
 		t.Fatalf("replacement fleet launched %v (errors %v)", replacement.InstanceIDs, replacement.Errors)
@@ -191,53 +229,120 @@ func TestE2E_SpotInterruptionReplacesFirst(t *testing.T) {
 	if repl.InstanceType == old.InstanceType && repl.Zone == old.Zone && repl.CapacityType == old.CapacityType {
 		t.Errorf("replacement is the interrupted offering %s/%s/%s", repl.InstanceType, repl.Zone, repl.CapacityType)
 	}
+	evs, err := g.Kube.Client.CoreV1().Events("intr-spot").List(ctx, metav1.ListOptions{FieldSelector: "reason=" + termination.ReasonEvicted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs.Items {
+		if e.FirstTimestamp.Time.Before(replacement.At) {
+			t.Errorf("pod %s evicted at %s, before the replacement's CreateFleet at %s", e.InvolvedObject.Name, e.FirstTimestamp.Time, replacement.At)
+		}
+	}
+
+	eventually(t, notice, "every pod's successor bound on the replacement", func() (bool, error) {
+		next := successors()
+		if len(next) < len(pending) {
+			return false, nil
+		}
+		for _, p := range next {
+			got, err := g.Kube.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+			if err != nil || got.Spec.NodeName == "" {
+				return false, err
+			}
+			n, err := g.Kube.Client.CoreV1().Nodes().Get(ctx, got.Spec.NodeName, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if id := pods.InstanceID(n.Spec.ProviderID); id != repl.ID {
+				return false, fmt.Errorf("pod %s bound to %s, want the replacement %s", p.Name, id, repl.ID)
+			}
+		}
+		return true, nil
+	})
+	select {
+	case <-reclaimed:
+		t.Errorf("the pods were bound on the replacement only after the reclaim")
+	default:
+	}
+	t.Logf("warning → every pod bound on the replacement: %s (ReadyDelay %s, notice %s)", time.Since(warned).Round(time.Millisecond), readyDelay, notice)
 	if _, _, errs := b.count(); errs != 0 {
 		t.Errorf("%d interruption invocations failed", errs)
 	}
-	eventually(t, notice, "the replacement node Ready before the reclaim", func() (bool, error) {
-		nodes, err := g.Kube.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		for i := range nodes.Items {
-			if pods.InstanceID(nodes.Items[i].Spec.ProviderID) == repl.ID && pods.NodeReady(&nodes.Items[i]) {
-				return true, nil
-			}
+
+	eventually(t, notice+30*time.Second, "the old node and instance gone", func() (bool, error) {
+		return nodeGone(t, g, node.Name) && terminated(instanceState(g, old.ID)), nil
+	})
+	<-reclaimed
+	if n := len(g.EC2.CreateFleetCalls()); n != fleetsBefore+1 {
+		t.Errorf("%d CreateFleet calls after the warning, want exactly the replacement's", n-fleetsBefore)
+	}
+}
+
+// TestE2E_InterruptedPodsKeepTheirRoomOnTheReplacement: with no drain
+// running (no reaper), the interrupted node's pods keep running; a pod
+// that arrives during the notice and would fit only in the room they will
+// need on the replacement gets a node of its own.
+func TestE2E_InterruptedPodsKeepTheirRoomOnTheReplacement(t *testing.T) {
+	ctx := context.Background()
+	g, _, _, node, old := interruptGround(t, "intr-room", "", false)
+	fleetsBefore := len(g.EC2.CreateFleetCalls())
+	reclaimed, err := g.EC2.InterruptSpot(old.ID, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var repl string
+	eventually(t, 10*time.Second, "the replacement launched", func() (bool, error) {
+		calls := g.EC2.CreateFleetCalls()
+		if len(calls) > fleetsBefore && len(calls[fleetsBefore].InstanceIDs) == 1 {
+			repl = calls[fleetsBefore].InstanceIDs[0]
+			return true, nil
 		}
 		return false, nil
 	})
-	if inst, _ := g.EC2.Instance(old.ID); inst.State != "running" {
-		t.Errorf("the old instance is %s when the replacement is Ready, want still running", inst.State)
+	late := deploymentPods(t, []byte(interruptSpecs("intr-room", "")))[0]
+	late.Name = "latecomer"
+	late.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("1")
+	for name, n := range allBound(t, g, createPending(t, g, []*corev1.Pod{late}), 30*time.Second) {
+		if id := pods.InstanceID(n.Spec.ProviderID); id == repl || id == old.ID {
+			t.Errorf("%s bound to %s, whose room is the interrupted node's pods'", name, id)
+		}
 	}
-	t.Logf("warning → replacement node Ready: %s (ReadyDelay %s, notice %s)", time.Since(warned).Round(time.Millisecond), readyDelay, notice)
-
-	// The reclaim: the instance goes, its node is deleted.
+	// Let the reclaim happen inside the test: its events must not reach a
+	// later scenario's queue.
 	<-reclaimed
-	eventually(t, 30*time.Second, "the old node deleted", func() (bool, error) {
+	eventually(t, 30*time.Second, "the old node gone", func() (bool, error) {
 		_, err := g.Kube.Client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
-	// The controller manager's part: pod GC deletes the orphans, the
-	// ReplicaSet makes new ones.
-	var again []*corev1.Pod
-	for _, p := range pending {
-		zero := int64(0)
-		if err := g.Kube.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
-			t.Fatal(err)
-		}
+}
+
+// TestE2E_ScheduledChangeReplacesFirst: AWS Health schedules the
+// retirement of a node's instance. The replacement is launched at once
+// while the instance keeps running; the offering is not avoided (the host
+// is retiring, not the pool). The drain that should follow is the
+// termination engine's (issue 11, not wired): the old node is left alone.
+func TestE2E_ScheduledChangeReplacesFirst(t *testing.T) {
+	ctx := context.Background()
+	g, b, _, node, inst := interruptGround(t, "intr-retire", "", false)
+	fleetsBefore := len(g.EC2.CreateFleetCalls())
+	if err := g.EC2.ScheduleRetirement(inst.ID, time.Now().Add(14*24*time.Hour)); err != nil {
+		t.Fatal(err)
 	}
-	for _, p := range deploymentPods(t, []byte(interruptSpecs("intr-spot", ""))) {
-		p.Name += "-again"
-		again = append(again, p)
+	eventually(t, 20*time.Second, "the replacement's CreateFleet", func() (bool, error) {
+		return len(g.EC2.CreateFleetCalls()) > fleetsBefore, nil
+	})
+	queueDrained(t, g, g.Msg.Interruption.URL)
+	if _, failed, errs := b.count(); failed != 0 || errs != 0 {
+		t.Errorf("%d messages failed, %d invocations errored", failed, errs)
 	}
-	again = createPending(t, g, again)
-	for name, n := range allBound(t, g, again, 60*time.Second) {
-		if pods.InstanceID(n.Spec.ProviderID) != repl.ID {
-			t.Errorf("pod %s bound to %s, want the replacement %s", name, n.Name, repl.ID)
-		}
+	if n := len(g.EC2.CreateFleetCalls()) - fleetsBefore; n != 1 {
+		t.Errorf("%d CreateFleet calls, want the replacement's only", n)
 	}
-	if n := len(g.EC2.CreateFleetCalls()); n != fleetsBefore+1 {
-		t.Errorf("%d CreateFleet calls after the warning, want exactly the replacement's", n-fleetsBefore)
+	if got, _ := g.EC2.Instance(inst.ID); got.State != "running" {
+		t.Errorf("the retiring instance is %s, want running (Joist terminates nothing here)", got.State)
+	}
+	if _, err := g.Kube.Client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("the retiring node: %v, want it kept until the drain", err)
 	}
 }
 

@@ -120,3 +120,30 @@ func (s *Sim) AddRunningInstance(instanceType, zoneName string, tags map[string]
 	s.instanceOrder = append(s.instanceOrder, in.id)
 	return in.id, nil
 }
+
+// ScheduleRetirement emits the "AWS Health Event" of an EC2 scheduled
+// change (AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED) for the instance, as
+// AWS Health does when the host's hardware is to be retired. Nothing else
+// happens to the instance.
+func (s *Sim) ScheduleRetirement(id string, at time.Time) error {
+	if _, err := s.liveInstance(id); err != nil {
+		return err
+	}
+	const code = "AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED"
+	s.emit(Event{Source: "aws.health", DetailType: "AWS Health Event", Resources: []string{id}, Detail: map[string]any{
+		"eventArn":          fmt.Sprintf("arn:aws:health:%s::event/EC2/%s/%s_%s", s.opts.Region, code, code, id),
+		"service":           "EC2",
+		"eventScopeCode":    "ACCOUNT_SPECIFIC",
+		"statusCode":        "upcoming",
+		"eventRegion":       s.opts.Region,
+		"eventTypeCode":     code,
+		"eventTypeCategory": "scheduledChange",
+		"startTime":         at.UTC().Format(time.RFC1123),
+		"eventDescription": []map[string]string{{
+			"language":          "en_US",
+			"latestDescription": "EC2 has detected degradation of the underlying hardware hosting your Amazon EC2 instance.",
+		}},
+		"affectedEntities": []map[string]string{{"entityValue": id}},
+	}})
+	return nil
+}

@@ -51,9 +51,9 @@ type Handler struct {
 	// drain is started. Nil until the engine is wired: the node is then
 	// left to the reclaim (its pods move once their node is deleted).
 	Retire func(ctx context.Context, node *corev1.Node) error
-	// Release, when set, removes a node whose instance is gone without a
-	// drain (the termination engine's Release: finalizer off, Node
-	// deleted); nil deletes the Node only.
+	// Release removes the node of an instance that is gone, without a
+	// drain (its finalizer dropped, the Node deleted). Nil: a plain delete
+	// (preconditioned on the node's UID).
 	Release func(ctx context.Context, node *corev1.Node) error
 	Log     *slog.Logger
 	Metrics *metrics.Recorder
@@ -180,8 +180,6 @@ func (h *Handler) act(ctx context.Context, log *slog.Logger, m *interruption.Mes
 	case interruption.ActionDelete:
 		h.event(ctx, log, f.Node, m, d)
 		if h.Release != nil {
-			// The termination finalizer would hold the Node for a drain
-			// that has nothing left to do.
 			if err := h.Release(ctx, f.Node); err != nil {
 				return fmt.Errorf("release node %s: %w", f.Node.Name, err)
 			}
@@ -217,17 +215,29 @@ func (h *Handler) act(ctx context.Context, log *slog.Logger, m *interruption.Mes
 	return nil
 }
 
-// replace runs the provisioning pass; a Lease held by another decider is
-// a failure that passes, so the message is delivered again.
+// leaseAttempts is how many times a message's replacement pass tries for
+// the decider Lease (each try waits up to the Lease's own 5 s) before the
+// message is left for redelivery: a provisioner pass holds it for a few
+// seconds, and a redelivery costs the queue's visibility timeout, a large
+// part of a two-minute warning.
+const leaseAttempts = 3
+
+// replace runs the provisioning pass; a Lease held by another decider for
+// longer than leaseAttempts tries is a failure that passes, so the message
+// is delivered again.
 func (h *Handler) replace(ctx context.Context, r provisioning.Retiring) (*provisioning.Result, error) {
-	res, err := h.Replace(ctx, r)
-	if err != nil {
-		return nil, fmt.Errorf("replacement pass: %w", err)
+	for attempt := 1; ; attempt++ {
+		res, err := h.Replace(ctx, r)
+		if err != nil {
+			return nil, fmt.Errorf("replacement pass: %w", err)
+		}
+		if !res.Skipped {
+			return res, nil
+		}
+		if attempt == leaseAttempts || ctx.Err() != nil {
+			return nil, fmt.Errorf("replacement pass: another decider held the lease %d times", attempt)
+		}
 	}
-	if res.Skipped {
-		return nil, errors.New("replacement pass: another decider holds the lease")
-	}
-	return res, nil
 }
 
 // rebalanceOptIn says whether the node's pool carries

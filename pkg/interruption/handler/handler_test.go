@@ -165,6 +165,16 @@ func TestHandleSQS_TerminatedDeletesTheNodeAtOnce(t *testing.T) {
 	}
 }
 
+func TestHandleSQS_TerminatedReleasesTheNodeThroughTheHook(t *testing.T) {
+	r := newRig(t, ours, nil)
+	r.h.Instances.(*fakeEC2).insts[0].State = "terminated"
+	var released []string
+	r.h.Release = func(_ context.Context, n *corev1.Node) error { released = append(released, n.Name); return nil }
+	if failed := r.run(t, body(t, "ec2-instance-state-change-notification-terminated.json")); len(failed) != 0 || !reflect.DeepEqual(released, []string{"n1"}) {
+		t.Fatalf("failed %v, released %v; want n1 released", failed, released)
+	}
+}
+
 func TestHandleSQS_TerminatedWhileEC2SaysRunningLeavesTheNode(t *testing.T) {
 	r := newRig(t, ours, nil)
 	if failed := r.run(t, body(t, "ec2-instance-state-change-notification-terminated.json")); len(failed) != 0 || !r.nodeExists(t) {
@@ -209,16 +219,35 @@ func (f *flaky) Describe(ctx context.Context, ids ...string) ([]launch.Instance,
 	return f.fakeEC2.Describe(ctx, ids...)
 }
 
-func TestHandleSQS_LeaseHeldElsewhereIsRetried(t *testing.T) {
+func TestHandleSQS_LeaseHeldElsewhereIsTriedAgainThenRetried(t *testing.T) {
 	r := newRig(t, ours, nil)
+	tries := 0
 	r.h.Replace = func(context.Context, provisioning.Retiring) (*provisioning.Result, error) {
+		tries++
 		return &provisioning.Result{Skipped: true}, nil
 	}
 	if failed := r.run(t, body(t, "ec2-spot-instance-interruption-warning.json")); !reflect.DeepEqual(failed, []string{"a"}) {
 		t.Fatalf("failed %v, want [a]", failed)
 	}
+	if tries != leaseAttempts {
+		t.Fatalf("%d tries for the lease, want %d", tries, leaseAttempts)
+	}
 	if len(r.retired) != 0 {
 		t.Fatal("retired before the replacement was launched")
+	}
+}
+
+func TestHandleSQS_LeaseFreedOnASecondTryReplaces(t *testing.T) {
+	r := newRig(t, ours, nil)
+	replace, tries := r.h.Replace, 0
+	r.h.Replace = func(ctx context.Context, ret provisioning.Retiring) (*provisioning.Result, error) {
+		if tries++; tries == 1 {
+			return &provisioning.Result{Skipped: true}, nil
+		}
+		return replace(ctx, ret)
+	}
+	if failed := r.run(t, body(t, "ec2-spot-instance-interruption-warning.json")); len(failed) != 0 || len(r.retired) != 1 {
+		t.Fatalf("failed %v, retired %v; want the node replaced and retired on the second try", failed, r.retired)
 	}
 }
 
