@@ -386,7 +386,9 @@ func TestE2E_InterruptionForForeignInstanceIsNoop(t *testing.T) {
 	}
 	// Nodes are cluster-wide and the next ground's instance ids start
 	// again at 1: leave nothing behind.
-	t.Cleanup(func() { _ = g.Kube.Client.CoreV1().Nodes().Delete(context.Background(), planted.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = g.Kube.Client.CoreV1().Nodes().Delete(context.Background(), planted.Name, metav1.DeleteOptions{})
+	})
 	if _, err := g.EC2.InterruptSpot(id, 0); err != nil {
 		t.Fatal(err)
 	}
