@@ -251,6 +251,11 @@ func (e *Env) Interruption() (func(ctx context.Context, m *metrics.Recorder) *ha
 	}
 	launcher := e.Launcher()
 	return func(ctx context.Context, m *metrics.Recorder) *handler.Handler {
+		// One engine, complete (EC2 included) though only Begin and
+		// Release are called here: a later Step must not find it without.
+		terminator := func() *termination.Terminator {
+			return &termination.Terminator{Kube: e.Kube, EC2: launcher, Log: WithRequest(ctx, e.Log), Metrics: m}
+		}
 		return &handler.Handler{
 			Cluster: e.Cluster, Kube: e.Kube, Instances: launcher, Specs: specs,
 			Replace: func(ctx context.Context, r provisioning.Retiring) (*provisioning.Result, error) {
@@ -261,13 +266,12 @@ func (e *Env) Interruption() (func(ctx context.Context, m *metrics.Recorder) *ha
 				return p.Replace(ctx, r)
 			},
 			Retire: func(ctx context.Context, node *corev1.Node) error {
-				t := &termination.Terminator{Kube: e.Kube, Log: WithRequest(ctx, e.Log), Metrics: m}
-				return t.Begin(ctx, node.Name, interruption.RetireReason)
+				return terminator().Begin(ctx, node.Name, interruption.RetireReason)
 			},
 			// The instance is gone: the node goes at once, its finalizer
 			// with it (nothing is left to drain).
 			Release: func(ctx context.Context, node *corev1.Node) error {
-				return (&termination.Terminator{Kube: e.Kube, Log: WithRequest(ctx, e.Log), Metrics: m}).Release(ctx, node.Name)
+				return terminator().Release(ctx, node.Name)
 			},
 			Log: WithRequest(ctx, e.Log), Metrics: m,
 		}
