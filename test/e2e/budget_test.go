@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/joist-dev/joist/pkg/launch"
 	"github.com/joist-dev/joist/test/testenv"
@@ -55,14 +54,9 @@ func TestE2E_BudgetOfOneDisruptsOneAtATime(t *testing.T) {
 	// Three pods of 1.5 CPU: one t3.large (2 vCPU) each.
 	var ps []*corev1.Pod
 	for i := 0; i < 3; i++ {
-		ps = append(ps, &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("batch-%d", i)},
-			Spec: corev1.PodSpec{
-				NodeSelector: map[string]string{"workload": "batch"},
-				Containers: []corev1.Container{{Name: "c", Image: "busybox", Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}},
-			},
-		})
+		p := workloadPod(fmt.Sprintf("batch-%d", i), "batch", "1500m")
+		p.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory] = resource.MustParse("1Gi")
+		ps = append(ps, p)
 	}
 	ps = createPending(t, g, ps)
 	waitBound(t, g, ps, 90*time.Second)

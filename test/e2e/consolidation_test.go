@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/joist-dev/joist/pkg/pods"
@@ -45,17 +44,6 @@ spec:
   securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: "*"}}]
 `
 
-func cpuPod(name, cpu string, annotations map[string]string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations},
-		Spec: corev1.PodSpec{
-			NodeSelector: map[string]string{"workload": "general"},
-			Containers: []corev1.Container{{Name: "c", Image: "busybox", Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}},
-		},
-	}
-}
-
 // underused builds two nodes, each with a big pod, and a small pod on one
 // of them, then deletes that node's big pod: the node left holds only the
 // small pod, which fits on the other (and the other's big pod fits there
@@ -64,11 +52,11 @@ func cpuPod(name, cpu string, annotations map[string]string) *corev1.Pod {
 func underused(t *testing.T, g *testenv.Ground, annotations map[string]string) (string, string) {
 	t.Helper()
 	ctx := context.Background()
-	big1 := createPending(t, g, []*corev1.Pod{cpuPod("big-1", "1500m", annotations)})
+	big1 := createPending(t, g, []*corev1.Pod{withAnnotations(workloadPod("big-1", "general", "1500m"), annotations)})
 	waitBound(t, g, big1, 90*time.Second)
-	big2 := createPending(t, g, []*corev1.Pod{cpuPod("big-2", "1500m", annotations)})
+	big2 := createPending(t, g, []*corev1.Pod{withAnnotations(workloadPod("big-2", "general", "1500m"), annotations)})
 	waitBound(t, g, big2, 90*time.Second)
-	s := createPending(t, g, []*corev1.Pod{cpuPod("small", "300m", annotations)})
+	s := createPending(t, g, []*corev1.Pod{withAnnotations(workloadPod("small", "general", "300m"), annotations)})
 	nodes := waitBound(t, g, s, 60*time.Second)
 	under := nodes["small"]
 	var big, other string

@@ -102,14 +102,8 @@ func TestE2E_KubectlDeleteNodeDrainsAndTerminates(t *testing.T) {
 		Cluster: "kubectl-delete", Namespace: "kubectl-delete", Specs: seed(t), ReadyDelay: 300 * time.Millisecond, ReaperEvery: 10 * time.Second,
 	})
 	ctx := context.Background()
-	ps := createPending(t, g, deploymentPods(t, seed(t)))
-	nodeName := waitBound(t, g, ps, 90*time.Second)[ps[0].Name]
-	var node *corev1.Node
-	eventually(t, 30*time.Second, "the node carries the termination finalizer", func() (bool, error) {
-		n, err := g.Kube.Client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
-		node = n
-		return err == nil && slices.Contains(n.Finalizers, termination.Finalizer), err
-	})
+	node, ps := seedNodeWithFinalizer(t, g)
+	nodeName := node.Name
 	id := pods.InstanceID(node.Spec.ProviderID)
 
 	// kubectl delete node
@@ -152,19 +146,27 @@ func TestE2E_NodeWithoutInstanceDeleted(t *testing.T) {
 	g := testenv.NewGround(t, testenv.GroundOptions{
 		Cluster: "no-instance", Namespace: "no-instance", Specs: seed(t), ReadyDelay: 300 * time.Millisecond, ReaperEvery: 10 * time.Second,
 	})
-	ctx := context.Background()
-	ps := createPending(t, g, deploymentPods(t, seed(t)))
-	nodeName := waitBound(t, g, ps, 90*time.Second)[ps[0].Name]
-	var node *corev1.Node
-	eventually(t, 30*time.Second, "the node carries the termination finalizer", func() (bool, error) {
-		n, err := g.Kube.Client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
-		node = n
-		return err == nil && slices.Contains(n.Finalizers, termination.Finalizer), err
-	})
+	node, _ := seedNodeWithFinalizer(t, g)
+	nodeName := node.Name
 	if err := g.EC2.TerminateExternally(pods.InstanceID(node.Spec.ProviderID)); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
 	eventually(t, 20*time.Second, "the node deleted", func() (bool, error) { return nodeGone(t, g, nodeName), nil })
 	t.Logf("node of an instance terminated outside Joist deleted in %s", time.Since(start).Round(100*time.Millisecond))
+}
+
+// seedNodeWithFinalizer scales the seed's Deployment up and returns its
+// node, once it carries the termination finalizer, and its pods.
+func seedNodeWithFinalizer(t *testing.T, g *testenv.Ground) (*corev1.Node, []*corev1.Pod) {
+	t.Helper()
+	ps := createPending(t, g, deploymentPods(t, seed(t)))
+	nodeName := waitBound(t, g, ps, 90*time.Second)[ps[0].Name]
+	var node *corev1.Node
+	eventually(t, 30*time.Second, "the node carries the termination finalizer", func() (bool, error) {
+		n, err := g.Kube.Client.CoreV1().Nodes().Get(context.Background(), nodeName, metav1.GetOptions{})
+		node = n
+		return err == nil && slices.Contains(n.Finalizers, termination.Finalizer), err
+	})
+	return node, ps
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/joist-dev/joist/pkg/pods"
@@ -53,14 +52,7 @@ func TestE2E_ExpiredNodeRetired(t *testing.T) {
 		ExtraEnv: al2023Env, ReaperEvery: 10 * time.Second,
 	})
 	ctx := context.Background()
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "app"},
-		Spec: corev1.PodSpec{
-			NodeSelector: map[string]string{"workload": "shortlived"},
-			Containers: []corev1.Container{{Name: "c", Image: "busybox", Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}}}},
-		},
-	}
+	p := workloadPod("app", "shortlived", "500m")
 	ps := createPending(t, g, []*corev1.Pod{p})
 	nodeName := waitBound(t, g, ps, 90*time.Second)["app"]
 	node, err := g.Kube.Client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})

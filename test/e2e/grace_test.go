@@ -6,7 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/joist-dev/joist/pkg/pods"
@@ -51,14 +50,8 @@ func TestE2E_TerminationGracePeriodForcesDrain(t *testing.T) {
 	})
 	ctx := context.Background()
 	grace := int64(5)
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "job", Annotations: map[string]string{termination.AnnotationDoNotDisrupt: "true"}},
-		Spec: corev1.PodSpec{
-			NodeSelector: map[string]string{"workload": "capped"}, TerminationGracePeriodSeconds: &grace,
-			Containers: []corev1.Container{{Name: "c", Image: "busybox", Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}}}},
-		},
-	}
+	p := withAnnotations(workloadPod("job", "capped", "500m"), map[string]string{termination.AnnotationDoNotDisrupt: "true"})
+	p.Spec.TerminationGracePeriodSeconds = &grace
 	ps := createPending(t, g, []*corev1.Pod{p})
 	nodeName := waitBound(t, g, ps, 90*time.Second)["job"]
 	var node *corev1.Node

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/joist-dev/joist/pkg/workload"
 	"github.com/joist-dev/joist/test/testenv"
@@ -65,4 +67,31 @@ func eventually(t *testing.T, timeout time.Duration, what string, f func() (bool
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, what, last)
+}
+
+// waitTick waits for the ticker's next tick or the end of ctx: the pace of
+// a simulated controller's loop (kube-controller-manager is not running).
+func waitTick(ctx context.Context, tick *time.Ticker) {
+	select {
+	case <-ctx.Done():
+	case <-tick.C:
+	}
+}
+
+// workloadPod is a busybox pod asking for cpu that selects the pool
+// labelled workload=<workload>.
+func workloadPod(name, workload, cpu string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{"workload": workload},
+			Containers: []corev1.Container{{Name: "c", Image: "busybox", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}},
+		},
+	}
+}
+
+func withAnnotations(p *corev1.Pod, annotations map[string]string) *corev1.Pod {
+	p.Annotations = annotations
+	return p
 }

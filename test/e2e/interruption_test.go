@@ -147,7 +147,9 @@ func replicaSet(t *testing.T, g *testenv.Ground, originals []*corev1.Pod) func()
 	var successors []*corev1.Pod
 	done := map[string]bool{}
 	go func() {
-		for ctx.Err() == nil {
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for ; ctx.Err() == nil; waitTick(ctx, tick) {
 			for _, p := range originals {
 				if done[p.Name] {
 					continue
@@ -167,7 +169,6 @@ func replicaSet(t *testing.T, g *testenv.Ground, originals []*corev1.Pod) func()
 				successors = append(successors, created)
 				mu.Unlock()
 			}
-			time.Sleep(100 * time.Millisecond)
 		}
 	}()
 	return func() []*corev1.Pod {

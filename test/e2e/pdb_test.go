@@ -133,9 +133,10 @@ func TestE2E_DrainRespectsPDB(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for ctx.Err() == nil {
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for ; ctx.Err() == nil; waitTick(ctx, tick) {
 			c.round(t, ctx)
-			time.Sleep(50 * time.Millisecond)
 		}
 	}()
 	defer func() { cancel(); <-done }()

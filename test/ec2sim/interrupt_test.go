@@ -14,7 +14,14 @@ func TestInterruptSpot_WarnsThenTerminatesWithStateChanges(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var got []Event
-	s.SetEventSink(func(e Event) { mu.Lock(); got = append(got, e); mu.Unlock() })
+	third := make(chan struct{})
+	s.SetEventSink(func(e Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if got = append(got, e); len(got) == 3 {
+			close(third)
+		}
+	})
 	done, err := s.InterruptSpot(id, 20*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
@@ -31,15 +38,9 @@ func TestInterruptSpot_WarnsThenTerminatesWithStateChanges(t *testing.T) {
 		t.Fatalf("instance %s during the notice, want running", inst.State)
 	}
 	<-done
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		mu.Lock()
-		n := len(got)
-		mu.Unlock()
-		if n == 3 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
+	select {
+	case <-third:
+	case <-time.After(5 * time.Second):
 	}
 	mu.Lock()
 	defer mu.Unlock()
