@@ -32,6 +32,9 @@ const (
 	TagCluster   = "joist.sh/cluster"
 	TagNodePool  = "joist.sh/nodepool"
 	TagNodeClass = "joist.sh/nodeclass"
+	// TagSpecHash is model.SpecHash of the pool and class an instance
+	// was launched for (static drift).
+	TagSpecHash = "joist.sh/spec-hash"
 	TagPlan      = "joist.sh/plan"
 	// TagLaunchTemplateID is the tag EC2 itself puts on an instance
 	// launched from a template; DeleteUnusedTemplates reads it.
