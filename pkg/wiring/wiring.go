@@ -21,8 +21,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/restmapper"
 
 	"github.com/joist-dev/joist/pkg/catalog"
 	"github.com/joist-dev/joist/pkg/catalog/live"
@@ -55,6 +59,9 @@ type Env struct {
 	CacheTTL time.Duration
 	// Dynamic reads the spec CRDs (SPEC_SOURCE=crd).
 	Dynamic dynamic.Interface
+	// Mapper maps kinds to resources for server-side apply (lazy: it asks
+	// the API server's discovery on first use).
+	Mapper meta.RESTMapper
 }
 
 // Logger is the JSON logger every function uses; it carries the cluster
@@ -111,6 +118,10 @@ func Load(ctx context.Context) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes dynamic client: %w", err)
 	}
+	dc, err := discovery.NewDiscoveryClientForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes discovery client: %w", err)
+	}
 	cacheTTL, err := durationEnv("JOIST_CACHE_TTL", launch.DefaultCacheTTL)
 	if err != nil {
 		return nil, err
@@ -128,6 +139,7 @@ func Load(ctx context.Context) (*Env, error) {
 		SSM:      ssm.NewFromConfig(cfg),
 		Dynamic:  dyn,
 		CacheTTL: cacheTTL,
+		Mapper:   restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
 	}, nil
 }
 
