@@ -687,12 +687,20 @@ func TestLaunchNeedsClusterRequestTag(t *testing.T) {
 			}
 		}
 		// Nothing but named Describe actions and Pricing (which have no
-		// resource-level permissions) is allowed on *.
+		// resource-level permissions) is allowed on *; the interruption
+		// function's health check adds DescribeInstanceStatus, in the
+		// cluster's region.
 		for _, s := range stmts {
 			if s["Resource"] != "*" {
 				continue
 			}
 			for _, a := range actions(s) {
+				if a == "ec2:DescribeInstanceStatus" && fn == FnInterruption {
+					if !strings.Contains(fmt.Sprint(s["Condition"]), "aws:RequestedRegion") {
+						t.Errorf("%s: %s without the region condition", fn, a)
+					}
+					continue
+				}
 				if !slices.Contains(iampolicy.RegionalDescribeActions, a) && a != "pricing:GetProducts" {
 					t.Errorf("%s: %s allowed on *", fn, a)
 				}

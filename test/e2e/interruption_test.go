@@ -119,12 +119,21 @@ func interruptGround(t *testing.T, cluster, annotations string, keepGone bool) (
 // the reaper's period (0: no reaper, so a retirement begun is not drained).
 func interruptGroundWith(t *testing.T, cluster, annotations string, keepGone bool, readyDelay, reaperEvery time.Duration) (*testenv.Ground, *batches, []*corev1.Pod, *corev1.Node, ec2sim.Instance) {
 	t.Helper()
-	b := &batches{}
-	specs := interruptSpecs(cluster, annotations)
-	g := testenv.NewGround(t, testenv.GroundOptions{
-		Cluster: cluster, Namespace: cluster, Specs: []byte(specs), ReadyDelay: readyDelay, ReaperEvery: reaperEvery,
-		ExtraEnv: al2023Env, OnBatch: b.hook, KubeletKeepsGoneNodes: keepGone, VisibilityTimeout: 2,
+	return interruptGroundOpts(t, annotations, testenv.GroundOptions{
+		Cluster: cluster, ReadyDelay: readyDelay, ReaperEvery: reaperEvery, KubeletKeepsGoneNodes: keepGone,
 	})
+}
+
+// interruptGroundOpts is interruptGround with the ground's options given
+// (Cluster, ReadyDelay, ReaperEvery, HealthEvery, KubeletKeepsGoneNodes);
+// the namespace, specs, environment, batch hook and visibility timeout
+// are the interruption scenarios'.
+func interruptGroundOpts(t *testing.T, annotations string, o testenv.GroundOptions) (*testenv.Ground, *batches, []*corev1.Pod, *corev1.Node, ec2sim.Instance) {
+	t.Helper()
+	b := &batches{}
+	specs := interruptSpecs(o.Cluster, annotations)
+	o.Namespace, o.Specs, o.ExtraEnv, o.OnBatch, o.VisibilityTimeout = o.Cluster, []byte(specs), al2023Env, b.hook, 2
+	g := testenv.NewGround(t, o)
 	pending := createPending(t, g, deploymentPods(t, []byte(specs)))
 	nodes := allBound(t, g, pending, 90*time.Second)
 	node := nodes[pending[0].Name]
@@ -191,7 +200,6 @@ func replicaSet(t *testing.T, g *testenv.Ground, originals []*corev1.Pod) func()
 // simulated kubelet's ReadyDelay; the notice is then 30 s or four times
 // that, whichever is longer (30s gives a 120 s notice, AWS's).
 func TestE2E_SpotInterruptionReplacesFirst(t *testing.T) {
-	ctx := context.Background()
 	readyDelay := 300 * time.Millisecond
 	if v := os.Getenv("JOIST_INTERRUPTION_READY_DELAY"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -230,36 +238,9 @@ func TestE2E_SpotInterruptionReplacesFirst(t *testing.T) {
 	if repl.InstanceType == old.InstanceType && repl.Zone == old.Zone && repl.CapacityType == old.CapacityType {
 		t.Errorf("replacement is the interrupted offering %s/%s/%s", repl.InstanceType, repl.Zone, repl.CapacityType)
 	}
-	evs, err := g.Kube.Client.CoreV1().Events("intr-spot").List(ctx, metav1.ListOptions{FieldSelector: "reason=" + termination.ReasonEvicted})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range evs.Items {
-		if e.FirstTimestamp.Time.Before(replacement.At) {
-			t.Errorf("pod %s evicted at %s, before the replacement's CreateFleet at %s", e.InvolvedObject.Name, e.FirstTimestamp.Time, replacement.At)
-		}
-	}
+	evictedBefore(t, g, "intr-spot", replacement.At)
 
-	eventually(t, notice, "every pod's successor bound on the replacement", func() (bool, error) {
-		next := successors()
-		if len(next) < len(pending) {
-			return false, nil
-		}
-		for _, p := range next {
-			got, err := g.Kube.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
-			if err != nil || got.Spec.NodeName == "" {
-				return false, err
-			}
-			n, err := g.Kube.Client.CoreV1().Nodes().Get(ctx, got.Spec.NodeName, metav1.GetOptions{})
-			if err != nil {
-				return false, err
-			}
-			if id := pods.InstanceID(n.Spec.ProviderID); id != repl.ID {
-				return false, fmt.Errorf("pod %s bound to %s, want the replacement %s", p.Name, id, repl.ID)
-			}
-		}
-		return true, nil
-	})
+	successorsBoundOn(t, g, successors, len(pending), repl.ID, notice)
 	select {
 	case <-reclaimed:
 		t.Errorf("the pods were bound on the replacement only after the reclaim")
@@ -276,6 +257,49 @@ func TestE2E_SpotInterruptionReplacesFirst(t *testing.T) {
 	<-reclaimed
 	if n := len(g.EC2.CreateFleetCalls()); n != fleetsBefore+1 {
 		t.Errorf("%d CreateFleet calls after the warning, want exactly the replacement's", n-fleetsBefore)
+	}
+}
+
+// successorsBoundOn waits until want successors (from replicaSet) exist
+// and every one is bound to the node of instance id; a successor bound
+// elsewhere fails the test.
+func successorsBoundOn(t *testing.T, g *testenv.Ground, successors func() []*corev1.Pod, want int, id string, timeout time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	eventually(t, timeout, "every pod's successor bound on the replacement", func() (bool, error) {
+		next := successors()
+		if len(next) < want {
+			return false, nil
+		}
+		for _, p := range next {
+			got, err := g.Kube.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+			if err != nil || got.Spec.NodeName == "" {
+				return false, err
+			}
+			n, err := g.Kube.Client.CoreV1().Nodes().Get(ctx, got.Spec.NodeName, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if on := pods.InstanceID(n.Spec.ProviderID); on != id {
+				return false, fmt.Errorf("pod %s bound to %s, want the replacement %s", p.Name, on, id)
+			}
+		}
+		return true, nil
+	})
+}
+
+// evictedBefore fails the test for every pod of the namespace evicted
+// before at (the replacement's CreateFleet).
+func evictedBefore(t *testing.T, g *testenv.Ground, namespace string, at time.Time) {
+	t.Helper()
+	evs, err := g.Kube.Client.CoreV1().Events(namespace).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=" + termination.ReasonEvicted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs.Items {
+		if e.FirstTimestamp.Time.Before(at) {
+			t.Errorf("pod %s evicted at %s, before the replacement's CreateFleet at %s", e.InvolvedObject.Name, e.FirstTimestamp.Time, at)
+		}
 	}
 }
 
