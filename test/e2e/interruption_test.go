@@ -473,50 +473,85 @@ func TestE2E_MalformedInterruptionMessageDropped(t *testing.T) {
 
 // TestE2E_RebalanceIgnoredUnlessPoolOptsIn: a rebalance recommendation
 // for a node of a pool without joist.sh/rebalance=replace is a Warning
-// Event on the node and nothing else; with the annotation, the same
-// recommendation launches a replacement.
+// Event on the node and nothing else: no launch, the instance runs on.
 func TestE2E_RebalanceIgnoredUnlessPoolOptsIn(t *testing.T) {
-	for _, tc := range []struct {
-		name, cluster, annotations string
-		replaced                   bool
-	}{
-		{"without opt-in", "intr-rebal", "", false},
-		{"with opt-in", "intr-rebal-in", `joist.sh/rebalance: replace`, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			g, b, _, node, inst := interruptGround(t, tc.cluster, tc.annotations, false)
-			fleetsBefore := len(g.EC2.CreateFleetCalls())
-			if err := g.EC2.RecommendRebalance(inst.ID); err != nil {
-				t.Fatal(err)
-			}
-			eventually(t, 20*time.Second, "the recommendation handled", func() (bool, error) {
-				h, _, _ := b.count()
-				return h >= 1, nil
-			})
-			queueDrained(t, g, g.Msg.Interruption.URL)
-			evs, err := g.Kube.Client.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var seen bool
-			for _, e := range evs.Items {
-				if e.Reason == kube.ReasonSpotRebalanceRecommendation && e.InvolvedObject.Name == node.Name {
-					seen = true
-				}
-			}
-			if !seen {
-				t.Errorf("no %s Event on node %s", kube.ReasonSpotRebalanceRecommendation, node.Name)
-			}
-			launched := len(g.EC2.CreateFleetCalls()) - fleetsBefore
-			if tc.replaced && launched != 1 || !tc.replaced && launched != 0 {
-				t.Errorf("%d CreateFleet calls after the recommendation, want replaced=%v", launched, tc.replaced)
-			}
-			if got, _ := g.EC2.Instance(inst.ID); got.State != "running" {
-				t.Errorf("the recommended instance is %s, want running (a recommendation ends nothing)", got.State)
-			}
-		})
+	g, b, _, node, inst := interruptGround(t, "intr-rebal", "", false)
+	fleetsBefore := len(g.EC2.CreateFleetCalls())
+	if err := g.EC2.RecommendRebalance(inst.ID); err != nil {
+		t.Fatal(err)
 	}
+	eventually(t, 20*time.Second, "the recommendation handled", func() (bool, error) {
+		h, _, _ := b.count()
+		return h >= 1, nil
+	})
+	queueDrained(t, g, g.Msg.Interruption.URL)
+	rebalanceEvent(t, g, node.Name)
+	if launched := len(g.EC2.CreateFleetCalls()) - fleetsBefore; launched != 0 {
+		t.Errorf("%d CreateFleet calls after the recommendation, want none", launched)
+	}
+	if got, _ := g.EC2.Instance(inst.ID); got.State != "running" {
+		t.Errorf("the recommended instance is %s, want running (a recommendation ends nothing)", got.State)
+	}
+	if _, err := g.Kube.Client.CoreV1().Nodes().Get(context.Background(), node.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("the recommended node: %v, want it kept", err)
+	}
+}
+
+// TestE2E_RebalanceOptInReplaces: the pool carries
+// joist.sh/rebalance=replace, so a rebalance recommendation is handled as
+// a spot warning: the replacement's CreateFleet before any eviction, the
+// node retired through the termination engine and drained by the reaper,
+// the pods' successors bound on the replacement, the recommended instance
+// terminated by Joist (AWS ends nothing on a recommendation) and its node
+// gone; one launch only.
+func TestE2E_RebalanceOptInReplaces(t *testing.T) {
+	g, b, pending, node, old := interruptGroundOpts(t, `joist.sh/rebalance: replace`, testenv.GroundOptions{
+		Cluster: "intr-rebal-in", ReadyDelay: 300 * time.Millisecond, ReaperEvery: 2 * time.Second,
+	})
+	fleetsBefore := len(g.EC2.CreateFleetCalls())
+	successors := replicaSet(t, g, pending)
+	if err := g.EC2.RecommendRebalance(old.ID); err != nil {
+		t.Fatal(err)
+	}
+	var replacement ec2sim.CreateFleetRecord
+	eventually(t, 20*time.Second, "the replacement's CreateFleet", func() (bool, error) {
+		if calls := g.EC2.CreateFleetCalls(); len(calls) > fleetsBefore {
+			replacement = calls[fleetsBefore]
+			return true, nil
+		}
+		return false, nil
+	})
+	if len(replacement.InstanceIDs) != 1 {
+		t.Fatalf("replacement fleet launched %v (errors %v)", replacement.InstanceIDs, replacement.Errors)
+	}
+	evictedBefore(t, g, "intr-rebal-in", replacement.At)
+	rebalanceEvent(t, g, node.Name)
+	successorsBoundOn(t, g, successors, len(pending), replacement.InstanceIDs[0], 60*time.Second)
+	eventually(t, 60*time.Second, "the recommended instance terminated and its node gone", func() (bool, error) {
+		return nodeGone(t, g, node.Name) && terminated(instanceState(g, old.ID)), nil
+	})
+	if n := len(g.EC2.CreateFleetCalls()) - fleetsBefore; n != 1 {
+		t.Errorf("%d CreateFleet calls after the recommendation, want the replacement's only", n)
+	}
+	if _, failed, errs := b.count(); failed != 0 || errs != 0 {
+		t.Errorf("%d messages failed, %d invocations errored", failed, errs)
+	}
+}
+
+// rebalanceEvent fails the test unless the node has a
+// SpotRebalanceRecommendation Event.
+func rebalanceEvent(t *testing.T, g *testenv.Ground, node string) {
+	t.Helper()
+	evs, err := g.Kube.Client.CoreV1().Events(metav1.NamespaceDefault).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs.Items {
+		if e.Reason == kube.ReasonSpotRebalanceRecommendation && e.InvolvedObject.Name == node {
+			return
+		}
+	}
+	t.Errorf("no %s Event on node %s", kube.ReasonSpotRebalanceRecommendation, node)
 }
 
 // queueDepth is the queue's visible plus in-flight messages.
