@@ -52,6 +52,7 @@ func TestE2E_ImpairedInstanceReplaced(t *testing.T) {
 	eventually(t, 30*time.Second, "two more health checks", func() (bool, error) {
 		return g.EC2.Calls("DescribeInstanceStatus") >= checks+2, nil
 	})
+	t.Logf("impaired → two more health checks done: %s", time.Since(impaired).Round(time.Millisecond))
 	if n := len(g.EC2.CreateFleetCalls()) - fleetsBefore; n != 1 {
 		t.Errorf("%d CreateFleet calls after the impairment, want the replacement's only", n)
 	}
