@@ -128,7 +128,7 @@ func interruptGroundWith(t *testing.T, cluster, annotations string, keepGone boo
 // (Cluster, ReadyDelay, ReaperEvery, HealthEvery, KubeletKeepsGoneNodes);
 // the namespace, specs, environment, batch hook and visibility timeout
 // are the interruption scenarios'.
-func interruptGroundOpts(t *testing.T, annotations string, o testenv.GroundOptions) (*testenv.Ground, *batches, []*corev1.Pod, *corev1.Node, ec2sim.Instance) {
+func interruptGroundOpts(t testing.TB, annotations string, o testenv.GroundOptions) (*testenv.Ground, *batches, []*corev1.Pod, *corev1.Node, ec2sim.Instance) {
 	t.Helper()
 	b := &batches{}
 	specs := interruptSpecs(o.Cluster, annotations)
@@ -149,7 +149,7 @@ func interruptGroundOpts(t *testing.T, annotations string, o testenv.GroundOptio
 
 // replicaSet plays a ReplicaSet for pods: each one deleted (evicted) gets
 // a pending successor, "<name>-again". It stops with the test.
-func replicaSet(t *testing.T, g *testenv.Ground, originals []*corev1.Pod) func() []*corev1.Pod {
+func replicaSet(t testing.TB, g *testenv.Ground, originals []*corev1.Pod) func() []*corev1.Pod {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	var mu sync.Mutex
@@ -263,7 +263,7 @@ func TestE2E_SpotInterruptionReplacesFirst(t *testing.T) {
 // successorsBoundOn waits until want successors (from replicaSet) exist
 // and every one is bound to the node of instance id; a successor bound
 // elsewhere fails the test.
-func successorsBoundOn(t *testing.T, g *testenv.Ground, successors func() []*corev1.Pod, want int, id string, timeout time.Duration) {
+func successorsBoundOn(t testing.TB, g *testenv.Ground, successors func() []*corev1.Pod, want int, id string, timeout time.Duration) {
 	t.Helper()
 	ctx := context.Background()
 	eventually(t, timeout, "every pod's successor bound on the replacement", func() (bool, error) {
@@ -290,7 +290,7 @@ func successorsBoundOn(t *testing.T, g *testenv.Ground, successors func() []*cor
 
 // evictedBefore fails the test for every pod of the namespace evicted
 // before at (the replacement's CreateFleet).
-func evictedBefore(t *testing.T, g *testenv.Ground, namespace string, at time.Time) {
+func evictedBefore(t testing.TB, g *testenv.Ground, namespace string, at time.Time) {
 	t.Helper()
 	evs, err := g.Kube.Client.CoreV1().Events(namespace).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=" + termination.ReasonEvicted})
 	if err != nil {
