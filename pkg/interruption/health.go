@@ -102,11 +102,6 @@ func HealthMessage(f Finding) *Message {
 	return &Message{Kind: f.Kind, Instances: []string{f.ID}, Detail: &f}
 }
 
-// IsHealthKind reports whether the kind is one of the health check's.
-func IsHealthKind(k Kind) bool {
-	return k == KindInstanceStatus || k == KindSystemStatus || k == KindScheduledEvent
-}
-
 func healthReason(m *Message) string {
 	if f, ok := m.Detail.(*Finding); ok {
 		return f.Reason
