@@ -226,7 +226,11 @@ func interruptionDemo(kube *testenv.KubeEnv, kumo *testenv.KumoEnv, rie string, 
 		}
 		select {
 		case <-reclaimed:
-			n.once("reclaimed", "the notice ran out: EC2 reclaims %s", old.ID)
+			if n.seen["gone/"+node.Name] {
+				n.once("reclaimed", "the notice ran out: EC2's reclaim finds %s already drained and terminated by Joist", old.ID)
+			} else {
+				n.once("reclaimed", "the notice ran out: EC2 reclaims %s", old.ID)
+			}
 			done = !boundOnReplacement.IsZero()
 		default:
 		}
@@ -235,7 +239,7 @@ func interruptionDemo(kube *testenv.KubeEnv, kumo *testenv.KumoEnv, rie string, 
 	if calls := g.EC2.CreateFleetCalls(); len(calls) > fleetsBefore {
 		fmt.Printf("warning → replacement CreateFleet: %.2fs", calls[fleetsBefore].At.Sub(n.start).Seconds())
 		if !evicted.IsZero() {
-			fmt.Printf("; first eviction %.2fs after the replacement was launched", evicted.Sub(calls[fleetsBefore].At).Seconds())
+			fmt.Printf("; the first eviction seen %.2fs after it", evicted.Sub(calls[fleetsBefore].At).Seconds())
 		}
 		fmt.Println()
 	}
