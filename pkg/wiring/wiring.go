@@ -254,8 +254,9 @@ func (e *Env) Reconciler() (func(ctx context.Context, m *metrics.Recorder) (*pro
 	}, nil
 }
 
-// Interruption builds, per invocation, the interruption queue's handler:
-// EC2's instances through the launcher, the replacement through the
+// Interruption builds, per invocation, the interruption function's
+// handler (the queue's batches and the once-a-minute health check):
+// EC2's instances and their health through the launcher, the replacement through the
 // provisioner's Replace, and the node's retirement begun through the
 // termination engine (marked and deleted, held by its finalizer): the
 // reaper's loop drains it from its next pass, honouring PDBs, and ends the
@@ -277,7 +278,7 @@ func (e *Env) Interruption() (func(ctx context.Context, m *metrics.Recorder) *ha
 			return &termination.Terminator{Kube: e.Kube, EC2: launcher, Log: WithRequest(ctx, e.Log), Metrics: m}
 		}
 		return &handler.Handler{
-			Cluster: e.Cluster, Kube: e.Kube, Instances: launcher, Specs: specs,
+			Cluster: e.Cluster, Kube: e.Kube, Instances: launcher, Health: launcher, Specs: specs,
 			Replace: func(ctx context.Context, r provisioning.Retiring) (*provisioning.Result, error) {
 				p, err := newProvisioner(ctx, m)
 				if err != nil {
