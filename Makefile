@@ -1,7 +1,7 @@
 # Joist's front door. `make demo` and `make test` are what a newcomer runs.
 SHELL := /bin/bash
 GO    ?= go
-FUNCTIONS := provisioner binder reaper interruption
+FUNCTIONS := provisioner binder reaper interruption installer
 TOOLS_DIR := $(CURDIR)/bin/tools
 K8S_VERSION := v1.37.2
 K8S_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37

@@ -37,6 +37,12 @@ const (
 	CtxClusterDNSIP           = "clusterDNSIP"
 	CtxZones                  = "zones"
 	CtxLogLevel               = "logLevel"
+	// CtxForwarderImage is a prebuilt forwarder image URI; without it
+	// `cdk deploy` builds cmd/forwarder/Dockerfile (a DockerImageAsset).
+	CtxForwarderImage = "forwarderImage"
+	// CtxSourceDir is the repository root, the forwarder image's build
+	// context (default ".": the app runs from the root).
+	CtxSourceDir = "sourceDir"
 )
 
 // Function names. Each is a directory under the asset directory holding a
@@ -46,10 +52,11 @@ const (
 	FnBinder       = "binder"
 	FnReaper       = "reaper"
 	FnInterruption = "interruption"
+	FnInstaller    = "installer"
 )
 
 // FunctionNames lists every function the stack defines, in a fixed order.
-var FunctionNames = []string{FnProvisioner, FnBinder, FnReaper, FnInterruption}
+var FunctionNames = []string{FnProvisioner, FnBinder, FnReaper, FnInterruption, FnInstaller}
 
 // ClusterTagKey is the tag that scopes every EC2 resource Joist creates and
 // every destructive call it may make. The launcher must put it on the
@@ -98,7 +105,13 @@ type Config struct {
 	LogLevel string
 	// AccessEntries makes the stack create the EKS access entries for the
 	// function roles (needs a cluster in API or API_AND_CONFIG_MAP mode).
+	// On by default; -c accessEntries=false when you manage them.
 	AccessEntries bool
+	// ForwarderImage is a prebuilt forwarder image; empty builds it from
+	// SourceDir at deploy time.
+	ForwarderImage string
+	// SourceDir is the repository root (the image's build context).
+	SourceDir string
 }
 
 // Defaults applied by ConfigFromContext when a key is absent.
@@ -283,6 +296,8 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 		{CtxClusterDNSIP, &c.ClusterDNSIP},
 		{CtxZones, &c.Zones},
 		{CtxLogLevel, &c.LogLevel},
+		{CtxForwarderImage, &c.ForwarderImage},
+		{CtxSourceDir, &c.SourceDir},
 	}
 	for _, f := range fields {
 		if *f.dst, err = get(f.key); err != nil {
@@ -298,6 +313,10 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 	if c.LogLevel == "" {
 		c.LogLevel = LogLevelInfo
 	}
+	if c.SourceDir == "" {
+		c.SourceDir = "."
+	}
+	c.AccessEntries = true
 	if c.NodeRole == "" && c.ClusterName != "" {
 		c.NodeRole = DefaultNodeRole(c.ClusterName)
 	}

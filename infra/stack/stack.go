@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsecrassets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseks"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
@@ -133,6 +134,7 @@ var fnSpecs = []fnSpec{
 	{FnProvisioner, "Provisioner", "turns pending pods into EC2 capacity", provisionerTimeoutSeconds, 512, true, false},
 	{FnBinder, "Binder", "binds planned pods once their node is Ready", binderTimeoutSeconds, 256, false, false},
 	{FnReaper, "Reaper", "retires empty, expired and leaked nodes; safety-net reconcile", 120, 512, true, true},
+	{FnInstaller, "Installer", "installs Joist's in-cluster objects (custom resource)", 300, 256, false, false},
 	{FnInterruption, "Interruption", "launches the replacement of interrupted nodes before they go", interruptionTimeoutSeconds, 512, true, false},
 }
 
@@ -195,9 +197,11 @@ func New(scope constructs.Construct, id string, cfg Config) (*JoistStack, error)
 	s.defineFunctions()
 	s.defineRoutes()
 	s.defineForwarderAccess()
+	var installerAccess awscdk.CfnResource
 	if cfg.AccessEntries {
-		s.defineAccessEntries()
+		installerAccess = s.defineAccessEntries()
 	}
+	s.defineInstall(installerAccess)
 	s.defineOutputs()
 	return s, nil
 }
@@ -532,18 +536,76 @@ func (s *JoistStack) defineForwarderAccess() {
 }
 
 // defineAccessEntries lets each function role into the cluster's API as
-// its own user in its own group (FunctionGroup). What each group may do is
-// its ClusterRole in infra/k8s/rbac.yaml, applied with kubectl: CloudFormation cannot reach
-// the Kubernetes API.
-func (s *JoistStack) defineAccessEntries() {
+// its own user in its own group (FunctionGroup); what each group may do is
+// its ClusterRole (pkg/rbac), which the installer applies. The installer
+// itself gets the cluster-admin access policy: it creates ClusterRoles and
+// bindings, and Kubernetes lets only a holder of a permission (or of bind
+// and escalate) grant it, so nothing narrower can install the others'
+// roles. It returns the installer's entry.
+func (s *JoistStack) defineAccessEntries() awscdk.CfnResource {
+	var installer awscdk.CfnResource
 	for _, spec := range fnSpecs {
-		awseks.NewCfnAccessEntry(s.Stack, jsii.String(spec.id+"AccessEntry"), &awseks.CfnAccessEntryProps{
-			ClusterName:      jsii.String(s.Config.ClusterName),
-			PrincipalArn:     s.Roles[spec.name].RoleArn(),
-			Type:             jsii.String("STANDARD"),
-			Username:         jsii.String("joist:" + spec.name),
-			KubernetesGroups: jsii.Strings(FunctionGroup(spec.name)),
+		props := &awseks.CfnAccessEntryProps{
+			ClusterName:  jsii.String(s.Config.ClusterName),
+			PrincipalArn: s.Roles[spec.name].RoleArn(),
+			Type:         jsii.String("STANDARD"),
+			Username:     jsii.String("joist:" + spec.name),
+		}
+		if spec.name == FnInstaller {
+			props.AccessPolicies = &[]interface{}{&awseks.CfnAccessEntry_AccessPolicyProperty{
+				PolicyArn:   jsii.String("arn:" + *s.Stack.Partition() + ":eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"),
+				AccessScope: &awseks.CfnAccessEntry_AccessScopeProperty{Type: jsii.String("cluster")},
+			}}
+		} else {
+			props.KubernetesGroups = jsii.Strings(FunctionGroup(spec.name))
+		}
+		e := awseks.NewCfnAccessEntry(s.Stack, jsii.String(spec.id+"AccessEntry"), props)
+		if spec.name == FnInstaller {
+			installer = e
+		}
+	}
+	return installer
+}
+
+// defineInstall puts Joist's in-cluster objects in through the installer
+// function as a custom resource (Custom::JoistInstall, pkg/install): the
+// functions' RBAC, the Lease's Role, the admission policy and the
+// forwarder, whose image is built by `cdk deploy` from
+// cmd/forwarder/Dockerfile unless -c forwarderImage names one. The
+// forwarder's credentials come from an EKS Pod Identity association of its
+// service account with ForwarderRole (the cluster needs the Pod Identity
+// agent add-on). The function answers CloudFormation itself (no provider
+// framework, no extra Node.js function).
+func (s *JoistStack) defineInstall(installerAccess awscdk.CfnResource) {
+	c := s.Config
+	image := c.ForwarderImage
+	if image == "" {
+		asset := awsecrassets.NewDockerImageAsset(s.Stack, jsii.String("ForwarderImage"), &awsecrassets.DockerImageAssetProps{
+			Directory: jsii.String(c.SourceDir),
+			File:      jsii.String("cmd/forwarder/Dockerfile"),
+			Platform:  awsecrassets.Platform_LINUX_ARM64(),
+			Exclude:   jsii.Strings(".git", "bin", "build", "cdk.out", "infra/cdk.out", "tools", "docs", "node_modules"),
 		})
+		image = *asset.ImageUri()
+	}
+	awseks.NewCfnPodIdentityAssociation(s.Stack, jsii.String("ForwarderPodIdentity"), &awseks.CfnPodIdentityAssociationProps{
+		ClusterName:    jsii.String(c.ClusterName),
+		Namespace:      jsii.String(ForwarderNamespace),
+		ServiceAccount: jsii.String(ForwarderServiceAccount),
+		RoleArn:        s.ForwarderRole.RoleArn(),
+	})
+	cr := awscdk.NewCustomResource(s.Stack, jsii.String("Install"), &awscdk.CustomResourceProps{
+		ServiceToken: s.Functions[FnInstaller].FunctionArn(),
+		ResourceType: jsii.String("Custom::JoistInstall"),
+		Properties: &map[string]interface{}{
+			"Cluster":        c.ClusterName,
+			"Region":         *s.Stack.Region(),
+			"ForwarderImage": image,
+			"EventBus":       *s.Bus.EventBusName(),
+		},
+	})
+	if installerAccess != nil {
+		cr.Node().AddDependency(installerAccess)
 	}
 }
 
@@ -564,7 +626,11 @@ func (s *JoistStack) defineOutputs() {
 	out("InterruptionDeadLetterQueueUrl", s.InterruptionDLQ.QueueUrl(), "interruption messages that failed 5 times")
 	for _, spec := range fnSpecs {
 		out(spec.id+"FunctionName", s.Functions[spec.name].FunctionName(), "the "+spec.name+" function")
-		out(spec.id+"RoleArn", s.Roles[spec.name].RoleArn(), "the "+spec.name+"'s role: give it an EKS access entry in group "+FunctionGroup(spec.name))
+		access := "its EKS access entry puts it in group " + FunctionGroup(spec.name)
+		if spec.name == FnInstaller {
+			access = "its EKS access entry carries AmazonEKSClusterAdminPolicy"
+		}
+		out(spec.id+"RoleArn", s.Roles[spec.name].RoleArn(), "the "+spec.name+"'s role: "+access)
 		out(spec.id+"LogGroupName", s.LogGroups[spec.name].LogGroupName(), "the "+spec.name+"'s logs (aws logs tail NAME --follow)")
 	}
 	out("ForwarderPolicyArn", s.ForwarderPolicy.ManagedPolicyArn(), "attach to the forwarder's IRSA role if you do not use ForwarderRoleArn")

@@ -57,11 +57,27 @@ func placeholderAssets(t testing.TB) string {
 			t.Fatal(err)
 		}
 	}
+	if err := forwarderSource(dir); err != nil {
+		t.Fatal(err)
+	}
 	return dir
+}
+
+// forwarderSource puts a stand-in build context for the forwarder's image
+// under dir/src (staging the real repository in every synth would copy it
+// each time).
+func forwarderSource(dir string) error {
+	p := filepath.Join(dir, "src", "cmd", "forwarder", "Dockerfile")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(p, []byte("FROM scratch\n"), 0o644)
 }
 
 func baseConfig(assetDir string) Config {
 	return Config{
+		SourceDir:              filepath.Join(assetDir, "src"),
+		AccessEntries:          true,
 		ClusterName:            "hoon-cluster",
 		Region:                 "ap-northeast-2",
 		SpecSource:             SpecSourceSSM,
@@ -104,6 +120,9 @@ func base(t *testing.T) (*JoistStack, assertions.Template) {
 				baseErr = err
 				return
 			}
+		}
+		if baseErr = forwarderSource(dir); baseErr != nil {
+			return
 		}
 		defer os.RemoveAll(dir)
 		out, err := os.MkdirTemp("", "joist-cdk-out-")
@@ -739,9 +758,9 @@ func TestOutputs(t *testing.T) {
 	want := []string{
 		"EventBusName", "EventBusArn", "PendingQueueUrl", "PendingDeadLetterQueueUrl",
 		"ReadyQueueUrl", "ReadyDeadLetterQueueUrl", "InterruptionQueueUrl", "InterruptionDeadLetterQueueUrl",
-		"ProvisionerFunctionName", "BinderFunctionName", "ReaperFunctionName", "InterruptionFunctionName",
-		"ProvisionerRoleArn", "BinderRoleArn", "ReaperRoleArn", "InterruptionRoleArn",
-		"ProvisionerLogGroupName", "BinderLogGroupName", "ReaperLogGroupName", "InterruptionLogGroupName",
+		"ProvisionerFunctionName", "BinderFunctionName", "ReaperFunctionName", "InterruptionFunctionName", "InstallerFunctionName",
+		"ProvisionerRoleArn", "BinderRoleArn", "ReaperRoleArn", "InterruptionRoleArn", "InstallerRoleArn",
+		"ProvisionerLogGroupName", "BinderLogGroupName", "ReaperLogGroupName", "InterruptionLogGroupName", "InstallerLogGroupName",
 		"ForwarderPolicyArn", "ForwarderRoleArn",
 	}
 	for _, id := range want {
@@ -766,7 +785,7 @@ func TestStackNameAndTags(t *testing.T) {
 }
 
 // TestOptionalContext: endpoint, CA and Kubernetes version reach the
-// functions; access entries appear only when asked for.
+// functions; access entries go away when opted out.
 func TestOptionalContext(t *testing.T) {
 	cfg := baseConfig(placeholderAssets(t))
 	cfg.ClusterEndpoint = "https://ABCDEF.gr7.ap-northeast-2.eks.amazonaws.com"
@@ -810,9 +829,11 @@ func TestOptionalContext(t *testing.T) {
 			"Type", "STANDARD",
 		))
 	})
-	_, baseTpl := base(t)
-	check(t, "no access entries by default", func() {
-		baseTpl.ResourceCountIs(jsii.String("AWS::EKS::AccessEntry"), jsii.Number(0))
+	off := baseConfig(placeholderAssets(t))
+	off.AccessEntries = false
+	_, offTpl := synth(t, off)
+	check(t, "no access entries when opted out", func() {
+		offTpl.ResourceCountIs(jsii.String("AWS::EKS::AccessEntry"), jsii.Number(0))
 	})
 }
 
@@ -838,10 +859,10 @@ func TestMissingAssets(t *testing.T) {
 	}
 }
 
-// TestCheckAssets: the four functions' bootstraps are all that is
+// TestCheckAssets: the five functions' bootstraps are all that is
 // needed.
 func TestCheckAssets(t *testing.T) {
-	if got, want := FunctionNames, []string{FnProvisioner, FnBinder, FnReaper, FnInterruption}; !reflect.DeepEqual(got, want) {
+	if got, want := FunctionNames, []string{FnProvisioner, FnBinder, FnReaper, FnInterruption, FnInstaller}; !reflect.DeepEqual(got, want) {
 		t.Errorf("FunctionNames = %v, want %v", got, want)
 	}
 	dir := placeholderAssets(t)
@@ -865,7 +886,6 @@ func TestConfigFromContext(t *testing.T) {
 		Context: &map[string]interface{}{
 			CtxClusterName:      "c1",
 			CtxLogRetentionDays: "14",
-			CtxAccessEntries:    true,
 		},
 	})
 	cfg, err := ConfigFromContext(app)
@@ -880,11 +900,66 @@ func TestConfigFromContext(t *testing.T) {
 		DefaultInstanceProfile: "KarpenterNodeInstanceProfile-c1",
 		LogRetentionDays:       14,
 		LogLevel:               LogLevelInfo,
-		AccessEntries:          true,
+		AccessEntries:          true, // opt out, not in
+		SourceDir:              ".",
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("ConfigFromContext = %+v, want %+v", cfg, want)
 	}
+	app.Node().SetContext(jsii.String(CtxAccessEntries), "false")
+	app.Node().SetContext(jsii.String(CtxForwarderImage), "123.dkr.ecr.us-west-2.amazonaws.com/fwd:1")
+	if cfg, err = ConfigFromContext(app); err != nil || cfg.AccessEntries || cfg.ForwarderImage != "123.dkr.ecr.us-west-2.amazonaws.com/fwd:1" {
+		t.Errorf("with accessEntries=false and a forwarder image: %+v, %v", cfg, err)
+	}
+}
+
+// TestInstall: the installer runs as a custom resource with the cluster,
+// region, bus and the forwarder image (built by deploy from the
+// Dockerfile, or given); its access entry is the only cluster admin, and
+// the forwarder's service account is associated with its role.
+func TestInstall(t *testing.T) {
+	st, tpl := base(t)
+	check(t, "custom resource", func() {
+		tpl.HasResourceProperties(jsii.String("Custom::JoistInstall"), like(
+			"ServiceToken", getAtt(logicalID(t, st, st.Functions[FnInstaller])),
+			"Cluster", "hoon-cluster",
+			"Region", "ap-northeast-2",
+			"ForwarderImage", assertions.Match_AnyValue(),
+		))
+	})
+	check(t, "installer access entry", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::EKS::AccessEntry"), like(
+			"PrincipalArn", getAtt(logicalID(t, st, st.Roles[FnInstaller])),
+			"Username", "joist:installer",
+			"AccessPolicies", []interface{}{like("AccessScope", like("Type", "cluster"))},
+		))
+	})
+	entries := tpl.FindResources(jsii.String("AWS::EKS::AccessEntry"), nil)
+	admins := 0
+	for _, e := range *entries {
+		if props, ok := (*e)["Properties"].(map[string]interface{}); ok && props["AccessPolicies"] != nil {
+			admins++
+		}
+	}
+	if admins != 1 {
+		t.Errorf("%d access entries carry access policies, want only the installer's", admins)
+	}
+	check(t, "pod identity", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::EKS::PodIdentityAssociation"), like(
+			"Namespace", ForwarderNamespace, "ServiceAccount", ForwarderServiceAccount,
+			"RoleArn", getAtt(logicalID(t, st, st.ForwarderRole)),
+		))
+	})
+	check(t, "the custom resource waits for the installer's access", func() {
+		tpl.HasResource(jsii.String("Custom::JoistInstall"), like("DependsOn", assertions.Match_AnyValue()))
+	})
+
+	cfg := baseConfig(placeholderAssets(t))
+	cfg.ForwarderImage = "123.dkr.ecr.ap-northeast-2.amazonaws.com/joist-forwarder:v1"
+	_, given := synth(t, cfg)
+	check(t, "a given image", func() {
+		given.HasResourceProperties(jsii.String("Custom::JoistInstall"), like("ForwarderImage", cfg.ForwarderImage))
+	})
 }
 
 func TestValidate(t *testing.T) {
@@ -1042,6 +1117,9 @@ func TestManifestsMatchStack(t *testing.T) {
 	rbac, fwd := read("rbac.yaml"), read("forwarder.yaml")
 	var groups []string
 	for _, fn := range FunctionNames {
+		if fn == FnInstaller {
+			continue // cluster admin through its access policy, no group
+		}
 		groups = append(groups, "kind: Group\n  name: "+FunctionGroup(fn)+"\n")
 	}
 	for _, want := range groups {

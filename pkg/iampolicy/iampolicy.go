@@ -23,10 +23,16 @@ const (
 	Reaper       = "reaper"
 	Interruption = "interruption"
 	Forwarder    = "forwarder"
+	// Installer is the stack's custom resource that applies Joist's
+	// in-cluster objects (pkg/install): it finds the API server and
+	// nothing else; what it may do in the cluster is its access entry's.
+	Installer = "installer"
 )
 
 // Principals lists every principal For knows, in a fixed order.
-func Principals() []string { return []string{Provisioner, Binder, Reaper, Interruption, Forwarder} }
+func Principals() []string {
+	return []string{Provisioner, Binder, Reaper, Interruption, Forwarder, Installer}
+}
 
 // ClusterTag is the tag that scopes every EC2 resource Joist creates and
 // every destructive call it may make (launch.TagCluster).
@@ -220,9 +226,9 @@ func For(principal string, p Params) (Policy, error) {
 		st = append(st, readStatements(p)...)
 		st = append(st, launchStatements(p)...)
 		st = append(st, instanceHealth(p))
-	case Binder:
-		// The binder talks to the Kubernetes API only; it finds the API
-		// server as every function does.
+	case Binder, Installer:
+		// They talk to the Kubernetes API only; they find the API server
+		// as every function does.
 		st = append(st, describeCluster(p))
 	case Forwarder:
 		st = append(st, Statement{
