@@ -1,6 +1,7 @@
 // Command reaper is the Lambda function EventBridge runs every minute. It
-// ends instances whose node never registered (pkg/garbage: the only
-// function whose role may terminate), then runs the safety net: the
+// ends instances whose node never registered or is gone and deletes launch
+// templates no instance uses (pkg/garbage: the only function whose role
+// may terminate or delete them), then runs the safety net: the
 // provisioner's reconcile and the binder's pass over every Ready node, so
 // lost events and a dead forwarder (a cluster with no nodes cannot run
 // one) only cost latency; last, the disruption loop (pkg/reaping) retires
@@ -40,9 +41,10 @@ func main() {
 		defer env.Flush(m)
 		gc := *collector
 		gc.Log = log
+		gc.Lock = env.LeaseLock(ctx)
 		g, gerr := gc.Collect(ctx)
-		if g != nil && (len(g.Terminated) > 0 || len(g.Foreign) > 0) {
-			log.Info("garbage collection", "terminated", g.Terminated, "foreign", g.Foreign)
+		if g != nil && (len(g.Terminated) > 0 || len(g.Foreign) > 0 || len(g.TemplatesDeleted) > 0) {
+			log.Info("garbage collection", "terminated", g.Terminated, "foreign", g.Foreign, "templatesDeleted", g.TemplatesDeleted)
 		}
 		res, perr := reconcile(ctx, m)
 		if perr == nil {
