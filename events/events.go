@@ -24,7 +24,16 @@ const Source = "joist.forwarder"
 const (
 	DetailTypePendingPods = "Pending Pods"
 	DetailTypeNodeReady   = "Node Ready"
+	// DetailTypeNodesDeleting wakes the reaper: Joist nodes started
+	// deleting (kubectl delete node), so their drain should begin now,
+	// not at the next scheduled run.
+	DetailTypeNodesDeleting = "Nodes Deleting"
 )
+
+// ReaperWakeDetailTypes are the detail types routed to the reaper, which
+// takes them as a wake-up only: it reconciles every node from the
+// Kubernetes API, whatever the event names.
+var ReaperWakeDetailTypes = []string{DetailTypeNodesDeleting}
 
 // MaxEntriesPerPut is EventBridge's limit of entries in one PutEvents call.
 const MaxEntriesPerPut = 10
@@ -57,6 +66,14 @@ type NodeReady struct {
 	ObservedAt time.Time `json:"observedAt"`
 }
 
+// NodesDeleting names Joist nodes (held by the termination finalizer)
+// seen starting to delete.
+type NodesDeleting struct {
+	Cluster    string    `json:"cluster"`
+	Nodes      []string  `json:"nodes"`
+	ObservedAt time.Time `json:"observedAt"`
+}
+
 // Envelope is the EventBridge event as delivered to targets (SQS bodies
 // and Lambda invocations carry the same JSON).
 type Envelope struct {
@@ -76,7 +93,7 @@ type Envelope struct {
 var ErrNotJoist = errors.New("not a Joist event")
 
 // Parse reads an EventBridge event carrying a Joist detail. It returns a
-// *PendingPods or a *NodeReady. Anything else is an error wrapping
+// *PendingPods, a *NodeReady or a *NodesDeleting. Anything else is an error wrapping
 // ErrNotJoist.
 func Parse(body []byte) (any, error) {
 	var env Envelope
@@ -104,8 +121,22 @@ func Parse(body []byte) (any, error) {
 		if d.Node == "" {
 			return nil, fmt.Errorf("%w: %s detail without node", ErrNotJoist, env.DetailType)
 		}
-		if errs := validation.IsDNS1123Subdomain(d.Node); len(errs) > 0 {
-			return nil, fmt.Errorf("%w: %s detail: node %q is not a node name: %s", ErrNotJoist, env.DetailType, d.Node, strings.Join(errs, "; "))
+		if err := nodeName(env.DetailType, d.Node); err != nil {
+			return nil, err
+		}
+		return &d, nil
+	case DetailTypeNodesDeleting:
+		var d NodesDeleting
+		if err := json.Unmarshal(env.Detail, &d); err != nil {
+			return nil, fmt.Errorf("%w: %s detail: %v", ErrNotJoist, env.DetailType, err)
+		}
+		if len(d.Nodes) == 0 {
+			return nil, fmt.Errorf("%w: %s detail without nodes", ErrNotJoist, env.DetailType)
+		}
+		for _, n := range d.Nodes {
+			if err := nodeName(env.DetailType, n); err != nil {
+				return nil, err
+			}
 		}
 		return &d, nil
 	default:
@@ -113,13 +144,20 @@ func Parse(body []byte) (any, error) {
 	}
 }
 
-// Pattern returns the EventBridge rule pattern that matches one Joist
-// detail type. The CDK stack and the test ground both use it, so the
-// routing tested locally is the routing deployed.
-func Pattern(detailType string) string {
+func nodeName(detailType, node string) error {
+	if errs := validation.IsDNS1123Subdomain(node); len(errs) > 0 {
+		return fmt.Errorf("%w: %s detail: node %q is not a node name: %s", ErrNotJoist, detailType, node, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// Pattern returns the EventBridge rule pattern that matches Joist events
+// of the given detail types. The CDK stack and the test ground both use
+// it, so the routing tested locally is the routing deployed.
+func Pattern(detailTypes ...string) string {
 	b, _ := json.Marshal(map[string][]string{
 		"source":      {Source},
-		"detail-type": {detailType},
+		"detail-type": detailTypes,
 	})
 	return string(b)
 }

@@ -335,6 +335,28 @@ func TestJoistRules(t *testing.T) {
 	if got, want := target(t, ready)["Arn"], getAtt(logicalID(t, st, st.ReadyQueue)); !reflect.DeepEqual(got, want) {
 		t.Errorf("node ready rule target = %v, want the ready queue %v", got, want)
 	}
+	// The reaper's wake-up goes to the reaper itself, on the cluster's bus.
+	_, wake := rule(t, tpl, EventSource, DetailTypeNodesDeleting)
+	if got := wake["Name"]; got != "joist-hoon-cluster-reaper-wake" {
+		t.Errorf("reaper wake rule Name = %v, want joist-hoon-cluster-reaper-wake", got)
+	}
+	if !reflect.DeepEqual(wake["EventBusName"], busRef) {
+		t.Errorf("reaper wake rule bus = %v, want %v", wake["EventBusName"], busRef)
+	}
+	reaper := getAtt(logicalID(t, st, st.Functions[FnReaper]))
+	if got := target(t, wake)["Arn"]; !reflect.DeepEqual(got, reaper) {
+		t.Errorf("reaper wake rule target = %v, want the reaper %v", got, reaper)
+	}
+	wakeInvokes := 0
+	for _, r := range resources(t, tpl, "AWS::Lambda::Permission") {
+		p := props(r)
+		if reflect.DeepEqual(p["FunctionName"], reaper) && p["Principal"] == "events.amazonaws.com" {
+			wakeInvokes++
+		}
+	}
+	if wakeInvokes != 2 {
+		t.Errorf("%d EventBridge permissions on the reaper, want 2 (the schedule and the wake rule)", wakeInvokes)
+	}
 	// Nothing invokes the binder but its event source mapping.
 	for id, r := range resources(t, tpl, "AWS::Lambda::Permission") {
 		if reflect.DeepEqual(props(r)["FunctionName"], getAtt(logicalID(t, st, st.Functions[FnBinder]))) {
@@ -932,9 +954,10 @@ func TestEventContract(t *testing.T) {
 		return true
 	})
 	for name, want := range map[string]string{
-		"Source":                EventSource,
-		"DetailTypePendingPods": DetailTypePendingPods,
-		"DetailTypeNodeReady":   DetailTypeNodeReady,
+		"Source":                  EventSource,
+		"DetailTypePendingPods":   DetailTypePendingPods,
+		"DetailTypeNodeReady":     DetailTypeNodeReady,
+		"DetailTypeNodesDeleting": DetailTypeNodesDeleting,
 	} {
 		if got, ok := consts[name]; !ok || got != want {
 			t.Errorf("events.%s = %q (found: %v), stack uses %q", name, got, ok, want)
@@ -967,7 +990,7 @@ func TestNamesMatchTestGround(t *testing.T) {
 		t.Errorf("%s has no \"joist-\" prefix", path)
 	}
 	for _, name := range []string{
-		PendingQueueName(c), ReadyQueueName(c), PendingRuleName(c), NodeReadyRuleName(c),
+		PendingQueueName(c), ReadyQueueName(c), PendingRuleName(c), NodeReadyRuleName(c), ReaperWakeRuleName(c),
 	} {
 		suffix, ok := strings.CutPrefix(name, prefix)
 		if !ok || !lits[suffix] {

@@ -112,8 +112,9 @@ func (h *harness) at(d time.Duration) time.Time {
 func (h *harness) calls() []*eventbridge.PutEventsInput { return h.put.taken(&h.seen) }
 
 type sent struct {
-	pods  []events.PodRef // in order
-	nodes []events.NodeReady
+	pods     []events.PodRef // in order
+	nodes    []events.NodeReady
+	deleting [][]string // the nodes of each Nodes Deleting event
 }
 
 // decode reads back what calls put on the bus, checking each entry's
@@ -142,6 +143,15 @@ func decode(t *testing.T, calls []*eventbridge.PutEventsInput) sent {
 					t.Fatal(err)
 				}
 				s.nodes = append(s.nodes, d)
+			case events.DetailTypeNodesDeleting:
+				var d events.NodesDeleting
+				if err := json.Unmarshal([]byte(aws.ToString(e.Detail)), &d); err != nil {
+					t.Fatal(err)
+				}
+				if d.Cluster != "prod" || d.ObservedAt.IsZero() {
+					t.Errorf("nodes deleting detail = %+v", d)
+				}
+				s.deleting = append(s.deleting, d.Nodes)
 			default:
 				t.Errorf("unexpected detail type %q", aws.ToString(e.DetailType))
 			}
@@ -690,5 +700,79 @@ func TestNewRequiresClientClusterBusAndPut(t *testing.T) {
 	}
 	if _, err := New(full); err != nil {
 		t.Errorf("New with everything: %v", err)
+	}
+}
+
+// deletingNode is a Ready node that started deleting, held (or not) by
+// the termination finalizer.
+func deletingNode(name string, finalizer bool) *corev1.Node {
+	n := node(name, corev1.ConditionTrue, t0.Add(-time.Hour))
+	now := metav1.NewTime(t0)
+	n.DeletionTimestamp = &now
+	if finalizer {
+		n.Finalizers = []string{"example.com/other", TerminationFinalizer}
+	}
+	return n
+}
+
+// TestNodesDeletingEvents: a node held by the termination finalizer that
+// starts deleting is reported once (the reaper's wake-up), nodes deleting
+// together in one event; a node without the finalizer is not news.
+func TestNodesDeletingEvents(t *testing.T) {
+	type change struct {
+		node    *corev1.Node
+		initial bool
+		deleted bool
+		flush   bool
+	}
+	tests := []struct {
+		name    string
+		changes []change
+		want    [][]string
+	}{
+		{name: "a Joist node starting to delete is reported",
+			changes: []change{{node: node("a", corev1.ConditionTrue, t0), initial: true, flush: true}, {node: deletingNode("a", true)}},
+			want:    [][]string{{"a"}}},
+		{name: "updates while it drains are reported once",
+			changes: []change{{node: deletingNode("a", true), flush: true}, {node: deletingNode("a", true), flush: true}, {node: deletingNode("a", true)}},
+			want:    [][]string{{"a"}}},
+		{name: "nodes deleting together go in one event",
+			changes: []change{{node: deletingNode("b", true)}, {node: deletingNode("a", true)}},
+			want:    [][]string{{"a", "b"}}},
+		{name: "a node without the finalizer is not reported",
+			changes: []change{{node: deletingNode("a", false)}}},
+		{name: "a node already deleting at startup is reported",
+			changes: []change{{node: deletingNode("a", true), initial: true}},
+			want:    [][]string{{"a"}}},
+		{name: "a node gone before the flush is not reported",
+			changes: []change{{node: deletingNode("a", true)}, {node: deletingNode("a", true), deleted: true}}},
+		{name: "a node of the same name deleting again is reported again",
+			changes: []change{{node: deletingNode("a", true), flush: true}, {node: deletingNode("a", true), deleted: true}, {node: deletingNode("a", true)}},
+			want:    [][]string{{"a"}, {"a"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			elapsed := time.Duration(0)
+			var got [][]string
+			for _, c := range tt.changes {
+				h.at(elapsed)
+				if c.deleted {
+					h.f.onNodeDelete(c.node)
+				} else {
+					slim, _ := slimNode(c.node)
+					h.f.onNode(slim, c.initial)
+				}
+				if c.flush {
+					elapsed += DefaultMaxWait
+					h.at(elapsed)
+				}
+			}
+			h.at(elapsed + DefaultMaxWait)
+			got = decode(t, h.calls()).deleting
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("nodes deleting events %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

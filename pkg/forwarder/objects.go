@@ -1,6 +1,8 @@
 package forwarder
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
@@ -30,6 +32,11 @@ func unschedulable(pod *corev1.Pod) bool {
 func podRef(pod *corev1.Pod) events.PodRef {
 	return events.PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID)}
 }
+
+// TerminationFinalizer holds a Joist node that is being deleted until the
+// reaper drained it and ended its instance (pkg/termination.Finalizer,
+// Karpenter's own).
+const TerminationFinalizer = "karpenter.sh/termination"
 
 // readyCondition returns the node's Ready condition, if it has one.
 func readyCondition(node *corev1.Node) (corev1.NodeCondition, bool) {
@@ -75,11 +82,15 @@ func slimNode(obj any) (any, error) {
 	}
 	slim := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:            node.Name,
-			UID:             node.UID,
-			ResourceVersion: node.ResourceVersion,
+			Name:              node.Name,
+			UID:               node.UID,
+			ResourceVersion:   node.ResourceVersion,
+			DeletionTimestamp: node.DeletionTimestamp,
 		},
 		Spec: corev1.NodeSpec{ProviderID: node.Spec.ProviderID},
+	}
+	if slices.Contains(node.Finalizers, TerminationFinalizer) {
+		slim.Finalizers = []string{TerminationFinalizer}
 	}
 	if c, ok := readyCondition(node); ok {
 		slim.Status.Conditions = []corev1.NodeCondition{c}

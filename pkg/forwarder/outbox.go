@@ -3,6 +3,7 @@ package forwarder
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -32,6 +33,8 @@ type outbox struct {
 	dirtyPods  map[k8stypes.UID]events.PodRef // to send in the next flush
 	ready      map[string]bool                // last readiness seen per node
 	dirtyNodes map[string]events.NodeReady    // to send in the next flush
+	deleting   map[string]bool                // Joist nodes seen deleting
+	dirtyDel   map[string]bool                // deleting nodes to send in the next flush
 	first      time.Time                      // first change of this window; zero when clean
 	last       time.Time                      // latest change of this window
 	flushNow   bool                           // a resync asked to skip the debounce
@@ -59,6 +62,8 @@ func newOutbox(o Options) *outbox {
 		dirtyPods:   map[k8stypes.UID]events.PodRef{},
 		ready:       map[string]bool{},
 		dirtyNodes:  map[string]events.NodeReady{},
+		deleting:    map[string]bool{},
+		dirtyDel:    map[string]bool{},
 	}
 }
 
@@ -100,7 +105,7 @@ func (o *outbox) podGone(uid k8stypes.UID) {
 // next change opens a fresh one instead of inheriting an old start (and
 // being flushed early for having waited maxWait already).
 func (o *outbox) closeIfEmpty() {
-	if len(o.dirtyPods)+len(o.dirtyNodes) == 0 {
+	if o.dirty() == 0 {
 		o.first, o.last, o.flushNow = time.Time{}, time.Time{}, false
 	}
 }
@@ -112,6 +117,7 @@ func (o *outbox) closeIfEmpty() {
 // the lookback, so a restart reports the nodes that turned Ready while the
 // forwarder was away without replaying every node of the cluster.
 func (o *outbox) nodeChanged(node *corev1.Node, initial bool, now time.Time) {
+	o.nodeDeleting(node, now)
 	ready := nodeReady(node)
 	wasReady, seen := o.ready[node.Name]
 	o.ready[node.Name] = ready
@@ -137,13 +143,33 @@ func (o *outbox) nodeChanged(node *corev1.Node, initial bool, now time.Time) {
 	o.touch(now)
 }
 
+// nodeDeleting reports, once, a node that started deleting while the
+// termination finalizer holds it (kubectl delete node on a Joist node), so
+// the reaper is woken to drain it now. A node that starts deleting
+// without the finalizer is no news: nothing will drain it. Nodes of the
+// informer's first list are reported too: their drain may have started
+// while no forwarder ran, and a wake-up costs one reaper run.
+func (o *outbox) nodeDeleting(node *corev1.Node, now time.Time) {
+	if node.DeletionTimestamp == nil || !slices.Contains(node.Finalizers, TerminationFinalizer) || o.deleting[node.Name] {
+		return
+	}
+	o.deleting[node.Name] = true
+	o.dirtyDel[node.Name] = true
+	o.touch(now)
+}
+
 // nodeGone forgets a deleted node, so a node of the same name that comes
-// back Ready is reported again.
+// back Ready (or deleting) is reported again.
 func (o *outbox) nodeGone(name string) {
 	delete(o.ready, name)
 	delete(o.dirtyNodes, name)
+	delete(o.deleting, name)
+	delete(o.dirtyDel, name)
 	o.closeIfEmpty()
 }
+
+// dirty is how many changes wait for the next flush.
+func (o *outbox) dirty() int { return len(o.dirtyPods) + len(o.dirtyNodes) + len(o.dirtyDel) }
 
 // resync queues every pod that is unschedulable now, to be sent at once:
 // if an earlier event was lost, this one costs only latency. It returns how
@@ -176,7 +202,7 @@ func (o *outbox) next() time.Time {
 // debounce after its last change, but no later than maxWait after its first
 // (or at once after a resync). Zero when no window is open.
 func (o *outbox) windowDue() time.Time {
-	if len(o.dirtyPods)+len(o.dirtyNodes) == 0 {
+	if o.dirty() == 0 {
 		return time.Time{}
 	}
 	if o.flushNow {
@@ -215,13 +241,15 @@ func (o *outbox) take(now time.Time, force bool) ([]queued, error) {
 	}
 	o.dirtyPods = map[k8stypes.UID]events.PodRef{}
 	o.dirtyNodes = map[string]events.NodeReady{}
+	o.dirtyDel = map[string]bool{}
 	o.closeIfEmpty()
 	return append(out, fresh...), nil
 }
 
 // entries turns the window's changes into EventBridge entries: pods sorted
 // by namespace and name in events of at most events.MaxPodsPerEvent, then
-// one event per node.
+// one event per node turned Ready, then one event naming every node that
+// started deleting (one reaper wake-up for a burst of deletions).
 func (o *outbox) entries(now time.Time) ([]queued, error) {
 	pods := make([]events.PodRef, 0, len(o.dirtyPods))
 	for _, ref := range o.dirtyPods {
@@ -253,6 +281,20 @@ func (o *outbox) entries(now time.Time) ([]queued, error) {
 	sort.Strings(names)
 	for _, name := range names {
 		e, err := o.entry(events.DetailTypeNodeReady, o.dirtyNodes[name], now)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, queued{entry: e})
+	}
+	if len(o.dirtyDel) > 0 {
+		names := make([]string, 0, len(o.dirtyDel))
+		for name := range o.dirtyDel {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		// A node name is at most 253 bytes: even a thousand of them stay
+		// far under EventBridge's 256 KiB entry limit.
+		e, err := o.entry(events.DetailTypeNodesDeleting, events.NodesDeleting{Cluster: o.cluster, Nodes: names, ObservedAt: now.UTC()}, now)
 		if err != nil {
 			return nil, err
 		}

@@ -74,7 +74,9 @@ type GroundOptions struct {
 	// OnBatch, when set, hears every batch a poller hands a function.
 	OnBatch func(function string, ids, failed []string, err error)
 	// ReaperEvery runs the reaper (the safety net) on this period, as the
-	// CDK stack's rate(1 minute) schedule does; 0 runs no reaper.
+	// CDK stack's rate(1 minute) schedule does, and the forwarder's
+	// wake-ups invoke it too (the stack's reaper wake rule); 0 runs no
+	// reaper.
 	ReaperEvery time.Duration
 	// WrapPut, when set, wraps the forwarder's EventBridge client (to
 	// duplicate or drop what it puts).
@@ -110,6 +112,10 @@ type Ground struct {
 	Provisioner *Function
 	Binder      *Function
 	Reaper      *Function
+	// ReaperWoken is a second execution environment of the reaper, for
+	// the forwarder's wake-ups: Lambda runs an asynchronous invoke
+	// beside a scheduled run still looping, not after it.
+	ReaperWoken *Function
 	// Interruption consumes the interruption queue.
 	Interruption *Function
 	Kubelet      *kubeletsim.Sim
@@ -338,6 +344,17 @@ func StartGround(ctx context.Context, kube *KubeEnv, kumo *KumoEnv, rie string, 
 		*fn.dst = f
 	}
 	if g.Reaper != nil {
+		if g.ReaperWoken, err = g.StartFunction("reaper"); err != nil {
+			return nil, err
+		}
+		sq := sqs.NewFromConfig(g.AWS)
+		g.run(ctx, func(ctx context.Context) {
+			(&AsyncInvoker{SQS: sq, QueueURL: g.Msg.ReaperWake.URL, Invoke: g.ReaperWoken.Invoke, Log: g.Log, OnInvoke: func(err error) {
+				if o.OnBatch != nil {
+					o.OnBatch("reaper", []string{"wake"}, nil, err)
+				}
+			}}).Run(ctx)
+		})
 		g.run(ctx, func(ctx context.Context) {
 			t := time.NewTicker(o.ReaperEvery)
 			defer t.Stop()
