@@ -28,12 +28,16 @@ const (
 	// deleting (kubectl delete node), so their drain should begin now,
 	// not at the next scheduled run.
 	DetailTypeNodesDeleting = "Nodes Deleting"
+	// DetailTypeNodesEmptied wakes the reaper too: the last pod that
+	// needed a Joist node left it, so its emptiness clock should start
+	// now, not at the next scheduled run.
+	DetailTypeNodesEmptied = "Nodes Emptied"
 )
 
 // ReaperWakeDetailTypes are the detail types routed to the reaper, which
 // takes them as a wake-up only: it reconciles every node from the
 // Kubernetes API, whatever the event names.
-var ReaperWakeDetailTypes = []string{DetailTypeNodesDeleting}
+var ReaperWakeDetailTypes = []string{DetailTypeNodesDeleting, DetailTypeNodesEmptied}
 
 // MaxEntriesPerPut is EventBridge's limit of entries in one PutEvents call.
 const MaxEntriesPerPut = 10
@@ -74,6 +78,14 @@ type NodesDeleting struct {
 	ObservedAt time.Time `json:"observedAt"`
 }
 
+// NodesEmptied names Joist nodes whose last reschedulable pod (not a
+// DaemonSet's, static or finished) was seen leaving.
+type NodesEmptied struct {
+	Cluster    string    `json:"cluster"`
+	Nodes      []string  `json:"nodes"`
+	ObservedAt time.Time `json:"observedAt"`
+}
+
 // Envelope is the EventBridge event as delivered to targets (SQS bodies
 // and Lambda invocations carry the same JSON).
 type Envelope struct {
@@ -93,7 +105,8 @@ type Envelope struct {
 var ErrNotJoist = errors.New("not a Joist event")
 
 // Parse reads an EventBridge event carrying a Joist detail. It returns a
-// *PendingPods, a *NodeReady or a *NodesDeleting. Anything else is an error wrapping
+// *PendingPods, a *NodeReady, a *NodesDeleting or a *NodesEmptied.
+// Anything else is an error wrapping
 // ErrNotJoist.
 func Parse(body []byte) (any, error) {
 	var env Envelope
@@ -130,18 +143,34 @@ func Parse(body []byte) (any, error) {
 		if err := json.Unmarshal(env.Detail, &d); err != nil {
 			return nil, fmt.Errorf("%w: %s detail: %v", ErrNotJoist, env.DetailType, err)
 		}
-		if len(d.Nodes) == 0 {
-			return nil, fmt.Errorf("%w: %s detail without nodes", ErrNotJoist, env.DetailType)
+		if err := nodeNames(env.DetailType, d.Nodes); err != nil {
+			return nil, err
 		}
-		for _, n := range d.Nodes {
-			if err := nodeName(env.DetailType, n); err != nil {
-				return nil, err
-			}
+		return &d, nil
+	case DetailTypeNodesEmptied:
+		var d NodesEmptied
+		if err := json.Unmarshal(env.Detail, &d); err != nil {
+			return nil, fmt.Errorf("%w: %s detail: %v", ErrNotJoist, env.DetailType, err)
+		}
+		if err := nodeNames(env.DetailType, d.Nodes); err != nil {
+			return nil, err
 		}
 		return &d, nil
 	default:
 		return nil, fmt.Errorf("%w: detail-type %q", ErrNotJoist, env.DetailType)
 	}
+}
+
+func nodeNames(detailType string, nodes []string) error {
+	if len(nodes) == 0 {
+		return fmt.Errorf("%w: %s detail without nodes", ErrNotJoist, detailType)
+	}
+	for _, n := range nodes {
+		if err := nodeName(detailType, n); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func nodeName(detailType, node string) error {

@@ -81,10 +81,16 @@ func TestParse_NodesDeleting(t *testing.T) {
 	if !ok || nd.Cluster != "c" || len(nd.Nodes) != 2 || nd.Nodes[1] != "b" || nd.ObservedAt.IsZero() {
 		t.Fatalf("nodes deleting parsed as %#v", got)
 	}
+	got, err = Parse([]byte(`{"source":"joist.forwarder","detail-type":"Nodes Emptied","detail":{"cluster":"c","nodes":["a"],"observedAt":"2026-12-01T12:00:00Z"}}`))
+	if ne, ok := got.(*NodesEmptied); err != nil || !ok || ne.Nodes[0] != "a" {
+		t.Fatalf("nodes emptied parsed as %#v, %v", got, err)
+	}
 	for name, body := range map[string]string{
-		"no nodes":  `{"source":"joist.forwarder","detail-type":"Nodes Deleting","detail":{"cluster":"c","nodes":[]}}`,
-		"bad node":  `{"source":"joist.forwarder","detail-type":"Nodes Deleting","detail":{"cluster":"c","nodes":["ok","../x"]}}`,
-		"bad shape": `{"source":"joist.forwarder","detail-type":"Nodes Deleting","detail":{"nodes":"a"}}`,
+		"no nodes":              `{"source":"joist.forwarder","detail-type":"Nodes Deleting","detail":{"cluster":"c","nodes":[]}}`,
+		"bad node":              `{"source":"joist.forwarder","detail-type":"Nodes Deleting","detail":{"cluster":"c","nodes":["ok","../x"]}}`,
+		"bad shape":             `{"source":"joist.forwarder","detail-type":"Nodes Deleting","detail":{"nodes":"a"}}`,
+		"emptied without nodes": `{"source":"joist.forwarder","detail-type":"Nodes Emptied","detail":{"cluster":"c"}}`,
+		"emptied bad node":      `{"source":"joist.forwarder","detail-type":"Nodes Emptied","detail":{"cluster":"c","nodes":["A_B"]}}`,
 	} {
 		if _, err := Parse([]byte(body)); !errors.Is(err, ErrNotJoist) {
 			t.Errorf("%s: err = %v, want ErrNotJoist", name, err)

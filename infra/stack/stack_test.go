@@ -336,9 +336,21 @@ func TestJoistRules(t *testing.T) {
 		t.Errorf("node ready rule target = %v, want the ready queue %v", got, want)
 	}
 	// The reaper's wake-up goes to the reaper itself, on the cluster's bus.
-	_, wake := rule(t, tpl, EventSource, DetailTypeNodesDeleting)
-	if got := wake["Name"]; got != "joist-hoon-cluster-reaper-wake" {
-		t.Errorf("reaper wake rule Name = %v, want joist-hoon-cluster-reaper-wake", got)
+	var wake map[string]interface{}
+	for _, r := range resources(t, tpl, "AWS::Events::Rule") {
+		if p := props(r); p["Name"] == "joist-hoon-cluster-reaper-wake" {
+			wake = p
+		}
+	}
+	if wake == nil {
+		t.Fatal("no rule joist-hoon-cluster-reaper-wake")
+	}
+	pat, _ := wake["EventPattern"].(map[string]interface{})
+	if want := []interface{}{EventSource}; !reflect.DeepEqual(pat["source"], want) {
+		t.Errorf("reaper wake rule source = %v, want %v", pat["source"], want)
+	}
+	if want := []interface{}{DetailTypeNodesDeleting, DetailTypeNodesEmptied}; !reflect.DeepEqual(pat["detail-type"], want) {
+		t.Errorf("reaper wake rule detail types = %v, want %v", pat["detail-type"], want)
 	}
 	if !reflect.DeepEqual(wake["EventBusName"], busRef) {
 		t.Errorf("reaper wake rule bus = %v, want %v", wake["EventBusName"], busRef)
@@ -958,6 +970,7 @@ func TestEventContract(t *testing.T) {
 		"DetailTypePendingPods":   DetailTypePendingPods,
 		"DetailTypeNodeReady":     DetailTypeNodeReady,
 		"DetailTypeNodesDeleting": DetailTypeNodesDeleting,
+		"DetailTypeNodesEmptied":  DetailTypeNodesEmptied,
 	} {
 		if got, ok := consts[name]; !ok || got != want {
 			t.Errorf("events.%s = %q (found: %v), stack uses %q", name, got, ok, want)

@@ -73,6 +73,36 @@ func slimPod(obj any) (any, error) {
 	}, nil
 }
 
+// slimBoundPod keeps what tells whether a bound pod needs its node
+// (disruption.Reschedulable): its node, phase, deletion, mirror
+// annotation and DaemonSet or Node owner.
+func slimBoundPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	slim := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              pod.Name,
+			Namespace:         pod.Namespace,
+			UID:               pod.UID,
+			ResourceVersion:   pod.ResourceVersion,
+			DeletionTimestamp: pod.DeletionTimestamp,
+		},
+		Spec:   corev1.PodSpec{NodeName: pod.Spec.NodeName},
+		Status: corev1.PodStatus{Phase: pod.Status.Phase},
+	}
+	if v, ok := pod.Annotations[corev1.MirrorPodAnnotationKey]; ok {
+		slim.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: v}
+	}
+	for _, o := range pod.OwnerReferences {
+		if o.Kind == "DaemonSet" || o.Kind == "Node" {
+			slim.OwnerReferences = append(slim.OwnerReferences, metav1.OwnerReference{Kind: o.Kind, Name: o.Name, UID: o.UID, APIVersion: o.APIVersion})
+		}
+	}
+	return slim, nil
+}
+
 // slimNode keeps only what the forwarder reads: nodes carry large status
 // (images, volumes) that the forwarder has no use for.
 func slimNode(obj any) (any, error) {
