@@ -349,11 +349,19 @@ func StartGround(ctx context.Context, kube *KubeEnv, kumo *KumoEnv, rie string, 
 		}
 		sq := sqs.NewFromConfig(g.AWS)
 		g.run(ctx, func(ctx context.Context) {
-			(&AsyncInvoker{SQS: sq, QueueURL: g.Msg.ReaperWake.URL, Invoke: g.ReaperWoken.Invoke, Log: g.Log, OnInvoke: func(err error) {
-				if o.OnBatch != nil {
-					o.OnBatch("reaper", []string{"wake"}, nil, err)
-				}
-			}}).Run(ctx)
+			// OnBatch hears "wake" when a woken run begins (it may loop
+			// for most of a minute) and "woken" with its outcome.
+			(&AsyncInvoker{SQS: sq, QueueURL: g.Msg.ReaperWake.URL, Invoke: g.ReaperWoken.Invoke, Log: g.Log,
+				OnStart: func() {
+					if o.OnBatch != nil {
+						o.OnBatch("reaper", []string{"wake"}, nil, nil)
+					}
+				},
+				OnInvoke: func(err error) {
+					if o.OnBatch != nil {
+						o.OnBatch("reaper", []string{"woken"}, nil, err)
+					}
+				}}).Run(ctx)
 		})
 		g.run(ctx, func(ctx context.Context) {
 			t := time.NewTicker(o.ReaperEvery)

@@ -21,7 +21,9 @@ type AsyncInvoker struct {
 	QueueURL string
 	Invoke   func(ctx context.Context, payload []byte) ([]byte, error)
 	Log      *slog.Logger
-	// OnInvoke, when set, hears each invocation's outcome.
+	// OnStart, when set, hears each invocation begin; OnInvoke its
+	// outcome.
+	OnStart  func()
 	OnInvoke func(err error)
 }
 
@@ -35,6 +37,9 @@ func (a *AsyncInvoker) Run(ctx context.Context) {
 		m := out.Messages[0]
 		if _, err := a.SQS.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &a.QueueURL, ReceiptHandle: m.ReceiptHandle}); err != nil && ctx.Err() == nil {
 			a.Log.Warn("async invoke: delete event", "error", err)
+		}
+		if a.OnStart != nil {
+			a.OnStart()
 		}
 		_, err = a.Invoke(ctx, []byte(aws.ToString(m.Body)))
 		if err != nil && ctx.Err() == nil {
