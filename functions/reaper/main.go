@@ -35,8 +35,12 @@ func main() {
 		slog.Error("reaper: configuration", "error", err.Error())
 		os.Exit(1)
 	}
-	lambda.Start(func(ctx context.Context, _ events.CloudWatchEvent) error {
+	lambda.Start(func(ctx context.Context, ev events.CloudWatchEvent) error {
 		log := wiring.WithRequest(ctx, env.Log)
+		// The schedule's tick or the forwarder's wake-up (a Joist node
+		// deleting or emptied): either way a full run from the truth; what
+		// the event names is never read.
+		log.Info("reaper run", "trigger", ev.DetailType)
 		m := env.Metrics()
 		defer env.Flush(m)
 		gc := *collector
