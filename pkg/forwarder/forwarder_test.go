@@ -811,7 +811,7 @@ func TestNodesEmptiedEvents(t *testing.T) {
 	}
 	finished := boundPod("p1", "a", false)
 	finished.Status.Phase = corev1.PodSucceeded
-	terminating := boundPod("p1", "a", false)
+	terminating := boundPod("p2", "b", false)
 	terminating.DeletionTimestamp = &metav1.Time{Time: t0}
 	tests := []struct {
 		name    string
@@ -827,11 +827,7 @@ func TestNodesEmptiedEvents(t *testing.T) {
 			want:    [][]string{{"a"}}},
 		{name: "a pod finishing or terminating leaves the node",
 			changes: []change{{node: joistNode("a")}, {node: joistNode("b")}, {pod: boundPod("p1", "a", false)}, {pod: boundPod("p2", "b", false), flush: true},
-				{pod: finished}, {pod: func() *corev1.Pod {
-					p := boundPod("p2", "b", false)
-					p.DeletionTimestamp = terminating.DeletionTimestamp
-					return p
-				}()}},
+				{pod: finished}, {pod: terminating}},
 			want: [][]string{{"a", "b"}}},
 		{name: "a node that is not Joist's is not reported",
 			changes: []change{{node: node("a", corev1.ConditionTrue, t0)}, {pod: boundPod("p1", "a", false), flush: true}, {pod: boundPod("p1", "a", false), deleted: true}}},
