@@ -1,10 +1,12 @@
 // Package garbage ends what Joist launched and no longer accounts for:
-// instances whose node never registered within the registration timeout
-// (Karpenter's registration TTL), and Nodes whose instance is gone
-// (terminated outside Joist: nothing is left to drain, so the Node is
-// released and deleted, as Karpenter's termination controller does). It
-// runs in the reaper only, the one function whose role may terminate
-// instances.
+// instances with no Node past the registration timeout (Karpenter's
+// registration TTL): never registered, or their Node deleted without
+// draining; Nodes whose instance is gone (terminated outside Joist:
+// nothing is left to drain, so the Node is released and deleted, as
+// Karpenter's termination controller does); and the cluster's launch
+// templates no live instance was launched from. It runs in the reaper
+// only, the one function whose role may terminate instances and delete
+// launch templates.
 //
 // An instance is only ever terminated as garbage when EC2's own
 // aws:ec2launchtemplate:id tag, which EC2 sets at launch and nobody can
@@ -70,7 +72,7 @@ type Lock func(ctx context.Context) (unlock func(), err error)
 // before it is deleted.
 const DefaultTemplateMinAge = 10 * time.Minute
 
-// Collector finds and terminates the cluster's unregistered instances.
+// Collector is one garbage collection of the cluster (Collect).
 type Collector struct {
 	EC2   EC2
 	Nodes Nodes
