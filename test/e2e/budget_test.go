@@ -129,10 +129,14 @@ func TestE2E_BudgetOfOneDisruptsOneAtATime(t *testing.T) {
 	}
 	mu.Unlock()
 	sort.Slice(all, func(i, j int) bool { return all[i].from.Before(all[j].from) })
+	var spans []string
+	for _, win := range all {
+		spans = append(spans, win.from.Format("15:04:05.000")+"–"+win.to.Format("15:04:05.000"))
+	}
 	for i := 1; i < len(all); i++ {
 		if all[i].from.Before(all[i-1].to) {
-			t.Fatalf("a node began retiring %s before the previous one was gone: the budget of one node let several go at once (%v)",
-				all[i-1].to.Sub(all[i].from), all)
+			t.Fatalf("a node began retiring %s before the previous one was gone: the budget of one node let several go at once (retiring %v)",
+				all[i-1].to.Sub(all[i].from), spans)
 		}
 	}
 	t.Logf("three empty nodes retired one at a time, each begun %s and %s after the previous was gone",
