@@ -24,7 +24,20 @@ const Source = "joist.forwarder"
 const (
 	DetailTypePendingPods = "Pending Pods"
 	DetailTypeNodeReady   = "Node Ready"
+	// DetailTypeNodesDeleting wakes the reaper: Joist nodes started
+	// deleting (kubectl delete node), so their drain should begin now,
+	// not at the next scheduled run.
+	DetailTypeNodesDeleting = "Nodes Deleting"
+	// DetailTypeNodesEmptied wakes the reaper too: the last pod that
+	// needed a Joist node left it, so its emptiness clock should start
+	// now, not at the next scheduled run.
+	DetailTypeNodesEmptied = "Nodes Emptied"
 )
+
+// ReaperWakeDetailTypes are the detail types routed to the reaper, which
+// takes them as a wake-up only: it reconciles every node from the
+// Kubernetes API, whatever the event names.
+var ReaperWakeDetailTypes = []string{DetailTypeNodesDeleting, DetailTypeNodesEmptied}
 
 // MaxEntriesPerPut is EventBridge's limit of entries in one PutEvents call.
 const MaxEntriesPerPut = 10
@@ -57,6 +70,22 @@ type NodeReady struct {
 	ObservedAt time.Time `json:"observedAt"`
 }
 
+// NodesDeleting names Joist nodes (held by the termination finalizer)
+// seen starting to delete.
+type NodesDeleting struct {
+	Cluster    string    `json:"cluster"`
+	Nodes      []string  `json:"nodes"`
+	ObservedAt time.Time `json:"observedAt"`
+}
+
+// NodesEmptied names Joist nodes whose last reschedulable pod (not a
+// DaemonSet's, static or finished) was seen leaving.
+type NodesEmptied struct {
+	Cluster    string    `json:"cluster"`
+	Nodes      []string  `json:"nodes"`
+	ObservedAt time.Time `json:"observedAt"`
+}
+
 // Envelope is the EventBridge event as delivered to targets (SQS bodies
 // and Lambda invocations carry the same JSON).
 type Envelope struct {
@@ -76,7 +105,8 @@ type Envelope struct {
 var ErrNotJoist = errors.New("not a Joist event")
 
 // Parse reads an EventBridge event carrying a Joist detail. It returns a
-// *PendingPods or a *NodeReady. Anything else is an error wrapping
+// *PendingPods, a *NodeReady, a *NodesDeleting or a *NodesEmptied.
+// Anything else is an error wrapping
 // ErrNotJoist.
 func Parse(body []byte) (any, error) {
 	var env Envelope
@@ -104,8 +134,26 @@ func Parse(body []byte) (any, error) {
 		if d.Node == "" {
 			return nil, fmt.Errorf("%w: %s detail without node", ErrNotJoist, env.DetailType)
 		}
-		if errs := validation.IsDNS1123Subdomain(d.Node); len(errs) > 0 {
-			return nil, fmt.Errorf("%w: %s detail: node %q is not a node name: %s", ErrNotJoist, env.DetailType, d.Node, strings.Join(errs, "; "))
+		if err := nodeName(env.DetailType, d.Node); err != nil {
+			return nil, err
+		}
+		return &d, nil
+	case DetailTypeNodesDeleting:
+		var d NodesDeleting
+		if err := json.Unmarshal(env.Detail, &d); err != nil {
+			return nil, fmt.Errorf("%w: %s detail: %v", ErrNotJoist, env.DetailType, err)
+		}
+		if err := nodeNames(env.DetailType, d.Nodes); err != nil {
+			return nil, err
+		}
+		return &d, nil
+	case DetailTypeNodesEmptied:
+		var d NodesEmptied
+		if err := json.Unmarshal(env.Detail, &d); err != nil {
+			return nil, fmt.Errorf("%w: %s detail: %v", ErrNotJoist, env.DetailType, err)
+		}
+		if err := nodeNames(env.DetailType, d.Nodes); err != nil {
+			return nil, err
 		}
 		return &d, nil
 	default:
@@ -113,13 +161,32 @@ func Parse(body []byte) (any, error) {
 	}
 }
 
-// Pattern returns the EventBridge rule pattern that matches one Joist
-// detail type. The CDK stack and the test ground both use it, so the
-// routing tested locally is the routing deployed.
-func Pattern(detailType string) string {
+func nodeNames(detailType string, nodes []string) error {
+	if len(nodes) == 0 {
+		return fmt.Errorf("%w: %s detail without nodes", ErrNotJoist, detailType)
+	}
+	for _, n := range nodes {
+		if err := nodeName(detailType, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func nodeName(detailType, node string) error {
+	if errs := validation.IsDNS1123Subdomain(node); len(errs) > 0 {
+		return fmt.Errorf("%w: %s detail: node %q is not a node name: %s", ErrNotJoist, detailType, node, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// Pattern returns the EventBridge rule pattern that matches Joist events
+// of the given detail types. The CDK stack and the test ground both use
+// it, so the routing tested locally is the routing deployed.
+func Pattern(detailTypes ...string) string {
 	b, _ := json.Marshal(map[string][]string{
 		"source":      {Source},
-		"detail-type": {detailType},
+		"detail-type": detailTypes,
 	})
 	return string(b)
 }

@@ -70,3 +70,37 @@ func TestParse_NodeReadyWithMalformedNodeIsNotJoist(t *testing.T) {
 		}
 	}
 }
+
+func TestParse_NodesDeleting(t *testing.T) {
+	body := `{"source":"joist.forwarder","detail-type":"Nodes Deleting","detail":{"cluster":"c","nodes":["ip-10-0-1-23.ec2.internal","b"],"observedAt":"2026-12-01T12:00:00Z"}}`
+	got, err := Parse([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nd, ok := got.(*NodesDeleting)
+	if !ok || nd.Cluster != "c" || len(nd.Nodes) != 2 || nd.Nodes[1] != "b" || nd.ObservedAt.IsZero() {
+		t.Fatalf("nodes deleting parsed as %#v", got)
+	}
+	got, err = Parse([]byte(`{"source":"joist.forwarder","detail-type":"Nodes Emptied","detail":{"cluster":"c","nodes":["a"],"observedAt":"2026-12-01T12:00:00Z"}}`))
+	if ne, ok := got.(*NodesEmptied); err != nil || !ok || ne.Nodes[0] != "a" {
+		t.Fatalf("nodes emptied parsed as %#v, %v", got, err)
+	}
+	for name, body := range map[string]string{
+		"no nodes":              `{"source":"joist.forwarder","detail-type":"Nodes Deleting","detail":{"cluster":"c","nodes":[]}}`,
+		"bad node":              `{"source":"joist.forwarder","detail-type":"Nodes Deleting","detail":{"cluster":"c","nodes":["ok","../x"]}}`,
+		"bad shape":             `{"source":"joist.forwarder","detail-type":"Nodes Deleting","detail":{"nodes":"a"}}`,
+		"emptied without nodes": `{"source":"joist.forwarder","detail-type":"Nodes Emptied","detail":{"cluster":"c"}}`,
+		"emptied bad node":      `{"source":"joist.forwarder","detail-type":"Nodes Emptied","detail":{"cluster":"c","nodes":["A_B"]}}`,
+	} {
+		if _, err := Parse([]byte(body)); !errors.Is(err, ErrNotJoist) {
+			t.Errorf("%s: err = %v, want ErrNotJoist", name, err)
+		}
+	}
+}
+
+func TestPattern_MatchesSeveralDetailTypes(t *testing.T) {
+	want := `{"detail-type":["Nodes Deleting","Node Ready"],"source":["joist.forwarder"]}`
+	if got := Pattern(DetailTypeNodesDeleting, DetailTypeNodeReady); got != want {
+		t.Fatalf("Pattern = %s, want %s", got, want)
+	}
+}

@@ -1,6 +1,7 @@
 // Command reaper is the Lambda function EventBridge runs every minute. It
-// ends instances whose node never registered (pkg/garbage: the only
-// function whose role may terminate), then runs the safety net: the
+// ends instances whose node never registered or is gone and deletes launch
+// templates no instance uses (pkg/garbage: the only function whose role
+// may terminate or delete them), then runs the safety net: the
 // provisioner's reconcile and the binder's pass over every Ready node, so
 // lost events and a dead forwarder (a cluster with no nodes cannot run
 // one) only cost latency; last, the disruption loop (pkg/reaping) retires
@@ -34,15 +35,20 @@ func main() {
 		slog.Error("reaper: configuration", "error", err.Error())
 		os.Exit(1)
 	}
-	lambda.Start(func(ctx context.Context, _ events.CloudWatchEvent) error {
+	lambda.Start(func(ctx context.Context, ev events.CloudWatchEvent) error {
 		log := wiring.WithRequest(ctx, env.Log)
+		// The schedule's tick or the forwarder's wake-up (a Joist node
+		// deleting or emptied): either way a full run from the truth; what
+		// the event names is never read.
+		log.Info("reaper run", "trigger", ev.DetailType)
 		m := env.Metrics()
 		defer env.Flush(m)
 		gc := *collector
 		gc.Log = log
+		gc.Lock = env.LeaseLock(ctx)
 		g, gerr := gc.Collect(ctx)
-		if g != nil && (len(g.Terminated) > 0 || len(g.Foreign) > 0) {
-			log.Info("garbage collection", "terminated", g.Terminated, "foreign", g.Foreign)
+		if g != nil && (len(g.Terminated) > 0 || len(g.Foreign) > 0 || len(g.TemplatesDeleted) > 0) {
+			log.Info("garbage collection", "terminated", g.Terminated, "foreign", g.Foreign, "templatesDeleted", g.TemplatesDeleted)
 		}
 		res, perr := reconcile(ctx, m)
 		if perr == nil {

@@ -35,6 +35,12 @@ const (
 	EventSource           = "joist.forwarder"
 	DetailTypePendingPods = "Pending Pods"
 	DetailTypeNodeReady   = "Node Ready"
+	// DetailTypeNodesDeleting wakes the reaper (Joist nodes started
+	// deleting: their drain begins at once, not at the next minute).
+	DetailTypeNodesDeleting = "Nodes Deleting"
+	// DetailTypeNodesEmptied wakes the reaper too (a Joist node lost its
+	// last pod: its emptiness clock starts now).
+	DetailTypeNodesEmptied = "Nodes Emptied"
 )
 
 // Where the forwarder runs in the cluster. The forwarder role trusts only
@@ -393,6 +399,25 @@ func (s *JoistStack) defineRoutes() {
 			DetailType: jsii.Strings(DetailTypeNodeReady),
 		},
 		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewSqsQueue(s.ReadyQueue, nil)},
+	})
+	// The forwarder's wake-ups for the reaper (nodes starting to delete,
+	// nodes emptied) go straight to it, as the schedule's do (an
+	// asynchronous invoke; no retries, 60 s event age, as the reaper's
+	// invoke config says): the reaper treats them as a tick, never
+	// reading what they name, so a duplicate or forged one costs one run.
+	// The forwarder sends one per burst.
+	awsevents.NewRule(s.Stack, jsii.String("ReaperWakeRule"), &awsevents.RuleProps{
+		RuleName:    jsii.String(ReaperWakeRuleName(c.ClusterName)),
+		EventBus:    s.Bus,
+		Description: jsii.String("Joist nodes of " + c.ClusterName + " deleting or emptied: wake the reaper"),
+		EventPattern: &awsevents.EventPattern{
+			Source:     jsii.Strings(EventSource),
+			DetailType: jsii.Strings(DetailTypeNodesDeleting, DetailTypeNodesEmptied),
+		},
+		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(s.Functions[FnReaper], &awseventstargets.LambdaFunctionProps{
+			RetryAttempts: jsii.Number(2),
+			MaxEventAge:   awscdk.Duration_Seconds(jsii.Number(60)),
+		})},
 	})
 	awsevents.NewRule(s.Stack, jsii.String("ReaperSchedule"), &awsevents.RuleProps{
 		Description: jsii.String("Joist reaper of " + c.ClusterName + ": disruption and the safety-net reconcile"),

@@ -354,6 +354,40 @@ func TestJoistRules(t *testing.T) {
 	if got, want := target(t, ready)["Arn"], getAtt(logicalID(t, st, st.ReadyQueue)); !reflect.DeepEqual(got, want) {
 		t.Errorf("node ready rule target = %v, want the ready queue %v", got, want)
 	}
+	// The reaper's wake-up goes to the reaper itself, on the cluster's bus.
+	var wake map[string]interface{}
+	for _, r := range resources(t, tpl, "AWS::Events::Rule") {
+		if p := props(r); p["Name"] == "joist-hoon-cluster-reaper-wake" {
+			wake = p
+		}
+	}
+	if wake == nil {
+		t.Fatal("no rule joist-hoon-cluster-reaper-wake")
+	}
+	pat, _ := wake["EventPattern"].(map[string]interface{})
+	if want := []interface{}{EventSource}; !reflect.DeepEqual(pat["source"], want) {
+		t.Errorf("reaper wake rule source = %v, want %v", pat["source"], want)
+	}
+	if want := []interface{}{DetailTypeNodesDeleting, DetailTypeNodesEmptied}; !reflect.DeepEqual(pat["detail-type"], want) {
+		t.Errorf("reaper wake rule detail types = %v, want %v", pat["detail-type"], want)
+	}
+	if !reflect.DeepEqual(wake["EventBusName"], busRef) {
+		t.Errorf("reaper wake rule bus = %v, want %v", wake["EventBusName"], busRef)
+	}
+	reaper := getAtt(logicalID(t, st, st.Functions[FnReaper]))
+	if got := target(t, wake)["Arn"]; !reflect.DeepEqual(got, reaper) {
+		t.Errorf("reaper wake rule target = %v, want the reaper %v", got, reaper)
+	}
+	wakeInvokes := 0
+	for _, r := range resources(t, tpl, "AWS::Lambda::Permission") {
+		p := props(r)
+		if reflect.DeepEqual(p["FunctionName"], reaper) && p["Principal"] == "events.amazonaws.com" {
+			wakeInvokes++
+		}
+	}
+	if wakeInvokes != 2 {
+		t.Errorf("%d EventBridge permissions on the reaper, want 2 (the schedule and the wake rule)", wakeInvokes)
+	}
 	// Nothing invokes the binder but its event source mapping.
 	for id, r := range resources(t, tpl, "AWS::Lambda::Permission") {
 		if reflect.DeepEqual(props(r)["FunctionName"], getAtt(logicalID(t, st, st.Functions[FnBinder]))) {
@@ -1030,9 +1064,11 @@ func TestEventContract(t *testing.T) {
 		return true
 	})
 	for name, want := range map[string]string{
-		"Source":                EventSource,
-		"DetailTypePendingPods": DetailTypePendingPods,
-		"DetailTypeNodeReady":   DetailTypeNodeReady,
+		"Source":                  EventSource,
+		"DetailTypePendingPods":   DetailTypePendingPods,
+		"DetailTypeNodeReady":     DetailTypeNodeReady,
+		"DetailTypeNodesDeleting": DetailTypeNodesDeleting,
+		"DetailTypeNodesEmptied":  DetailTypeNodesEmptied,
 	} {
 		if got, ok := consts[name]; !ok || got != want {
 			t.Errorf("events.%s = %q (found: %v), stack uses %q", name, got, ok, want)
@@ -1065,7 +1101,7 @@ func TestNamesMatchTestGround(t *testing.T) {
 		t.Errorf("%s has no \"joist-\" prefix", path)
 	}
 	for _, name := range []string{
-		PendingQueueName(c), ReadyQueueName(c), PendingRuleName(c), NodeReadyRuleName(c),
+		PendingQueueName(c), ReadyQueueName(c), PendingRuleName(c), NodeReadyRuleName(c), ReaperWakeRuleName(c),
 	} {
 		suffix, ok := strings.CutPrefix(name, prefix)
 		if !ok || !lits[suffix] {

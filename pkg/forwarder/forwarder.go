@@ -1,7 +1,8 @@
-// Package forwarder watches a cluster for pods the scheduler cannot place
-// and for nodes that turn Ready, and puts Joist's events about them on the
-// cluster's EventBridge bus, where rules route them to the provisioner and
-// the binder.
+// Package forwarder watches a cluster for pods the scheduler cannot place,
+// for nodes that turn Ready, and for Joist nodes that start deleting or
+// lose their last pod, and puts Joist's events about them on the cluster's
+// EventBridge bus, where rules route them to the provisioner, the binder
+// and the reaper.
 //
 // Events are hints (see package events): the functions reconcile from the
 // Kubernetes API, so the forwarder favours few, timely events over exact
@@ -171,7 +172,14 @@ func (f *Forwarder) Run(ctx context.Context) error {
 	nodeFactory := informers.NewSharedInformerFactoryWithOptions(f.opts.Client, 0,
 		informers.WithTransform(slimNode))
 
+	// Bound pods, slimmed to what tells whether they need their node: a
+	// Joist node whose last such pod goes is reported emptied.
+	boundFactory := informers.NewSharedInformerFactoryWithOptions(f.opts.Client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "spec.nodeName!=" }),
+		informers.WithTransform(slimBoundPod))
+
 	pods := podFactory.Core().V1().Pods().Informer()
+	bound := boundFactory.Core().V1().Pods().Informer()
 	nodes := nodeFactory.Core().V1().Nodes().Informer()
 	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    f.onPod,
@@ -179,6 +187,13 @@ func (f *Forwarder) Run(ctx context.Context) error {
 		DeleteFunc: f.onPodDelete,
 	}); err != nil {
 		return fmt.Errorf("forwarder: watch pods: %w", err)
+	}
+	if _, err := bound.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    f.onBoundPod,
+		UpdateFunc: func(_, obj any) { f.onBoundPod(obj) },
+		DeleteFunc: f.onBoundPodDelete,
+	}); err != nil {
+		return fmt.Errorf("forwarder: watch bound pods: %w", err)
 	}
 	if _, err := nodes.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc:    f.onNode,
@@ -191,14 +206,16 @@ func (f *Forwarder) Run(ctx context.Context) error {
 	informerCtx, stopInformers := context.WithCancel(ctx)
 	defer stopInformers()
 	podFactory.Start(informerCtx.Done())
+	boundFactory.Start(informerCtx.Done())
 	nodeFactory.Start(informerCtx.Done())
 	defer podFactory.Shutdown()
+	defer boundFactory.Shutdown()
 	defer nodeFactory.Shutdown()
 
 	f.log.Info("forwarder starting", slog.String("bus", f.opts.Bus),
 		slog.String("debounce", f.opts.Debounce.String()), slog.String("maxWait", f.opts.MaxWait.String()),
 		slog.String("resync", f.opts.Resync.String()))
-	if !cache.WaitForCacheSync(ctx.Done(), pods.HasSynced, nodes.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), pods.HasSynced, bound.HasSynced, nodes.HasSynced) {
 		return nil // cancelled while listing
 	}
 	f.synced.Store(true)
@@ -225,6 +242,28 @@ func (f *Forwarder) onPodDelete(obj any) {
 	}
 	f.mu.Lock()
 	f.box.podGone(pod.UID)
+	f.mu.Unlock()
+	f.wake()
+}
+
+func (f *Forwarder) onBoundPod(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	f.mu.Lock()
+	f.box.boundPodChanged(pod, f.clock.Now())
+	f.mu.Unlock()
+	f.wake()
+}
+
+func (f *Forwarder) onBoundPodDelete(obj any) {
+	pod, ok := unwrap(obj).(*corev1.Pod)
+	if !ok {
+		return
+	}
+	f.mu.Lock()
+	f.box.boundPodGone(pod.UID, f.clock.Now())
 	f.mu.Unlock()
 	f.wake()
 }

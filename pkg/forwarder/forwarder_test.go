@@ -112,8 +112,9 @@ func (h *harness) at(d time.Duration) time.Time {
 func (h *harness) calls() []*eventbridge.PutEventsInput { return h.put.taken(&h.seen) }
 
 type sent struct {
-	pods  []events.PodRef // in order
-	nodes []events.NodeReady
+	pods     []events.PodRef // in order
+	nodes    []events.NodeReady
+	deleting [][]string // the nodes of each Nodes Deleting event
 }
 
 // decode reads back what calls put on the bus, checking each entry's
@@ -142,6 +143,15 @@ func decode(t *testing.T, calls []*eventbridge.PutEventsInput) sent {
 					t.Fatal(err)
 				}
 				s.nodes = append(s.nodes, d)
+			case events.DetailTypeNodesDeleting:
+				var d events.NodesDeleting
+				if err := json.Unmarshal([]byte(aws.ToString(e.Detail)), &d); err != nil {
+					t.Fatal(err)
+				}
+				if d.Cluster != "prod" || d.ObservedAt.IsZero() {
+					t.Errorf("nodes deleting detail = %+v", d)
+				}
+				s.deleting = append(s.deleting, d.Nodes)
 			default:
 				t.Errorf("unexpected detail type %q", aws.ToString(e.DetailType))
 			}
@@ -690,5 +700,183 @@ func TestNewRequiresClientClusterBusAndPut(t *testing.T) {
 	}
 	if _, err := New(full); err != nil {
 		t.Errorf("New with everything: %v", err)
+	}
+}
+
+// deletingNode is a Ready node that started deleting, held (or not) by
+// the termination finalizer.
+func deletingNode(name string, finalizer bool) *corev1.Node {
+	n := node(name, corev1.ConditionTrue, t0.Add(-time.Hour))
+	now := metav1.NewTime(t0)
+	n.DeletionTimestamp = &now
+	if finalizer {
+		n.Finalizers = []string{"example.com/other", TerminationFinalizer}
+	}
+	return n
+}
+
+// TestNodesDeletingEvents: a node held by the termination finalizer that
+// starts deleting is reported once (the reaper's wake-up), nodes deleting
+// together in one event; a node without the finalizer is not news.
+func TestNodesDeletingEvents(t *testing.T) {
+	type change struct {
+		node    *corev1.Node
+		initial bool
+		deleted bool
+		flush   bool
+	}
+	tests := []struct {
+		name    string
+		changes []change
+		want    [][]string
+	}{
+		{name: "a Joist node starting to delete is reported",
+			changes: []change{{node: node("a", corev1.ConditionTrue, t0), initial: true, flush: true}, {node: deletingNode("a", true)}},
+			want:    [][]string{{"a"}}},
+		{name: "updates while it drains are reported once",
+			changes: []change{{node: deletingNode("a", true), flush: true}, {node: deletingNode("a", true), flush: true}, {node: deletingNode("a", true)}},
+			want:    [][]string{{"a"}}},
+		{name: "nodes deleting together go in one event",
+			changes: []change{{node: deletingNode("b", true)}, {node: deletingNode("a", true)}},
+			want:    [][]string{{"a", "b"}}},
+		{name: "a node without the finalizer is not reported",
+			changes: []change{{node: deletingNode("a", false)}}},
+		{name: "a node already deleting at startup is reported",
+			changes: []change{{node: deletingNode("a", true), initial: true}},
+			want:    [][]string{{"a"}}},
+		{name: "a node gone before the flush is not reported",
+			changes: []change{{node: deletingNode("a", true)}, {node: deletingNode("a", true), deleted: true}}},
+		{name: "a node of the same name deleting again is reported again",
+			changes: []change{{node: deletingNode("a", true), flush: true}, {node: deletingNode("a", true), deleted: true}, {node: deletingNode("a", true)}},
+			want:    [][]string{{"a"}, {"a"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			elapsed := time.Duration(0)
+			var got [][]string
+			for _, c := range tt.changes {
+				h.at(elapsed)
+				if c.deleted {
+					h.f.onNodeDelete(c.node)
+				} else {
+					slim, _ := slimNode(c.node)
+					h.f.onNode(slim, c.initial)
+				}
+				if c.flush {
+					elapsed += DefaultMaxWait
+					h.at(elapsed)
+				}
+			}
+			h.at(elapsed + DefaultMaxWait)
+			got = decode(t, h.calls()).deleting
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("nodes deleting events %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// boundPod is a pod bound to node; ds makes it a DaemonSet's.
+func boundPod(name, node string, ds bool) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: k8stypes.UID("uid-" + name)},
+		Spec:       corev1.PodSpec{NodeName: node},
+		Status:     corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+	if ds {
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds", APIVersion: "apps/v1"}}
+	}
+	return p
+}
+
+// joistNode is a Ready node held by the termination finalizer.
+func joistNode(name string) *corev1.Node {
+	n := node(name, corev1.ConditionTrue, t0.Add(-time.Hour))
+	n.Finalizers = []string{TerminationFinalizer}
+	return n
+}
+
+// TestNodesEmptiedEvents: a Joist node whose last pod that needs it
+// (not a DaemonSet's, not finished) leaves is reported emptied, once per
+// emptying, nodes emptying together in one event; nodes that are not
+// Joist's or are being deleted are not, and a node filled again before
+// the flush is withdrawn.
+func TestNodesEmptiedEvents(t *testing.T) {
+	type change struct {
+		node    *corev1.Node // a node change, or else:
+		pod     *corev1.Pod  // a bound pod change
+		deleted bool         // the pod was deleted
+		flush   bool
+	}
+	finished := boundPod("p1", "a", false)
+	finished.Status.Phase = corev1.PodSucceeded
+	terminating := boundPod("p2", "b", false)
+	terminating.DeletionTimestamp = &metav1.Time{Time: t0}
+	tests := []struct {
+		name    string
+		changes []change
+		want    [][]string
+	}{
+		{name: "the last pod leaving empties the node",
+			changes: []change{{node: joistNode("a")}, {pod: boundPod("p1", "a", false)}, {pod: boundPod("p2", "a", false), flush: true},
+				{pod: boundPod("p1", "a", false), deleted: true, flush: true}, {pod: boundPod("p2", "a", false), deleted: true}},
+			want: [][]string{{"a"}}},
+		{name: "DaemonSet pods do not hold a node",
+			changes: []change{{node: joistNode("a")}, {pod: boundPod("ds", "a", true)}, {pod: boundPod("p1", "a", false), flush: true}, {pod: boundPod("p1", "a", false), deleted: true}},
+			want:    [][]string{{"a"}}},
+		{name: "a pod finishing or terminating leaves the node",
+			changes: []change{{node: joistNode("a")}, {node: joistNode("b")}, {pod: boundPod("p1", "a", false)}, {pod: boundPod("p2", "b", false), flush: true},
+				{pod: finished}, {pod: terminating}},
+			want: [][]string{{"a", "b"}}},
+		{name: "a node that is not Joist's is not reported",
+			changes: []change{{node: node("a", corev1.ConditionTrue, t0)}, {pod: boundPod("p1", "a", false), flush: true}, {pod: boundPod("p1", "a", false), deleted: true}}},
+		{name: "a node being deleted is reported deleting, not emptied",
+			changes: []change{{node: joistNode("a")}, {pod: boundPod("p1", "a", false), flush: true}, {node: deletingNode("a", true)}, {pod: boundPod("p1", "a", false), deleted: true}}},
+		{name: "a node filled again before the flush is not reported",
+			changes: []change{{node: joistNode("a")}, {pod: boundPod("p1", "a", false), flush: true}, {pod: boundPod("p1", "a", false), deleted: true}, {pod: boundPod("p2", "a", false)}}},
+		{name: "emptied, filled and emptied again is reported twice",
+			changes: []change{{node: joistNode("a")}, {pod: boundPod("p1", "a", false), flush: true}, {pod: boundPod("p1", "a", false), deleted: true, flush: true},
+				{pod: boundPod("p2", "a", false), flush: true}, {pod: boundPod("p2", "a", false), deleted: true}},
+			want: [][]string{{"a"}, {"a"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			elapsed := time.Duration(0)
+			for _, c := range tt.changes {
+				h.at(elapsed)
+				switch {
+				case c.node != nil:
+					slim, _ := slimNode(c.node)
+					h.f.onNode(slim, false)
+				case c.deleted:
+					h.f.onBoundPodDelete(c.pod)
+				default:
+					slim, _ := slimBoundPod(c.pod)
+					h.f.onBoundPod(slim)
+				}
+				if c.flush {
+					elapsed += DefaultMaxWait
+					h.at(elapsed)
+				}
+			}
+			h.at(elapsed + DefaultMaxWait)
+			var got [][]string
+			for _, c := range h.put.calls {
+				for _, e := range c.Entries {
+					if aws.ToString(e.DetailType) == events.DetailTypeNodesEmptied {
+						var d events.NodesEmptied
+						if err := json.Unmarshal([]byte(aws.ToString(e.Detail)), &d); err != nil {
+							t.Fatal(err)
+						}
+						got = append(got, d.Nodes)
+					}
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("nodes emptied events %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package forwarder_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -14,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/joist-dev/joist/events"
@@ -156,6 +158,62 @@ func TestForwarderEventsReachTheQueuesBehindTheBusRules(t *testing.T) {
 		}
 		if len(got) != 1 || got[0].ProviderID != node.Spec.ProviderID || got[0].Cluster != cluster {
 			t.Errorf("node-ready events for the node = %+v, want one with its provider id", got)
+		}
+	})
+
+	t.Run("a Joist node emptied, then deleting, wakes the reaper twice", func(t *testing.T) {
+		node, err := kube.Client.CoreV1().Nodes().Create(ctx, &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-0-2.fwd.internal", Finalizers: []string{forwarder.TerminationFinalizer}},
+			Spec:       corev1.NodeSpec{ProviderID: "aws:///" + testenv.Region + "a/i-0123456789abcdef1"},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			patch := []byte(`{"metadata":{"finalizers":null}}`)
+			_, _ = kube.Client.CoreV1().Nodes().Patch(context.Background(), node.Name, k8stypes.MergePatchType, patch, metav1.PatchOptions{})
+			_ = kube.Client.CoreV1().Nodes().Delete(context.Background(), node.Name, metav1.DeleteOptions{})
+		})
+		pod, err := kube.Client.CoreV1().Pods("default").Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "on-joist-node"},
+			Spec:       corev1.PodSpec{NodeName: node.Name, Containers: []corev1.Container{{Name: "app", Image: "busybox"}}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The watch delivers the pod's creation before its deletion: no
+		// need to wait for the forwarder to have seen it.
+		zero := int64(0)
+		if err := kube.Client.CoreV1().Pods("default").Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+			t.Fatal(err)
+		}
+		wakeUps := func() (emptied, deleting [][]string) {
+			for _, body := range receive(ctx, t, sq, msg.ReaperWake.URL, 30*time.Second, 3*time.Second) {
+				ev, err := events.Parse([]byte(body))
+				if err != nil {
+					t.Fatalf("message on the reaper wake queue is not a Joist event: %v\n%s", err, body)
+				}
+				switch e := ev.(type) {
+				case *events.NodesEmptied:
+					emptied = append(emptied, e.Nodes)
+				case *events.NodesDeleting:
+					deleting = append(deleting, e.Nodes)
+				default:
+					t.Fatalf("reaper wake queue got %T", ev)
+				}
+			}
+			return emptied, deleting
+		}
+		emptied, deleting := wakeUps()
+		if fmt.Sprint(emptied) != fmt.Sprint([][]string{{node.Name}}) || len(deleting) != 0 {
+			t.Errorf("after the pod left: emptied %v, deleting %v; want the node emptied once", emptied, deleting)
+		}
+		if err := kube.Client.CoreV1().Nodes().Delete(ctx, node.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		emptied, deleting = wakeUps()
+		if fmt.Sprint(deleting) != fmt.Sprint([][]string{{node.Name}}) || len(emptied) != 0 {
+			t.Errorf("after kubectl delete node: emptied %v, deleting %v; want the node deleting once", emptied, deleting)
 		}
 	})
 }

@@ -1,6 +1,8 @@
 package forwarder
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
@@ -30,6 +32,11 @@ func unschedulable(pod *corev1.Pod) bool {
 func podRef(pod *corev1.Pod) events.PodRef {
 	return events.PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID)}
 }
+
+// TerminationFinalizer holds a Joist node that is being deleted until the
+// reaper drained it and ended its instance (pkg/termination.Finalizer,
+// Karpenter's own).
+const TerminationFinalizer = "karpenter.sh/termination"
 
 // readyCondition returns the node's Ready condition, if it has one.
 func readyCondition(node *corev1.Node) (corev1.NodeCondition, bool) {
@@ -66,6 +73,36 @@ func slimPod(obj any) (any, error) {
 	}, nil
 }
 
+// slimBoundPod keeps what tells whether a bound pod needs its node
+// (disruption.Reschedulable): its node, phase, deletion, mirror
+// annotation and DaemonSet or Node owner.
+func slimBoundPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	slim := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              pod.Name,
+			Namespace:         pod.Namespace,
+			UID:               pod.UID,
+			ResourceVersion:   pod.ResourceVersion,
+			DeletionTimestamp: pod.DeletionTimestamp,
+		},
+		Spec:   corev1.PodSpec{NodeName: pod.Spec.NodeName},
+		Status: corev1.PodStatus{Phase: pod.Status.Phase},
+	}
+	if v, ok := pod.Annotations[corev1.MirrorPodAnnotationKey]; ok {
+		slim.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: v}
+	}
+	for _, o := range pod.OwnerReferences {
+		if o.Kind == "DaemonSet" || o.Kind == "Node" {
+			slim.OwnerReferences = append(slim.OwnerReferences, metav1.OwnerReference{Kind: o.Kind, Name: o.Name, UID: o.UID, APIVersion: o.APIVersion})
+		}
+	}
+	return slim, nil
+}
+
 // slimNode keeps only what the forwarder reads: nodes carry large status
 // (images, volumes) that the forwarder has no use for.
 func slimNode(obj any) (any, error) {
@@ -75,11 +112,15 @@ func slimNode(obj any) (any, error) {
 	}
 	slim := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:            node.Name,
-			UID:             node.UID,
-			ResourceVersion: node.ResourceVersion,
+			Name:              node.Name,
+			UID:               node.UID,
+			ResourceVersion:   node.ResourceVersion,
+			DeletionTimestamp: node.DeletionTimestamp,
 		},
 		Spec: corev1.NodeSpec{ProviderID: node.Spec.ProviderID},
+	}
+	if slices.Contains(node.Finalizers, TerminationFinalizer) {
+		slim.Finalizers = []string{TerminationFinalizer}
 	}
 	if c, ok := readyCondition(node); ok {
 		slim.Status.Conditions = []corev1.NodeCondition{c}

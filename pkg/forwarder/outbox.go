@@ -3,6 +3,7 @@ package forwarder
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
 	"github.com/joist-dev/joist/events"
+	"github.com/joist-dev/joist/pkg/disruption"
 )
 
 // outbox is the forwarder's memory: which pods are unschedulable now, which
@@ -32,9 +34,15 @@ type outbox struct {
 	dirtyPods  map[k8stypes.UID]events.PodRef // to send in the next flush
 	ready      map[string]bool                // last readiness seen per node
 	dirtyNodes map[string]events.NodeReady    // to send in the next flush
-	first      time.Time                      // first change of this window; zero when clean
-	last       time.Time                      // latest change of this window
-	flushNow   bool                           // a resync asked to skip the debounce
+	deleting   map[string]bool                // Joist nodes seen deleting
+	dirtyDel   map[string]bool                // deleting nodes to send in the next flush
+	joist      map[string]bool                // nodes held by the termination finalizer
+	podsOn     map[string]map[k8stypes.UID]bool
+	podNode    map[k8stypes.UID]string // the node of each pod in podsOn
+	dirtyEmpty map[string]bool         // emptied nodes to send in the next flush
+	first      time.Time               // first change of this window; zero when clean
+	last       time.Time               // latest change of this window
+	flushNow   bool                    // a resync asked to skip the debounce
 	retries    []queued
 }
 
@@ -59,6 +67,12 @@ func newOutbox(o Options) *outbox {
 		dirtyPods:   map[k8stypes.UID]events.PodRef{},
 		ready:       map[string]bool{},
 		dirtyNodes:  map[string]events.NodeReady{},
+		deleting:    map[string]bool{},
+		dirtyDel:    map[string]bool{},
+		joist:       map[string]bool{},
+		podsOn:      map[string]map[k8stypes.UID]bool{},
+		podNode:     map[k8stypes.UID]string{},
+		dirtyEmpty:  map[string]bool{},
 	}
 }
 
@@ -100,7 +114,7 @@ func (o *outbox) podGone(uid k8stypes.UID) {
 // next change opens a fresh one instead of inheriting an old start (and
 // being flushed early for having waited maxWait already).
 func (o *outbox) closeIfEmpty() {
-	if len(o.dirtyPods)+len(o.dirtyNodes) == 0 {
+	if o.dirty() == 0 {
 		o.first, o.last, o.flushNow = time.Time{}, time.Time{}, false
 	}
 }
@@ -112,6 +126,8 @@ func (o *outbox) closeIfEmpty() {
 // the lookback, so a restart reports the nodes that turned Ready while the
 // forwarder was away without replaying every node of the cluster.
 func (o *outbox) nodeChanged(node *corev1.Node, initial bool, now time.Time) {
+	o.joist[node.Name] = slices.Contains(node.Finalizers, TerminationFinalizer)
+	o.nodeDeleting(node, now)
 	ready := nodeReady(node)
 	wasReady, seen := o.ready[node.Name]
 	o.ready[node.Name] = ready
@@ -137,12 +153,83 @@ func (o *outbox) nodeChanged(node *corev1.Node, initial bool, now time.Time) {
 	o.touch(now)
 }
 
+// nodeDeleting reports, once, a node that started deleting while the
+// termination finalizer holds it (kubectl delete node on a Joist node), so
+// the reaper is woken to drain it now. A node that starts deleting
+// without the finalizer is no news: nothing will drain it. Nodes of the
+// informer's first list are reported too: their drain may have started
+// while no forwarder ran, and a wake-up costs one reaper run.
+func (o *outbox) nodeDeleting(node *corev1.Node, now time.Time) {
+	if node.DeletionTimestamp == nil || !slices.Contains(node.Finalizers, TerminationFinalizer) || o.deleting[node.Name] {
+		return
+	}
+	o.deleting[node.Name] = true
+	o.dirtyDel[node.Name] = true
+	delete(o.dirtyEmpty, node.Name) // its drain empties it: no news
+	o.touch(now)
+}
+
+// boundPodChanged takes a bound pod's latest state: a pod that needs its
+// node (disruption.Reschedulable) is counted on it; one that no longer
+// does (finished, terminating) leaves it, as a deleted one does.
+func (o *outbox) boundPodChanged(pod *corev1.Pod, now time.Time) {
+	if pod.Spec.NodeName == "" || !disruption.Reschedulable(pod) {
+		o.boundPodGone(pod.UID, now)
+		return
+	}
+	if prev, ok := o.podNode[pod.UID]; ok && prev == pod.Spec.NodeName {
+		return
+	}
+	o.boundPodGone(pod.UID, now)
+	node := pod.Spec.NodeName
+	if o.podsOn[node] == nil {
+		o.podsOn[node] = map[k8stypes.UID]bool{}
+	}
+	o.podsOn[node][pod.UID] = true
+	o.podNode[pod.UID] = node
+	if o.dirtyEmpty[node] {
+		delete(o.dirtyEmpty, node) // filled again before the flush
+		o.closeIfEmpty()
+	}
+}
+
+// boundPodGone takes a pod off its node. When it was the node's last pod
+// that needed it, and the node is Joist's (held by the termination
+// finalizer) and not being deleted, the node is reported emptied: the
+// reaper's emptiness clock (ttlSecondsAfterEmpty, consolidateAfter) then
+// starts within seconds instead of at its next scheduled run.
+func (o *outbox) boundPodGone(uid k8stypes.UID, now time.Time) {
+	node, ok := o.podNode[uid]
+	if !ok {
+		return
+	}
+	delete(o.podNode, uid)
+	delete(o.podsOn[node], uid)
+	if len(o.podsOn[node]) > 0 {
+		return
+	}
+	delete(o.podsOn, node)
+	if o.joist[node] && !o.deleting[node] {
+		o.dirtyEmpty[node] = true
+		o.touch(now)
+	}
+}
+
 // nodeGone forgets a deleted node, so a node of the same name that comes
-// back Ready is reported again.
+// back Ready (or deleting) is reported again.
 func (o *outbox) nodeGone(name string) {
 	delete(o.ready, name)
 	delete(o.dirtyNodes, name)
+	delete(o.deleting, name)
+	delete(o.dirtyDel, name)
+	delete(o.joist, name)
+	delete(o.dirtyEmpty, name)
 	o.closeIfEmpty()
+}
+
+// dirty is how many changes wait for the next flush.
+func (o *outbox) dirty() int {
+	return len(o.dirtyPods) + len(o.dirtyNodes) + len(o.dirtyDel) + len(o.dirtyEmpty)
 }
 
 // resync queues every pod that is unschedulable now, to be sent at once:
@@ -176,7 +263,7 @@ func (o *outbox) next() time.Time {
 // debounce after its last change, but no later than maxWait after its first
 // (or at once after a resync). Zero when no window is open.
 func (o *outbox) windowDue() time.Time {
-	if len(o.dirtyPods)+len(o.dirtyNodes) == 0 {
+	if o.dirty() == 0 {
 		return time.Time{}
 	}
 	if o.flushNow {
@@ -215,13 +302,17 @@ func (o *outbox) take(now time.Time, force bool) ([]queued, error) {
 	}
 	o.dirtyPods = map[k8stypes.UID]events.PodRef{}
 	o.dirtyNodes = map[string]events.NodeReady{}
+	o.dirtyDel = map[string]bool{}
+	o.dirtyEmpty = map[string]bool{}
 	o.closeIfEmpty()
 	return append(out, fresh...), nil
 }
 
 // entries turns the window's changes into EventBridge entries: pods sorted
 // by namespace and name in events of at most events.MaxPodsPerEvent, then
-// one event per node.
+// one event per node turned Ready, then one event naming every node that
+// started deleting and one naming every node that emptied (one reaper
+// wake-up for a burst).
 func (o *outbox) entries(now time.Time) ([]queued, error) {
 	pods := make([]events.PodRef, 0, len(o.dirtyPods))
 	for _, ref := range o.dirtyPods {
@@ -258,7 +349,32 @@ func (o *outbox) entries(now time.Time) ([]queued, error) {
 		}
 		out = append(out, queued{entry: e})
 	}
+	// A node name is at most 253 bytes: even a thousand of them stay far
+	// under EventBridge's 256 KiB entry limit.
+	if names := sortedNames(o.dirtyDel); len(names) > 0 {
+		e, err := o.entry(events.DetailTypeNodesDeleting, events.NodesDeleting{Cluster: o.cluster, Nodes: names, ObservedAt: now.UTC()}, now)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, queued{entry: e})
+	}
+	if names := sortedNames(o.dirtyEmpty); len(names) > 0 {
+		e, err := o.entry(events.DetailTypeNodesEmptied, events.NodesEmptied{Cluster: o.cluster, Nodes: names, ObservedAt: now.UTC()}, now)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, queued{entry: e})
+	}
 	return out, nil
+}
+
+func sortedNames(set map[string]bool) []string {
+	names := make([]string, 0, len(set))
+	for name := range set {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
 }
 
 func (o *outbox) entry(detailType string, detail any, now time.Time) (types.PutEventsRequestEntry, error) {

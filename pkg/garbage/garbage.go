@@ -1,10 +1,12 @@
 // Package garbage ends what Joist launched and no longer accounts for:
-// instances whose node never registered within the registration timeout
-// (Karpenter's registration TTL), and Nodes whose instance is gone
-// (terminated outside Joist: nothing is left to drain, so the Node is
-// released and deleted, as Karpenter's termination controller does). It
-// runs in the reaper only, the one function whose role may terminate
-// instances.
+// instances with no Node past the registration timeout (Karpenter's
+// registration TTL): never registered, or their Node deleted without
+// draining; Nodes whose instance is gone (terminated outside Joist:
+// nothing is left to drain, so the Node is released and deleted, as
+// Karpenter's termination controller does); and the cluster's launch
+// templates no live instance was launched from. It runs in the reaper
+// only, the one function whose role may terminate instances and delete
+// launch templates.
 //
 // An instance is only ever terminated as garbage when EC2's own
 // aws:ec2launchtemplate:id tag, which EC2 sets at launch and nobody can
@@ -23,6 +25,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/joist-dev/joist/pkg/kube"
 	"github.com/joist-dev/joist/pkg/launch"
 	"github.com/joist-dev/joist/pkg/pods"
 	"github.com/joist-dev/joist/pkg/termination"
@@ -54,14 +57,40 @@ type NodeReleaser interface {
 // makes it garbage: EC2's listing may lag a launch.
 const DefaultNodeGrace = time.Minute
 
-// Collector finds and terminates the cluster's unregistered instances.
+// TemplateCleaner deletes the cluster's launch templates no live instance
+// was launched from (launch.Launcher.DeleteUnusedTemplates).
+type TemplateCleaner interface {
+	DeleteUnusedTemplates(ctx context.Context, live []launch.Instance, minAge time.Duration) ([]string, error)
+}
+
+// Lock takes the cluster's decider lease and returns its release; it
+// returns an error wrapping kube.ErrLeaseHeld when another decider holds
+// it.
+type Lock func(ctx context.Context) (unlock func(), err error)
+
+// DefaultTemplateMinAge is how old an unused launch template must be
+// before it is deleted.
+const DefaultTemplateMinAge = 10 * time.Minute
+
+// Collector is one garbage collection of the cluster (Collect).
 type Collector struct {
 	EC2   EC2
 	Nodes Nodes
 	// Release, when set, deletes Joist's Nodes whose instance is gone.
 	Release NodeReleaser
-	Log     *slog.Logger
-	Now     func() time.Time
+	// Templates, when set, deletes the cluster's launch templates that
+	// no pending or running instance was launched from and that are
+	// older than TemplateMinAge (DefaultTemplateMinAge when zero). It
+	// runs under Lock, when set, with the instances listed again inside
+	// it: a launch (which holds the same lease) can then never pick a
+	// template that is being deleted, nor launch from one after the
+	// listing that decided it was unused. A lease held elsewhere only
+	// postpones the cleanup to the next collection.
+	Templates      TemplateCleaner
+	TemplateMinAge time.Duration
+	Lock           Lock
+	Log            *slog.Logger
+	Now            func() time.Time
 	// RegistrationTimeout overrides DefaultRegistrationTimeout.
 	RegistrationTimeout time.Duration
 }
@@ -76,6 +105,8 @@ type Result struct {
 	Foreign []string
 	// NodesDeleted are Joist's Nodes whose instance was gone.
 	NodesDeleted []string
+	// TemplatesDeleted are launch templates no live instance used.
+	TemplatesDeleted []string
 }
 
 // Expired reports whether an instance launched at launched, with no node,
@@ -88,8 +119,11 @@ func Expired(launched, now time.Time, timeout time.Duration) bool {
 }
 
 // Collect terminates every instance of the cluster, launched from one of
-// its launch templates, whose node has not registered within the timeout.
-// A failed terminate is reported in the error and never stops the rest.
+// its launch templates, whose node has not registered within the timeout
+// (never registered, or its Node deleted without draining), deletes
+// Joist's Nodes whose instance is gone, and, with Templates set, the
+// launch templates no live instance uses. A failed step is reported in
+// the error and never stops the rest.
 func (c *Collector) Collect(ctx context.Context) (*Result, error) {
 	now := time.Now()
 	if c.Now != nil {
@@ -133,13 +167,23 @@ func (c *Collector) Collect(ctx context.Context) (*Result, error) {
 			expired = append(expired, inst)
 		}
 	}
-	if len(expired) == 0 {
-		return res, errors.Join(errs...)
+	if len(expired) > 0 {
+		errs = append(errs, c.terminateExpired(ctx, expired, res))
 	}
+	if c.Templates != nil {
+		errs = append(errs, c.deleteUnusedTemplates(ctx, res))
+	}
+	return res, errors.Join(errs...)
+}
+
+// terminateExpired ends the expired instances launched from one of the
+// cluster's templates and reports the others as foreign.
+func (c *Collector) terminateExpired(ctx context.Context, expired []launch.Instance, res *Result) error {
 	templates, err := c.EC2.Templates(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("garbage collection: list launch templates: %w", err)
+		return fmt.Errorf("garbage collection: list launch templates: %w", err)
 	}
+	var errs []error
 	own := map[string]bool{}
 	for _, t := range templates {
 		own[t.ID] = true
@@ -159,7 +203,37 @@ func (c *Collector) Collect(ctx context.Context) (*Result, error) {
 		}
 		res.Terminated = append(res.Terminated, inst.ID)
 	}
-	return res, errors.Join(errs...)
+	return errors.Join(errs...)
+}
+
+// deleteUnusedTemplates deletes, under the lease, the launch templates no
+// live instance uses.
+func (c *Collector) deleteUnusedTemplates(ctx context.Context, res *Result) error {
+	if c.Lock != nil {
+		unlock, err := c.Lock(ctx)
+		if errors.Is(err, kube.ErrLeaseHeld) {
+			c.Log.Info("decider lease held elsewhere; unused launch templates are left for the next collection")
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("garbage collection: launch templates: %w", err)
+		}
+		defer unlock()
+	}
+	live, err := c.EC2.Instances(ctx)
+	if err != nil {
+		return fmt.Errorf("garbage collection: launch templates: list instances: %w", err)
+	}
+	minAge := c.TemplateMinAge
+	if minAge <= 0 {
+		minAge = DefaultTemplateMinAge
+	}
+	deleted, err := c.Templates.DeleteUnusedTemplates(ctx, live, minAge)
+	res.TemplatesDeleted = deleted
+	if err != nil {
+		return fmt.Errorf("garbage collection: %w", err)
+	}
+	return nil
 }
 
 func (c *Collector) timeout() time.Duration {

@@ -3,6 +3,7 @@ package garbage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -11,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/joist-dev/joist/pkg/kube"
 	"github.com/joist-dev/joist/pkg/launch"
 )
 
@@ -112,5 +114,83 @@ func TestCollectDeletesJoistNodesWhoseInstanceIsGone(t *testing.T) {
 	}
 	if !slices.Equal(r.released, []string{"gone"}) || !slices.Equal(res.NodesDeleted, []string{"gone"}) {
 		t.Fatalf("released %v (result %v), want only the old Joist node whose instance is gone", r.released, res.NodesDeleted)
+	}
+}
+
+// cleaner records what DeleteUnusedTemplates was given, and whether the
+// lease was held then.
+type cleaner struct {
+	locked    *bool
+	live      []string
+	minAge    time.Duration
+	calls     int
+	underLock bool
+}
+
+func (c *cleaner) DeleteUnusedTemplates(_ context.Context, live []launch.Instance, minAge time.Duration) ([]string, error) {
+	c.calls++
+	c.underLock = *c.locked
+	c.live = nil
+	for _, i := range live {
+		c.live = append(c.live, i.ID)
+	}
+	c.minAge = minAge
+	return []string{"joist/c/old"}, nil
+}
+
+// listAfter is an EC2 whose instance listing changes after the first call:
+// a launch that happened while the collection waited for the lease.
+type listAfter struct {
+	fakeEC2
+	lists int
+	later []launch.Instance
+}
+
+func (f *listAfter) Instances(context.Context) ([]launch.Instance, error) {
+	f.lists++
+	if f.lists > 1 {
+		return f.later, nil
+	}
+	return f.instances, nil
+}
+
+// TestCollectDeletesUnusedTemplatesUnderTheLease: the cleanup runs with
+// the decider lease held, on the instances listed inside it (not the
+// listing the collection began with), with the default minimum age; a
+// lease held elsewhere skips it without an error.
+func TestCollectDeletesUnusedTemplatesUnderTheLease(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	locked := false
+	lock := func(context.Context) (func(), error) {
+		locked = true
+		return func() { locked = false }, nil
+	}
+	ec2 := &listAfter{fakeEC2: fakeEC2{instances: []launch.Instance{{ID: "i-a", LaunchTime: now}}},
+		later: []launch.Instance{{ID: "i-a", LaunchTime: now}, {ID: "i-just-launched", LaunchTime: now}}}
+	cl := &cleaner{locked: &locked}
+	c := &Collector{EC2: ec2, Nodes: nodeList{}, Log: log, Now: func() time.Time { return now }, Templates: cl, Lock: lock}
+	res, err := c.Collect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cl.calls != 1 || !cl.underLock || locked {
+		t.Fatalf("cleanup calls %d, under the lease %v, lease still held %v; want one call under the lease, released after", cl.calls, cl.underLock, locked)
+	}
+	if !slices.Equal(cl.live, []string{"i-a", "i-just-launched"}) {
+		t.Errorf("cleanup saw live instances %v, want the listing made under the lease", cl.live)
+	}
+	if cl.minAge != DefaultTemplateMinAge {
+		t.Errorf("min age %s, want the default %s", cl.minAge, DefaultTemplateMinAge)
+	}
+	if !slices.Equal(res.TemplatesDeleted, []string{"joist/c/old"}) {
+		t.Errorf("TemplatesDeleted = %v", res.TemplatesDeleted)
+	}
+
+	held := func(context.Context) (func(), error) { return nil, fmt.Errorf("lease: %w", kube.ErrLeaseHeld) }
+	cl = &cleaner{locked: &locked}
+	c = &Collector{EC2: &fakeEC2{}, Nodes: nodeList{}, Log: log, Templates: cl, Lock: held, TemplateMinAge: time.Hour}
+	if _, err := c.Collect(context.Background()); err != nil || cl.calls != 0 {
+		t.Fatalf("lease held elsewhere: err %v, cleanup calls %d; want no error and no cleanup", err, cl.calls)
 	}
 }

@@ -212,7 +212,7 @@ func For(principal string, p Params) (Policy, error) {
 	case Reaper:
 		// The reaper runs the provisioner's reconcile as the safety net,
 		// so it launches too; and it alone ends instances (registration
-		// timeout, leaked instances).
+		// timeout, leaked instances) and deletes unused launch templates.
 		st = append(st, readStatements(p)...)
 		st = append(st, launchStatements(p)...)
 		st = append(st, terminateStatements(p)...)
@@ -381,6 +381,13 @@ func terminateStatements(p Params) []Statement {
 		Sid: "TerminateOwnInstances", Effect: Allow,
 		Actions:   []string{"ec2:TerminateInstances"},
 		Resources: []string{p.ARN("ec2", p.Region, p.Account, "instance/*")},
+		Condition: Condition{"StringEquals": {"aws:ResourceTag/" + ClusterTag: {p.Cluster}}},
+	}, {
+		// Launch templates no live instance uses any more (pkg/garbage);
+		// only the cluster's own, by their tag.
+		Sid: "DeleteOwnLaunchTemplates", Effect: Allow,
+		Actions:   []string{"ec2:DeleteLaunchTemplate"},
+		Resources: []string{p.ARN("ec2", p.Region, p.Account, "launch-template/*")},
 		Condition: Condition{"StringEquals": {"aws:ResourceTag/" + ClusterTag: {p.Cluster}}},
 	}}
 }

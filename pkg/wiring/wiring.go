@@ -299,15 +299,42 @@ func (e *Env) Interruption() (func(ctx context.Context, m *metrics.Recorder) *ha
 	}, nil
 }
 
-// Collector is the reaper's garbage collection of instances whose node
-// never registered ($JOIST_REGISTRATION_TIMEOUT, default 15m).
+// Collector is the reaper's garbage collection: instances whose node
+// never registered or is gone ($JOIST_REGISTRATION_TIMEOUT, default 15m),
+// Nodes whose instance is gone, and launch templates no live instance
+// uses, older than $JOIST_TEMPLATE_MIN_AGE (default 10m). The caller sets
+// Lock per invocation (LeaseLock).
 func (e *Env) Collector() (*garbage.Collector, error) {
 	timeout, err := durationEnv("JOIST_REGISTRATION_TIMEOUT", garbage.DefaultRegistrationTimeout)
 	if err != nil {
 		return nil, err
 	}
-	return &garbage.Collector{EC2: e.Launcher(), Nodes: e.Kube, Log: e.Log, RegistrationTimeout: timeout,
-		Release: &termination.Terminator{Kube: e.Kube, Log: e.Log}}, nil
+	minAge, err := durationEnv("JOIST_TEMPLATE_MIN_AGE", garbage.DefaultTemplateMinAge)
+	if err != nil {
+		return nil, err
+	}
+	launcher := e.Launcher()
+	return &garbage.Collector{EC2: launcher, Nodes: e.Kube, Log: e.Log, RegistrationTimeout: timeout,
+		Release:   &termination.Terminator{Kube: e.Kube, Log: e.Log},
+		Templates: launcher, TemplateMinAge: minAge}, nil
+}
+
+// LeaseLock is the decider lease of an invocation as a garbage.Lock.
+func (e *Env) LeaseLock(ctx context.Context) garbage.Lock {
+	lease := e.Lease(ctx)
+	// Held around one cleanup only, not the whole invocation.
+	lease.Duration = 30 * time.Second
+	return func(ctx context.Context) (func(), error) {
+		held, err := lease.Acquire(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return func() {
+			if err := held.Release(ctx, nil); err != nil {
+				e.Log.Warn("release lease", "error", err.Error())
+			}
+		}, nil
+	}
 }
 
 // Reaper builds the reaper's disruption loop: decisions from the specs,

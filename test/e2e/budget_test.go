@@ -1,13 +1,17 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/joist-dev/joist/pkg/launch"
 	"github.com/joist-dev/joist/test/testenv"
@@ -45,7 +49,7 @@ spec:
 
 // TestE2E_BudgetOfOneDisruptsOneAtATime: three nodes of a pool with the
 // budget {nodes: "1"} empty at once; they are retired one after the
-// other, each in a later reaper pass, never together.
+// other, each begun only once the previous one is gone, never together.
 func TestE2E_BudgetOfOneDisruptsOneAtATime(t *testing.T) {
 	g := testenv.NewGround(t, testenv.GroundOptions{
 		Cluster: "budget-one", Namespace: "budget-one", Specs: []byte(budgetSpecs), ReadyDelay: 300 * time.Millisecond,
@@ -69,27 +73,72 @@ func TestE2E_BudgetOfOneDisruptsOneAtATime(t *testing.T) {
 	if len(ids) != 3 {
 		t.Fatalf("batch instances %v, want 3", ids)
 	}
+	// Watch the batch nodes: each one's retirement runs from the moment it
+	// is seen deleting to the moment it is gone. The budget holds when no
+	// two of those windows overlap (whichever reaper run, scheduled or
+	// woken by the forwarder, made each decision).
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	w, err := g.Kube.Client.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{LabelSelector: "workload=batch"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type window struct{ from, to time.Time }
+	var mu sync.Mutex
+	windows := map[string]*window{}
+	go func() {
+		for ev := range w.ResultChan() {
+			n, ok := ev.Object.(*corev1.Node)
+			if !ok {
+				continue
+			}
+			mu.Lock()
+			win := windows[n.Name]
+			if win == nil && (n.DeletionTimestamp != nil || ev.Type == watch.Deleted) {
+				win = &window{from: time.Now()}
+				windows[n.Name] = win
+			}
+			if win != nil && ev.Type == watch.Deleted {
+				win.to = time.Now()
+			}
+			mu.Unlock()
+		}
+	}()
 	deletePods(t, g, ps)
 
-	// Watch the instances end; note when each is first seen terminated.
-	ended := map[string]time.Time{}
 	eventually(t, 120*time.Second, "the three empty nodes retired", func() (bool, error) {
 		for _, id := range ids {
-			if _, ok := ended[id]; !ok && terminated(instanceState(g, id)) {
-				ended[id] = time.Now()
+			if !terminated(instanceState(g, id)) {
+				return false, nil
 			}
 		}
-		return len(ended) == len(ids), nil
+		mu.Lock()
+		defer mu.Unlock()
+		done := 0
+		for _, win := range windows {
+			if !win.to.IsZero() {
+				done++
+			}
+		}
+		return done == len(ids), nil
 	})
-	var at []time.Time
-	for _, t := range ended {
-		at = append(at, t)
+	mu.Lock()
+	var all []window
+	for _, win := range windows {
+		all = append(all, *win)
 	}
-	sort.Slice(at, func(i, j int) bool { return at[i].Before(at[j]) })
-	for i := 1; i < len(at); i++ {
-		if gap := at[i].Sub(at[i-1]); gap < 3*time.Second {
-			t.Fatalf("instances ended %s apart: the budget of one node let several go at once (ended at %v)", gap, at)
+	mu.Unlock()
+	sort.Slice(all, func(i, j int) bool { return all[i].from.Before(all[j].from) })
+	var spans []string
+	for _, win := range all {
+		spans = append(spans, win.from.Format("15:04:05.000")+"–"+win.to.Format("15:04:05.000"))
+	}
+	for i := 1; i < len(all); i++ {
+		if all[i].from.Before(all[i-1].to) {
+			t.Fatalf("a node began retiring %s before the previous one was gone: the budget of one node let several go at once (retiring %v)",
+				all[i-1].to.Sub(all[i].from), spans)
 		}
 	}
-	t.Logf("three empty nodes retired one at a time, %s and %s apart", at[1].Sub(at[0]).Round(100*time.Millisecond), at[2].Sub(at[1]).Round(100*time.Millisecond))
+	t.Logf("three empty nodes retired one at a time, each begun %s and %s after the previous was gone",
+		all[1].from.Sub(all[0].to).Round(10*time.Millisecond), all[2].from.Sub(all[1].to).Round(10*time.Millisecond))
 }

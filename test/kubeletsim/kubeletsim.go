@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -56,6 +57,10 @@ type Sim struct {
 
 	mu         sync.Mutex
 	registered map[string]time.Time // node name → registration time
+	// instanceOf is the instance each registered name belongs to: EC2
+	// reuses private addresses, so a new instance may get the name of a
+	// node that was deleted (drained) while its kubelet was not looking.
+	instanceOf map[string]string
 }
 
 // Run simulates until ctx ends.
@@ -85,6 +90,7 @@ func (s *Sim) Step(ctx context.Context) error {
 	s.mu.Lock()
 	if s.registered == nil {
 		s.registered = map[string]time.Time{}
+		s.instanceOf = map[string]string{}
 	}
 	s.mu.Unlock()
 	out, err := s.EC2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
@@ -151,16 +157,18 @@ func (s *Sim) Step(ctx context.Context) error {
 }
 
 func (s *Sim) ensureNode(ctx context.Context, inst ec2types.Instance) error {
-	name := aws.ToString(inst.PrivateDnsName)
+	name, id := aws.ToString(inst.PrivateDnsName), aws.ToString(inst.InstanceId)
 	s.mu.Lock()
 	_, done := s.registered[name]
+	done = done && s.instanceOf[name] == id
 	s.mu.Unlock()
 	if done {
 		return nil
 	}
-	if _, err := s.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err == nil {
+	if n, err := s.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err == nil && strings.HasSuffix(n.Spec.ProviderID, "/"+id) {
 		s.mu.Lock()
 		s.registered[name] = time.Now()
+		s.instanceOf[name] = id
 		s.mu.Unlock()
 		return nil
 	}
@@ -217,6 +225,7 @@ func (s *Sim) ensureNode(ctx context.Context, inst ec2types.Instance) error {
 	}
 	s.mu.Lock()
 	s.registered[name] = time.Now()
+	s.instanceOf[name] = id
 	s.mu.Unlock()
 	s.Log.Info("kubelet sim: node registered", "node", name, "instance", aws.ToString(inst.InstanceId))
 	if s.OnEvent != nil {

@@ -30,6 +30,9 @@ type Messaging struct {
 	// Interruption takes AWS's EC2 and Health events from the default
 	// bus (InterruptionRules).
 	Interruption *Queue
+	// ReaperWake stands in for the stack's wake rule's Lambda target
+	// (the reaper): what it receives, AsyncInvoker hands the reaper.
+	ReaperWake *Queue
 }
 
 // InterruptionRule is one of the stack's rules on the default bus that
@@ -96,6 +99,9 @@ func SetupMessagingWith(ctx context.Context, cfg aws.Config, cluster string, vis
 	if m.Interruption, err = CreateQueue(ctx, sq, "joist-"+cluster+"-interruption", visibility); err != nil {
 		return nil, err
 	}
+	if m.ReaperWake, err = CreateQueue(ctx, sq, "joist-"+cluster+"-reaper-wake", visibility); err != nil {
+		return nil, err
+	}
 	for _, r := range InterruptionRules(cluster) {
 		if _, err := eb.PutRule(ctx, &eventbridge.PutRuleInput{
 			Name: aws.String(r.Name), EventBusName: aws.String("default"), EventPattern: aws.String(r.Pattern),
@@ -110,14 +116,16 @@ func SetupMessagingWith(ctx context.Context, cfg aws.Config, cluster string, vis
 		}
 	}
 	for _, r := range []struct {
-		name, detailType string
-		q                *Queue
+		name        string
+		detailTypes []string
+		q           *Queue
 	}{
-		{"joist-" + cluster + "-pending-pods", events.DetailTypePendingPods, m.Pending},
-		{"joist-" + cluster + "-node-ready", events.DetailTypeNodeReady, m.Ready},
+		{"joist-" + cluster + "-pending-pods", []string{events.DetailTypePendingPods}, m.Pending},
+		{"joist-" + cluster + "-node-ready", []string{events.DetailTypeNodeReady}, m.Ready},
+		{"joist-" + cluster + "-reaper-wake", events.ReaperWakeDetailTypes, m.ReaperWake},
 	} {
 		if _, err := eb.PutRule(ctx, &eventbridge.PutRuleInput{
-			Name: aws.String(r.name), EventBusName: &m.Bus, EventPattern: aws.String(events.Pattern(r.detailType)),
+			Name: aws.String(r.name), EventBusName: &m.Bus, EventPattern: aws.String(events.Pattern(r.detailTypes...)),
 		}); err != nil {
 			return nil, fmt.Errorf("put rule %s: %w", r.name, err)
 		}

@@ -74,7 +74,9 @@ type GroundOptions struct {
 	// OnBatch, when set, hears every batch a poller hands a function.
 	OnBatch func(function string, ids, failed []string, err error)
 	// ReaperEvery runs the reaper (the safety net) on this period, as the
-	// CDK stack's rate(1 minute) schedule does; 0 runs no reaper.
+	// CDK stack's rate(1 minute) schedule does, and the forwarder's
+	// wake-ups invoke it too (the stack's reaper wake rule); 0 runs no
+	// reaper.
 	ReaperEvery time.Duration
 	// HealthEvery invokes the interruption function with the schedule's
 	// event on this period, as the CDK stack's rate(1 minute) health-check
@@ -114,6 +116,10 @@ type Ground struct {
 	Provisioner *Function
 	Binder      *Function
 	Reaper      *Function
+	// ReaperWoken is a second execution environment of the reaper, for
+	// the forwarder's wake-ups: Lambda runs an asynchronous invoke
+	// beside a scheduled run still looping, not after it.
+	ReaperWoken *Function
 	// Interruption consumes the interruption queue.
 	Interruption *Function
 	Kubelet      *kubeletsim.Sim
@@ -366,6 +372,25 @@ func StartGround(ctx context.Context, kube *KubeEnv, kumo *KumoEnv, rie string, 
 		*fn.dst = f
 	}
 	if g.Reaper != nil {
+		if g.ReaperWoken, err = g.StartFunction("reaper"); err != nil {
+			return nil, err
+		}
+		sq := sqs.NewFromConfig(g.AWS)
+		g.run(ctx, func(ctx context.Context) {
+			// OnBatch hears "wake" when a woken run begins (it may loop
+			// for most of a minute) and "woken" with its outcome.
+			(&AsyncInvoker{SQS: sq, QueueURL: g.Msg.ReaperWake.URL, Invoke: g.ReaperWoken.Invoke, Log: g.Log,
+				OnStart: func() {
+					if o.OnBatch != nil {
+						o.OnBatch("reaper", []string{"wake"}, nil, nil)
+					}
+				},
+				OnInvoke: func(err error) {
+					if o.OnBatch != nil {
+						o.OnBatch("reaper", []string{"woken"}, nil, err)
+					}
+				}}).Run(ctx)
+		})
 		g.schedule(ctx, "reaper", o.ReaperEvery, g.Reaper)
 	}
 	if o.HealthEvery > 0 {
