@@ -35,7 +35,7 @@ const (
 	// TagSpecHash is model.SpecHash of the pool and class an instance
 	// was launched for (static drift).
 	TagSpecHash = "joist.sh/spec-hash"
-	TagPlan      = "joist.sh/plan"
+	TagPlan     = "joist.sh/plan"
 	// TagLaunchTemplateID is the tag EC2 itself puts on an instance
 	// launched from a template; DeleteUnusedTemplates reads it.
 	TagLaunchTemplateID = "aws:ec2launchtemplate:id"

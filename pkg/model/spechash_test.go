@@ -22,7 +22,9 @@ func TestSpecHash_ChangesWithWhatANodeIsLaunchedWithOnly(t *testing.T) {
 		changes bool
 	}{
 		{"a label", func(p *Pool, _ *NodeClass) { p.Labels["team"] = "b" }, true},
-		{"a taint", func(p *Pool, _ *NodeClass) { p.Taints = []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}} }, true},
+		{"a taint", func(p *Pool, _ *NodeClass) {
+			p.Taints = []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}}
+		}, true},
 		{"the user data", func(_ *Pool, c *NodeClass) { u := "echo bye"; c.UserData = &u }, true},
 		{"the class's tags", func(_ *Pool, c *NodeClass) { c.Tags = map[string]string{"x": "y"} }, true},
 		{"requirements (drift judges them on the node's labels)", func(p *Pool, _ *NodeClass) {
