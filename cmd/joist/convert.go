@@ -55,7 +55,7 @@ func runConvert(stdin io.Reader, stdout, stderr io.Writer, o *convertOptions) er
 	if o.to != "v1" {
 		return fmt.Errorf("--to %q: only v1 is supported", o.to)
 	}
-	objs, problems := readSpecFiles(o.files, o.recursive, stdin)
+	objs, problems := specs.ReadFiles(o.files, o.recursive, stdin)
 	conv, errs := specs.ConvertToV1(objs, specs.ConvertOptions{InstanceProfile: o.instanceProfile, Role: o.role})
 	problems = append(problems, errs...)
 	for _, w := range conv.Warnings {
@@ -73,7 +73,7 @@ func runConvert(stdin io.Reader, stdout, stderr io.Writer, o *convertOptions) er
 		return err
 	}
 	if len(problems) > 0 {
-		for _, l := range problemLines(problems) {
+		for _, l := range specs.ProblemLines(problems) {
 			fmt.Fprintln(stderr, l)
 		}
 		return exitError{code: 1}

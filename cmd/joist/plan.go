@@ -172,7 +172,7 @@ func readPlanInput(stdin io.Reader, stderr io.Writer, o *planOptions) (schedulin
 			}
 			continue
 		}
-		files, err := expand(p, false)
+		files, err := specs.ListFiles(p, false)
 		if err != nil {
 			return scheduling.Input{}, false, err
 		}

@@ -79,11 +79,11 @@ func runSpecsPush(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	objs, problems := readSpecFiles(o.files, o.recursive, stdin)
+	objs, problems := specs.ReadFiles(o.files, o.recursive, stdin)
 	_, errs := specs.Build(objs)
 	problems = append(problems, errs...)
 	if len(problems) > 0 {
-		for _, l := range problemLines(problems) {
+		for _, l := range specs.ProblemLines(problems) {
 			fmt.Fprintln(stderr, l)
 		}
 		fmt.Fprintln(stderr, "nothing pushed: fix the problems above first")

@@ -43,11 +43,11 @@ prints a short summary and exits 0.`,
 }
 
 func runValidate(stdin io.Reader, stdout, stderr io.Writer, o *validateOptions) error {
-	objs, problems := readSpecFiles(o.files, o.recursive, stdin)
+	objs, problems := specs.ReadFiles(o.files, o.recursive, stdin)
 	spec, errs := specs.Build(objs)
 	problems = append(problems, errs...)
 	if len(problems) > 0 {
-		lines := problemLines(problems)
+		lines := specs.ProblemLines(problems)
 		for _, l := range lines {
 			fmt.Fprintln(stderr, l)
 		}

@@ -11,7 +11,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
-	"sigs.k8s.io/yaml"
 
 	"github.com/joist-dev/joist/pkg/specs"
 )
@@ -38,7 +37,7 @@ func Prefix(cluster string) string { return "/joist/" + cluster + "/" }
 
 // ParameterName is where `joist specs push` stores an object.
 func ParameterName(cluster, kind, name string) string {
-	return Prefix(cluster) + strings.ToLower(kind) + "/" + name
+	return specs.ParameterName(cluster, kind, name)
 }
 
 // Load reads every parameter under the prefix, following pagination, and
@@ -121,9 +120,9 @@ func (s *SSMStore) Push(ctx context.Context, objs []specs.Object, opts PushOptio
 			return written, nil, fmt.Errorf("%s %q is given twice", o.Kind, o.Name)
 		}
 		keep[name] = true
-		body, err := yaml.JSONToYAML(o.Raw)
+		body, err := o.Document()
 		if err != nil {
-			return written, nil, fmt.Errorf("rendering %s %q: %w", o.Kind, o.Name, err)
+			return written, nil, err
 		}
 		typ := ssmtypes.ParameterTypeString
 		if opts.Secure {
@@ -131,7 +130,7 @@ func (s *SSMStore) Push(ctx context.Context, objs []specs.Object, opts PushOptio
 		}
 		_, err = s.Client.PutParameter(ctx, &ssm.PutParameterInput{
 			Name:      aws.String(name),
-			Value:     aws.String(string(body)),
+			Value:     aws.String(body),
 			Type:      typ,
 			Overwrite: aws.Bool(true),
 			// Standard parameters hold 4 KB; larger specs go to the

@@ -1,4 +1,4 @@
-package main
+package specs
 
 import (
 	"errors"
@@ -9,15 +9,15 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/joist-dev/joist/pkg/specs"
+	"sigs.k8s.io/yaml"
 )
 
-// readSpecFiles decodes every file named, and every .yaml, .yml and .json
+// ReadFiles decodes every file named, and every .yaml, .yml and .json
 // file in the folders named ("-" is standard input). Folders are read one
 // level deep unless recursive is set, as kubectl -f does.
-func readSpecFiles(paths []string, recursive bool, stdin io.Reader) ([]specs.Object, []error) {
+func ReadFiles(paths []string, recursive bool, stdin io.Reader) ([]Object, []error) {
 	var (
-		objs     []specs.Object
+		objs     []Object
 		problems []error
 	)
 	if len(paths) == 0 {
@@ -30,14 +30,14 @@ func readSpecFiles(paths []string, recursive bool, stdin io.Reader) ([]specs.Obj
 				problems = append(problems, fmt.Errorf("reading standard input: %w", err))
 				continue
 			}
-			o, err := specs.Decode(data, "<stdin>")
+			o, err := Decode(data, "<stdin>")
 			objs = append(objs, o...)
 			if err != nil {
 				problems = append(problems, err)
 			}
 			continue
 		}
-		files, err := expand(p, recursive)
+		files, err := ListFiles(p, recursive)
 		if err != nil {
 			problems = append(problems, err)
 			continue
@@ -48,7 +48,7 @@ func readSpecFiles(paths []string, recursive bool, stdin io.Reader) ([]specs.Obj
 				problems = append(problems, err)
 				continue
 			}
-			o, err := specs.Decode(data, f)
+			o, err := Decode(data, f)
 			objs = append(objs, o...)
 			if err != nil {
 				problems = append(problems, err)
@@ -58,7 +58,10 @@ func readSpecFiles(paths []string, recursive bool, stdin io.Reader) ([]specs.Obj
 	return objs, problems
 }
 
-func expand(p string, recursive bool) ([]string, error) {
+// ListFiles is p itself when it is a file, else the .yaml, .yml and .json
+// files in folder p (one level deep unless recursive), sorted; a folder
+// with none is an error.
+func ListFiles(p string, recursive bool) ([]string, error) {
 	st, err := os.Stat(p)
 	if err != nil {
 		return nil, err
@@ -90,11 +93,11 @@ func expand(p string, recursive bool) ([]string, error) {
 	return files, err
 }
 
-// problemLines turns decode and build errors into lines for a terminal.
-func problemLines(problems []error) []string {
+// ProblemLines turns decode and build errors into lines for a terminal.
+func ProblemLines(problems []error) []string {
 	var lines []string
 	for _, p := range problems {
-		var oe *specs.ObjectError
+		var oe *ObjectError
 		if errors.As(p, &oe) {
 			lines = append(lines, oe.Lines()...)
 			continue
@@ -102,4 +105,20 @@ func problemLines(problems []error) []string {
 		lines = append(lines, strings.Split(p.Error(), "\n")...)
 	}
 	return lines
+}
+
+// ParameterName is the SSM parameter that holds an object of a cluster's
+// specs: where `joist specs push` and the stack's -c specs=DIR write it,
+// and where the functions read it (pkg/specstore).
+func ParameterName(cluster, kind, name string) string {
+	return "/joist/" + cluster + "/" + strings.ToLower(kind) + "/" + name
+}
+
+// Document is the object as its parameter holds it: YAML.
+func (o Object) Document() (string, error) {
+	b, err := yaml.JSONToYAML(o.Raw)
+	if err != nil {
+		return "", fmt.Errorf("rendering %s %q: %w", o.Kind, o.Name, err)
+	}
+	return string(b), nil
 }
