@@ -29,10 +29,12 @@ import (
 	"sort"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/pods"
+	"github.com/joist-dev/joist/pkg/scheduling"
 )
 
 // Annotations read on nodes.
@@ -65,6 +67,17 @@ type Snapshot struct {
 	// Planned counts, per instance id, the pending pods planned onto it
 	// (pods.AnnotationInstance): such a node is about to receive pods.
 	Planned map[string]int
+
+	// What consolidation needs to ask pkg/scheduling where pods would go
+	// and what a new node would cost (as pkg/provisioning fills them:
+	// pkg/scheduling/fromcatalog). Without instance types consolidation
+	// only deletes, and a node's price is unknown.
+	InstanceTypes     []*scheduling.InstanceType
+	PoolInstanceTypes map[string][]*scheduling.InstanceType
+	DaemonSets        []*appsv1.DaemonSet
+	Region            string
+	// Unavailable tells offerings that recently ran out of capacity.
+	Unavailable func(instanceType, zone, capacityType string) bool
 }
 
 // Decision retires one node.
@@ -72,6 +85,12 @@ type Decision struct {
 	Node   string
 	Pool   string
 	Reason string
+	// Replace: the pods need new capacity; launch it and wait until it is Ready before draining.
+	Replace bool
+	// Command groups the decisions retired by one command (multi-node consolidation); "" alone.
+	Command string
+	// SavingsPerHour is the $/h the decision saves (retired price minus replacement's).
+	SavingsPerHour float64
 }
 
 // Blocked is a node a rule would retire but may not, and why.
@@ -86,10 +105,12 @@ type Plan struct {
 	// Stamp and Unstamp name nodes whose emptiness timestamp to set (to
 	// the snapshot's Now) or remove.
 	Stamp, Unstamp []string
-	// StampConsolidation names nodes found deletable by consolidation for
-	// the first time (AnnotationConsolidatableAt, set to Now); Unstamp
-	// also removes that stamp.
-	StampConsolidation []string
+	// StampConsolidation names the nodes of a consolidation command found
+	// for the first time: each gets AnnotationConsolidatableAt (Now) and
+	// AnnotationConsolidationCommand (ConsolidationCommand). Unstamp also
+	// removes both.
+	StampConsolidation   []string
+	ConsolidationCommand string
 	// unstampConsolidation are the Unstamp entries that came from
 	// consolidation (for tests).
 	unstampConsolidation []string

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/joist-dev/joist/pkg/scheduling"
-	"github.com/joist-dev/joist/pkg/scheduling/internal/benchdata"
+	"github.com/joist-dev/joist/pkg/internal/benchdata"
 )
 
 // loadWorkload reads a shared benchmark workload or skips: CI lays shared/

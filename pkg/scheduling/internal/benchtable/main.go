@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/joist-dev/joist/pkg/scheduling"
-	"github.com/joist-dev/joist/pkg/scheduling/internal/benchdata"
+	"github.com/joist-dev/joist/pkg/internal/benchdata"
 )
 
 func main() {
