@@ -32,6 +32,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/joist-dev/joist/pkg/catalog"
 	"github.com/joist-dev/joist/pkg/disruption"
 	"github.com/joist-dev/joist/pkg/kube"
 	"github.com/joist-dev/joist/pkg/metrics"
@@ -65,6 +66,9 @@ type Reaper struct {
 	Metrics *metrics.Recorder
 	// Interval between passes and the Loop's length (defaults above).
 	Interval, Loop time.Duration
+	// Catalog prices nodes and their replacements for consolidation
+	// (snapshot.go); nil: consolidation only deletes.
+	Catalog func(context.Context) (*catalog.Catalog, error)
 }
 
 // Result is what a pass (or a loop of them) did.
@@ -174,6 +178,10 @@ func (r *Reaper) Pass(ctx context.Context) (Result, error) {
 		snap.Nodes = append(snap.Nodes, disruption.Node{Node: n, Pods: byNode[n.Name]})
 	}
 
+	if err := r.consolidationInputs(ctx, spec.Pools, &snap); err != nil {
+		errs = append(errs, err)
+	}
+
 	// Decide under the lease; a lease held elsewhere only skips the
 	// decision, never the drains in progress.
 	if err := r.decide(ctx, snap, &res); err != nil {
@@ -240,16 +248,16 @@ func (r *Reaper) decide(ctx context.Context, snap disruption.Snapshot, res *Resu
 		r.Log.Info("node is empty", "node", n, "since", stamp)
 	}
 	for _, n := range plan.Unstamp {
-		if err := r.annotate(ctx, n, map[string]*string{disruption.AnnotationEmptinessTimestamp: nil, disruption.AnnotationConsolidatableAt: nil}); err != nil {
+		if err := r.annotate(ctx, n, map[string]*string{disruption.AnnotationEmptinessTimestamp: nil, disruption.AnnotationConsolidatableAt: nil, disruption.AnnotationConsolidationCommand: nil}); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	for _, n := range plan.StampConsolidation {
-		if err := r.annotate(ctx, n, map[string]*string{disruption.AnnotationConsolidatableAt: &stamp}); err != nil {
+		if err := r.annotate(ctx, n, map[string]*string{disruption.AnnotationConsolidatableAt: &stamp, disruption.AnnotationConsolidationCommand: &plan.ConsolidationCommand}); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		r.Log.Info("node's pods fit elsewhere; consolidating it once that holds", "node", n, "since", stamp)
+		r.Log.Info("consolidation command found; acting once it holds", "node", n, "command", plan.ConsolidationCommand, "since", stamp)
 	}
 	for _, d := range plan.Retire {
 		if err := r.Terminator.Begin(ctx, d.Node, d.Reason); err != nil {
@@ -257,7 +265,7 @@ func (r *Reaper) decide(ctx context.Context, snap disruption.Snapshot, res *Resu
 			continue
 		}
 		res.Retired = append(res.Retired, d)
-		r.Log.Info("disrupting node", "node", d.Node, "pool", d.Pool, "reason", d.Reason)
+		r.Log.Info("disrupting node", "node", d.Node, "pool", d.Pool, "reason", d.Reason, "replace", d.Replace, "command", d.Command, "savingsPerHour", d.SavingsPerHour)
 		if r.Metrics != nil {
 			r.Metrics.Count(metrics.NodesDisrupted, 1, map[string]string{metrics.DimPool: d.Pool, metrics.DimReason: d.Reason})
 			r.Metrics.Count(metrics.DisruptionDecisions, 1, map[string]string{metrics.DimReason: d.Reason})

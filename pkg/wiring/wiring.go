@@ -307,6 +307,10 @@ func (e *Env) Reaper() (func(ctx context.Context, m *metrics.Recorder) *reaping.
 	if err != nil {
 		return nil, err
 	}
+	catalogFor, err := e.Catalog()
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
 	launcher := e.Launcher()
 	return func(ctx context.Context, m *metrics.Recorder) *reaping.Reaper {
 		log := WithRequest(ctx, e.Log)
@@ -314,7 +318,7 @@ func (e *Env) Reaper() (func(ctx context.Context, m *metrics.Recorder) *reaping.
 		// Held only around one decision, not the whole invocation.
 		lease.Duration = 30 * time.Second
 		return &reaping.Reaper{
-			Kube: e.Kube, Specs: specs, Log: log, Lock: lease, Loop: loop, Interval: interval, Metrics: m,
+			Kube: e.Kube, Specs: specs, Log: log, Lock: lease, Loop: loop, Interval: interval, Metrics: m, Catalog: catalogFor,
 			Terminator: &termination.Terminator{Kube: e.Kube, EC2: launcher, Log: log, Metrics: m},
 		}
 	}, nil
