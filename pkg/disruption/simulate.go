@@ -30,7 +30,7 @@ const (
 	// SearchBudget bounds the wall-clock time one pass spends searching:
 	// no simulation starts after it (the best command found so far is
 	// kept, as Karpenter does on its timeouts).
-	SearchBudget = time.Second
+	SearchBudget = 750 * time.Millisecond
 	// MinSpotToSpotOptions is how many cheaper spot types a single spot
 	// node's replacement must have (Karpenter's 15-types rule).
 	MinSpotToSpotOptions = 15
