@@ -10,8 +10,11 @@
 //     and its node-level do-not-disrupt say; its drain still honours PDBs
 //     and do-not-disrupt pods until the terminationGracePeriod.
 //   - Consolidation (graceful, within budgets, WhenEmptyOrUnderutilized
-//     pools): a node whose pods all fit on the other nodes is retired once
-//     that has held for 15 s and consolidateAfter (delete only).
+//     pools): Karpenter's multi-node then single-node search for a command
+//     that retires nodes whose pods fit on the other nodes (delete) or on
+//     the others plus one cheaper new node (replace); acted on once the
+//     same command holds after 15 s and consolidateAfter
+//     (consolidation.go, simulate.go).
 //   - Emptiness (graceful, within budgets): a node with no reschedulable
 //     pods is stamped karpenter.sh/emptiness-timestamp (as v0.20 did); once
 //     the stamp is consolidateAfter old (v1alpha5 ttlSecondsAfterEmpty) the
