@@ -152,3 +152,90 @@ func TestE2E_DoNotDisruptBlocksConsolidation(t *testing.T) {
 	}
 	t.Logf("consolidation blocked: %s (x%d)", blocked.Message, blocked.Count)
 }
+
+// TestE2E_MultiNodeConsolidation: three t3.large nodes each left with
+// one small pod. No single node can go (the others have no room for its
+// pod, and a t3.large replacement would not be cheaper), but two can go
+// together: their pods fit on the third. Multi-node consolidation retires
+// both in one command — in the same pass, not one validation (15 s)
+// after the other — and the third stays.
+func TestE2E_MultiNodeConsolidation(t *testing.T) {
+	// The default budget (10 %: one of three nodes) would allow one node
+	// per command.
+	specs := strings.Replace(consolidationSpecs, "consolidateAfter: 0s", "consolidateAfter: 0s\n    budgets: [{nodes: \"100%%\"}]", 1)
+	g := testenv.NewGround(t, testenv.GroundOptions{
+		Cluster: "multi-consolidate", Namespace: "multi-consolidate", Specs: []byte(fmt.Sprintf(specs, "multi-consolidate")), ReadyDelay: 300 * time.Millisecond,
+		ExtraEnv: al2023Env, ReaperEvery: 5 * time.Second,
+	})
+	ctx := context.Background()
+	// big-i then small-i: each big pod needs its own node, each small pod
+	// lands beside it (the earlier nodes are full).
+	var bigs []*corev1.Pod
+	nodeOf := map[string]string{}
+	for i := 1; i <= 3; i++ {
+		big := createPending(t, g, []*corev1.Pod{workloadPod(fmt.Sprintf("big-%d", i), "general", "1500m")})
+		waitBound(t, g, big, 90*time.Second)
+		small := createPending(t, g, []*corev1.Pod{workloadPod(fmt.Sprintf("small-%d", i), "general", "300m")})
+		for k, v := range waitBound(t, g, small, 90*time.Second) {
+			nodeOf[k] = v
+		}
+		bigs = append(bigs, big...)
+	}
+	if nodeOf["small-1"] == nodeOf["small-2"] || nodeOf["small-2"] == nodeOf["small-3"] || nodeOf["small-1"] == nodeOf["small-3"] {
+		t.Fatalf("small pods not on three nodes: %v", nodeOf)
+	}
+	deletePods(t, g, bigs)
+
+	// Two of the three nodes are retired; when each began is when its
+	// Node got its deletion timestamp.
+	began := map[string]time.Time{}
+	eventually(t, 120*time.Second, "two of the three nodes retired", func() (bool, error) {
+		for _, name := range nodeOf {
+			n, err := g.Kube.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			switch {
+			case err != nil && !strings.Contains(err.Error(), "not found"):
+				return false, err
+			case err != nil:
+				if _, seen := began[name]; !seen {
+					began[name] = time.Now()
+				}
+			case n.DeletionTimestamp != nil:
+				began[name] = n.DeletionTimestamp.Time
+			}
+		}
+		return len(began) >= 2, nil
+	})
+	if len(began) != 2 {
+		t.Fatalf("%d nodes retired (%v), want 2", len(began), began)
+	}
+	var times []time.Time
+	var kept string
+	for _, name := range nodeOf {
+		if at, ok := began[name]; ok {
+			times = append(times, at)
+		} else {
+			kept = name
+		}
+	}
+	gap := times[0].Sub(times[1])
+	if gap < 0 {
+		gap = -gap
+	}
+	// Deletion timestamps have a second's resolution; one pass retires
+	// both, a single-node consolidation would take 15 s between them.
+	if gap > 5*time.Second {
+		t.Errorf("the two nodes were retired %s apart: two single-node commands, not one multi-node command", gap)
+	}
+	eventually(t, 60*time.Second, "the two retired nodes gone", func() (bool, error) {
+		for name := range began {
+			if !nodeGone(t, g, name) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if nodeGone(t, g, kept) {
+		t.Errorf("the kept node %s was retired too", kept)
+	}
+	t.Logf("two nodes retired %s apart in one command; %s kept", gap, kept)
+}
