@@ -237,5 +237,88 @@ func TestE2E_MultiNodeConsolidation(t *testing.T) {
 	if nodeGone(t, g, kept) {
 		t.Errorf("the kept node %s was retired too", kept)
 	}
-	t.Logf("two nodes retired %s apart in one command; %s kept", gap, kept)
+	t.Logf("two nodes retired %s apart; %s kept", gap, kept)
+}
+
+// TestE2E_ConsolidationReplacesWithCheaperNode: a t3.xlarge left with one
+// small pod (nowhere else to go) is replaced by a t3.large, which is
+// cheaper: the replacement is launched and Ready before the pod is
+// evicted, then the t3.xlarge's instance is terminated.
+func TestE2E_ConsolidationReplacesWithCheaperNode(t *testing.T) {
+	specs := strings.Replace(consolidationSpecs, "values: [t3.large]}", "values: [t3.large, t3.xlarge]}", 1)
+	g := testenv.NewGround(t, testenv.GroundOptions{
+		Cluster: "replace-consolidate", Namespace: "replace-consolidate", Specs: []byte(fmt.Sprintf(specs, "replace-consolidate")), ReadyDelay: 300 * time.Millisecond,
+		ExtraEnv: al2023Env, ReaperEvery: 5 * time.Second,
+	})
+	ctx := context.Background()
+	big := createPending(t, g, []*corev1.Pod{workloadPod("big", "general", "3")})
+	old := waitBound(t, g, big, 90*time.Second)["big"]
+	small := createPending(t, g, []*corev1.Pod{workloadPod("small", "general", "300m")})
+	if on := waitBound(t, g, small, 60*time.Second)["small"]; on != old {
+		t.Fatalf("small pod on %s, want beside the big one on %s", on, old)
+	}
+	oldNode, err := g.Kube.Client.CoreV1().Nodes().Get(ctx, old, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it := oldNode.Labels[corev1.LabelInstanceTypeStable]; it != "t3.xlarge" {
+		t.Fatalf("the big pod's node is a %s, want t3.xlarge", it)
+	}
+	oldID := pods.InstanceID(oldNode.Spec.ProviderID)
+	deletePods(t, g, big)
+	start := time.Now()
+
+	// Watch the small pod's eviction and the replacement's readiness.
+	var evicted, ready time.Time
+	var replacement string
+	eventually(t, 180*time.Second, "the t3.xlarge's instance terminated", func() (bool, error) {
+		if evicted.IsZero() {
+			if _, err := g.Kube.Client.CoreV1().Pods(g.Opts.Namespace).Get(ctx, "small", metav1.GetOptions{}); err != nil {
+				evicted = time.Now()
+			}
+		}
+		if ready.IsZero() {
+			nodes, err := g.Kube.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "karpenter.sh/nodepool=general"})
+			if err != nil {
+				return false, err
+			}
+			for _, n := range nodes.Items {
+				if n.Name == old || !pods.NodeReady(&n) {
+					continue
+				}
+				replacement = n.Name + " (" + n.Labels[corev1.LabelInstanceTypeStable] + ")"
+				for _, c := range n.Status.Conditions {
+					if c.Type == corev1.NodeReady {
+						ready = c.LastTransitionTime.Time
+					}
+				}
+			}
+		}
+		return terminated(instanceState(g, oldID)), nil
+	})
+	if replacement == "" {
+		t.Fatal("no replacement node became Ready before the t3.xlarge went")
+	}
+	if !strings.Contains(replacement, "t3.large") {
+		t.Errorf("replacement %s, want a t3.large (cheaper than the t3.xlarge)", replacement)
+	}
+	if !evicted.IsZero() && evicted.Before(ready) {
+		t.Errorf("the small pod was evicted %s before the replacement %s was Ready", ready.Sub(evicted), replacement)
+	}
+	var xl, large int
+	for _, i := range poolInstances(g, "general") {
+		if terminated(i.State) {
+			continue
+		}
+		switch i.InstanceType {
+		case "t3.xlarge":
+			xl++
+		case "t3.large":
+			large++
+		}
+	}
+	if xl != 0 || large != 1 {
+		t.Errorf("running instances: %d t3.xlarge, %d t3.large; want the one t3.large", xl, large)
+	}
+	t.Logf("t3.xlarge replaced by %s %s after it became underused", replacement, time.Since(start).Round(100*time.Millisecond))
 }
