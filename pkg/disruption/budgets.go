@@ -88,3 +88,7 @@ func budgetNodes(v string, total int) (int, error) {
 	}
 	return n, nil
 }
+
+// Forceful reports whether a reason retires nodes whatever budgets and
+// node-level do-not-disrupt say (expiry, as in Karpenter v1).
+func Forceful(reason string) bool { return reason == ReasonExpired }

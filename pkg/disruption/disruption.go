@@ -81,6 +81,12 @@ type Snapshot struct {
 	Region            string
 	// Unavailable tells offerings that recently ran out of capacity.
 	Unavailable func(instanceType, zone, capacityType string) bool
+	// Instances are the EC2 facts of the nodes' instances, by instance
+	// id, and Classes what each node class resolves to now, by name: the
+	// drift rule reads them. A node whose instance or class is missing
+	// is judged on its labels only.
+	Instances map[string]InstanceFacts
+	Classes   map[string]ClassFacts
 }
 
 // Decision retires one node.
@@ -88,12 +94,17 @@ type Decision struct {
 	Node   string
 	Pool   string
 	Reason string
-	// Replace: the pods need new capacity; launch it and wait until it is Ready before draining.
+	// Replace: the pods need new capacity; launch it and wait until it is
+	// Ready before draining.
 	Replace bool
-	// Command groups the decisions retired by one command (multi-node consolidation); "" alone.
+	// Command groups the decisions retired by one command (multi-node
+	// consolidation); "" alone.
 	Command string
-	// SavingsPerHour is the $/h the decision saves (retired price minus replacement's).
+	// SavingsPerHour is the $/h the decision saves (retired price minus
+	// replacement's).
 	SavingsPerHour float64
+	// Detail says more than Reason (what drifted).
+	Detail string
 }
 
 // Blocked is a node a rule would retire but may not, and why.
@@ -242,7 +253,8 @@ func Decide(s Snapshot) Plan {
 	for _, n := range nodes {
 		p := PoolOf(n.Node, s.Pools)
 		if Expired(n.Node, p, s.Now) {
-			plan.Retire = append(plan.Retire, Decision{Node: n.Node.Name, Pool: p.Name, Reason: ReasonExpired})
+			// Its pods get their new place before the node drains.
+			plan.Retire = append(plan.Retire, Decision{Node: n.Node.Name, Pool: p.Name, Reason: ReasonExpired, Replace: !Empty(n)})
 			expired[n.Node.Name] = true
 			state[p.Name].disrupting++
 		}
@@ -286,11 +298,15 @@ func Decide(s Snapshot) Plan {
 		plan.Retire = append(plan.Retire, Decision{Node: n.Node.Name, Pool: p.Name, Reason: ReasonEmpty})
 	}
 
-	// Consolidation, only when nothing graceful was decided this pass
-	// (one method per pass, as Karpenter).
-	graceful := false
-	for _, d := range plan.Retire {
-		graceful = graceful || d.Reason != ReasonExpired
+	// Drift, then consolidation, each only when nothing graceful was
+	// decided earlier this pass (one method per pass, as Karpenter).
+	graceful := func() bool {
+		for _, d := range plan.Retire {
+			if d.Reason != ReasonExpired {
+				return true
+			}
+		}
+		return false
 	}
 	var rest []Node
 	for _, n := range nodes {
@@ -298,7 +314,10 @@ func Decide(s Snapshot) Plan {
 			rest = append(rest, n)
 		}
 	}
-	if !graceful {
+	if !graceful() {
+		drift(s, rest, func(pool string) (int, *int) { return state[pool].total, &state[pool].disrupting }, &plan)
+	}
+	if !graceful() {
 		consolidate(s, rest, func(pool string) (int, int) { return state[pool].total, state[pool].disrupting }, &plan)
 	}
 	return plan

@@ -78,7 +78,11 @@ type Instance struct {
 	LaunchTime   time.Time
 	// LaunchTemplateID is the template the instance was launched from.
 	LaunchTemplateID string
-	Tags             map[string]string
+	// ImageID and SecurityGroups are what the instance runs with (read
+	// back from DescribeInstances; drift compares them with the class).
+	ImageID        string
+	SecurityGroups []string
+	Tags           map[string]string
 	// Unavailable are offerings the same CreateFleet found out of capacity
 	// before it launched this one; the caller marks them.
 	Unavailable []catalog.OfferingKey

@@ -78,6 +78,10 @@ func fromEC2(i ec2types.Instance) Instance {
 	if i.Placement != nil {
 		inst.Zone = aws.ToString(i.Placement.AvailabilityZone)
 	}
+	inst.ImageID = aws.ToString(i.ImageId)
+	for _, g := range i.SecurityGroups {
+		inst.SecurityGroups = append(inst.SecurityGroups, aws.ToString(g.GroupId))
+	}
 	if i.State != nil {
 		inst.State = string(i.State.Name)
 	}

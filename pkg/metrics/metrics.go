@@ -73,6 +73,10 @@ const (
 	NodesDisrupted = "joist_nodeclaims_disrupted_total"
 	// DisruptionDecisions counts disruption decisions, by DimReason.
 	DisruptionDecisions = "joist_voluntary_disruption_decisions_total"
+	// DisruptionSavings is the $/h a disruption decision saves (the
+	// retired nodes' price minus their replacement's), by DimPool and
+	// DimReason: Joist's, Karpenter has no such metric.
+	DisruptionSavings = "joist_disruption_savings_dollars_per_hour"
 	// NodesTerminated counts the nodes whose retirement completed
 	// (instance terminated, Node released), by DimPool.
 	NodesTerminated = "joist_nodes_terminated_total"

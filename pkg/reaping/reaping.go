@@ -38,6 +38,7 @@ import (
 	"github.com/joist-dev/joist/pkg/metrics"
 	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/pods"
+	"github.com/joist-dev/joist/pkg/provisioning"
 	"github.com/joist-dev/joist/pkg/termination"
 )
 
@@ -69,6 +70,18 @@ type Reaper struct {
 	// Catalog prices nodes and their replacements for consolidation
 	// (snapshot.go); nil: consolidation only deletes.
 	Catalog func(context.Context) (*catalog.Catalog, error)
+	// Replace runs a provisioning pass for nodes going away, without
+	// taking the Lease (the reaper holds it around each decision):
+	// provisioning.Provisioner.Replace with no Lock. It launches the
+	// replacements of decisions that need new capacity (expiry, drift,
+	// replace-consolidation); nil retires such nodes at once, as
+	// Karpenter v1 does on expiry.
+	Replace func(ctx context.Context, r provisioning.Retiring) (*provisioning.Result, error)
+	// Cloud, when set, gives the drift rule its EC2 facts.
+	Cloud Cloud
+	// ReplacementTimeout bounds the wait for replacements to turn Ready
+	// (default termination.DefaultReplacementTimeout).
+	ReplacementTimeout time.Duration
 }
 
 // Result is what a pass (or a loop of them) did.
@@ -78,8 +91,11 @@ type Result struct {
 	Retired  []disruption.Decision
 	Blocked  []disruption.Blocked
 	Finished []string // nodes whose retirement completed
-	// InProgress are nodes still being retired after the last pass.
+	// InProgress are nodes still being retired after the last pass,
+	// replacement-first ones waiting for their replacements included.
 	InProgress []string
+	// Replacing are nodes waiting for their replacements to turn Ready.
+	Replacing []string
 	// NextDue is the soonest a rule fires for a node (an empty node's
 	// TTL, an expiry, a consolidation's validation; zero: none).
 	NextDue time.Time
@@ -181,10 +197,13 @@ func (r *Reaper) Pass(ctx context.Context) (Result, error) {
 	if err := r.consolidationInputs(ctx, spec.Pools, &snap); err != nil {
 		errs = append(errs, err)
 	}
+	if err := r.driftFacts(ctx, spec, &snap); err != nil {
+		errs = append(errs, err)
+	}
 
 	// Decide under the lease; a lease held elsewhere only skips the
 	// decision, never the drains in progress.
-	if err := r.decide(ctx, snap, &res); err != nil {
+	if err := r.decide(ctx, snap, nodes, &res); err != nil {
 		if errors.Is(err, kube.ErrLeaseHeld) {
 			log.Info("decider lease held elsewhere; no disruption decision this pass", "holder", err.Error())
 		} else {
@@ -207,6 +226,7 @@ func (r *Reaper) Pass(ctx context.Context) (Result, error) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	res.InProgress = append(res.InProgress, res.Replacing...)
 	for _, name := range names {
 		st, err := r.Terminator.Step(ctx, name)
 		if err != nil {
@@ -224,7 +244,7 @@ func (r *Reaper) Pass(ctx context.Context) (Result, error) {
 	return res, errors.Join(errs...)
 }
 
-func (r *Reaper) decide(ctx context.Context, snap disruption.Snapshot, res *Result) error {
+func (r *Reaper) decide(ctx context.Context, snap disruption.Snapshot, nodes []*corev1.Node, res *Result) error {
 	if r.Lock != nil {
 		held, err := r.Lock.Acquire(ctx)
 		if err != nil {
@@ -259,16 +279,49 @@ func (r *Reaper) decide(ctx context.Context, snap disruption.Snapshot, res *Resu
 		}
 		r.Log.Info("consolidation command found; acting once it holds", "node", n, "command", plan.ConsolidationCommand, "since", stamp)
 	}
+	// Replacement-first retirements already under way: begin those whose
+	// replacements are Ready, give up (or, forceful, go on) past the
+	// timeout, and re-run the replacement pass for the rest (idempotent:
+	// pods whose live replacement exists are not planned again).
+	errs = append(errs, r.advanceReplacing(ctx, snap, nodes, res))
+	commands := map[string][]string{}
+	var order []string
 	for _, d := range plan.Retire {
-		if err := r.Terminator.Begin(ctx, d.Node, d.Reason); err != nil {
+		replace := d.Replace && r.Replace != nil
+		var err error
+		if replace {
+			err = r.Terminator.Prepare(ctx, d.Node, d.Reason)
+		} else {
+			err = r.Terminator.Begin(ctx, d.Node, d.Reason)
+		}
+		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
+		if replace {
+			key := d.Command
+			if key == "" {
+				key = "node/" + d.Node
+			}
+			if _, ok := commands[key]; !ok {
+				order = append(order, key)
+			}
+			commands[key] = append(commands[key], d.Node)
+			res.Replacing = append(res.Replacing, d.Node)
+		}
 		res.Retired = append(res.Retired, d)
-		r.Log.Info("disrupting node", "node", d.Node, "pool", d.Pool, "reason", d.Reason, "replace", d.Replace, "command", d.Command, "savingsPerHour", d.SavingsPerHour)
+		r.Log.Info("disrupting node", "node", d.Node, "pool", d.Pool, "reason", d.Reason, "detail", d.Detail, "replacementFirst", replace, "command", d.Command, "savingsPerHour", d.SavingsPerHour)
 		if r.Metrics != nil {
 			r.Metrics.Count(metrics.NodesDisrupted, 1, map[string]string{metrics.DimPool: d.Pool, metrics.DimReason: d.Reason})
 			r.Metrics.Count(metrics.DisruptionDecisions, 1, map[string]string{metrics.DimReason: d.Reason})
+			if d.SavingsPerHour > 0 {
+				r.Metrics.Observe(metrics.DisruptionSavings, d.SavingsPerHour, map[string]string{metrics.DimPool: d.Pool, metrics.DimReason: d.Reason})
+			}
+		}
+	}
+	for _, key := range order {
+		if err := r.replace(ctx, commands[key]); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	for _, b := range plan.Blocked {
@@ -280,6 +333,66 @@ func (r *Reaper) decide(ctx context.Context, snap disruption.Snapshot, res *Resu
 	res.Blocked = plan.Blocked
 	res.NextDue = nextDue(snap, plan)
 	return errors.Join(errs...)
+}
+
+// advanceReplacing moves every node waiting for its replacements on.
+func (r *Reaper) advanceReplacing(ctx context.Context, snap disruption.Snapshot, nodes []*corev1.Node, res *Result) error {
+	timeout := r.ReplacementTimeout
+	if timeout <= 0 {
+		timeout = termination.DefaultReplacementTimeout
+	}
+	var errs []error
+	var again []string
+	for _, n := range snap.Nodes {
+		since := termination.ReplacingSince(n.Node)
+		if since.IsZero() || n.Node.DeletionTimestamp != nil {
+			continue
+		}
+		name, reason := n.Node.Name, n.Node.Annotations[termination.AnnotationReason]
+		st := termination.ReplacementsOf(n.Node, n.Pods, nodes, disruption.Reschedulable)
+		switch {
+		case st.Ready():
+			if err := r.Terminator.Begin(ctx, name, reason); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			r.Log.Info("replacements ready; draining node", "node", name, "reason", reason, "waited", snap.Now.Sub(since).String())
+		case snap.Now.Sub(since) >= timeout && disruption.Forceful(reason):
+			if err := r.Terminator.Begin(ctx, name, reason); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			r.Log.Warn("replacements not ready in time; draining node anyway (forceful)", "node", name, "reason", reason, "unplanned", st.Unplanned, "waiting", st.Waiting)
+		case snap.Now.Sub(since) >= timeout || r.Replace == nil:
+			why := fmt.Sprintf("%s: replacements not ready within %s (unplanned pods %v, waiting for %v)", reason, timeout, st.Unplanned, st.Waiting)
+			if err := r.Terminator.Abandon(ctx, name, why); err != nil {
+				errs = append(errs, err)
+			}
+		default:
+			res.Replacing = append(res.Replacing, name)
+			again = append(again, name)
+		}
+	}
+	if len(again) > 0 {
+		errs = append(errs, r.replace(ctx, again))
+	}
+	return errors.Join(errs...)
+}
+
+// replace runs the replacement pass for nodes about to be retired.
+func (r *Reaper) replace(ctx context.Context, nodes []string) error {
+	res, err := r.Replace(ctx, provisioning.Retiring{Nodes: nodes})
+	if err != nil {
+		return fmt.Errorf("replace %v: %w", nodes, err)
+	}
+	var launched []string
+	for _, i := range res.Launched {
+		launched = append(launched, i.ID)
+	}
+	if len(launched) > 0 || res.Nominated > 0 || len(res.Unschedulable) > 0 {
+		r.Log.Info("replacement pass", "nodes", nodes, "launched", launched, "nominated", res.Nominated, "unschedulable", len(res.Unschedulable))
+	}
+	return nil
 }
 
 // nextDue is the soonest time a rule will fire for a node not retired by

@@ -404,3 +404,31 @@ func (r *reqs) signature() string {
 	}
 	return b.String()
 }
+
+// LabelsStillSatisfy tells whether a node's labels still satisfy a pool's
+// requirements, for drift: only requirements on keys the node carries
+// (under their name or an alias) are checked, since a node does not carry
+// every well-known label a requirement may name (Karpenter allows such
+// undefined well-known labels the same way). A malformed requirement is
+// not held against the node (the spec's validation reports it).
+func LabelsStillSatisfy(in []model.Requirement, labels map[string]string) bool {
+	r := newReqs()
+	for _, q := range in {
+		s, good := newValueSet(q.Operator, q.Values)
+		if !good {
+			continue
+		}
+		k := normalizeKey(q.Key)
+		_, present := labels[k]
+		for _, alias := range aliasesOf[k] {
+			if _, ok := labels[alias]; ok {
+				present = true
+			}
+		}
+		if !present {
+			continue
+		}
+		r.add(k, s)
+	}
+	return r.matchesLabels(labels)
+}

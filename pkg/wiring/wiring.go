@@ -50,6 +50,9 @@ type Env struct {
 	EC2     *ec2.Client
 	EKS     *eks.Client
 	SSM     *ssm.Client
+	// CacheTTL is how long the launcher reuses what it looked up (AMIs,
+	// subnets, groups): JOIST_CACHE_TTL, default launch.DefaultCacheTTL.
+	CacheTTL time.Duration
 	// Dynamic reads the spec CRDs (SPEC_SOURCE=crd).
 	Dynamic dynamic.Interface
 }
@@ -108,6 +111,10 @@ func Load(ctx context.Context) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes dynamic client: %w", err)
 	}
+	cacheTTL, err := durationEnv("JOIST_CACHE_TTL", launch.DefaultCacheTTL)
+	if err != nil {
+		return nil, err
+	}
 	return &Env{
 		Cluster: cluster,
 		Region:  cfg.Region,
@@ -116,10 +123,11 @@ func Load(ctx context.Context) (*Env, error) {
 		Log:     Logger(cluster),
 		// Throttling and 5xx are retried with backoff and jitter, tuned
 		// for CreateFleet's bursts.
-		EC2:     ec2.NewFromConfig(cfg, launch.EC2Options),
-		EKS:     eks.NewFromConfig(cfg),
-		SSM:     ssm.NewFromConfig(cfg),
-		Dynamic: dyn,
+		EC2:      ec2.NewFromConfig(cfg, launch.EC2Options),
+		EKS:      eks.NewFromConfig(cfg),
+		SSM:      ssm.NewFromConfig(cfg),
+		Dynamic:  dyn,
+		CacheTTL: cacheTTL,
 	}, nil
 }
 
@@ -161,7 +169,7 @@ func (e *Env) Catalog() (func(context.Context) (*catalog.Catalog, error), error)
 // reads from eks:DescribeCluster.
 func (e *Env) Launcher() *launch.Launcher {
 	return &launch.Launcher{
-		EC2: e.EC2, SSM: e.SSM, EKS: e.EKS, Log: e.Log,
+		EC2: e.EC2, SSM: e.SSM, EKS: e.EKS, Log: e.Log, CacheTTL: e.CacheTTL,
 		Cluster: launch.Cluster{
 			Name:            e.Cluster,
 			Endpoint:        os.Getenv("CLUSTER_ENDPOINT"),
@@ -311,14 +319,33 @@ func (e *Env) Reaper() (func(ctx context.Context, m *metrics.Recorder) *reaping.
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
+	replacementTimeout, err := durationEnv("JOIST_REPLACEMENT_TIMEOUT", termination.DefaultReplacementTimeout)
+	if err != nil {
+		return nil, err
+	}
+	newProvisioner, err := e.Provisioners()
+	if err != nil {
+		return nil, err
+	}
 	launcher := e.Launcher()
 	return func(ctx context.Context, m *metrics.Recorder) *reaping.Reaper {
 		log := WithRequest(ctx, e.Log)
 		lease := e.Lease(ctx)
+		// Replacement passes run inside the reaper's decision, which
+		// holds the Lease already: the provisioner takes no lock of its own.
+		replace := func(ctx context.Context, r provisioning.Retiring) (*provisioning.Result, error) {
+			p, err := newProvisioner(ctx, m)
+			if err != nil {
+				return nil, err
+			}
+			p.Lock = nil
+			return p.Replace(ctx, r)
+		}
 		// Held only around one decision, not the whole invocation.
 		lease.Duration = 30 * time.Second
 		return &reaping.Reaper{
-			Kube: e.Kube, Specs: specs, Log: log, Lock: lease, Loop: loop, Interval: interval, Metrics: m, Catalog: catalogFor,
+			Kube: e.Kube, Specs: specs, Log: log, Lock: lease, Loop: loop, Interval: interval, Metrics: m,
+			Replace: replace, ReplacementTimeout: replacementTimeout, Cloud: launcher, Catalog: catalogFor,
 			Terminator: &termination.Terminator{Kube: e.Kube, EC2: launcher, Log: log, Metrics: m},
 		}
 	}, nil

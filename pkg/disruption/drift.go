@@ -1,0 +1,96 @@
+package disruption
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/joist-dev/joist/pkg/model"
+	"github.com/joist-dev/joist/pkg/pods"
+	"github.com/joist-dev/joist/pkg/scheduling"
+)
+
+// InstanceFacts is what EC2 says a node's instance runs with.
+type InstanceFacts struct {
+	ImageID        string
+	SubnetID       string
+	SecurityGroups []string
+}
+
+// ClassFacts is what a node class resolves to now: the images, subnets and
+// security groups a new node of it would get (launch.Desired).
+type ClassFacts struct {
+	ImageIDs       map[string]bool
+	SubnetIDs      map[string]bool
+	SecurityGroups []string
+}
+
+// DriftOf says why a node of pool p has drifted from what the pool would
+// launch now, or "" when it has not (or when the facts to judge it are
+// missing: no drift is ever inferred from what could not be read):
+//
+//   - its labels no longer satisfy the pool's requirements (on the keys
+//     the node carries);
+//   - its instance runs an image its class no longer resolves to (a new
+//     AMI released under an alias, an AMI selector changed);
+//   - its subnet is no longer selected by its class;
+//   - its security groups are no longer the class's.
+func DriftOf(n Node, p *model.Pool, s Snapshot) string {
+	if !scheduling.LabelsStillSatisfy(p.Requirements, n.Node.Labels) {
+		return "labels no longer satisfy the pool's requirements"
+	}
+	inst, ok := s.Instances[pods.InstanceID(n.Node.Spec.ProviderID)]
+	if !ok {
+		return ""
+	}
+	class, ok := s.Classes[p.NodeClass]
+	if !ok {
+		return ""
+	}
+	if inst.ImageID != "" && len(class.ImageIDs) > 0 && !class.ImageIDs[inst.ImageID] {
+		return fmt.Sprintf("image %s is no longer one node class %s resolves to", inst.ImageID, p.NodeClass)
+	}
+	if inst.SubnetID != "" && len(class.SubnetIDs) > 0 && !class.SubnetIDs[inst.SubnetID] {
+		return fmt.Sprintf("subnet %s is no longer selected by node class %s", inst.SubnetID, p.NodeClass)
+	}
+	if len(inst.SecurityGroups) > 0 && len(class.SecurityGroups) > 0 && !sameSet(inst.SecurityGroups, class.SecurityGroups) {
+		return fmt.Sprintf("security groups %v are no longer node class %s's %v", inst.SecurityGroups, p.NodeClass, class.SecurityGroups)
+	}
+	return ""
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(slices.Compact(a), slices.Compact(b))
+}
+
+// drift plans the drifted nodes (graceful, within the Drifted budget):
+// every empty one, and the first busy one, replaced first (its pods get
+// their new place before it drains; one at a time, as Karpenter).
+func drift(s Snapshot, nodes []Node, state func(pool string) (total int, disrupting *int), plan *Plan) {
+	busy := false
+	for _, n := range nodes {
+		p := PoolOf(n.Node, s.Pools)
+		why := DriftOf(n, p, s)
+		if why == "" {
+			continue
+		}
+		empty := Empty(n)
+		if !empty && busy {
+			continue
+		}
+		if block := gracefulBlock(n); block != "" {
+			plan.Blocked = append(plan.Blocked, Blocked{Node: n.Node.Name, Reason: ReasonDrifted, Why: block})
+			continue
+		}
+		total, disrupting := state(p.Name)
+		if *disrupting >= Allowed(p.Disruption.Budgets, ReasonDrifted, total, s.Now) {
+			plan.Blocked = append(plan.Blocked, Blocked{Node: n.Node.Name, Reason: ReasonDrifted, Why: "disruption budget of pool " + p.Name + " exhausted"})
+			continue
+		}
+		*disrupting++
+		busy = busy || !empty
+		plan.Retire = append(plan.Retire, Decision{Node: n.Node.Name, Pool: p.Name, Reason: ReasonDrifted, Replace: !empty, Detail: why})
+	}
+}

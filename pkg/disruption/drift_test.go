@@ -1,0 +1,111 @@
+package disruption
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/joist-dev/joist/pkg/model"
+)
+
+func TestDriftOf(t *testing.T) {
+	p := &model.Pool{Name: "default", NodeClass: "nc", Requirements: []model.Requirement{
+		{Key: "karpenter.sh/capacity-type", Operator: "In", Values: []string{"spot", "on-demand"}},
+		{Key: "karpenter.k8s.aws/instance-cpu", Operator: "Gt", Values: []string{"2"}},
+	}}
+	class := ClassFacts{ImageIDs: map[string]bool{"ami-new": true}, SubnetIDs: map[string]bool{"subnet-a": true, "subnet-b": true}, SecurityGroups: []string{"sg-1", "sg-2"}}
+	inst := InstanceFacts{ImageID: "ami-new", SubnetID: "subnet-a", SecurityGroups: []string{"sg-2", "sg-1"}}
+	labelled := func(kv ...string) nodeOpt {
+		return func(n *corev1.Node) {
+			for i := 0; i < len(kv); i += 2 {
+				n.Labels[kv[i]] = kv[i+1]
+			}
+		}
+	}
+	cases := []struct {
+		name    string
+		node    *corev1.Node
+		inst    *InstanceFacts
+		class   *ClassFacts
+		drifted bool
+	}{
+		{"everything as the class resolves: not drifted", node("a", "default", labelled("karpenter.sh/capacity-type", "spot")), &inst, &class, false},
+		{"a new AMI: drifted", node("a", "default"), &InstanceFacts{ImageID: "ami-old", SubnetID: "subnet-a", SecurityGroups: inst.SecurityGroups}, &class, true},
+		{"a subnet no longer selected: drifted", node("a", "default"), &InstanceFacts{ImageID: "ami-new", SubnetID: "subnet-z", SecurityGroups: inst.SecurityGroups}, &class, true},
+		{"security groups changed: drifted", node("a", "default"), &InstanceFacts{ImageID: "ami-new", SubnetID: "subnet-a", SecurityGroups: []string{"sg-1"}}, &class, true},
+		{"capacity type no longer allowed: drifted", node("a", "default", labelled("karpenter.sh/capacity-type", "reserved")), &inst, &class, true},
+		{"a requirement on a label the node lacks is not drift", node("a", "default"), &inst, &class, false},
+		{"a numeric requirement the node's label fails: drifted", node("a", "default", labelled("karpenter.k8s.aws/instance-cpu", "2")), &inst, &class, true},
+		{"a numeric requirement the node's label meets: not drifted", node("a", "default", labelled("karpenter.k8s.aws/instance-cpu", "4")), &inst, &class, false},
+		{"no instance facts: labels only", node("a", "default"), nil, &class, false},
+		{"a class that could not be resolved: labels only", node("a", "default"), &InstanceFacts{ImageID: "ami-old"}, nil, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Snapshot{Instances: map[string]InstanceFacts{}, Classes: map[string]ClassFacts{}}
+			if tc.inst != nil {
+				s.Instances["i-a"] = *tc.inst
+			}
+			if tc.class != nil {
+				s.Classes["nc"] = *tc.class
+			}
+			why := DriftOf(Node{Node: tc.node}, p, s)
+			if (why != "") != tc.drifted {
+				t.Errorf("DriftOf = %q, want drifted %v", why, tc.drifted)
+			}
+		})
+	}
+}
+
+func TestDecide_Drift(t *testing.T) {
+	driftPool := func(budgets ...model.Budget) *model.Pool {
+		p := pool("default", nil, nil, budgets...)
+		p.NodeClass = "nc"
+		return p
+	}
+	snap := func(p *model.Pool, nodes ...Node) Snapshot {
+		s := Snapshot{Now: now, Pools: []*model.Pool{p}, Nodes: nodes,
+			Instances: map[string]InstanceFacts{}, Classes: map[string]ClassFacts{"nc": {ImageIDs: map[string]bool{"ami-new": true}}}}
+		for _, n := range nodes {
+			s.Instances["i-"+n.Node.Name] = InstanceFacts{ImageID: "ami-old"}
+		}
+		return s
+	}
+	busy := func(name string, opts ...nodeOpt) Node {
+		return Node{Node: node(name, "default", opts...), Pods: []*corev1.Pod{web()}}
+	}
+	cases := []struct {
+		name        string
+		snap        Snapshot
+		wantRetire  []string // node:reason:replace
+		wantBlocked []string
+	}{
+		{"a busy drifted node is replaced first", snap(driftPool(), busy("a")), []string{"a:Drifted:true"}, nil},
+		{"busy drifted nodes go one at a time", snap(driftPool(), busy("a"), busy("b")), []string{"a:Drifted:true"}, nil},
+		{"empty drifted nodes all go, without replacement", snap(driftPool(), Node{Node: node("a", "default")}, Node{Node: node("b", "default")}), []string{"a:Drifted:false", "b:Drifted:false"}, nil},
+		{"the Drifted budget holds", snap(driftPool(model.Budget{Nodes: "0", Reasons: []string{ReasonDrifted}}), busy("a")), nil, []string{"a"}},
+		{"a do-not-disrupt pod blocks drift", snap(driftPool(), Node{Node: node("a", "default"), Pods: []*corev1.Pod{web(AnnotationDoNotDisrupt)}}), nil, []string{"a"}},
+		{"an expired node is not also drifted", snap(func() *model.Pool { p := driftPool(); p.Disruption.ExpireAfter = dur(time.Minute); return p }(), busy("a")), []string{"a:Expired:true"}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := Decide(tc.snap)
+			var retire, blocked []string
+			for _, d := range plan.Retire {
+				r := "false"
+				if d.Replace {
+					r = "true"
+				}
+				retire = append(retire, d.Node+":"+d.Reason+":"+r)
+			}
+			for _, b := range plan.Blocked {
+				blocked = append(blocked, b.Node)
+			}
+			if !slices.Equal(retire, tc.wantRetire) || !slices.Equal(blocked, tc.wantBlocked) {
+				t.Errorf("retire %v blocked %v (%+v), want retire %v blocked %v", retire, blocked, plan.Blocked, tc.wantRetire, tc.wantBlocked)
+			}
+		})
+	}
+}
