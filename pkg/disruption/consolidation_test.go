@@ -357,3 +357,21 @@ func TestCandidateOrder(t *testing.T) {
 		t.Errorf("order %v, want %s", got, want)
 	}
 }
+
+// TestConsolidationAvoidsUnavailableOfferings: offerings recently out of
+// capacity are no replacement; with every cheaper one out, the underused
+// node stays.
+func TestConsolidationAvoidsUnavailableOfferings(t *testing.T) {
+	types := testTypes(t)
+	pool := consolidating(model.CapacityTypeOnDemand)
+	nodes := []Node{typed(types, "big", "m5.2xlarge", "on-demand", app("p1", "1")),
+		typed(types, "full", "m5.large", "on-demand", app("p2", "1500m", AnnotationDoNotDisrupt))}
+	s := Snapshot{Now: now, Pools: []*model.Pool{pool}, Nodes: nodes, InstanceTypes: types, Region: "us-east-1"}
+	if p := Decide(s); !slices.Equal(p.StampConsolidation, []string{"big"}) {
+		t.Fatalf("with every offering available: stamped %v, want big", p.StampConsolidation)
+	}
+	s.Unavailable = func(instanceType, _, _ string) bool { return instanceType != "m5.2xlarge" }
+	if p := Decide(s); len(p.StampConsolidation) > 0 {
+		t.Fatalf("with every cheaper offering out of capacity: stamped %v, want nothing", p.StampConsolidation)
+	}
+}

@@ -3,11 +3,16 @@ package reaping
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/joist-dev/joist/pkg/catalog"
 	"github.com/joist-dev/joist/pkg/disruption"
+	"github.com/joist-dev/joist/pkg/kube"
 	"github.com/joist-dev/joist/pkg/model"
+	"github.com/joist-dev/joist/pkg/provisioning"
 	"github.com/joist-dev/joist/pkg/scheduling/fromcatalog"
 )
 
@@ -43,4 +48,21 @@ func anyUnderutilized(pools []*model.Pool) bool {
 		}
 	}
 	return false
+}
+
+// unavailableOn is what the provisioner keeps on the decider Lease: the
+// offerings recently out of capacity, which a consolidation must not
+// price a replacement on (nil when there are none or they cannot be
+// read).
+func unavailableOn(held *kube.Held, now time.Time, log *slog.Logger) func(instanceType, zone, capacityType string) bool {
+	enc := held.Annotations()[provisioning.AnnotationUnavailable]
+	if enc == "" {
+		return nil
+	}
+	u, err := catalog.DecodeUnavailable(enc)
+	if err != nil {
+		log.Warn("ignoring unreadable unavailable-offerings annotation", "error", err.Error())
+		return nil
+	}
+	return func(t, z, ct string) bool { return u.IsUnavailable(now, t, z, ct) }
 }
