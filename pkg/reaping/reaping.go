@@ -180,6 +180,11 @@ func (r *Reaper) Pass(ctx context.Context) (Result, error) {
 	for _, p := range all {
 		if p.Spec.NodeName != "" {
 			byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
+			// A running pod waiting to move to its node's replacement
+			// keeps that replacement from looking empty.
+			if id := pods.ReplacementInstance(p); id != "" && disruption.Reschedulable(p) {
+				snap.Planned[id]++
+			}
 		} else if id := pods.PlannedInstance(p); id != "" {
 			snap.Planned[id]++
 		}

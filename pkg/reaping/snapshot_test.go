@@ -17,6 +17,7 @@ import (
 	"github.com/joist-dev/joist/pkg/disruption"
 	"github.com/joist-dev/joist/pkg/kube"
 	"github.com/joist-dev/joist/pkg/model"
+	"github.com/joist-dev/joist/pkg/pods"
 	"github.com/joist-dev/joist/pkg/reaping"
 	"github.com/joist-dev/joist/pkg/termination"
 	"github.com/joist-dev/joist/test/testenv"
@@ -115,5 +116,64 @@ func TestConsolidationReplacesWithTheCatalog(t *testing.T) {
 	}
 	if len(res.Retired) != 1 || res.Retired[0].Node != "consol-big" || !res.Retired[0].Replace || res.Retired[0].SavingsPerHour <= 0 {
 		t.Fatalf("retired %+v, want consol-big replaced with savings", res.Retired)
+	}
+}
+
+// TestReplacementIsNotEmpty: a Ready replacement whose pods are still
+// running on the node it replaces (pods.AnnotationReplacement) is not
+// empty, even under a pool that retires empty nodes at once with no
+// budget to stop it.
+func TestReplacementIsNotEmpty(t *testing.T) {
+	env := testenv.Kube(t)
+	ctx := context.Background()
+	c := kube.New(env.Client)
+	after := time.Duration(0)
+	pool := &model.Pool{Name: "replaced", API: model.APIV1, Disruption: model.Disruption{
+		ConsolidationPolicy: "WhenEmpty", ConsolidateAfter: &after, Budgets: []model.Budget{{Nodes: "100%"}}}}
+	for _, name := range []string{"replaced-old", "replaced-new"} {
+		n, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{model.LabelNodePool: pool.Name}},
+			Spec: corev1.NodeSpec{ProviderID: "aws:///z/i-" + name}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+		if _, err := c.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": nil}})
+			_, _ = c.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+			_ = c.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
+		})
+	}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "replaced-pod", Namespace: "default",
+		Annotations: map[string]string{pods.AnnotationReplacement: "i-replaced-new"}},
+		Spec: corev1.PodSpec{NodeName: "replaced-old", Containers: []corev1.Container{{Name: "c", Image: "pause"}}}}
+	if _, err := c.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		zero := int64(0)
+		_ = c.CoreV1().Pods("default").Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	})
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	r := &reaping.Reaper{
+		Kube: c, Log: log, Now: time.Now,
+		Specs:      func(context.Context) (*model.Spec, error) { return &model.Spec{Pools: []*model.Pool{pool}}, nil },
+		Terminator: &termination.Terminator{Kube: c, EC2: &fakeEC2{}, Log: log},
+	}
+	res, err := r.Pass(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range res.Retired {
+		if d.Node == "replaced-new" {
+			t.Fatalf("the replacement was retired as %s while the pod it waits for still runs on the old node", d.Reason)
+		}
+	}
+	for _, n := range res.Stamped {
+		if n == "replaced-new" {
+			t.Fatalf("the replacement was stamped empty while the pod it waits for still runs on the old node")
+		}
 	}
 }
