@@ -322,3 +322,83 @@ func TestE2E_ConsolidationReplacesWithCheaperNode(t *testing.T) {
 	}
 	t.Logf("t3.xlarge replaced by %s %s after it became underused", replacement, time.Since(start).Round(100*time.Millisecond))
 }
+
+// TestE2E_MultiNodeConsolidationReplaces: two t3.xlarge each left with an
+// 800m pod are replaced together by one t3.large (one command, one
+// replacement launched for both, Ready before either is drained).
+func TestE2E_MultiNodeConsolidationReplaces(t *testing.T) {
+	specs := strings.Replace(consolidationSpecs, "values: [t3.large]}", "values: [t3.large, t3.xlarge]}", 1)
+	specs = strings.Replace(specs, "consolidateAfter: 0s", "consolidateAfter: 0s\n    budgets: [{nodes: \"100%%\"}]", 1)
+	g := testenv.NewGround(t, testenv.GroundOptions{
+		Cluster: "multi-replace", Namespace: "multi-replace", Specs: []byte(fmt.Sprintf(specs, "multi-replace")), ReadyDelay: 300 * time.Millisecond,
+		ExtraEnv: al2023Env, ReaperEvery: 5 * time.Second,
+	})
+	ctx := context.Background()
+	var bigs []*corev1.Pod
+	var olds []string
+	for i := 1; i <= 2; i++ {
+		big := createPending(t, g, []*corev1.Pod{workloadPod(fmt.Sprintf("big-%d", i), "general", "3")})
+		on := waitBound(t, g, big, 90*time.Second)[big[0].Name]
+		small := createPending(t, g, []*corev1.Pod{workloadPod(fmt.Sprintf("small-%d", i), "general", "800m")})
+		if got := waitBound(t, g, small, 90*time.Second)[small[0].Name]; got != on {
+			t.Fatalf("%s on %s, want beside %s on %s", small[0].Name, got, big[0].Name, on)
+		}
+		bigs = append(bigs, big...)
+		olds = append(olds, on)
+	}
+	var oldIDs []string
+	for _, name := range olds {
+		n, err := g.Kube.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if it := n.Labels[corev1.LabelInstanceTypeStable]; it != "t3.xlarge" {
+			t.Fatalf("node %s is a %s, want t3.xlarge", name, it)
+		}
+		oldIDs = append(oldIDs, pods.InstanceID(n.Spec.ProviderID))
+	}
+	deletePods(t, g, bigs)
+
+	var firstEviction, ready time.Time
+	eventually(t, 180*time.Second, "both t3.xlarge instances terminated", func() (bool, error) {
+		if firstEviction.IsZero() {
+			for i := 1; i <= 2; i++ {
+				if _, err := g.Kube.Client.CoreV1().Pods(g.Opts.Namespace).Get(ctx, fmt.Sprintf("small-%d", i), metav1.GetOptions{}); err != nil {
+					firstEviction = time.Now()
+				}
+			}
+		}
+		if ready.IsZero() {
+			nodes, err := g.Kube.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "karpenter.sh/nodepool=general,node.kubernetes.io/instance-type=t3.large"})
+			if err != nil {
+				return false, err
+			}
+			for _, n := range nodes.Items {
+				for _, c := range n.Status.Conditions {
+					if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+						ready = c.LastTransitionTime.Time
+					}
+				}
+			}
+		}
+		return terminated(instanceState(g, oldIDs[0])) && terminated(instanceState(g, oldIDs[1])), nil
+	})
+	if ready.IsZero() {
+		t.Fatal("no t3.large replacement became Ready")
+	}
+	if !firstEviction.IsZero() && firstEviction.Before(ready) {
+		t.Errorf("a small pod was evicted %s before the replacement was Ready", ready.Sub(firstEviction))
+	}
+	var large, xl int
+	for _, i := range poolInstances(g, "general") {
+		switch {
+		case i.InstanceType == "t3.large":
+			large++ // launched ever: one replacement for both
+		case i.InstanceType == "t3.xlarge" && !terminated(i.State):
+			xl++
+		}
+	}
+	if large != 1 || xl != 0 {
+		t.Errorf("%d t3.large launched and %d t3.xlarge still running; want one t3.large for both, no t3.xlarge", large, xl)
+	}
+}
