@@ -7,7 +7,7 @@ K8S_VERSION := v1.37.2
 K8S_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags "-s -w"
 
-.PHONY: all build build-lambda build-host tools test test-unit demo bench lint synth clean
+.PHONY: all build build-lambda build-host tools test test-unit demo demo-interruption bench lint synth clean
 
 all: build
 
@@ -50,6 +50,10 @@ test-unit:
 ## demo: the seed scenario end to end on the local test ground, narrated
 demo: tools
 	JOIST_TOOLS=$(TOOLS_DIR) $(GO) run ./test/demo
+
+## demo-interruption: a spot interruption on the local test ground, handled replacement-first, narrated
+demo-interruption: tools
+	JOIST_TOOLS=$(TOOLS_DIR) $(GO) run ./test/demo -interruption
 
 ## bench: the simulator over ../shared/workloads as a table (nodes, $/h, bound, time), then the Go benchmarks,
 ## then consolidation of the 1,732-node cluster (diverse-10k less 60 % of its pods) to the end, and its decision benchmark

@@ -399,6 +399,20 @@ func (s *JoistStack) defineRoutes() {
 		})},
 	})
 
+	// The interruption function's health check: DescribeInstanceStatus
+	// for the cluster's instances once a minute (impaired status checks,
+	// scheduled events), acted on like a scheduled change. The function
+	// tells this event from the queue's batches by its shape.
+	awsevents.NewRule(s.Stack, jsii.String("HealthCheckSchedule"), &awsevents.RuleProps{
+		Description: jsii.String("Joist instance health check of " + c.ClusterName + ": DescribeInstanceStatus, replacement first"),
+		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(1))),
+		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(s.Functions[FnInterruption], &awseventstargets.LambdaFunctionProps{
+			// A missed minute is made up by the next one.
+			RetryAttempts: jsii.Number(0),
+			MaxEventAge:   awscdk.Duration_Seconds(jsii.Number(60)),
+		})},
+	})
+
 	// AWS's events arrive on the default bus of the account and region.
 	// EventBridge cannot filter them by instance tag, so the queue gets
 	// every instance's; the interruption function drops what is not the

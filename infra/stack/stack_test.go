@@ -491,30 +491,45 @@ func TestEventSourceMappings(t *testing.T) {
 	}
 }
 
-func TestReaperSchedule(t *testing.T) {
+// TestSchedules: two rate(1 minute) rules, one for the reaper, one for
+// the interruption function's health check, each allowed to invoke its
+// function.
+func TestSchedules(t *testing.T) {
 	st, tpl := base(t)
-	reaper := getAtt(logicalID(t, st, st.Functions[FnReaper]))
-	n := 0
+	want := map[string]interface{}{
+		FnReaper:       getAtt(logicalID(t, st, st.Functions[FnReaper])),
+		FnInterruption: getAtt(logicalID(t, st, st.Functions[FnInterruption])),
+	}
+	seen := map[string]int{}
 	for id, r := range resources(t, tpl, "AWS::Events::Rule") {
 		p := props(r)
 		if p["ScheduleExpression"] == nil {
 			continue
 		}
-		n++
 		if p["ScheduleExpression"] != "rate(1 minute)" {
 			t.Errorf("%s: schedule %v, want rate(1 minute)", id, p["ScheduleExpression"])
 		}
-		if got := target(t, p)["Arn"]; !reflect.DeepEqual(got, reaper) {
-			t.Errorf("%s: target %v, want the reaper", id, got)
+		got := target(t, p)["Arn"]
+		matched := false
+		for fn, arn := range want {
+			if reflect.DeepEqual(got, arn) {
+				seen[fn]++
+				matched = true
+			}
+		}
+		if !matched {
+			t.Errorf("%s: target %v, want the reaper or the interruption function", id, got)
 		}
 	}
-	if n != 1 {
-		t.Errorf("%d schedule rules, want 1", n)
+	for fn, arn := range want {
+		if seen[fn] != 1 {
+			t.Errorf("%d schedule rules for %s, want 1", seen[fn], fn)
+		}
+		check(t, "EventBridge may invoke "+fn, func() {
+			tpl.HasResourceProperties(jsii.String("AWS::Lambda::Permission"), like(
+				"FunctionName", arn, "Principal", "events.amazonaws.com"))
+		})
 	}
-	check(t, "EventBridge may invoke the reaper", func() {
-		tpl.HasResourceProperties(jsii.String("AWS::Lambda::Permission"), like(
-			"FunctionName", reaper, "Principal", "events.amazonaws.com"))
-	})
 }
 
 // statements returns the IAM statements of one role's inline policies.
@@ -672,12 +687,20 @@ func TestLaunchNeedsClusterRequestTag(t *testing.T) {
 			}
 		}
 		// Nothing but named Describe actions and Pricing (which have no
-		// resource-level permissions) is allowed on *.
+		// resource-level permissions) is allowed on *; the interruption
+		// function's health check adds DescribeInstanceStatus, in the
+		// cluster's region.
 		for _, s := range stmts {
 			if s["Resource"] != "*" {
 				continue
 			}
 			for _, a := range actions(s) {
+				if a == "ec2:DescribeInstanceStatus" && fn == FnInterruption {
+					if !strings.Contains(fmt.Sprint(s["Condition"]), "aws:RequestedRegion") {
+						t.Errorf("%s: %s without the region condition", fn, a)
+					}
+					continue
+				}
 				if !slices.Contains(iampolicy.RegionalDescribeActions, a) && a != "pricing:GetProducts" {
 					t.Errorf("%s: %s allowed on *", fn, a)
 				}

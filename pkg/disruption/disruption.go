@@ -87,6 +87,9 @@ type Snapshot struct {
 	// is judged on its labels only.
 	Instances map[string]InstanceFacts
 	Classes   map[string]ClassFacts
+	// SpecHashes are model.SpecHash of each pool (by name) with its class
+	// as they are now.
+	SpecHashes map[string]string
 }
 
 // Decision retires one node.

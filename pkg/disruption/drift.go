@@ -11,6 +11,9 @@ import (
 
 // InstanceFacts is what EC2 says a node's instance runs with.
 type InstanceFacts struct {
+	// SpecHash is the instance's joist.sh/spec-hash tag ("" on instances
+	// launched before Joist tagged it: never drifted for it).
+	SpecHash       string
 	ImageID        string
 	SubnetID       string
 	SecurityGroups []string
@@ -28,6 +31,8 @@ type ClassFacts struct {
 // launch now, or "" when it has not (or when the facts to judge it are
 // missing: no drift is ever inferred from what could not be read):
 //
+//   - its pool's or class's spec changed since it was launched (the
+//     instance's spec hash is not the pool's now: Snapshot.SpecHashes);
 //   - its labels no longer satisfy the pool's requirements (on the keys
 //     the node carries);
 //   - its instance runs an image its class no longer resolves to (a new
@@ -41,6 +46,9 @@ func DriftOf(n Node, p *model.Pool, s Snapshot) string {
 	inst, ok := s.Instances[pods.InstanceID(n.Node.Spec.ProviderID)]
 	if !ok {
 		return ""
+	}
+	if want := s.SpecHashes[p.Name]; inst.SpecHash != "" && want != "" && inst.SpecHash != want {
+		return fmt.Sprintf("pool %s or node class %s changed since the node was launched", p.Name, p.NodeClass)
 	}
 	class, ok := s.Classes[p.NodeClass]
 	if !ok {

@@ -41,10 +41,13 @@ func TestDriftOf(t *testing.T) {
 		{"a numeric requirement the node's label meets: not drifted", node("a", "default", labelled("karpenter.k8s.aws/instance-cpu", "4")), &inst, &class, false},
 		{"no instance facts: labels only", node("a", "default"), nil, &class, false},
 		{"a class that could not be resolved: labels only", node("a", "default"), &InstanceFacts{ImageID: "ami-old"}, nil, false},
+		{"launched under another spec: drifted", node("a", "default"), &InstanceFacts{SpecHash: "old", ImageID: "ami-new"}, &class, true},
+		{"launched under this spec: not drifted", node("a", "default"), &InstanceFacts{SpecHash: "now", ImageID: "ami-new"}, &class, false},
+		{"launched before spec hashes: not drifted", node("a", "default"), &InstanceFacts{ImageID: "ami-new"}, &class, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := Snapshot{Instances: map[string]InstanceFacts{}, Classes: map[string]ClassFacts{}}
+			s := Snapshot{Instances: map[string]InstanceFacts{}, Classes: map[string]ClassFacts{}, SpecHashes: map[string]string{"default": "now"}}
 			if tc.inst != nil {
 				s.Instances["i-a"] = *tc.inst
 			}

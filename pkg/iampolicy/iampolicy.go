@@ -215,9 +215,11 @@ func For(principal string, p Params) (Policy, error) {
 		// among the named regional reads) and launches the replacement
 		// with the provisioner's pass. It terminates nothing: the
 		// reclaim ends the instance, and retiring a node is the
-		// termination engine's.
+		// termination engine's. Its health check reads the instances'
+		// status checks and scheduled events.
 		st = append(st, readStatements(p)...)
 		st = append(st, launchStatements(p)...)
+		st = append(st, instanceHealth(p))
 	case Binder:
 		// The binder talks to the Kubernetes API only; it finds the API
 		// server as every function does.
@@ -353,6 +355,18 @@ func launchStatements(p Params) []Statement {
 			Actions: []string{"iam:PassRole"}, Resources: []string{p.NodeRoleARN},
 			Condition: Condition{"StringEquals": {"iam:PassedToService": PassedToServices}},
 		},
+	}
+}
+
+// instanceHealth is the interruption function's once-a-minute health
+// check: the status checks and scheduled events of the cluster's
+// instances. DescribeInstanceStatus has no resource-level permissions;
+// the region condition keeps it to the cluster's region.
+func instanceHealth(p Params) Statement {
+	return Statement{
+		Sid: "InstanceHealth", Effect: Allow,
+		Actions: []string{"ec2:DescribeInstanceStatus"}, Resources: []string{"*"},
+		Condition: Condition{"StringEquals": {"aws:RequestedRegion": {p.Region}}},
 	}
 }
 

@@ -104,6 +104,17 @@ func Decide(m *Message, f Facts) Decision {
 		d = Decision{Action: ActionReplace, Reason: "scheduled change " + healthCode(m)}
 	case KindInstanceStopped:
 		d = Decision{Action: ActionReplace, Reason: "instance " + m.State}
+	case KindInstanceStatus, KindSystemStatus, KindScheduledEvent:
+		// The health check runs every minute and an impaired instance
+		// stays impaired: once its node is on its way out (its
+		// retirement begun), there is nothing more to do.
+		if f.Instance.State != "running" {
+			return Decision{Action: ActionNone, Reason: healthReason(m) + ", but EC2 says the instance is " + f.Instance.State}
+		}
+		if f.Node != nil && f.Node.DeletionTimestamp != nil {
+			return Decision{Action: ActionNone, Reason: healthReason(m) + "; the node is already being retired"}
+		}
+		d = Decision{Action: ActionReplace, Reason: healthReason(m)}
 	case KindRebalance:
 		if !f.RebalanceReplace {
 			return Decision{Action: ActionNotify, Reason: "rebalance recommendation (the pool does not opt in with " + AnnotationRebalance + "=" + RebalanceReplace + ")"}

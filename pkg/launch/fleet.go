@@ -677,6 +677,7 @@ func zoneList(m map[string]Subnet) string {
 func (l *Launcher) tags(pool *model.Pool, nc *model.NodeClass) map[string]string {
 	t := l.templateTags(nc)
 	t[TagNodePool] = pool.Name
+	t[TagSpecHash] = model.SpecHash(pool, nc)
 	t["Name"] = "joist/" + l.Cluster.Name + "/" + pool.Name
 	return t
 }

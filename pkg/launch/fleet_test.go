@@ -94,7 +94,8 @@ func batchRequest(t *testing.T, token string, types ...string) Request {
 // volumes and fleet, the plan's client token.
 func TestLaunchSendsKarpentersCreateFleet(t *testing.T) {
 	e := newEnv(t, "1.32")
-	inst, err := e.l.Launch(e.ctx, serviceRequest(t, "joist-token-1"))
+	req := serviceRequest(t, "joist-token-1")
+	inst, err := e.l.Launch(e.ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,6 +134,7 @@ func TestLaunchSendsKarpentersCreateFleet(t *testing.T) {
 	wantTags := map[string]string{
 		TagCluster: testCluster, TagNodePool: "service", TagNodeClass: "service-lt", "Name": "joist/hoon-cluster/service",
 		"kubernetes.io/cluster/hoon-cluster": "owned", "karpenter.sh/discovery": testCluster, "team": "platform",
+		TagSpecHash: model.SpecHash(req.Pool, req.Class),
 	}
 	var resources []string
 	for _, ts := range c.TagSpecifications {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -143,4 +144,63 @@ func (l *Launcher) Terminate(ctx context.Context, ids ...string) error {
 		l.log().Info("terminated instances", "ids", ok)
 	}
 	return nil
+}
+
+// maxStatusIDs is how many instance ids DescribeInstanceStatus takes.
+const maxStatusIDs = 100
+
+// InstanceStatus is EC2's health of one instance (DescribeInstanceStatus):
+// its status checks' summaries and its scheduled events.
+type InstanceStatus struct {
+	ID, State                    string
+	InstanceStatus, SystemStatus string
+	Events                       []InstanceEvent
+}
+
+// InstanceEvent is an event EC2 scheduled for an instance.
+type InstanceEvent struct {
+	Code, Description string
+	NotBefore         time.Time
+}
+
+// Statuses reads the status checks and scheduled events of the instances
+// given, whatever their state (IncludeAllInstances), 100 ids a call as
+// EC2 takes them, following every page. An id EC2 does not know fails
+// the call (EC2 refuses the whole request).
+func (l *Launcher) Statuses(ctx context.Context, ids ...string) ([]InstanceStatus, error) {
+	var out []InstanceStatus
+	for start := 0; start < len(ids); start += maxStatusIDs {
+		batch := ids[start:min(start+maxStatusIDs, len(ids))]
+		p := ec2.NewDescribeInstanceStatusPaginator(l.EC2, &ec2.DescribeInstanceStatusInput{
+			InstanceIds: batch, IncludeAllInstances: aws.Bool(true),
+		})
+		for p.HasMorePages() {
+			page, err := p.NextPage(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("describe instance status of %d instances: %w", len(batch), err)
+			}
+			for _, s := range page.InstanceStatuses {
+				out = append(out, statusFromEC2(s))
+			}
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].ID < out[b].ID })
+	return out, nil
+}
+
+func statusFromEC2(s ec2types.InstanceStatus) InstanceStatus {
+	st := InstanceStatus{ID: aws.ToString(s.InstanceId)}
+	if s.InstanceState != nil {
+		st.State = string(s.InstanceState.Name)
+	}
+	if s.InstanceStatus != nil {
+		st.InstanceStatus = string(s.InstanceStatus.Status)
+	}
+	if s.SystemStatus != nil {
+		st.SystemStatus = string(s.SystemStatus.Status)
+	}
+	for _, e := range s.Events {
+		st.Events = append(st.Events, InstanceEvent{Code: string(e.Code), Description: aws.ToString(e.Description), NotBefore: aws.ToTime(e.NotBefore)})
+	}
+	return st
 }

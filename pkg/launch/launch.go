@@ -32,7 +32,10 @@ const (
 	TagCluster   = "joist.sh/cluster"
 	TagNodePool  = "joist.sh/nodepool"
 	TagNodeClass = "joist.sh/nodeclass"
-	TagPlan      = "joist.sh/plan"
+	// TagSpecHash is model.SpecHash of the pool and class an instance
+	// was launched for (static drift).
+	TagSpecHash = "joist.sh/spec-hash"
+	TagPlan     = "joist.sh/plan"
 	// TagLaunchTemplateID is the tag EC2 itself puts on an instance
 	// launched from a template; DeleteUnusedTemplates reads it.
 	TagLaunchTemplateID = "aws:ec2launchtemplate:id"
@@ -48,6 +51,7 @@ const DefaultCacheTTL = time.Minute
 type EC2API interface {
 	CreateFleet(context.Context, *ec2.CreateFleetInput, ...func(*ec2.Options)) (*ec2.CreateFleetOutput, error)
 	DescribeInstances(context.Context, *ec2.DescribeInstancesInput, ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error)
+	DescribeInstanceStatus(context.Context, *ec2.DescribeInstanceStatusInput, ...func(*ec2.Options)) (*ec2.DescribeInstanceStatusOutput, error)
 	TerminateInstances(context.Context, *ec2.TerminateInstancesInput, ...func(*ec2.Options)) (*ec2.TerminateInstancesOutput, error)
 	DescribeSubnets(context.Context, *ec2.DescribeSubnetsInput, ...func(*ec2.Options)) (*ec2.DescribeSubnetsOutput, error)
 	DescribeSecurityGroups(context.Context, *ec2.DescribeSecurityGroupsInput, ...func(*ec2.Options)) (*ec2.DescribeSecurityGroupsOutput, error)

@@ -104,6 +104,10 @@ const (
 	// from the event's time to the replacement's CreateFleet returning
 	// (Joist's own: Karpenter launches only after the drain).
 	InterruptionReplacementSeconds = "joist_interruption_replacement_seconds"
+	// InterruptionInstanceStatusUnhealthy counts, per health check, the
+	// instances found unhealthy, by DimMessageType (instance_status,
+	// system_status, event_status).
+	InterruptionInstanceStatusUnhealthy = "joist_interruption_instance_status_unhealthy_total"
 )
 
 // Dimension keys. They are Karpenter's Prometheus label names, except

@@ -8,6 +8,9 @@
 package model
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -247,4 +250,32 @@ type EBS struct {
 type Spec struct {
 	Pools       []*Pool               `json:"pools"`
 	NodeClasses map[string]*NodeClass `json:"nodeClasses"`
+}
+
+// SpecHash is a digest of what a node of pool p, of class nc, is launched
+// with, less what drift judges on its own (requirements, the selectors of
+// AMIs, subnets, groups and capacity reservations) and less what never
+// changes a node (limits, weight, disruption, replicas). A node launched
+// under another hash is drifted: Karpenter's static drift (its
+// nodepool-hash and ec2nodeclass-hash annotations), as one instance tag.
+func SpecHash(p *Pool, nc *NodeClass) string {
+	type poolPart struct {
+		Labels        map[string]string `json:"labels,omitempty"`
+		Annotations   map[string]string `json:"annotations,omitempty"`
+		Taints        []corev1.Taint    `json:"taints,omitempty"`
+		StartupTaints []corev1.Taint    `json:"startupTaints,omitempty"`
+		NodeClass     string            `json:"nodeClass,omitempty"`
+		Kubelet       *Kubelet          `json:"kubelet,omitempty"`
+	}
+	var class NodeClass
+	if nc != nil {
+		class = *nc
+		class.SubnetSelector, class.SecurityGroupSelector, class.AMISelector, class.CapacityReservationSelector = nil, nil, nil, nil
+	}
+	b, _ := json.Marshal(struct {
+		Pool  poolPart  `json:"pool"`
+		Class NodeClass `json:"class"`
+	}{poolPart{p.Labels, p.Annotations, p.Taints, p.StartupTaints, p.NodeClass, p.Kubelet}, class})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
 }

@@ -30,7 +30,13 @@ func (r *Reaper) driftFacts(ctx context.Context, spec *model.Spec, snap *disrupt
 	}
 	snap.Instances = make(map[string]disruption.InstanceFacts, len(insts))
 	for _, i := range insts {
-		snap.Instances[i.ID] = disruption.InstanceFacts{ImageID: i.ImageID, SubnetID: i.SubnetID, SecurityGroups: i.SecurityGroups}
+		snap.Instances[i.ID] = disruption.InstanceFacts{SpecHash: i.Tags[launch.TagSpecHash], ImageID: i.ImageID, SubnetID: i.SubnetID, SecurityGroups: i.SecurityGroups}
+	}
+	snap.SpecHashes = map[string]string{}
+	for _, p := range spec.Pools {
+		if nc := spec.NodeClasses[p.NodeClass]; nc != nil {
+			snap.SpecHashes[p.Name] = model.SpecHash(p, nc)
+		}
 	}
 	used := map[string]bool{}
 	for _, n := range snap.Nodes {

@@ -21,8 +21,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/restmapper"
 
 	"github.com/joist-dev/joist/pkg/catalog"
 	"github.com/joist-dev/joist/pkg/catalog/live"
@@ -55,6 +59,9 @@ type Env struct {
 	CacheTTL time.Duration
 	// Dynamic reads the spec CRDs (SPEC_SOURCE=crd).
 	Dynamic dynamic.Interface
+	// Mapper maps kinds to resources for server-side apply (lazy: it asks
+	// the API server's discovery on first use).
+	Mapper meta.RESTMapper
 }
 
 // Logger is the JSON logger every function uses; it carries the cluster
@@ -111,6 +118,10 @@ func Load(ctx context.Context) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes dynamic client: %w", err)
 	}
+	dc, err := discovery.NewDiscoveryClientForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes discovery client: %w", err)
+	}
 	cacheTTL, err := durationEnv("JOIST_CACHE_TTL", launch.DefaultCacheTTL)
 	if err != nil {
 		return nil, err
@@ -128,6 +139,7 @@ func Load(ctx context.Context) (*Env, error) {
 		SSM:      ssm.NewFromConfig(cfg),
 		Dynamic:  dyn,
 		CacheTTL: cacheTTL,
+		Mapper:   restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
 	}, nil
 }
 
@@ -242,8 +254,9 @@ func (e *Env) Reconciler() (func(ctx context.Context, m *metrics.Recorder) (*pro
 	}, nil
 }
 
-// Interruption builds, per invocation, the interruption queue's handler:
-// EC2's instances through the launcher, the replacement through the
+// Interruption builds, per invocation, the interruption function's
+// handler (the queue's batches and the once-a-minute health check):
+// EC2's instances and their health through the launcher, the replacement through the
 // provisioner's Replace, and the node's retirement begun through the
 // termination engine (marked and deleted, held by its finalizer): the
 // reaper's loop drains it from its next pass, honouring PDBs, and ends the
@@ -265,7 +278,7 @@ func (e *Env) Interruption() (func(ctx context.Context, m *metrics.Recorder) *ha
 			return &termination.Terminator{Kube: e.Kube, EC2: launcher, Log: WithRequest(ctx, e.Log), Metrics: m}
 		}
 		return &handler.Handler{
-			Cluster: e.Cluster, Kube: e.Kube, Instances: launcher, Specs: specs,
+			Cluster: e.Cluster, Kube: e.Kube, Instances: launcher, Health: launcher, Specs: specs,
 			Replace: func(ctx context.Context, r provisioning.Retiring) (*provisioning.Result, error) {
 				p, err := newProvisioner(ctx, m)
 				if err != nil {

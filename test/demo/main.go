@@ -2,13 +2,17 @@
 // narrates it: two nginx pods pending → event on the bus → the
 // provisioner's plan and CreateFleet → the node registers and turns
 // Ready → the binder binds both pods. It cleans up after itself.
+// With -interruption it narrates a spot interruption instead, handled
+// replacement-first (interruption.go).
 //
-//	make demo    (builds the test programs first)
+//	make demo                (builds the test programs first)
+//	make demo-interruption
 package main
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,7 +29,9 @@ import (
 )
 
 func main() {
-	if err := run(); err != nil {
+	interruption := flag.Bool("interruption", false, "narrate a spot interruption handled replacement-first instead of the seed scenario")
+	flag.Parse()
+	if err := run(*interruption); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		testenv.Stop()
 		os.Exit(1)
@@ -55,7 +61,7 @@ func (n *narrator) once(key, format string, args ...any) {
 	n.say(format, args...)
 }
 
-func run() error {
+func run(interruption bool) error {
 	defer testenv.Stop()
 	tools := testenv.ToolsDir()
 	bin := func(name string) (string, error) {
@@ -92,7 +98,6 @@ func run() error {
 	}
 	defer logs.Close()
 
-	fmt.Println("Joist demo: the seed's nginx Deployment on a cluster with no nodes")
 	fmt.Println("  starting kube-apiserver + etcd, kumo (AWS emulator), the EC2 simulator, the functions under aws-lambda-rie ...")
 	kube, err := testenv.StartKube(apiserver, etcd)
 	if err != nil {
@@ -102,6 +107,10 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("kumo: %w", err)
 	}
+	if interruption {
+		return interruptionDemo(kube, kumo, rie, logs, logPath)
+	}
+	fmt.Println("Joist demo: the seed's nginx Deployment on a cluster with no nodes")
 	n := &narrator{seen: map[string]bool{}}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

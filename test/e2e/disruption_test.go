@@ -27,7 +27,7 @@ func instanceState(g *testenv.Ground, id string) string {
 
 func terminated(state string) bool { return state == "shutting-down" || state == "terminated" }
 
-func nodeGone(t *testing.T, g *testenv.Ground, name string) bool {
+func nodeGone(t testing.TB, g *testenv.Ground, name string) bool {
 	_, err := g.Kube.Client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)

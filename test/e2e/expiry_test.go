@@ -105,7 +105,7 @@ func replacedFirst(t *testing.T, g *testenv.Ground, nodeName string, fleetsBefor
 		return false, nil
 	})
 	var deleted time.Time
-	eventually(t, 60*time.Second, "the expired node deleted (its drain begun)", func() (bool, error) {
+	eventually(t, 60*time.Second, "the retired node deleted (its drain begun)", func() (bool, error) {
 		n, err := g.Kube.Client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, fmt.Errorf("node %s gone before its deletion was seen", nodeName)
@@ -118,12 +118,12 @@ func replacedFirst(t *testing.T, g *testenv.Ground, nodeName string, fleetsBefor
 	})
 	repl := nodeOfInstance(t, g, replacement)
 	if repl == nil {
-		t.Fatalf("the expired node's drain began before its replacement %s registered", replacement)
+		t.Fatalf("node %s began draining before its replacement %s registered", nodeName, replacement)
 	}
 	ready := readySince(repl)
 	// Both timestamps have second precision.
 	if ready.IsZero() || deleted.Before(ready.Truncate(time.Second)) {
-		t.Fatalf("the expired node was deleted at %s, before its replacement %s was Ready (%s)", deleted, repl.Name, ready)
+		t.Fatalf("node %s was deleted at %s, before its replacement %s was Ready (%s)", nodeName, deleted, repl.Name, ready)
 	}
 	eventually(t, 60*time.Second, "the pod's successor bound on the replacement", func() (bool, error) {
 		for _, s := range successors() {

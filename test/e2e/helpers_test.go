@@ -39,7 +39,7 @@ func deploymentPods(t testing.TB, manifests []byte) []*corev1.Pod {
 // createPending creates pods as a ReplicaSet would and marks each
 // PodScheduled=False/Unschedulable as kube-scheduler would with no node
 // that fits.
-func createPending(t *testing.T, g *testenv.Ground, pods []*corev1.Pod) []*corev1.Pod {
+func createPending(t testing.TB, g *testenv.Ground, pods []*corev1.Pod) []*corev1.Pod {
 	t.Helper()
 	ctx := context.Background()
 	var out []*corev1.Pod
@@ -54,7 +54,7 @@ func createPending(t *testing.T, g *testenv.Ground, pods []*corev1.Pod) []*corev
 }
 
 // eventually polls f until it returns true or the timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, f func() (bool, error)) {
+func eventually(t testing.TB, timeout time.Duration, what string, f func() (bool, error)) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	var last error

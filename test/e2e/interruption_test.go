@@ -119,12 +119,21 @@ func interruptGround(t *testing.T, cluster, annotations string, keepGone bool) (
 // the reaper's period (0: no reaper, so a retirement begun is not drained).
 func interruptGroundWith(t *testing.T, cluster, annotations string, keepGone bool, readyDelay, reaperEvery time.Duration) (*testenv.Ground, *batches, []*corev1.Pod, *corev1.Node, ec2sim.Instance) {
 	t.Helper()
-	b := &batches{}
-	specs := interruptSpecs(cluster, annotations)
-	g := testenv.NewGround(t, testenv.GroundOptions{
-		Cluster: cluster, Namespace: cluster, Specs: []byte(specs), ReadyDelay: readyDelay, ReaperEvery: reaperEvery,
-		ExtraEnv: al2023Env, OnBatch: b.hook, KubeletKeepsGoneNodes: keepGone, VisibilityTimeout: 2,
+	return interruptGroundOpts(t, annotations, testenv.GroundOptions{
+		Cluster: cluster, ReadyDelay: readyDelay, ReaperEvery: reaperEvery, KubeletKeepsGoneNodes: keepGone,
 	})
+}
+
+// interruptGroundOpts is interruptGround with the ground's options given
+// (Cluster, ReadyDelay, ReaperEvery, HealthEvery, KubeletKeepsGoneNodes);
+// the namespace, specs, environment, batch hook and visibility timeout
+// are the interruption scenarios'.
+func interruptGroundOpts(t testing.TB, annotations string, o testenv.GroundOptions) (*testenv.Ground, *batches, []*corev1.Pod, *corev1.Node, ec2sim.Instance) {
+	t.Helper()
+	b := &batches{}
+	specs := interruptSpecs(o.Cluster, annotations)
+	o.Namespace, o.Specs, o.ExtraEnv, o.OnBatch, o.VisibilityTimeout = o.Cluster, []byte(specs), al2023Env, b.hook, 2
+	g := testenv.NewGround(t, o)
 	pending := createPending(t, g, deploymentPods(t, []byte(specs)))
 	nodes := allBound(t, g, pending, 90*time.Second)
 	node := nodes[pending[0].Name]
@@ -140,7 +149,7 @@ func interruptGroundWith(t *testing.T, cluster, annotations string, keepGone boo
 
 // replicaSet plays a ReplicaSet for pods: each one deleted (evicted) gets
 // a pending successor, "<name>-again". It stops with the test.
-func replicaSet(t *testing.T, g *testenv.Ground, originals []*corev1.Pod) func() []*corev1.Pod {
+func replicaSet(t testing.TB, g *testenv.Ground, originals []*corev1.Pod) func() []*corev1.Pod {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	var mu sync.Mutex
@@ -191,7 +200,6 @@ func replicaSet(t *testing.T, g *testenv.Ground, originals []*corev1.Pod) func()
 // simulated kubelet's ReadyDelay; the notice is then 30 s or four times
 // that, whichever is longer (30s gives a 120 s notice, AWS's).
 func TestE2E_SpotInterruptionReplacesFirst(t *testing.T) {
-	ctx := context.Background()
 	readyDelay := 300 * time.Millisecond
 	if v := os.Getenv("JOIST_INTERRUPTION_READY_DELAY"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -230,36 +238,9 @@ func TestE2E_SpotInterruptionReplacesFirst(t *testing.T) {
 	if repl.InstanceType == old.InstanceType && repl.Zone == old.Zone && repl.CapacityType == old.CapacityType {
 		t.Errorf("replacement is the interrupted offering %s/%s/%s", repl.InstanceType, repl.Zone, repl.CapacityType)
 	}
-	evs, err := g.Kube.Client.CoreV1().Events("intr-spot").List(ctx, metav1.ListOptions{FieldSelector: "reason=" + termination.ReasonEvicted})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range evs.Items {
-		if e.FirstTimestamp.Time.Before(replacement.At) {
-			t.Errorf("pod %s evicted at %s, before the replacement's CreateFleet at %s", e.InvolvedObject.Name, e.FirstTimestamp.Time, replacement.At)
-		}
-	}
+	evictedBefore(t, g, "intr-spot", replacement.At)
 
-	eventually(t, notice, "every pod's successor bound on the replacement", func() (bool, error) {
-		next := successors()
-		if len(next) < len(pending) {
-			return false, nil
-		}
-		for _, p := range next {
-			got, err := g.Kube.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
-			if err != nil || got.Spec.NodeName == "" {
-				return false, err
-			}
-			n, err := g.Kube.Client.CoreV1().Nodes().Get(ctx, got.Spec.NodeName, metav1.GetOptions{})
-			if err != nil {
-				return false, err
-			}
-			if id := pods.InstanceID(n.Spec.ProviderID); id != repl.ID {
-				return false, fmt.Errorf("pod %s bound to %s, want the replacement %s", p.Name, id, repl.ID)
-			}
-		}
-		return true, nil
-	})
+	successorsBoundOn(t, g, successors, len(pending), repl.ID, notice)
 	select {
 	case <-reclaimed:
 		t.Errorf("the pods were bound on the replacement only after the reclaim")
@@ -276,6 +257,49 @@ func TestE2E_SpotInterruptionReplacesFirst(t *testing.T) {
 	<-reclaimed
 	if n := len(g.EC2.CreateFleetCalls()); n != fleetsBefore+1 {
 		t.Errorf("%d CreateFleet calls after the warning, want exactly the replacement's", n-fleetsBefore)
+	}
+}
+
+// successorsBoundOn waits until want successors (from replicaSet) exist
+// and every one is bound to the node of instance id; a successor bound
+// elsewhere fails the test.
+func successorsBoundOn(t testing.TB, g *testenv.Ground, successors func() []*corev1.Pod, want int, id string, timeout time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	eventually(t, timeout, "every pod's successor bound on the replacement", func() (bool, error) {
+		next := successors()
+		if len(next) < want {
+			return false, nil
+		}
+		for _, p := range next {
+			got, err := g.Kube.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+			if err != nil || got.Spec.NodeName == "" {
+				return false, err
+			}
+			n, err := g.Kube.Client.CoreV1().Nodes().Get(ctx, got.Spec.NodeName, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if on := pods.InstanceID(n.Spec.ProviderID); on != id {
+				return false, fmt.Errorf("pod %s bound to %s, want the replacement %s", p.Name, on, id)
+			}
+		}
+		return true, nil
+	})
+}
+
+// evictedBefore fails the test for every pod of the namespace evicted
+// before at (the replacement's CreateFleet).
+func evictedBefore(t testing.TB, g *testenv.Ground, namespace string, at time.Time) {
+	t.Helper()
+	evs, err := g.Kube.Client.CoreV1().Events(namespace).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=" + termination.ReasonEvicted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs.Items {
+		if e.FirstTimestamp.Time.Before(at) {
+			t.Errorf("pod %s evicted at %s, before the replacement's CreateFleet at %s", e.InvolvedObject.Name, e.FirstTimestamp.Time, at)
+		}
 	}
 }
 
@@ -449,50 +473,85 @@ func TestE2E_MalformedInterruptionMessageDropped(t *testing.T) {
 
 // TestE2E_RebalanceIgnoredUnlessPoolOptsIn: a rebalance recommendation
 // for a node of a pool without joist.sh/rebalance=replace is a Warning
-// Event on the node and nothing else; with the annotation, the same
-// recommendation launches a replacement.
+// Event on the node and nothing else: no launch, the instance runs on.
 func TestE2E_RebalanceIgnoredUnlessPoolOptsIn(t *testing.T) {
-	for _, tc := range []struct {
-		name, cluster, annotations string
-		replaced                   bool
-	}{
-		{"without opt-in", "intr-rebal", "", false},
-		{"with opt-in", "intr-rebal-in", `joist.sh/rebalance: replace`, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			g, b, _, node, inst := interruptGround(t, tc.cluster, tc.annotations, false)
-			fleetsBefore := len(g.EC2.CreateFleetCalls())
-			if err := g.EC2.RecommendRebalance(inst.ID); err != nil {
-				t.Fatal(err)
-			}
-			eventually(t, 20*time.Second, "the recommendation handled", func() (bool, error) {
-				h, _, _ := b.count()
-				return h >= 1, nil
-			})
-			queueDrained(t, g, g.Msg.Interruption.URL)
-			evs, err := g.Kube.Client.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var seen bool
-			for _, e := range evs.Items {
-				if e.Reason == kube.ReasonSpotRebalanceRecommendation && e.InvolvedObject.Name == node.Name {
-					seen = true
-				}
-			}
-			if !seen {
-				t.Errorf("no %s Event on node %s", kube.ReasonSpotRebalanceRecommendation, node.Name)
-			}
-			launched := len(g.EC2.CreateFleetCalls()) - fleetsBefore
-			if tc.replaced && launched != 1 || !tc.replaced && launched != 0 {
-				t.Errorf("%d CreateFleet calls after the recommendation, want replaced=%v", launched, tc.replaced)
-			}
-			if got, _ := g.EC2.Instance(inst.ID); got.State != "running" {
-				t.Errorf("the recommended instance is %s, want running (a recommendation ends nothing)", got.State)
-			}
-		})
+	g, b, _, node, inst := interruptGround(t, "intr-rebal", "", false)
+	fleetsBefore := len(g.EC2.CreateFleetCalls())
+	if err := g.EC2.RecommendRebalance(inst.ID); err != nil {
+		t.Fatal(err)
 	}
+	eventually(t, 20*time.Second, "the recommendation handled", func() (bool, error) {
+		h, _, _ := b.count()
+		return h >= 1, nil
+	})
+	queueDrained(t, g, g.Msg.Interruption.URL)
+	rebalanceEvent(t, g, node.Name)
+	if launched := len(g.EC2.CreateFleetCalls()) - fleetsBefore; launched != 0 {
+		t.Errorf("%d CreateFleet calls after the recommendation, want none", launched)
+	}
+	if got, _ := g.EC2.Instance(inst.ID); got.State != "running" {
+		t.Errorf("the recommended instance is %s, want running (a recommendation ends nothing)", got.State)
+	}
+	if _, err := g.Kube.Client.CoreV1().Nodes().Get(context.Background(), node.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("the recommended node: %v, want it kept", err)
+	}
+}
+
+// TestE2E_RebalanceOptInReplaces: the pool carries
+// joist.sh/rebalance=replace, so a rebalance recommendation is handled as
+// a spot warning: the replacement's CreateFleet before any eviction, the
+// node retired through the termination engine and drained by the reaper,
+// the pods' successors bound on the replacement, the recommended instance
+// terminated by Joist (AWS ends nothing on a recommendation) and its node
+// gone; one launch only.
+func TestE2E_RebalanceOptInReplaces(t *testing.T) {
+	g, b, pending, node, old := interruptGroundOpts(t, `joist.sh/rebalance: replace`, testenv.GroundOptions{
+		Cluster: "intr-rebal-in", ReadyDelay: 300 * time.Millisecond, ReaperEvery: 2 * time.Second,
+	})
+	fleetsBefore := len(g.EC2.CreateFleetCalls())
+	successors := replicaSet(t, g, pending)
+	if err := g.EC2.RecommendRebalance(old.ID); err != nil {
+		t.Fatal(err)
+	}
+	var replacement ec2sim.CreateFleetRecord
+	eventually(t, 20*time.Second, "the replacement's CreateFleet", func() (bool, error) {
+		if calls := g.EC2.CreateFleetCalls(); len(calls) > fleetsBefore {
+			replacement = calls[fleetsBefore]
+			return true, nil
+		}
+		return false, nil
+	})
+	if len(replacement.InstanceIDs) != 1 {
+		t.Fatalf("replacement fleet launched %v (errors %v)", replacement.InstanceIDs, replacement.Errors)
+	}
+	evictedBefore(t, g, "intr-rebal-in", replacement.At)
+	rebalanceEvent(t, g, node.Name)
+	successorsBoundOn(t, g, successors, len(pending), replacement.InstanceIDs[0], 60*time.Second)
+	eventually(t, 60*time.Second, "the recommended instance terminated and its node gone", func() (bool, error) {
+		return nodeGone(t, g, node.Name) && terminated(instanceState(g, old.ID)), nil
+	})
+	if n := len(g.EC2.CreateFleetCalls()) - fleetsBefore; n != 1 {
+		t.Errorf("%d CreateFleet calls after the recommendation, want the replacement's only", n)
+	}
+	if _, failed, errs := b.count(); failed != 0 || errs != 0 {
+		t.Errorf("%d messages failed, %d invocations errored", failed, errs)
+	}
+}
+
+// rebalanceEvent fails the test unless the node has a
+// SpotRebalanceRecommendation Event.
+func rebalanceEvent(t *testing.T, g *testenv.Ground, node string) {
+	t.Helper()
+	evs, err := g.Kube.Client.CoreV1().Events(metav1.NamespaceDefault).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs.Items {
+		if e.Reason == kube.ReasonSpotRebalanceRecommendation && e.InvolvedObject.Name == node {
+			return
+		}
+	}
+	t.Errorf("no %s Event on node %s", kube.ReasonSpotRebalanceRecommendation, node)
 }
 
 // queueDepth is the queue's visible plus in-flight messages.

@@ -23,7 +23,7 @@ import (
 var al2023Env = map[string]string{"CLUSTER_SERVICE_CIDR": "10.100.0.0/16"}
 
 // allBound waits until every pod is bound and returns their nodes by pod.
-func allBound(t *testing.T, g *testenv.Ground, pods []*corev1.Pod, timeout time.Duration) map[string]*corev1.Node {
+func allBound(t testing.TB, g *testenv.Ground, pods []*corev1.Pod, timeout time.Duration) map[string]*corev1.Node {
 	t.Helper()
 	ctx := context.Background()
 	nodes := map[string]*corev1.Node{}

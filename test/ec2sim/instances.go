@@ -56,6 +56,11 @@ type instance struct {
 	metadata       metadataOptions
 	blockDevices   []blockDevice
 	amiLaunchIndex int
+
+	// health (status.go): when the instance and system status checks
+	// began failing (zero: passing), and EC2's scheduled events.
+	instanceImpaired, systemImpaired time.Time
+	events                           []scheduledEvent
 }
 
 // advance applies every transition that is due: pending to running after

@@ -123,10 +123,15 @@ func (s *Sim) AddRunningInstance(instanceType, zoneName string, tags map[string]
 
 // ScheduleRetirement emits the "AWS Health Event" of an EC2 scheduled
 // change (AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED) for the instance, as
-// AWS Health does when the host's hardware is to be retired. Nothing else
-// happens to the instance.
+// AWS Health does when the host's hardware is to be retired, and, as EC2
+// does, schedules the instance-retirement event that
+// DescribeInstanceStatus shows from now on. Nothing else happens to the
+// instance.
 func (s *Sim) ScheduleRetirement(id string, at time.Time) error {
 	if _, err := s.liveInstance(id); err != nil {
+		return err
+	}
+	if err := s.scheduleEvent(id, "instance-retirement", "The instance is running on degraded hardware", at); err != nil {
 		return err
 	}
 	const code = "AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED"

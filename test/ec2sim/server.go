@@ -44,6 +44,7 @@ func op[R any](parse func(*params) (R, error), run func(*Sim, R) (response, erro
 var actions = map[string]handler{
 	"CreateFleet":                    op(parseCreateFleet, (*Sim).createFleet),
 	"DescribeInstances":              op(parseDescribeInstances, (*Sim).describeInstances),
+	"DescribeInstanceStatus":         op(parseDescribeInstanceStatus, (*Sim).describeInstanceStatus),
 	"TerminateInstances":             op(parseTerminateInstances, (*Sim).terminateInstances),
 	"CreateTags":                     op(parseCreateTags, (*Sim).createTags),
 	"DeleteTags":                     op(parseDeleteTags, (*Sim).deleteTags),

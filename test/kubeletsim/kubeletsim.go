@@ -110,6 +110,17 @@ func (s *Sim) Step(ctx context.Context) error {
 			}
 		}
 	}
+	// A name is registered only while its instance runs: EC2 gives a
+	// terminated instance's address (and so its name) to a later
+	// instance, whose node must be registered anew even when the old node
+	// went (released by Joist) before this loop saw it go.
+	s.mu.Lock()
+	for name := range s.registered {
+		if !running[name] {
+			delete(s.registered, name)
+		}
+	}
+	s.mu.Unlock()
 	nodes, err := s.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err

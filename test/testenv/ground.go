@@ -76,6 +76,10 @@ type GroundOptions struct {
 	// ReaperEvery runs the reaper (the safety net) on this period, as the
 	// CDK stack's rate(1 minute) schedule does; 0 runs no reaper.
 	ReaperEvery time.Duration
+	// HealthEvery invokes the interruption function with the schedule's
+	// event on this period, as the CDK stack's rate(1 minute) health-check
+	// schedule does; 0 runs no health check.
+	HealthEvery time.Duration
 	// WrapPut, when set, wraps the forwarder's EventBridge client (to
 	// duplicate or drop what it puts).
 	WrapPut func(forwarder.PutEventsAPI) forwarder.PutEventsAPI
@@ -187,6 +191,30 @@ func (g *Ground) invokeProvisioner(ctx context.Context, payload []byte) ([]byte,
 	f := g.Provisioner
 	g.fnMu.Unlock()
 	return f.Invoke(ctx, payload)
+}
+
+// ScheduledEvent is the payload EventBridge's scheduler sends a function.
+var ScheduledEvent = []byte(`{"version":"0","id":"tick","detail-type":"Scheduled Event","source":"aws.events","account":"000000000000","region":"` + Region + `","resources":[],"detail":{}}`)
+
+// schedule invokes a function with the schedule's event every period, as
+// an EventBridge rate rule does, until the ground closes. OnBatch hears
+// each invocation as a batch of one "tick".
+func (g *Ground) schedule(ctx context.Context, name string, every time.Duration, f *Function) {
+	g.run(ctx, func(ctx context.Context) {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			_, err := f.Invoke(ctx, ScheduledEvent)
+			if g.Opts.OnBatch != nil {
+				g.Opts.OnBatch(name, []string{"tick"}, nil, err)
+			}
+		}
+	})
 }
 
 // NewGround builds a ground for a test; it is torn down when the test ends.
@@ -338,22 +366,10 @@ func StartGround(ctx context.Context, kube *KubeEnv, kumo *KumoEnv, rie string, 
 		*fn.dst = f
 	}
 	if g.Reaper != nil {
-		g.run(ctx, func(ctx context.Context) {
-			t := time.NewTicker(o.ReaperEvery)
-			defer t.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-t.C:
-				}
-				// The payload EventBridge's scheduler sends.
-				_, err := g.Reaper.Invoke(ctx, []byte(`{"version":"0","id":"tick","detail-type":"Scheduled Event","source":"aws.events","account":"000000000000","region":"`+Region+`","resources":[],"detail":{}}`))
-				if o.OnBatch != nil {
-					o.OnBatch("reaper", []string{"tick"}, nil, err)
-				}
-			}
-		})
+		g.schedule(ctx, "reaper", o.ReaperEvery, g.Reaper)
+	}
+	if o.HealthEvery > 0 {
+		g.schedule(ctx, "interruption", o.HealthEvery, g.Interruption)
 	}
 
 	sq := sqs.NewFromConfig(g.AWS)

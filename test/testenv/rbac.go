@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/joist-dev/joist/pkg/install"
 	"github.com/joist-dev/joist/pkg/kube"
 	"github.com/joist-dev/joist/pkg/rbac"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -71,15 +72,15 @@ func (k *KubeEnv) Apply(ctx context.Context, objs ...runtime.Object) error {
 	return kube.Apply(ctx, dyn, mapper, "joist-test-ground", objs...)
 }
 
-// installRBAC installs what the stack installs in a cluster: the
-// functions' and the forwarder's RBAC and the pod admission policy.
+// installRBAC installs what the stack's installer installs in a cluster
+// (pkg/install, without the forwarder's Deployment: the ground runs the
+// forwarder as a program): the functions' and the forwarder's RBAC and
+// the pod admission policy.
 func (k *KubeEnv) installRBAC(ctx context.Context, cluster string) error {
-	objs, err := rbac.Objects(cluster, rbac.DefaultLeaseNamespace)
+	objs, err := install.Objects(install.Params{Cluster: cluster})
 	if err != nil {
 		return err
 	}
-	objs = append(objs, rbac.ForwarderObjects()...)
-	objs = append(objs, rbac.AdmissionObjects()...)
 	if err := k.Apply(ctx, objs...); err != nil {
 		return fmt.Errorf("install rbac: %w", err)
 	}

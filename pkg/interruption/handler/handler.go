@@ -40,6 +40,9 @@ type Handler struct {
 	Cluster   string
 	Kube      *kube.Client
 	Instances Instances
+	// Health reads the cluster's instances' status checks and scheduled
+	// events for the once-a-minute health check (CheckHealth).
+	Health Health
 	// Specs reads the pools (for the rebalance opt-in annotation).
 	Specs func(ctx context.Context) (*model.Spec, error)
 	// Replace runs a provisioning pass with nodes going away
@@ -274,6 +277,9 @@ func (h *Handler) event(ctx context.Context, log *slog.Logger, n *corev1.Node, m
 		interruption.KindInstanceStopped:     kube.ReasonInstanceStopping,
 		interruption.KindInstanceTerminated:  kube.ReasonInstanceTerminating,
 		interruption.KindCapacityReservation: kube.ReasonCapacityReservationInterrupted,
+		interruption.KindInstanceStatus:      kube.ReasonInstanceUnhealthy,
+		interruption.KindSystemStatus:        kube.ReasonInstanceUnhealthy,
+		interruption.KindScheduledEvent:      kube.ReasonInstanceUnhealthy,
 	}[m.Kind]
 	if reason == "" {
 		return
