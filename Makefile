@@ -55,10 +55,12 @@ demo: tools
 demo-interruption: tools
 	JOIST_TOOLS=$(TOOLS_DIR) $(GO) run ./test/demo -interruption
 
-## bench: the simulator over ../shared/workloads as a table (nodes, $/h, bound, time), then the Go benchmarks
+## bench: the simulator over ../shared/workloads as a table (nodes, $/h, bound, time), then the Go benchmarks,
+## then consolidation of the 1,732-node cluster (diverse-10k less 60 % of its pods) to the end, and its decision benchmark
 bench:
 	$(GO) run ./pkg/scheduling/internal/benchtable
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/scheduling/...
+	$(GO) test -count=1 -run 'TestConsolidationOfTheBenchmarkCluster$$' -v -bench 'ConsolidationDecision' -benchtime 5x ./pkg/disruption/
 
 ## lint: gofmt and go vet
 lint:

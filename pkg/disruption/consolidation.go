@@ -8,7 +8,6 @@ import (
 
 	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/pods"
-	"github.com/joist-dev/joist/pkg/scheduling"
 )
 
 // AnnotationConsolidatableAt is when a node was first found deletable by
@@ -27,66 +26,200 @@ func underutilizedPolicy(p *model.Pool) bool {
 		(p.Disruption.ConsolidationPolicy == "WhenEmptyOrUnderutilized" || p.Disruption.ConsolidationPolicy == "Balanced")
 }
 
-// consolidate is single-node delete consolidation: the first node (fewest
-// pods first) of a WhenEmptyOrUnderutilized pool whose reschedulable pods
-// all fit on the other Ready nodes, as pkg/scheduling places them, with
-// nothing new launched. Replacing nodes with cheaper ones is not done yet.
+// AnnotationConsolidationCommand names the consolidation command a node
+// was stamped for (with AnnotationConsolidatableAt): a hash of the names
+// of all the command's nodes, so a later pass finds the whole command
+// again from the nodes that carry it.
+const AnnotationConsolidationCommand = "joist.sh/consolidation-command"
+
+// consolidate is Karpenter's consolidation over the snapshot, for nodes
+// of WhenEmptyOrUnderutilized pools that are not empty (emptiness is its
+// own rule): multi-node first, then single-node; a command retires its
+// nodes by deleting them (their pods fit on the other nodes) or by
+// replacing them with one node cheaper than all of them. A command found
+// is stamped on its nodes; a later pass acts once the stamp is
+// max(ValidationDelay, consolidateAfter) old and the same command, re-
+// simulated, still holds. One command per pass.
 func consolidate(s Snapshot, nodes []Node, state func(pool string) (total, disrupting int), plan *Plan) {
-	type cand struct {
-		n     Node
-		pool  *model.Pool
-		pods  []*corev1.Pod
-		block string
-	}
-	var cands []cand
+	c := newConsolidator(s, nodes)
+	var cands []*candidate
 	for _, n := range nodes {
 		p := PoolOf(n.Node, s.Pools)
 		if !underutilizedPolicy(p) || Empty(n) || s.Planned[pods.InstanceID(n.Node.Spec.ProviderID)] > 0 {
 			continue
 		}
-		var move []*corev1.Pod
+		cd := &candidate{n: n, pool: p, price: c.nodePrice(n.Node), instanceType: instanceTypeOf(n.Node),
+			capacityType: n.Node.Labels[model.LabelCapacityType], block: gracefulBlock(n)}
+		if cd.capacityType == "" {
+			cd.capacityType = model.CapacityTypeOnDemand
+		}
 		for _, pod := range n.Pods {
 			if Reschedulable(pod) {
-				move = append(move, pod)
+				cd.pods = append(cd.pods, pod)
 			}
 		}
-		cands = append(cands, cand{n: n, pool: p, pods: move, block: gracefulBlock(n)})
+		cands = append(cands, cd)
 	}
-	sort.SliceStable(cands, func(i, j int) bool { return len(cands[i].pods) < len(cands[j].pods) })
-	decided := false
-	for _, c := range cands {
-		stamped := ConsolidatableAt(c.n.Node)
-		if c.block != "" {
-			// Say why a node that could go stays, when it could.
-			if !decided && fitsElsewhere(c.n, c.pods, nodes) {
-				plan.Blocked = append(plan.Blocked, Blocked{Node: c.n.Node.Name, Reason: ReasonUnderutilized, Why: c.block})
+	sortCandidates(cands)
+
+	// Budgets first, in order, as Karpenter does: a candidate beyond its
+	// pool's allowance is not considered.
+	remaining := map[string]int{}
+	overBudget := map[string]bool{}
+	var ok, blocked []*candidate
+	for _, cd := range cands {
+		if cd.block != "" {
+			blocked = append(blocked, cd)
+			continue
+		}
+		r, seen := remaining[cd.pool.Name]
+		if !seen {
+			total, disrupting := state(cd.pool.Name)
+			r = Allowed(cd.pool.Disruption.Budgets, ReasonUnderutilized, total, s.Now) - disrupting
+		}
+		if r <= 0 {
+			remaining[cd.pool.Name] = r
+			if !overBudget[cd.pool.Name] { // one report per pool
+				overBudget[cd.pool.Name] = true
+				cd.block = "disruption budget of pool " + cd.pool.Name + " exhausted"
+				blocked = append(blocked, cd)
 			}
 			continue
 		}
-		if decided || !fitsElsewhere(c.n, c.pods, nodes) {
-			if !stamped.IsZero() {
-				plan.Unstamp = append(plan.Unstamp, c.n.Node.Name)
-				plan.unstampConsolidation = append(plan.unstampConsolidation, c.n.Node.Name)
+		remaining[cd.pool.Name] = r - 1
+		ok = append(ok, cd)
+	}
+	byName := map[string]*candidate{}
+	for _, cd := range ok {
+		byName[cd.name()] = cd
+	}
+
+	// The command stamped by an earlier pass, if its nodes are all still
+	// candidates; every other stamp goes.
+	groups := map[string][]string{}
+	for _, n := range nodes {
+		id := n.Node.Annotations[AnnotationConsolidationCommand]
+		if id != "" || !ConsolidatableAt(n.Node).IsZero() {
+			groups[id] = append(groups[id], n.Node.Name)
+		}
+	}
+	ids := make([]string, 0, len(groups))
+	for id := range groups {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var pending []*candidate
+	var unstamp []string
+	for _, id := range ids {
+		names := groups[id]
+		whole := pending == nil && id != "" && groupID(names) == id
+		for _, name := range names {
+			whole = whole && byName[name] != nil
+		}
+		if !whole {
+			unstamp = append(unstamp, names...)
+			continue
+		}
+		for _, cd := range ok { // in candidate order
+			if hasString(names, cd.name()) {
+				pending = append(pending, cd)
 			}
-			continue
 		}
-		// One consolidation per pass: pods moved off this node change
-		// what fits elsewhere.
-		decided = true
-		if stamped.IsZero() {
-			plan.StampConsolidation = append(plan.StampConsolidation, c.n.Node.Name)
-			continue
+	}
+	defer func() {
+		stamp := map[string]bool{}
+		for _, n := range plan.StampConsolidation {
+			stamp[n] = true
 		}
-		wait := max(ValidationDelay, *c.pool.Disruption.ConsolidateAfter)
-		if s.Now.Before(stamped.Add(wait)) {
-			continue
+		for _, n := range unstamp {
+			if !stamp[n] {
+				plan.Unstamp = append(plan.Unstamp, n)
+				plan.unstampConsolidation = append(plan.unstampConsolidation, n)
+			}
 		}
-		total, disrupting := state(c.pool.Name)
-		if disrupting >= Allowed(c.pool.Disruption.Budgets, ReasonUnderutilized, total, s.Now) {
-			plan.Blocked = append(plan.Blocked, Blocked{Node: c.n.Node.Name, Reason: ReasonUnderutilized, Why: "disruption budget of pool " + c.pool.Name + " exhausted"})
-			continue
+	}()
+	if pending != nil {
+		var at time.Time
+		for _, cd := range pending {
+			if t := ConsolidatableAt(cd.n.Node); t.After(at) {
+				at = t
+			}
 		}
-		plan.Retire = append(plan.Retire, Decision{Node: c.n.Node.Name, Pool: c.pool.Name, Reason: ReasonUnderutilized})
+		if s.Now.Before(at.Add(waitFor(pending))) {
+			return // still validating
+		}
+		if cmd, why := c.simulate(pending); why == "" {
+			retire(cmd, plan)
+			return
+		}
+		for _, cd := range pending {
+			unstamp = append(unstamp, cd.name())
+		}
+	}
+
+	c.deadline = time.Now().Add(SearchBudget)
+	cmd, found := c.multiNode(ok)
+	if !found {
+		cmd, found = c.singleNode(ok)
+	}
+	if found {
+		for _, cd := range cmd.nodes {
+			plan.StampConsolidation = append(plan.StampConsolidation, cd.name())
+		}
+		plan.ConsolidationCommand = cmd.id()
+		return
+	}
+	// Say why a node that could go stays (a few: each costs a simulation).
+	reported := 0
+	for _, cd := range blocked {
+		if reported == maxBlockedReports {
+			break
+		}
+		if _, why := c.simulate([]*candidate{cd}); why == "" {
+			plan.Blocked = append(plan.Blocked, Blocked{Node: cd.name(), Reason: ReasonUnderutilized, Why: cd.block})
+			reported++
+		}
+	}
+}
+
+// maxBlockedReports bounds the blocked consolidations one pass reports.
+const maxBlockedReports = 3
+
+// sortCandidates orders candidates as Karpenter v1.15 does: by savings
+// per unit of disruption (price over 1 + pods evicted), highest first;
+// then fewest pods, then name.
+func sortCandidates(cands []*candidate) {
+	ratio := func(c *candidate) float64 { return c.price / float64(1+len(c.pods)) }
+	sort.SliceStable(cands, func(i, j int) bool {
+		a, b := cands[i], cands[j]
+		if ra, rb := ratio(a), ratio(b); ra != rb {
+			return ra > rb
+		}
+		if len(a.pods) != len(b.pods) {
+			return len(a.pods) < len(b.pods)
+		}
+		return a.name() < b.name()
+	})
+}
+
+// retire turns a validated command into decisions, splitting its savings
+// over its nodes by price.
+func retire(cmd command, plan *Plan) {
+	id := ""
+	if len(cmd.nodes) > 1 {
+		id = cmd.id()
+	}
+	var sum float64
+	for _, cd := range cmd.nodes {
+		sum += cd.price
+	}
+	for _, cd := range cmd.nodes {
+		save := cmd.savings / float64(len(cmd.nodes))
+		if sum > 0 {
+			save = cd.price - cmd.price*cd.price/sum
+		}
+		plan.Retire = append(plan.Retire, Decision{Node: cd.name(), Pool: cd.pool.Name, Reason: ReasonUnderutilized,
+			Replace: cmd.replace, Command: id, SavingsPerHour: save})
 	}
 }
 
@@ -97,35 +230,4 @@ func ConsolidatableAt(n *corev1.Node) time.Time {
 		return time.Time{}
 	}
 	return t
-}
-
-// fitsElsewhere reports whether every pod in move fits on the nodes other
-// than candidate, launching nothing.
-func fitsElsewhere(candidate Node, move []*corev1.Pod, nodes []Node) bool {
-	var others []*scheduling.Node
-	for _, n := range nodes {
-		if n.Node.Name == candidate.Node.Name || Retiring(n.Node) || !pods.NodeReady(n.Node) {
-			continue
-		}
-		others = append(others, &scheduling.Node{
-			Name: n.Node.Name, Pool: n.Node.Labels[model.LabelNodePool] + n.Node.Labels[model.LabelProvisionerName],
-			Labels: n.Node.Labels, Taints: n.Node.Spec.Taints, Unschedulable: n.Node.Spec.Unschedulable,
-			Capacity: n.Node.Status.Capacity, Allocatable: n.Node.Status.Allocatable, Pods: n.Pods,
-		})
-	}
-	if len(others) == 0 {
-		return false
-	}
-	pending := make([]*corev1.Pod, 0, len(move))
-	for _, p := range move {
-		c := p.DeepCopy()
-		c.Spec.NodeName = ""
-		pending = append(pending, c)
-	}
-	plan := scheduling.Solve(scheduling.Input{Pods: pending, Nodes: others, Options: scheduling.Options{NoImprove: true}})
-	placed := 0
-	for _, e := range plan.Existing {
-		placed += len(e.Pods)
-	}
-	return placed == len(pending) && len(plan.NewNodes) == 0 && len(plan.Unschedulable) == 0
 }

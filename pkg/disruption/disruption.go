@@ -10,8 +10,11 @@
 //     and its node-level do-not-disrupt say; its drain still honours PDBs
 //     and do-not-disrupt pods until the terminationGracePeriod.
 //   - Consolidation (graceful, within budgets, WhenEmptyOrUnderutilized
-//     pools): a node whose pods all fit on the other nodes is retired once
-//     that has held for 15 s and consolidateAfter (delete only).
+//     pools): Karpenter's multi-node then single-node search for a command
+//     that retires nodes whose pods fit on the other nodes (delete) or on
+//     the others plus one cheaper new node (replace); acted on once the
+//     same command holds after 15 s and consolidateAfter
+//     (consolidation.go, simulate.go).
 //   - Emptiness (graceful, within budgets): a node with no reschedulable
 //     pods is stamped karpenter.sh/emptiness-timestamp (as v0.20 did); once
 //     the stamp is consolidateAfter old (v1alpha5 ttlSecondsAfterEmpty) the
@@ -29,10 +32,12 @@ import (
 	"sort"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/pods"
+	"github.com/joist-dev/joist/pkg/scheduling"
 )
 
 // Annotations read on nodes.
@@ -65,6 +70,17 @@ type Snapshot struct {
 	// Planned counts, per instance id, the pending pods planned onto it
 	// (pods.AnnotationInstance): such a node is about to receive pods.
 	Planned map[string]int
+
+	// What consolidation needs to ask pkg/scheduling where pods would go
+	// and what a new node would cost (as pkg/provisioning fills them:
+	// pkg/scheduling/fromcatalog). Without instance types consolidation
+	// only deletes, and a node's price is unknown.
+	InstanceTypes     []*scheduling.InstanceType
+	PoolInstanceTypes map[string][]*scheduling.InstanceType
+	DaemonSets        []*appsv1.DaemonSet
+	Region            string
+	// Unavailable tells offerings that recently ran out of capacity.
+	Unavailable func(instanceType, zone, capacityType string) bool
 	// Instances are the EC2 facts of the nodes' instances, by instance
 	// id, and Classes what each node class resolves to now, by name: the
 	// drift rule reads them. A node whose instance or class is missing
@@ -106,10 +122,12 @@ type Plan struct {
 	// Stamp and Unstamp name nodes whose emptiness timestamp to set (to
 	// the snapshot's Now) or remove.
 	Stamp, Unstamp []string
-	// StampConsolidation names nodes found deletable by consolidation for
-	// the first time (AnnotationConsolidatableAt, set to Now); Unstamp
-	// also removes that stamp.
-	StampConsolidation []string
+	// StampConsolidation names the nodes of a consolidation command found
+	// for the first time: each gets AnnotationConsolidatableAt (Now) and
+	// AnnotationConsolidationCommand (ConsolidationCommand). Unstamp also
+	// removes both.
+	StampConsolidation   []string
+	ConsolidationCommand string
 	// unstampConsolidation are the Unstamp entries that came from
 	// consolidation (for tests).
 	unstampConsolidation []string

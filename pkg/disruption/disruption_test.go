@@ -180,7 +180,10 @@ func sized(cpu string) nodeOpt {
 }
 
 func consolidatableSince(t time.Time) nodeOpt {
-	return func(n *corev1.Node) { n.Annotations[AnnotationConsolidatableAt] = t.Format(time.RFC3339) }
+	return func(n *corev1.Node) {
+		n.Annotations[AnnotationConsolidatableAt] = t.Format(time.RFC3339)
+		n.Annotations[AnnotationConsolidationCommand] = groupID([]string{n.Name})
+	}
 }
 
 func cpuPod(name, cpu string, annotations ...string) *corev1.Pod {
@@ -230,16 +233,17 @@ func TestConsolidationDeletesANodeWhosePodsFitElsewhere(t *testing.T) {
 			pool: v1(),
 			nodes: []Node{{Node: onV1("a", sized("2"), consolidatableSince(now.Add(-time.Hour))), Pods: []*corev1.Pod{cpuPod("p1", "1500m")}},
 				{Node: onV1("b", sized("2")), Pods: []*corev1.Pod{cpuPod("p2", "1500m")}}},
-			wantUnstamp: []string{"a", "b"}[:1]},
-		{name: "WhenEmpty pools are not consolidated",
+			wantUnstamp: []string{"a"}},
+		{name: "WhenEmpty pools are not consolidated (and a stale stamp goes)",
 			pool: func() *model.Pool { p := v1(); p.Disruption.ConsolidationPolicy = "WhenEmpty"; return p }(),
 			nodes: []Node{{Node: onV1("a", sized("2"), consolidatableSince(now.Add(-time.Hour))), Pods: []*corev1.Pod{cpuPod("p1", "500m")}},
-				{Node: onV1("b", sized("2")), Pods: []*corev1.Pod{cpuPod("p2", "500m")}}}},
+				{Node: onV1("b", sized("2")), Pods: []*corev1.Pod{cpuPod("p2", "500m")}}},
+			wantUnstamp: []string{"a"}},
 		{name: "a do-not-disrupt pod blocks consolidation",
 			pool: v1(),
 			nodes: []Node{{Node: onV1("a", sized("2"), consolidatableSince(now.Add(-time.Hour))), Pods: []*corev1.Pod{cpuPod("p1", "500m", AnnotationDoNotDisrupt)}},
 				{Node: onV1("b", sized("4")), Pods: []*corev1.Pod{cpuPod("p2", "1600m")}}},
-			wantBlocked: []string{"a"}},
+			wantUnstamp: []string{"a"}, wantBlocked: []string{"a"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -32,6 +32,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/joist-dev/joist/pkg/catalog"
 	"github.com/joist-dev/joist/pkg/disruption"
 	"github.com/joist-dev/joist/pkg/kube"
 	"github.com/joist-dev/joist/pkg/metrics"
@@ -66,6 +67,9 @@ type Reaper struct {
 	Metrics *metrics.Recorder
 	// Interval between passes and the Loop's length (defaults above).
 	Interval, Loop time.Duration
+	// Catalog prices nodes and their replacements for consolidation
+	// (snapshot.go); nil: consolidation only deletes.
+	Catalog func(context.Context) (*catalog.Catalog, error)
 	// Replace runs a provisioning pass for nodes going away, without
 	// taking the Lease (the reaper holds it around each decision):
 	// provisioning.Provisioner.Replace with no Lock. It launches the
@@ -176,6 +180,11 @@ func (r *Reaper) Pass(ctx context.Context) (Result, error) {
 	for _, p := range all {
 		if p.Spec.NodeName != "" {
 			byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
+			// A running pod waiting to move to its node's replacement
+			// keeps that replacement from looking empty.
+			if id := pods.ReplacementInstance(p); id != "" && disruption.Reschedulable(p) {
+				snap.Planned[id]++
+			}
 		} else if id := pods.PlannedInstance(p); id != "" {
 			snap.Planned[id]++
 		}
@@ -190,6 +199,9 @@ func (r *Reaper) Pass(ctx context.Context) (Result, error) {
 		snap.Nodes = append(snap.Nodes, disruption.Node{Node: n, Pods: byNode[n.Name]})
 	}
 
+	if err := r.consolidationInputs(ctx, spec.Pools, &snap); err != nil {
+		errs = append(errs, err)
+	}
 	if err := r.driftFacts(ctx, spec, &snap); err != nil {
 		errs = append(errs, err)
 	}
@@ -248,6 +260,7 @@ func (r *Reaper) decide(ctx context.Context, snap disruption.Snapshot, nodes []*
 				r.Log.Warn("release lease", "error", err.Error())
 			}
 		}()
+		snap.Unavailable = unavailableOn(held, snap.Now, r.Log)
 	}
 	plan := disruption.Decide(snap)
 	var errs []error
@@ -261,16 +274,16 @@ func (r *Reaper) decide(ctx context.Context, snap disruption.Snapshot, nodes []*
 		r.Log.Info("node is empty", "node", n, "since", stamp)
 	}
 	for _, n := range plan.Unstamp {
-		if err := r.annotate(ctx, n, map[string]*string{disruption.AnnotationEmptinessTimestamp: nil, disruption.AnnotationConsolidatableAt: nil}); err != nil {
+		if err := r.annotate(ctx, n, map[string]*string{disruption.AnnotationEmptinessTimestamp: nil, disruption.AnnotationConsolidatableAt: nil, disruption.AnnotationConsolidationCommand: nil}); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	for _, n := range plan.StampConsolidation {
-		if err := r.annotate(ctx, n, map[string]*string{disruption.AnnotationConsolidatableAt: &stamp}); err != nil {
+		if err := r.annotate(ctx, n, map[string]*string{disruption.AnnotationConsolidatableAt: &stamp, disruption.AnnotationConsolidationCommand: &plan.ConsolidationCommand}); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		r.Log.Info("node's pods fit elsewhere; consolidating it once that holds", "node", n, "since", stamp)
+		r.Log.Info("consolidation command found; acting once it holds", "node", n, "command", plan.ConsolidationCommand, "since", stamp)
 	}
 	// Replacement-first retirements already under way: begin those whose
 	// replacements are Ready, give up (or, forceful, go on) past the
@@ -303,7 +316,7 @@ func (r *Reaper) decide(ctx context.Context, snap disruption.Snapshot, nodes []*
 			res.Replacing = append(res.Replacing, d.Node)
 		}
 		res.Retired = append(res.Retired, d)
-		r.Log.Info("disrupting node", "node", d.Node, "pool", d.Pool, "reason", d.Reason, "detail", d.Detail, "replacementFirst", replace, "savingsPerHour", d.SavingsPerHour)
+		r.Log.Info("disrupting node", "node", d.Node, "pool", d.Pool, "reason", d.Reason, "detail", d.Detail, "replacementFirst", replace, "command", d.Command, "savingsPerHour", d.SavingsPerHour)
 		if r.Metrics != nil {
 			r.Metrics.Count(metrics.NodesDisrupted, 1, map[string]string{metrics.DimPool: d.Pool, metrics.DimReason: d.Reason})
 			r.Metrics.Count(metrics.DisruptionDecisions, 1, map[string]string{metrics.DimReason: d.Reason})

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/joist-dev/joist/pkg/internal/benchdata"
 	"github.com/joist-dev/joist/pkg/scheduling"
-	"github.com/joist-dev/joist/pkg/scheduling/internal/benchdata"
 )
 
 // loadWorkload reads a shared benchmark workload or skips: CI lays shared/

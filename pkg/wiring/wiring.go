@@ -355,6 +355,10 @@ func (e *Env) Reaper() (func(ctx context.Context, m *metrics.Recorder) *reaping.
 	if err != nil {
 		return nil, err
 	}
+	catalogFor, err := e.Catalog()
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
 	replacementTimeout, err := durationEnv("JOIST_REPLACEMENT_TIMEOUT", termination.DefaultReplacementTimeout)
 	if err != nil {
 		return nil, err
@@ -381,7 +385,7 @@ func (e *Env) Reaper() (func(ctx context.Context, m *metrics.Recorder) *reaping.
 		lease.Duration = 30 * time.Second
 		return &reaping.Reaper{
 			Kube: e.Kube, Specs: specs, Log: log, Lock: lease, Loop: loop, Interval: interval, Metrics: m,
-			Replace: replace, ReplacementTimeout: replacementTimeout, Cloud: launcher,
+			Replace: replace, ReplacementTimeout: replacementTimeout, Cloud: launcher, Catalog: catalogFor,
 			Terminator: &termination.Terminator{Kube: e.Kube, EC2: launcher, Log: log, Metrics: m},
 		}
 	}, nil

@@ -20,8 +20,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/joist-dev/joist/pkg/internal/benchdata"
 	"github.com/joist-dev/joist/pkg/scheduling"
-	"github.com/joist-dev/joist/pkg/scheduling/internal/benchdata"
 )
 
 func main() {

@@ -52,8 +52,8 @@ func Dir() (string, error) {
 	if !ok {
 		return "", ErrNoWorkloads
 	}
-	// file is <repo>/pkg/scheduling/internal/benchdata/benchdata.go
-	repo := filepath.Join(filepath.Dir(file), "..", "..", "..", "..")
+	// file is <repo>/pkg/internal/benchdata/benchdata.go
+	repo := filepath.Join(filepath.Dir(file), "..", "..", "..")
 	d := filepath.Join(repo, "..", "shared", "workloads")
 	if _, err := os.Stat(d); err != nil {
 		return "", fmt.Errorf("%w: %s (set JOIST_WORKLOADS)", ErrNoWorkloads, d)

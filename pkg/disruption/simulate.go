@@ -1,0 +1,415 @@
+package disruption
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/joist-dev/joist/pkg/model"
+	"github.com/joist-dev/joist/pkg/pods"
+	"github.com/joist-dev/joist/pkg/scheduling"
+)
+
+// Bounds of the consolidation search (Karpenter bounds its own by time:
+// 1 min multi-node, 3 min single-node; Joist runs in a Lambda pass and
+// bounds by count, so a pass stays within seconds on 1,000 nodes and
+// the same snapshot always gives the same command).
+const (
+	// MaxMultiNodeCandidates is the longest candidate prefix multi-node
+	// consolidation tries (Karpenter's 100).
+	MaxMultiNodeCandidates = 100
+	// MaxSingleNodeSimulations bounds the candidates single-node
+	// consolidation simulates per pass (after the price prefilter).
+	MaxSingleNodeSimulations = 30
+	// SearchBudget bounds the wall-clock time one pass spends searching:
+	// no simulation starts after it (the best command found so far is
+	// kept, as Karpenter does on its timeouts).
+	SearchBudget = 750 * time.Millisecond
+	// MinSpotToSpotOptions is how many cheaper spot types a single spot
+	// node's replacement must have (Karpenter's 15-types rule).
+	MinSpotToSpotOptions = 15
+)
+
+// candidate is a node consolidation may retire.
+type candidate struct {
+	n    Node
+	pool *model.Pool
+	// pods are its reschedulable pods.
+	pods []*corev1.Pod
+	// price is its $/h by its labels (0: unknown), capacityType and
+	// instanceType its labels.
+	price                      float64
+	capacityType, instanceType string
+	block                      string
+}
+
+// name is the node's name.
+func (c *candidate) name() string { return c.n.Node.Name }
+
+// command is one consolidation: retire nodes, launching at most one.
+type command struct {
+	nodes []*candidate
+	// replace: one new node is needed; price is its $/h (cheapest
+	// option), options its instance types cheaper than the nodes.
+	replace bool
+	price   float64
+	options []string
+	// savings is the nodes' $/h less the replacement's.
+	savings float64
+}
+
+// id names the command by its nodes: a node stamped with it is part of
+// this command and no other.
+func (c command) id() string {
+	names := make([]string, len(c.nodes))
+	for i, n := range c.nodes {
+		names[i] = n.name()
+	}
+	return groupID(names)
+}
+
+func groupID(names []string) string {
+	names = append([]string(nil), names...)
+	sort.Strings(names)
+	sum := sha256.Sum256([]byte(strings.Join(names, "\n")))
+	return hex.EncodeToString(sum[:8])
+}
+
+// consolidator answers "what would retiring these nodes take" over one
+// snapshot.
+type consolidator struct {
+	s     Snapshot
+	nodes []*scheduling.Node // every node pods may go to, by name order
+	types map[string]*scheduling.InstanceType
+	// minFit memoizes the prefilter's cheapest type per request size.
+	minFit map[[2]int64]float64
+	// simulations counts Solve calls; deadline ends the search.
+	simulations int
+	deadline    time.Time
+}
+
+// outOfTime reports whether the search budget is spent.
+func (c *consolidator) outOfTime() bool {
+	return !c.deadline.IsZero() && time.Now().After(c.deadline)
+}
+
+func newConsolidator(s Snapshot, nodes []Node) *consolidator {
+	c := &consolidator{s: s, types: map[string]*scheduling.InstanceType{}, minFit: map[[2]int64]float64{}}
+	for _, it := range s.InstanceTypes {
+		c.types[it.Name] = it
+	}
+	for _, n := range nodes {
+		if Retiring(n.Node) || !pods.NodeReady(n.Node) {
+			continue
+		}
+		pool := n.Node.Labels[model.LabelNodePool]
+		if pool == "" {
+			pool = n.Node.Labels[model.LabelProvisionerName]
+		}
+		c.nodes = append(c.nodes, &scheduling.Node{
+			Name: n.Node.Name, Pool: pool, Labels: n.Node.Labels, Taints: n.Node.Spec.Taints,
+			Unschedulable: n.Node.Spec.Unschedulable, Capacity: n.Node.Status.Capacity,
+			Allocatable: n.Node.Status.Allocatable, Pods: n.Pods,
+		})
+	}
+	return c
+}
+
+// offeringPrice is the $/h of an instance type's offering, 0 when the
+// snapshot does not know it.
+func (c *consolidator) offeringPrice(instanceType, zone, capacityType string) float64 {
+	it := c.types[instanceType]
+	if it == nil {
+		return 0
+	}
+	for _, o := range it.Offerings {
+		if o.Zone == zone && o.CapacityType == capacityType {
+			return o.Price
+		}
+	}
+	return 0
+}
+
+// nodePrice is a node's $/h from its instance type, zone and capacity
+// type labels (0: unknown).
+func (c *consolidator) nodePrice(n *corev1.Node) float64 {
+	ct := n.Labels[model.LabelCapacityType]
+	if ct == "" {
+		ct = model.CapacityTypeOnDemand
+	}
+	return c.offeringPrice(instanceTypeOf(n), n.Labels[model.LabelZone], ct)
+}
+
+func instanceTypeOf(n *corev1.Node) string {
+	if t := n.Labels[model.LabelInstanceType]; t != "" {
+		return t
+	}
+	return n.Labels[corev1.LabelInstanceType]
+}
+
+// NodePrice is a node's $/h from the snapshot's instance types by its
+// labels (instance type, zone, capacity type), 0 when unknown.
+func (s Snapshot) NodePrice(n *corev1.Node) float64 {
+	return newConsolidator(Snapshot{InstanceTypes: s.InstanceTypes}, nil).nodePrice(n)
+}
+
+func (c *consolidator) unavailable(t, z, ct string) bool {
+	return c.s.Unavailable != nil && c.s.Unavailable(t, z, ct)
+}
+
+// simulate computes the command retiring exactly these candidates, or
+// why there is none: every reschedulable pod must find a place on the
+// other nodes plus at most one new node, and that node must be cheaper
+// than the candidates together.
+func (c *consolidator) simulate(cands []*candidate) (command, string) {
+	retired := map[string]bool{}
+	var move []*corev1.Pod
+	var sum float64
+	priced := true
+	for _, cd := range cands {
+		retired[cd.name()] = true
+		for _, p := range cd.pods {
+			cp := p.DeepCopy()
+			cp.Spec.NodeName = ""
+			move = append(move, cp)
+		}
+		sum += cd.price
+		priced = priced && cd.price > 0
+	}
+	others := make([]*scheduling.Node, 0, len(c.nodes))
+	for _, n := range c.nodes {
+		if !retired[n.Name] {
+			others = append(others, n)
+		}
+	}
+	c.simulations++
+	plan := scheduling.Solve(scheduling.Input{
+		Pods: move, Nodes: others, DaemonSets: c.s.DaemonSets, Pools: c.s.Pools,
+		InstanceTypes: c.s.InstanceTypes, PoolInstanceTypes: c.s.PoolInstanceTypes,
+		Region: c.s.Region, Unavailable: c.s.Unavailable,
+		Options: scheduling.Options{NoImprove: true},
+	})
+	cmd := command{nodes: cands}
+	switch {
+	case len(plan.Unschedulable) > 0:
+		return cmd, "pod " + pods.Key(plan.Unschedulable[0].Pod) + " would have no place: " + plan.Unschedulable[0].Reason
+	case len(plan.NewNodes) == 0:
+		cmd.savings = sum
+		return cmd, ""
+	case len(plan.NewNodes) > 1:
+		return cmd, fmt.Sprintf("its pods need %d new nodes", len(plan.NewNodes))
+	case !priced:
+		return cmd, "its price is unknown, so a replacement cannot be shown cheaper"
+	}
+	return c.replacement(cmd, plan.NewNodes[0], sum)
+}
+
+// replacement prices the one new node a command needs: the instance
+// types whose every usable offering (in the node's zones and capacity
+// types) costs less than the nodes retired, so whichever offering the
+// launch gets, the command saves money. Spot to spot needs at least
+// MinSpotToSpotOptions such types for a single node; on-demand nodes may
+// be replaced by spot when the pool allows spot (the replacement is then
+// priced as spot, as Karpenter pins it).
+func (c *consolidator) replacement(cmd command, nn scheduling.NewNode, sum float64) (command, string) {
+	allSpot := true
+	for _, cd := range cmd.nodes {
+		allSpot = allSpot && cd.capacityType == model.CapacityTypeSpot
+	}
+	cts := nn.CapacityTypes
+	if hasString(cts, model.CapacityTypeSpot) && (allSpot || hasString(cts, model.CapacityTypeOnDemand)) {
+		cts = []string{model.CapacityTypeSpot}
+	}
+	spotToSpot := allSpot && len(cts) == 1 && cts[0] == model.CapacityTypeSpot
+	maxPrice := sum
+	if len(cmd.nodes) > 1 {
+		// Replacing several nodes by one of a type among them must beat
+		// keeping that node and deleting the others (Karpenter's
+		// filterOutSameInstanceType).
+		for _, o := range nn.InstanceTypeOptions {
+			for _, cd := range cmd.nodes {
+				if cd.instanceType == o.Name && cd.price < maxPrice {
+					maxPrice = cd.price
+				}
+			}
+		}
+	}
+	type option struct {
+		name              string
+		cheapest, dearest float64
+	}
+	var opts []option
+	for _, o := range nn.InstanceTypeOptions {
+		it := c.types[o.Name]
+		if it == nil {
+			continue
+		}
+		cheapest, dearest := math.Inf(1), 0.0
+		for _, off := range it.Offerings {
+			if !hasString(nn.Zones, off.Zone) || !hasString(cts, off.CapacityType) || off.Unavailable || c.unavailable(o.Name, off.Zone, off.CapacityType) {
+				continue
+			}
+			cheapest, dearest = math.Min(cheapest, off.Price), math.Max(dearest, off.Price)
+		}
+		if dearest > 0 && dearest < maxPrice {
+			opts = append(opts, option{o.Name, cheapest, dearest})
+		}
+	}
+	if len(opts) == 0 {
+		return cmd, fmt.Sprintf("no replacement is cheaper than $%.4f/h", maxPrice)
+	}
+	sort.SliceStable(opts, func(i, j int) bool { return opts[i].cheapest < opts[j].cheapest })
+	if spotToSpot && len(cmd.nodes) == 1 {
+		if len(opts) < MinSpotToSpotOptions {
+			return cmd, fmt.Sprintf("spot to spot needs %d cheaper instance types, found %d", MinSpotToSpotOptions, len(opts))
+		}
+		opts = opts[:MinSpotToSpotOptions]
+	}
+	cmd.replace = true
+	cmd.price = opts[0].cheapest
+	for _, o := range opts {
+		cmd.options = append(cmd.options, o.name)
+	}
+	cmd.savings = sum - cmd.price
+	return cmd, ""
+}
+
+func hasString(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// multiNode is Karpenter's multi-node consolidation: a binary search for
+// the longest prefix (at most MaxMultiNodeCandidates, at least two) of
+// the sorted candidates that can be retired at once, deleted or replaced
+// by one cheaper node.
+func (c *consolidator) multiNode(cands []*candidate) (command, bool) {
+	if len(cands) < 2 {
+		return command{}, false
+	}
+	hi := min(len(cands), MaxMultiNodeCandidates) - 1
+	lo := 1
+	var best command
+	found := false
+	for lo <= hi && !c.outOfTime() {
+		mid := (lo + hi) / 2
+		cmd, why := c.simulate(cands[:mid+1])
+		if why == "" {
+			best, found = cmd, true
+			lo = mid + 1
+		} else {
+			hi = mid - 1
+		}
+	}
+	return best, found
+}
+
+// singleNode is Karpenter's single-node consolidation: the first
+// candidate, in order, that can be deleted or replaced by one cheaper
+// node. Candidates that can be neither deleted (their pods do not fit in
+// the room the other nodes have) nor replaced (no type that could hold
+// their pods is cheaper) are skipped without simulating.
+func (c *consolidator) singleNode(cands []*candidate) (command, bool) {
+	room := c.freeRoom()
+	tried := 0
+	for _, cd := range cands {
+		if tried == MaxSingleNodeSimulations || c.outOfTime() {
+			break
+		}
+		cpu, mem := requests(cd.pods)
+		fitsRoom := cpu <= room[0]-c.free(cd.name())[0] && mem <= room[1]-c.free(cd.name())[1]
+		if !fitsRoom && !(cd.price > 0 && c.cheapestFit(cpu, mem) < cd.price) {
+			continue
+		}
+		tried++
+		if cmd, why := c.simulate([]*candidate{cd}); why == "" {
+			return cmd, true
+		}
+	}
+	return command{}, false
+}
+
+// requests is the pods' cpu (milli) and memory (bytes) requests.
+func requests(ps []*corev1.Pod) (cpu, mem int64) {
+	for _, p := range ps {
+		for _, ct := range p.Spec.Containers {
+			cpu += ct.Resources.Requests.Cpu().MilliValue()
+			mem += ct.Resources.Requests.Memory().Value()
+		}
+	}
+	return cpu, mem
+}
+
+// free is a node's allocatable cpu and memory less its pods' requests.
+func (c *consolidator) free(name string) [2]int64 {
+	for _, n := range c.nodes {
+		if n.Name == name {
+			cpu, mem := requests(n.Pods)
+			return [2]int64{n.Allocatable.Cpu().MilliValue() - cpu, n.Allocatable.Memory().Value() - mem}
+		}
+	}
+	return [2]int64{}
+}
+
+// freeRoom is the free cpu and memory of all nodes together: a node
+// whose pods need more than the others' free room cannot be deleted.
+func (c *consolidator) freeRoom() [2]int64 {
+	var r [2]int64
+	for _, n := range c.nodes {
+		cpu, mem := requests(n.Pods)
+		r[0] += max(0, n.Allocatable.Cpu().MilliValue()-cpu)
+		r[1] += max(0, n.Allocatable.Memory().Value()-mem)
+	}
+	return r
+}
+
+// cheapestFit is a lower bound on the $/h of one node holding cpu and
+// mem: the cheapest usable offering of any type with that much
+// allocatable (DaemonSets, pools and pod constraints only raise it).
+func (c *consolidator) cheapestFit(cpu, mem int64) float64 {
+	key := [2]int64{cpu, mem}
+	if p, ok := c.minFit[key]; ok {
+		return p
+	}
+	best := math.Inf(1)
+	lists := [][]*scheduling.InstanceType{c.s.InstanceTypes}
+	for _, l := range c.s.PoolInstanceTypes {
+		lists = append(lists, l)
+	}
+	for _, l := range lists {
+		for _, it := range l {
+			if it.Allocatable.Cpu().MilliValue() < cpu || it.Allocatable.Memory().Value() < mem {
+				continue
+			}
+			for _, o := range it.Offerings {
+				if !o.Unavailable && !c.unavailable(it.Name, o.Zone, o.CapacityType) && o.Price < best {
+					best = o.Price
+				}
+			}
+		}
+	}
+	c.minFit[key] = best
+	return best
+}
+
+// waitFor is how long a command must hold before it is acted on: the
+// validation delay, or the longest consolidateAfter of its nodes' pools.
+func waitFor(cands []*candidate) time.Duration {
+	wait := ValidationDelay
+	for _, cd := range cands {
+		if a := cd.pool.Disruption.ConsolidateAfter; a != nil && *a > wait {
+			wait = *a
+		}
+	}
+	return wait
+}

@@ -1,0 +1,68 @@
+package reaping
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/joist-dev/joist/pkg/catalog"
+	"github.com/joist-dev/joist/pkg/disruption"
+	"github.com/joist-dev/joist/pkg/kube"
+	"github.com/joist-dev/joist/pkg/model"
+	"github.com/joist-dev/joist/pkg/provisioning"
+	"github.com/joist-dev/joist/pkg/scheduling/fromcatalog"
+)
+
+// consolidationInputs fills what consolidation asks pkg/scheduling
+// beyond nodes and pods — the catalog's instance types (per pool kubelet
+// settings, as the provisioner converts them), the region and the
+// DaemonSets — when some pool consolidates underused nodes. Without them
+// (no catalog, or an error) consolidation can only delete.
+func (r *Reaper) consolidationInputs(ctx context.Context, pools []*model.Pool, snap *disruption.Snapshot) error {
+	if r.Catalog == nil || !anyUnderutilized(pools) {
+		return nil
+	}
+	cat, err := r.Catalog(ctx)
+	if err != nil {
+		return fmt.Errorf("reaper: catalog: %w", err)
+	}
+	ds, err := r.Kube.AppsV1().DaemonSets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("reaper: list daemonsets: %w", err)
+	}
+	for i := range ds.Items {
+		snap.DaemonSets = append(snap.DaemonSets, &ds.Items[i])
+	}
+	snap.InstanceTypes, snap.PoolInstanceTypes = fromcatalog.ForPools(cat, pools)
+	snap.Region = cat.Region()
+	return nil
+}
+
+func anyUnderutilized(pools []*model.Pool) bool {
+	for _, p := range pools {
+		if p.Disruption.ConsolidationPolicy == "WhenEmptyOrUnderutilized" || p.Disruption.ConsolidationPolicy == "Balanced" {
+			return true
+		}
+	}
+	return false
+}
+
+// unavailableOn is what the provisioner keeps on the decider Lease: the
+// offerings recently out of capacity, which a consolidation must not
+// price a replacement on (nil when there are none or they cannot be
+// read).
+func unavailableOn(held *kube.Held, now time.Time, log *slog.Logger) func(instanceType, zone, capacityType string) bool {
+	enc := held.Annotations()[provisioning.AnnotationUnavailable]
+	if enc == "" {
+		return nil
+	}
+	u, err := catalog.DecodeUnavailable(enc)
+	if err != nil {
+		log.Warn("ignoring unreadable unavailable-offerings annotation", "error", err.Error())
+		return nil
+	}
+	return func(t, z, ct string) bool { return u.IsUnavailable(now, t, z, ct) }
+}

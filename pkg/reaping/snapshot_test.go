@@ -1,0 +1,179 @@
+package reaping_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/joist-dev/joist/pkg/catalog"
+	"github.com/joist-dev/joist/pkg/disruption"
+	"github.com/joist-dev/joist/pkg/kube"
+	"github.com/joist-dev/joist/pkg/model"
+	"github.com/joist-dev/joist/pkg/pods"
+	"github.com/joist-dev/joist/pkg/reaping"
+	"github.com/joist-dev/joist/pkg/termination"
+	"github.com/joist-dev/joist/test/testenv"
+)
+
+// TestConsolidationReplacesWithTheCatalog: with the catalog the reaper
+// prices an underused node and finds it a cheaper replacement (a Replace
+// decision after the 15 s validation, with its savings); without it the
+// node's price is unknown and nothing is decided.
+func TestConsolidationReplacesWithTheCatalog(t *testing.T) {
+	env := testenv.Kube(t)
+	ctx := context.Background()
+	c := kube.New(env.Client)
+	cat, err := catalog.Offline("us-east-1", []string{"us-east-1a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := time.Duration(0)
+	pool := &model.Pool{Name: "consol", API: model.APIV1, Requirements: []model.Requirement{
+		{Key: model.LabelCapacityType, Operator: "In", Values: []string{"on-demand"}},
+		{Key: "karpenter.k8s.aws/instance-category", Operator: "In", Values: []string{"m"}},
+	}, Disruption: model.Disruption{ConsolidationPolicy: "WhenEmptyOrUnderutilized", ConsolidateAfter: &after}}
+	mkNode := func(name, instanceType string, pod *corev1.Pod) {
+		it, ok := cat.Lookup(instanceType)
+		if !ok {
+			t.Fatalf("no %s", instanceType)
+		}
+		labels := it.Labels()
+		labels[model.LabelNodePool] = pool.Name
+		labels[model.LabelZone] = "us-east-1a"
+		labels[model.LabelCapacityType] = "on-demand"
+		labels[corev1.LabelHostname] = name
+		n, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+			Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-" + name}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Status = corev1.NodeStatus{Capacity: it.Capacity(nil), Allocatable: it.Allocatable(nil),
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}
+		if _, err := c.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		pod.Spec.NodeName = name
+		if _, err := c.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			zero := int64(0)
+			_ = c.CoreV1().Pods("default").Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+			patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": nil}})
+			_, _ = c.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+			_ = c.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
+		})
+	}
+	pod := func(name, cpu string, annotations map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: annotations},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "pause", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}}}
+	}
+	mkNode("consol-big", "m5.2xlarge", pod("consol-small", "1", nil))
+	mkNode("consol-full", "m5.large", pod("consol-kept", "1500m", map[string]string{disruption.AnnotationDoNotDisrupt: "true"}))
+
+	clock := time.Now()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	r := &reaping.Reaper{
+		Kube: c, Log: log, Now: func() time.Time { return clock },
+		Specs:      func(context.Context) (*model.Spec, error) { return &model.Spec{Pools: []*model.Pool{pool}}, nil },
+		Terminator: &termination.Terminator{Kube: c, EC2: &fakeEC2{}, Log: log},
+	}
+	command := func() string {
+		n, err := c.CoreV1().Nodes().Get(ctx, "consol-big", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n.Annotations[disruption.AnnotationConsolidationCommand]
+	}
+
+	if _, err := r.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if id := command(); id != "" {
+		t.Fatalf("without the catalog the node was stamped for command %q", id)
+	}
+
+	r.Catalog = func(context.Context) (*catalog.Catalog, error) { return cat, nil }
+	if _, err := r.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if command() == "" {
+		t.Fatal("with the catalog the underused node was not stamped")
+	}
+	clock = clock.Add(disruption.ValidationDelay + time.Second)
+	res, err := r.Pass(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Retired) != 1 || res.Retired[0].Node != "consol-big" || !res.Retired[0].Replace || res.Retired[0].SavingsPerHour <= 0 {
+		t.Fatalf("retired %+v, want consol-big replaced with savings", res.Retired)
+	}
+}
+
+// TestReplacementIsNotEmpty: a Ready replacement whose pods are still
+// running on the node it replaces (pods.AnnotationReplacement) is not
+// empty, even under a pool that retires empty nodes at once with no
+// budget to stop it.
+func TestReplacementIsNotEmpty(t *testing.T) {
+	env := testenv.Kube(t)
+	ctx := context.Background()
+	c := kube.New(env.Client)
+	after := time.Duration(0)
+	pool := &model.Pool{Name: "replaced", API: model.APIV1, Disruption: model.Disruption{
+		ConsolidationPolicy: "WhenEmpty", ConsolidateAfter: &after, Budgets: []model.Budget{{Nodes: "100%"}}}}
+	for _, name := range []string{"replaced-old", "replaced-new"} {
+		n, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{model.LabelNodePool: pool.Name}},
+			Spec: corev1.NodeSpec{ProviderID: "aws:///z/i-" + name}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+		if _, err := c.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": nil}})
+			_, _ = c.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+			_ = c.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
+		})
+	}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "replaced-pod", Namespace: "default",
+		Annotations: map[string]string{pods.AnnotationReplacement: "i-replaced-new"}},
+		Spec: corev1.PodSpec{NodeName: "replaced-old", Containers: []corev1.Container{{Name: "c", Image: "pause"}}}}
+	if _, err := c.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		zero := int64(0)
+		_ = c.CoreV1().Pods("default").Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	})
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	r := &reaping.Reaper{
+		Kube: c, Log: log, Now: time.Now,
+		Specs:      func(context.Context) (*model.Spec, error) { return &model.Spec{Pools: []*model.Pool{pool}}, nil },
+		Terminator: &termination.Terminator{Kube: c, EC2: &fakeEC2{}, Log: log},
+	}
+	res, err := r.Pass(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range res.Retired {
+		if d.Node == "replaced-new" {
+			t.Fatalf("the replacement was retired as %s while the pod it waits for still runs on the old node", d.Reason)
+		}
+	}
+	for _, n := range res.Stamped {
+		if n == "replaced-new" {
+			t.Fatalf("the replacement was stamped empty while the pod it waits for still runs on the old node")
+		}
+	}
+}
