@@ -43,6 +43,10 @@ const (
 	// CtxSourceDir is the repository root, the forwarder image's build
 	// context (default ".": the app runs from the root).
 	CtxSourceDir = "sourceDir"
+	// CtxSpecs is a folder of Provisioners/AWSNodeTemplates/NodePools/
+	// EC2NodeClasses the stack stores as the cluster's SSM parameters
+	// (joist specs push's layout), validated at synth.
+	CtxSpecs = "specs"
 )
 
 // Function names. Each is a directory under the asset directory holding a
@@ -112,6 +116,9 @@ type Config struct {
 	ForwarderImage string
 	// SourceDir is the repository root (the image's build context).
 	SourceDir string
+	// SpecsDir, when set, holds the specs the stack stores as SSM
+	// parameters (spec source ssm only).
+	SpecsDir string
 }
 
 // Defaults applied by ConfigFromContext when a key is absent.
@@ -220,6 +227,9 @@ func (c Config) Validate() error {
 	default:
 		return fmt.Errorf("context %s=%q: want %q or %q", CtxSpecSource, c.SpecSource, SpecSourceSSM, SpecSourceCRD)
 	}
+	if c.SpecsDir != "" && c.SpecSource != SpecSourceSSM {
+		return fmt.Errorf("context %s=%q stores specs as SSM parameters: it needs %s=%s", CtxSpecs, c.SpecsDir, CtxSpecSource, SpecSourceSSM)
+	}
 	if c.ClusterEndpoint != "" && !strings.HasPrefix(c.ClusterEndpoint, "https://") {
 		return fmt.Errorf("context %s=%q: want an https:// URL", CtxClusterEndpoint, c.ClusterEndpoint)
 	}
@@ -300,6 +310,7 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 		{CtxLogLevel, &c.LogLevel},
 		{CtxForwarderImage, &c.ForwarderImage},
 		{CtxSourceDir, &c.SourceDir},
+		{CtxSpecs, &c.SpecsDir},
 	}
 	for _, f := range fields {
 		if *f.dst, err = get(f.key); err != nil {

@@ -173,6 +173,13 @@ func New(scope constructs.Construct, id string, cfg Config) (*JoistStack, error)
 	if err := CheckAssets(cfg.AssetDir); err != nil {
 		return nil, err
 	}
+	var specParams map[string]string
+	if cfg.SpecsDir != "" {
+		var err error
+		if specParams, err = SpecParameters(cfg.ClusterName, cfg.SpecsDir); err != nil {
+			return nil, err
+		}
+	}
 	props := &awscdk.StackProps{
 		StackName:   jsii.String(StackName(cfg.ClusterName)),
 		Description: jsii.String(fmt.Sprintf("Joist node autoscaler for EKS cluster %s", cfg.ClusterName)),
@@ -208,6 +215,9 @@ func New(scope constructs.Construct, id string, cfg Config) (*JoistStack, error)
 		installerAccess = s.defineAccessEntries()
 	}
 	s.defineInstall(installerAccess)
+	if specParams != nil {
+		s.defineSpecs(specParams)
+	}
 	s.defineOutputs()
 	return s, nil
 }

@@ -1174,3 +1174,55 @@ func TestManifestsMatchStack(t *testing.T) {
 		}
 	}
 }
+
+// TestSpecsFromFolder: -c specs=DIR stores each object as the parameter
+// `joist specs push` would write; a bad spec stops the synth with the
+// validator's message naming the object and field.
+func TestSpecsFromFolder(t *testing.T) {
+	dir := t.TempDir()
+	good := `apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+      - {key: karpenter.sh/capacity-type, operator: In, values: [spot, on-demand]}
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  role: KarpenterNodeRole-hoon-cluster
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: hoon-cluster}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: hoon-cluster}}]
+`
+	if err := os.WriteFile(filepath.Join(dir, "pools.yaml"), []byte(good), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := baseConfig(placeholderAssets(t))
+	cfg.SpecsDir = dir
+	_, tpl := synth(t, cfg)
+	for _, name := range []string{"/joist/hoon-cluster/nodepool/default", "/joist/hoon-cluster/ec2nodeclass/default"} {
+		check(t, "parameter "+name, func() {
+			tpl.HasResourceProperties(jsii.String("AWS::SSM::Parameter"), like("Name", name, "Tier", "Intelligent-Tiering"))
+		})
+	}
+
+	bad := strings.Replace(good, "operator: In", "operator: Within", 1)
+	if err := os.WriteFile(filepath.Join(dir, "pools.yaml"), []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
+	_, err := New(app, "JoistStack", cfg)
+	if err == nil || !strings.Contains(err.Error(), "NodePool") || !strings.Contains(err.Error(), "requirements") {
+		t.Errorf("a bad spec: err = %v, want the validator's message naming the NodePool's requirements", err)
+	}
+	crd := baseConfig(placeholderAssets(t))
+	crd.SpecsDir, crd.SpecSource = dir, SpecSourceCRD
+	if err := crd.Validate(); err == nil {
+		t.Error("specs with spec source crd: no error")
+	}
+}
