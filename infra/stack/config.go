@@ -47,6 +47,9 @@ const (
 	// EC2NodeClasses the stack stores as the cluster's SSM parameters
 	// (joist specs push's layout), validated at synth.
 	CtxSpecs = "specs"
+	// CtxAlarmTopicArn sends the alarms to an existing SNS topic instead
+	// of the stack's own.
+	CtxAlarmTopicArn = "alarmTopicArn"
 )
 
 // Function names. Each is a directory under the asset directory holding a
@@ -119,6 +122,9 @@ type Config struct {
 	// SpecsDir, when set, holds the specs the stack stores as SSM
 	// parameters (spec source ssm only).
 	SpecsDir string
+	// AlarmTopicArn, when set, receives the alarms (else the stack's
+	// topic, output AlarmTopicArn).
+	AlarmTopicArn string
 }
 
 // Defaults applied by ConfigFromContext when a key is absent.
@@ -311,6 +317,7 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 		{CtxForwarderImage, &c.ForwarderImage},
 		{CtxSourceDir, &c.SourceDir},
 		{CtxSpecs, &c.SpecsDir},
+		{CtxAlarmTopicArn, &c.AlarmTopicArn},
 	}
 	for _, f := range fields {
 		if *f.dst, err = get(f.key); err != nil {

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsecrassets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseks"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
@@ -22,6 +23,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -118,6 +120,9 @@ type JoistStack struct {
 	LogGroups         map[string]awslogs.LogGroup
 	ForwarderPolicy   awsiam.ManagedPolicy
 	ForwarderRole     awsiam.Role
+	// AlarmTopic receives every alarm in Alarms.
+	AlarmTopic awssns.ITopic
+	Alarms     []awscloudwatch.Alarm
 }
 
 // fnSpec is what differs between the functions.
@@ -218,6 +223,7 @@ func New(scope constructs.Construct, id string, cfg Config) (*JoistStack, error)
 	if specParams != nil {
 		s.defineSpecs(specParams)
 	}
+	s.defineOperations()
 	s.defineOutputs()
 	return s, nil
 }
@@ -670,6 +676,7 @@ func (s *JoistStack) defineOutputs() {
 	}
 	out("ForwarderPolicyArn", s.ForwarderPolicy.ManagedPolicyArn(), "attach to the forwarder's IRSA role if you do not use ForwarderRoleArn")
 	out("ForwarderRoleArn", s.ForwarderRole.RoleArn(), "EKS Pod Identity role for "+ForwarderNamespace+"/"+ForwarderServiceAccount)
+	out("AlarmTopicArn", s.AlarmTopic.TopicArn(), "subscribe to it for Joist's alarms (or give -c alarmTopicArn)")
 }
 
 // queueWithDLQ makes an encrypted, TLS-only queue of the given name with a

@@ -795,7 +795,7 @@ func TestOutputs(t *testing.T) {
 		"ProvisionerFunctionName", "BinderFunctionName", "ReaperFunctionName", "InterruptionFunctionName", "InstallerFunctionName",
 		"ProvisionerRoleArn", "BinderRoleArn", "ReaperRoleArn", "InterruptionRoleArn", "InstallerRoleArn",
 		"ProvisionerLogGroupName", "BinderLogGroupName", "ReaperLogGroupName", "InterruptionLogGroupName", "InstallerLogGroupName",
-		"ForwarderPolicyArn", "ForwarderRoleArn",
+		"ForwarderPolicyArn", "ForwarderRoleArn", "AlarmTopicArn",
 	}
 	for _, id := range want {
 		check(t, "output "+id, func() { tpl.HasOutput(jsii.String(id), like("Value", assertions.Match_AnyValue())) })
@@ -1225,4 +1225,35 @@ spec:
 	if err := crd.Validate(); err == nil {
 		t.Error("specs with spec source crd: no error")
 	}
+}
+
+// TestOperations: an alarm on each DLQ, each function's errors and
+// throttles, lasting unschedulable pods and an interruption backlog, all
+// sent to the stack's topic (or the one given); and a dashboard.
+func TestOperations(t *testing.T) {
+	st, tpl := base(t)
+	want := 3 + 2*len(FunctionNames) + 2
+	check(t, "alarms", func() { tpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(want)) })
+	topic := logicalID(t, st, st.AlarmTopic.(constructs.IConstruct))
+	check(t, "every alarm notifies the topic", func() {
+		tpl.AllResourcesProperties(jsii.String("AWS::CloudWatch::Alarm"), like("AlarmActions", []interface{}{map[string]interface{}{"Ref": topic}}))
+	})
+	check(t, "DLQ alarm", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), like(
+			"MetricName", "ApproximateNumberOfMessagesVisible", "Threshold", 0,
+			"Dimensions", []interface{}{like("Value", like("Fn::GetAtt", []interface{}{logicalID(t, st, st.InterruptionDLQ), "QueueName"}))},
+		))
+	})
+	check(t, "unschedulable pods alarm", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), like("Namespace", MetricsNamespace, "MetricName", "joist_pods_unschedulable", "EvaluationPeriods", 15))
+	})
+	check(t, "dashboard", func() { tpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Dashboard"), jsii.Number(1)) })
+
+	cfg := baseConfig(placeholderAssets(t))
+	cfg.AlarmTopicArn = "arn:aws:sns:ap-northeast-2:123456789012:oncall"
+	_, given := synth(t, cfg)
+	check(t, "no topic of its own", func() { given.ResourceCountIs(jsii.String("AWS::SNS::Topic"), jsii.Number(0)) })
+	check(t, "alarms to the given topic", func() {
+		given.AllResourcesProperties(jsii.String("AWS::CloudWatch::Alarm"), like("AlarmActions", []interface{}{cfg.AlarmTopicArn}))
+	})
 }
