@@ -359,6 +359,7 @@ func (s *JoistStack) defineFunctions() {
 		s.Roles[spec.name] = role
 		s.LogGroups[spec.name] = logs
 		s.grantAWS(role, spec)
+		explainWildcards(role)
 	}
 
 	s.Functions[FnProvisioner].AddEventSource(awslambdaeventsources.NewSqsEventSource(s.PendingQueue, &awslambdaeventsources.SqsEventSourceProps{
