@@ -90,6 +90,9 @@ type Snapshot struct {
 	// SpecHashes are model.SpecHash of each pool (by name) with its class
 	// as they are now.
 	SpecHashes map[string]string
+	// OfferedTypes are the instance types the catalog offers now; nil when
+	// it is not known (no instance type is then judged gone).
+	OfferedTypes map[string]bool
 }
 
 // Decision retires one node.

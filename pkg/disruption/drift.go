@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/pods"
 	"github.com/joist-dev/joist/pkg/scheduling"
@@ -35,6 +37,7 @@ type ClassFacts struct {
 //     instance's spec hash is not the pool's now: Snapshot.SpecHashes);
 //   - its labels no longer satisfy the pool's requirements (on the keys
 //     the node carries);
+//   - its instance type is no longer offered (gone from the catalog);
 //   - its instance runs an image its class no longer resolves to (a new
 //     AMI released under an alias, an AMI selector changed);
 //   - its subnet is no longer selected by its class;
@@ -42,6 +45,9 @@ type ClassFacts struct {
 func DriftOf(n Node, p *model.Pool, s Snapshot) string {
 	if !scheduling.LabelsStillSatisfy(p.Requirements, n.Node.Labels) {
 		return "labels no longer satisfy the pool's requirements"
+	}
+	if t := n.Node.Labels[corev1.LabelInstanceTypeStable]; t != "" && s.OfferedTypes != nil && !s.OfferedTypes[t] {
+		return fmt.Sprintf("instance type %s is no longer offered", t)
 	}
 	inst, ok := s.Instances[pods.InstanceID(n.Node.Spec.ProviderID)]
 	if !ok {

@@ -44,10 +44,12 @@ func TestDriftOf(t *testing.T) {
 		{"launched under another spec: drifted", node("a", "default"), &InstanceFacts{SpecHash: "old", ImageID: "ami-new"}, &class, true},
 		{"launched under this spec: not drifted", node("a", "default"), &InstanceFacts{SpecHash: "now", ImageID: "ami-new"}, &class, false},
 		{"launched before spec hashes: not drifted", node("a", "default"), &InstanceFacts{ImageID: "ami-new"}, &class, false},
+		{"an instance type no longer offered: drifted", node("a", "default", labelled(corev1.LabelInstanceTypeStable, "m1.small")), &inst, &class, true},
+		{"an instance type still offered: not drifted", node("a", "default", labelled(corev1.LabelInstanceTypeStable, "m5.large")), &inst, &class, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := Snapshot{Instances: map[string]InstanceFacts{}, Classes: map[string]ClassFacts{}, SpecHashes: map[string]string{"default": "now"}}
+			s := Snapshot{Instances: map[string]InstanceFacts{}, Classes: map[string]ClassFacts{}, SpecHashes: map[string]string{"default": "now"}, OfferedTypes: map[string]bool{"m5.large": true}}
 			if tc.inst != nil {
 				s.Instances["i-a"] = *tc.inst
 			}

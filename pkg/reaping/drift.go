@@ -21,6 +21,16 @@ type Cloud interface {
 // cannot be resolved is left out (its nodes are judged on their labels
 // only) and reported; it never stops the pass.
 func (r *Reaper) driftFacts(ctx context.Context, spec *model.Spec, snap *disruption.Snapshot) error {
+	if r.Catalog != nil {
+		if cat, err := r.Catalog(ctx); err == nil {
+			snap.OfferedTypes = map[string]bool{}
+			for _, t := range cat.Types() {
+				snap.OfferedTypes[t.Name] = true
+			}
+		} else {
+			r.Log.Warn("drift: catalog unreadable; no instance type is judged gone", "error", err.Error())
+		}
+	}
 	if r.Cloud == nil {
 		return nil
 	}
