@@ -209,7 +209,11 @@ func New(scope constructs.Construct, id string, cfg Config) (*JoistStack, error)
 	}
 	// Every taggable resource carries the cluster tag, so a look at the
 	// console (or a tag-based policy) tells which cluster it serves.
-	awscdk.Tags_Of(st).Add(jsii.String(ClusterTagKey), jsii.String(cfg.ClusterName), nil)
+	// CloudFormation's AWS::CloudWatch::Dashboard takes no Tags (cfn-lint
+	// E3002; a deploy would fail on it).
+	awscdk.Tags_Of(st).Add(jsii.String(ClusterTagKey), jsii.String(cfg.ClusterName), &awscdk.TagProps{
+		ExcludeResourceTypes: jsii.Strings("AWS::CloudWatch::Dashboard"),
+	})
 
 	s.defineMessaging()
 	s.defineFunctions()

@@ -1248,6 +1248,9 @@ func TestOperations(t *testing.T) {
 		tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), like("Namespace", MetricsNamespace, "MetricName", "joist_pods_unschedulable", "EvaluationPeriods", 15))
 	})
 	check(t, "dashboard", func() { tpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Dashboard"), jsii.Number(1)) })
+	check(t, "the dashboard has no Tags (CloudFormation refuses them)", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Dashboard"), like("Tags", assertions.Match_Absent()))
+	})
 
 	cfg := baseConfig(placeholderAssets(t))
 	cfg.AlarmTopicArn = "arn:aws:sns:ap-northeast-2:123456789012:oncall"
