@@ -87,6 +87,9 @@ var rbacExempt = map[string]string{
 	// The pass labels a node only if it binds onto it before any binder
 	// pass saw it; pkg/binding's tests label nodes.
 	"joist:provisioner: patch /nodes": "labels before binding; pkg/binding tests",
+	// The interruption function runs the same pass for the replacement:
+	// whether it labels a node first depends on the same race.
+	"joist:interruption: patch /nodes": "labels before binding (the provisioner's pass); pkg/binding tests",
 	// The drain waits for the VolumeAttachments of drained pods' volumes
 	// (pkg/termination's envtest tests); no scenario attaches volumes.
 	"joist:reaper: get /persistentvolumes": "volume attachments; pkg/termination tests",
