@@ -388,23 +388,30 @@ type describeInstancesResponse struct {
 	NextToken    string                   `xml:"nextToken,omitempty"`
 }
 
+// candidates are the instances a Describe call considers: the ids named
+// (all or nothing), else every visible instance in launch order.
+func (s *Sim) candidates(ids []string) ([]*instance, error) {
+	if len(ids) > 0 {
+		return s.lookupInstances(ids)
+	}
+	var out []*instance
+	for _, id := range s.instanceOrder {
+		if in := s.instances[id]; s.visible(in) {
+			out = append(out, in)
+		}
+	}
+	return out, nil
+}
+
 func (s *Sim) describeInstances(r describeInstancesRequest) (response, error) {
 	match, err := instanceFilters.compile(r.filters)
 	if err != nil {
 		return nil, err
 	}
 	s.advanceAll()
-	var candidates []*instance
-	if len(r.ids) > 0 {
-		if candidates, err = s.lookupInstances(r.ids); err != nil {
-			return nil, err
-		}
-	} else {
-		for _, id := range s.instanceOrder {
-			if in := s.instances[id]; s.visible(in) {
-				candidates = append(candidates, in)
-			}
-		}
+	candidates, err := s.candidates(r.ids)
+	if err != nil {
+		return nil, err
 	}
 	var matched []*instance
 	for _, in := range candidates {

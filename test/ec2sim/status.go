@@ -211,17 +211,9 @@ func (s *Sim) describeInstanceStatus(r describeInstanceStatusRequest) (response,
 		return nil, err
 	}
 	s.advanceAll()
-	var candidates []*instance
-	if len(r.ids) > 0 {
-		if candidates, err = s.lookupInstances(r.ids); err != nil {
-			return nil, err
-		}
-	} else {
-		for _, id := range s.instanceOrder {
-			if in := s.instances[id]; s.visible(in) {
-				candidates = append(candidates, in)
-			}
-		}
+	candidates, err := s.candidates(r.ids)
+	if err != nil {
+		return nil, err
 	}
 	var matched []*instance
 	for _, in := range candidates {
