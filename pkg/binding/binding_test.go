@@ -2,6 +2,7 @@ package binding_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -9,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/joist-dev/joist/pkg/binding"
 	"github.com/joist-dev/joist/pkg/kube"
@@ -95,18 +98,70 @@ func TestBinder_BindsPlannedPodsAndUnplansWhatNoLongerFits(t *testing.T) {
 	}
 }
 
+// TestBinder_ConflictMeansSomeoneElseBoundIt: kube-scheduler binds the pod
+// between the binder's read of the unbound pods and its own bind. The API
+// server answers the binder's bind with a Conflict, which the binder counts
+// as bound by someone else: no error (the batch is not retried), no Bound
+// event, no metric, the pod left where kube-scheduler put it.
 func TestBinder_ConflictMeansSomeoneElseBoundIt(t *testing.T) {
 	c := fixture(t, "race", "node-race", "i-race")
 	ctx := context.Background()
 	p := plannedPod(t, c, "race", "a", "100m", "i-race")
-	// kube-scheduler wins the race between the binder's read and its bind.
-	if r, err := c.Bind(ctx, p, "node-race"); err != nil || r != kube.Bound {
-		t.Fatalf("first bind: %v %v", r, err)
+	rival := &schedulerFirst{Interface: c.Interface}
+	res, err := (&binding.Binder{Kube: kube.New(rival), Log: quiet()}).BindNode(ctx, "node-race")
+	if err != nil {
+		t.Fatalf("bind with kube-scheduler first: %v, want no error", err)
 	}
-	r, err := c.Bind(ctx, p, "node-race")
-	if err != nil || r != kube.AlreadyBound {
-		t.Fatalf("second bind = %v, %v; want AlreadyBound and no error", r, err)
+	if rival.won != 1 {
+		t.Fatalf("kube-scheduler bound %d pods before the binder, want 1: the race did not happen", rival.won)
 	}
+	if res.Bound != 0 || res.AlreadyBound != 1 {
+		t.Fatalf("result %+v, want the pod counted as already bound and not as bound", res)
+	}
+	got, _ := c.CoreV1().Pods("race").Get(ctx, p.Name, metav1.GetOptions{})
+	if got.Spec.NodeName != "node-race" {
+		t.Fatalf("pod on %q, want node-race", got.Spec.NodeName)
+	}
+	evs, err := c.CoreV1().Events("race").List(ctx, metav1.ListOptions{FieldSelector: "reason=" + kube.ReasonBound})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs.Items) != 0 {
+		t.Errorf("%d Bound events for a pod kube-scheduler bound, want none", len(evs.Items))
+	}
+}
+
+// schedulerFirst is a client whose every pod binding is preceded by the
+// same binding made by someone else (kube-scheduler winning the race).
+type schedulerFirst struct {
+	kubernetes.Interface
+	won int
+}
+
+func (s *schedulerFirst) CoreV1() typedcorev1.CoreV1Interface {
+	return schedulerFirstCore{s.Interface.CoreV1(), s}
+}
+
+type schedulerFirstCore struct {
+	typedcorev1.CoreV1Interface
+	s *schedulerFirst
+}
+
+func (c schedulerFirstCore) Pods(ns string) typedcorev1.PodInterface {
+	return schedulerFirstPods{c.CoreV1Interface.Pods(ns), c.s}
+}
+
+type schedulerFirstPods struct {
+	typedcorev1.PodInterface
+	s *schedulerFirst
+}
+
+func (p schedulerFirstPods) Bind(ctx context.Context, b *corev1.Binding, opts metav1.CreateOptions) error {
+	if err := p.PodInterface.Bind(ctx, b, opts); err != nil {
+		return fmt.Errorf("kube-scheduler's bind of %s: %w", b.Name, err)
+	}
+	p.s.won++
+	return p.PodInterface.Bind(ctx, b, opts)
 }
 
 func TestBinder_WaitsForStartupTaints(t *testing.T) {
