@@ -431,21 +431,6 @@ func TestLaunchRetriesThrottlingAndLostResponses(t *testing.T) {
 	}
 }
 
-func TestRetryerIsTuned(t *testing.T) {
-	r := Retryer()
-	if r.MaxAttempts() != RetryMaxAttempts || RetryMaxAttempts != 8 {
-		t.Errorf("max attempts = %d, want 8", r.MaxAttempts())
-	}
-	if d, _ := r.RetryDelay(30, errors.New("x")); d > RetryMaxBackoff {
-		t.Errorf("delay at attempt 30 = %s, above the %s cap", d, RetryMaxBackoff)
-	}
-	var o ec2.Options
-	EC2Options(&o)
-	if o.Retryer == nil || o.Retryer.MaxAttempts() != 8 {
-		t.Error("EC2Options does not set the retryer")
-	}
-}
-
 // TestLaunchFailuresNameThePoolAndCause: failures other than capacity
 // fail the node's launch with the pool and EC2's words.
 func TestLaunchFailuresNameThePoolAndCause(t *testing.T) {
