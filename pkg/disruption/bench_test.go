@@ -1,7 +1,6 @@
 package disruption
 
 import (
-	"errors"
 	"math/rand"
 	"testing"
 	"time"
@@ -25,9 +24,6 @@ const benchWorkload = "diverse-10k"
 func benchCluster(tb testing.TB) *simCluster {
 	tb.Helper()
 	in, err := benchdata.Load(benchWorkload)
-	if errors.Is(err, benchdata.ErrNoWorkloads) {
-		tb.Skipf("shared benchmark workloads are not available (%v); set JOIST_WORKLOADS or lay shared/ beside the repository", err)
-	}
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package scheduling_test
 
 import (
-	"errors"
 	"testing"
 	"time"
 
@@ -9,14 +8,11 @@ import (
 	"github.com/joist-dev/joist/pkg/scheduling"
 )
 
-// loadWorkload reads a shared benchmark workload or skips: CI lays shared/
-// beside the repository, a bare clone has no workloads.
+// loadWorkload reads a benchmark workload (embedded in benchdata, so
+// every clone has them).
 func loadWorkload(tb testing.TB, name string) scheduling.Input {
 	tb.Helper()
 	in, err := benchdata.Load(name)
-	if errors.Is(err, benchdata.ErrNoWorkloads) {
-		tb.Skipf("shared benchmark workloads are not available (%v); set JOIST_WORKLOADS or lay shared/ beside the repository", err)
-	}
 	if err != nil {
 		tb.Fatal(err)
 	}

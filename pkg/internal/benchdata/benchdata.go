@@ -1,16 +1,20 @@
 // Package benchdata loads the shared benchmark workloads into simulator
 // inputs, for the benchmarks and the `make bench` table printer.
 //
-// The workloads live in shared/workloads beside the repository (CI lays
-// shared/ next to the clone); JOIST_WORKLOADS overrides the folder.
+// The workloads are shared/workloads, copied into this package (embedded,
+// gzipped) so that a bare clone needs nothing beside it; JOIST_WORKLOADS
+// names another folder to read them from instead.
 package benchdata
 
 import (
+	"bytes"
+	"compress/gzip"
+	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 
 	"github.com/joist-dev/joist/pkg/catalog"
 	"github.com/joist-dev/joist/pkg/model"
@@ -39,42 +43,54 @@ var Karpenter = map[string]struct {
 	"diverse-10k": {29, 497.78, 13.0},
 }
 
-// ErrNoWorkloads means the shared workloads are not where they should be.
+// ErrNoWorkloads means the workloads are not where JOIST_WORKLOADS says.
 var ErrNoWorkloads = errors.New("benchmark workloads not found")
 
-// Dir finds the workloads folder: $JOIST_WORKLOADS, else
-// <repo>/../shared/workloads found from this source file.
-func Dir() (string, error) {
+// embedded holds copies of shared/workloads (gzip -9n of each file), so a
+// clone runs the benchmarks and their tests without shared/ beside it.
+// Refresh them after the shared workloads change:
+//
+//	for f in ../shared/workloads/*.yaml; do gzip -9n -c $f > pkg/internal/benchdata/workloads/$(basename $f).gz; done
+//
+//go:embed workloads/*.yaml.gz
+var embedded embed.FS
+
+// Read returns one workload's manifests: from $JOIST_WORKLOADS/<name>.yaml
+// when JOIST_WORKLOADS is set, else the copy embedded in this package.
+func Read(name string) ([]byte, string, error) {
 	if d := os.Getenv("JOIST_WORKLOADS"); d != "" {
-		return d, nil
+		path := filepath.Join(d, name+".yaml")
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, path, fmt.Errorf("%w: %v", ErrNoWorkloads, err)
+		}
+		return data, path, nil
 	}
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", ErrNoWorkloads
+	path := "workloads/" + name + ".yaml.gz"
+	gz, err := embedded.ReadFile(path)
+	if err != nil {
+		return nil, path, fmt.Errorf("read embedded workload %s: %w", name, err)
 	}
-	// file is <repo>/pkg/internal/benchdata/benchdata.go
-	repo := filepath.Join(filepath.Dir(file), "..", "..", "..")
-	d := filepath.Join(repo, "..", "shared", "workloads")
-	if _, err := os.Stat(d); err != nil {
-		return "", fmt.Errorf("%w: %s (set JOIST_WORKLOADS)", ErrNoWorkloads, d)
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		return nil, path, fmt.Errorf("read embedded workload %s: %w", name, err)
 	}
-	return d, nil
+	data, err := io.ReadAll(zr)
+	if err != nil {
+		return nil, path, fmt.Errorf("read embedded workload %s: %w", name, err)
+	}
+	return data, "benchdata/" + path, nil
 }
 
-// Load reads one workload file into an Input: its pools (through
-// pkg/specs, so the AWS webhook defaults apply, as they did for Karpenter)
-// and pods (through pkg/workload), with the catalog's types for Region.
+// Load reads one workload into an Input: its pools (through pkg/specs, so
+// the AWS webhook defaults apply, as they did for Karpenter) and pods
+// (through pkg/workload), with the catalog's types for Region.
 func Load(name string) (scheduling.Input, error) {
-	dir, err := Dir()
+	data, source, err := Read(name)
 	if err != nil {
 		return scheduling.Input{}, err
 	}
-	path := filepath.Join(dir, name+".yaml")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return scheduling.Input{}, fmt.Errorf("%w: %v", ErrNoWorkloads, err)
-	}
-	return FromManifest(data, path)
+	return FromManifest(data, source)
 }
 
 // FromManifest builds an Input from manifest bytes (pools and workloads).
