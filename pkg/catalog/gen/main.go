@@ -164,10 +164,15 @@ func run(ctx context.Context, in, out string, regions []string, clients clientsF
 	return nil
 }
 
-// defaultInput finds the repository root (the folder holding go.mod) above
+// defaultInput is $JOIST_SHARED/data/ec2-instance-types.json when
+// JOIST_SHARED is set; otherwise it finds the repository root (the folder
+// holding go.mod) above
 // the working folder and returns ../shared/data/ec2-instance-types.json
 // from there.
 func defaultInput() (string, error) {
+	if d := os.Getenv("JOIST_SHARED"); d != "" {
+		return filepath.Join(d, "data", "ec2-instance-types.json"), nil
+	}
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", fmt.Errorf("finding the working folder: %w", err)
