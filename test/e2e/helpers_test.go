@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"os"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -94,4 +96,88 @@ func workloadPod(name, workload, cpu string) *corev1.Pod {
 func withAnnotations(p *corev1.Pod, annotations map[string]string) *corev1.Pod {
 	p.Annotations = annotations
 	return p
+}
+
+// settled waits until the pending, ready and interruption queues hold
+// nothing, visible or in flight (every message handled and deleted), then
+// checks that none of their DLQs holds anything: nothing is left undone,
+// nothing was given up on. It replaces "sleep, then look": it returns as
+// soon as the ground is idle and fails, naming the queue, if it never is.
+func settled(t *testing.T, g *testenv.Ground, timeout time.Duration) {
+	t.Helper()
+	qs := []*testenv.Queue{g.Msg.Pending, g.Msg.Ready, g.Msg.Interruption}
+	for _, q := range qs {
+		eventually(t, timeout, "the queue "+queueName(q.URL)+" drained", func() (bool, error) {
+			return queueDepth(t, g, q.URL) == 0, nil
+		})
+	}
+	for _, q := range qs {
+		if q.DLQ == nil {
+			continue
+		}
+		if n := queueDepth(t, g, q.DLQ.URL); n != 0 {
+			t.Errorf("%d messages in the DLQ %s", n, queueName(q.DLQ.URL))
+		}
+	}
+}
+
+func queueName(url string) string { return url[strings.LastIndex(url, "/")+1:] }
+
+// handledCounts counts the messages each function's poller handed it
+// (schedule ticks and wake-ups excluded), as an OnBatch hook.
+type handledCounts struct {
+	mu     sync.Mutex
+	n      map[string]int
+	failed map[string]int // messages failed or in a batch whose invocation failed
+}
+
+func (h *handledCounts) hook(function string, ids, failed []string, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.n == nil {
+		h.n, h.failed = map[string]int{}, map[string]int{}
+	}
+	h.failed[function] += len(failed)
+	if err != nil && len(failed) == 0 {
+		h.failed[function]++
+	}
+	for _, id := range ids {
+		if id != "tick" && id != "wake" && id != "woken" {
+			h.n[function]++
+		}
+	}
+}
+
+func (h *handledCounts) get(function string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.n[function]
+}
+
+func (h *handledCounts) failures(function string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.failed[function]
+}
+
+// logBuffer collects the ground's logs (and copies them to stderr when
+// JOIST_TEST_VERBOSE is set) for a test to look for a line.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if os.Getenv("JOIST_TEST_VERBOSE") != "" {
+		_, _ = os.Stderr.Write(p)
+	}
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) count(substr string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Count(l.buf.String(), substr)
 }

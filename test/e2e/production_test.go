@@ -19,6 +19,7 @@ import (
 
 	joistevents "github.com/joist-dev/joist/events"
 	"github.com/joist-dev/joist/pkg/forwarder"
+	"github.com/joist-dev/joist/pkg/kube"
 	"github.com/joist-dev/joist/pkg/pods"
 	"github.com/joist-dev/joist/test/testenv"
 )
@@ -64,10 +65,16 @@ func smallPods(t *testing.T, prefix string, n int) []*corev1.Pod {
 }
 
 // dupPut delivers every PutEvents call n times: EventBridge's at-least-once
-// delivery at its worst.
+// delivery at its worst. It counts the entries delivered by detail type.
 type dupPut struct {
 	inner forwarder.PutEventsAPI
 	n     int
+	mu    *sync.Mutex
+	sent  map[string]int
+}
+
+func newDupPut(inner forwarder.PutEventsAPI, n int) dupPut {
+	return dupPut{inner: inner, n: n, mu: &sync.Mutex{}, sent: map[string]int{}}
 }
 
 func (d dupPut) PutEvents(ctx context.Context, in *eventbridge.PutEventsInput, opts ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error) {
@@ -75,18 +82,50 @@ func (d dupPut) PutEvents(ctx context.Context, in *eventbridge.PutEventsInput, o
 	var err error
 	for i := 0; i < d.n; i++ {
 		out, err = d.inner.PutEvents(ctx, in, opts...)
+		if err != nil {
+			continue
+		}
+		d.mu.Lock()
+		for j, e := range in.Entries {
+			if j < len(out.Entries) && out.Entries[j].ErrorCode == nil {
+				d.sent[aws.ToString(e.DetailType)]++
+			}
+		}
+		d.mu.Unlock()
 	}
 	return out, err
 }
 
+func (d dupPut) delivered(detailType string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.sent[detailType]
+}
+
+// TestE2E_DuplicateEvents: every event the forwarder puts arrives three
+// times. Once every copy has been handed to its function (counted, not
+// slept on) and the queues are idle, exactly the one instance a single
+// delivery gives was launched.
 func TestE2E_DuplicateEvents(t *testing.T) {
+	var dup dupPut
+	var handled handledCounts
 	g := testenv.NewGround(t, testenv.GroundOptions{
-		Cluster: "dup", Namespace: "dup", Specs: seed(t), ReadyDelay: 300 * time.Millisecond,
-		WrapPut: func(p forwarder.PutEventsAPI) forwarder.PutEventsAPI { return dupPut{p, 3} },
+		Cluster: "dup", Namespace: "dup", Specs: seed(t), ReadyDelay: 300 * time.Millisecond, OnBatch: handled.hook,
+		WrapPut: func(p forwarder.PutEventsAPI) forwarder.PutEventsAPI { dup = newDupPut(p, 3); return dup },
 	})
 	ps := createPending(t, g, deploymentPods(t, seed(t)))
 	waitBound(t, g, ps, 90*time.Second)
-	time.Sleep(3 * time.Second) // let every duplicate be handled
+	eventually(t, 60*time.Second, "every copy of every event handled", func() (bool, error) {
+		pending, ready := dup.delivered(joistevents.DetailTypePendingPods), dup.delivered(joistevents.DetailTypeNodeReady)
+		if pending < 3 || ready < 3 {
+			return false, fmt.Errorf("delivered %d pending-pods and %d node-ready copies, want at least 3 of each", pending, ready)
+		}
+		if p, r := handled.get("provisioner"), handled.get("binder"); p < pending || r < ready {
+			return false, fmt.Errorf("provisioner handled %d of %d, binder %d of %d", p, pending, r, ready)
+		}
+		return true, nil
+	})
+	settled(t, g, 30*time.Second)
 	if ids := launched(g); len(ids) != 1 {
 		t.Fatalf("launched %v with every event delivered three times, want exactly the one instance a single delivery gives", ids)
 	}
@@ -226,10 +265,10 @@ func TestE2E_ForgedEvents(t *testing.T) {
 	batches := 0
 	g := testenv.NewGround(t, testenv.GroundOptions{
 		Cluster: "forged", Namespace: "forged", Specs: seed(t), NoForwarder: true,
-		OnBatch: func(fn string, _, _ []string, _ error) {
+		OnBatch: func(fn string, ids, _ []string, _ error) {
 			if fn == "provisioner" {
 				mu.Lock()
-				batches++
+				batches += len(ids) // messages, not batches
 				mu.Unlock()
 			}
 		},
@@ -252,20 +291,30 @@ func TestE2E_ForgedEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 30*time.Second, "the forged events handled", func() (bool, error) {
+	eventually(t, 30*time.Second, "the three forged events handled", func() (bool, error) {
 		mu.Lock()
 		defer mu.Unlock()
-		return batches > 0, nil
+		return batches >= 3, nil
 	})
-	time.Sleep(2 * time.Second)
+	settled(t, g, 30*time.Second)
 	if n := len(g.EC2.CreateFleetCalls()); n != 0 {
 		t.Fatalf("forged events led to %d CreateFleet calls, want none", n)
 	}
 }
 
+// TestE2E_KubeSchedulerRace: a real kube-scheduler runs beside Joist. It
+// finds the pods unschedulable (so the forwarder sees them pending), Joist
+// launches one instance, and when its node is Ready both kube-scheduler
+// and Joist's binder go for the pods. The race must have happened (kube-
+// scheduler bound some pod onto Joist's node, or the binder found one
+// bound under it), every pod is bound exactly once, nothing failed or was
+// retried, and one instance was launched.
 func TestE2E_KubeSchedulerRace(t *testing.T) {
+	var handled handledCounts
+	logs := &logBuffer{}
 	g := testenv.NewGround(t, testenv.GroundOptions{
 		Cluster: "race", Namespace: "race", Specs: seed(t), ReadyDelay: 300 * time.Millisecond,
+		OnBatch: handled.hook, Logs: logs,
 	})
 	stop := startScheduler(t, g)
 	defer stop()
@@ -281,14 +330,60 @@ func TestE2E_KubeSchedulerRace(t *testing.T) {
 	}
 	// kube-scheduler itself marks them unschedulable (no node fits).
 	nodes := waitBound(t, g, ps, 120*time.Second)
-	time.Sleep(2 * time.Second)
+	settled(t, g, 60*time.Second)
+	// Who bound each pod: kube-scheduler records Scheduled, Joist's binder
+	// Bound. Events are written asynchronously: wait for one per pod.
+	var byScheduler, byJoist map[string]int
+	var sawUnschedulable map[string]bool
+	eventually(t, 30*time.Second, "an event naming who bound each pod", func() (bool, error) {
+		evs, err := g.Kube.Client.CoreV1().Events("race").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		byScheduler, byJoist, sawUnschedulable = map[string]int{}, map[string]int{}, map[string]bool{}
+		for _, e := range evs.Items {
+			fromScheduler := e.Source.Component == "default-scheduler" || e.ReportingController == "default-scheduler"
+			switch {
+			case fromScheduler && e.Reason == "Scheduled":
+				byScheduler[e.InvolvedObject.Name]++
+			case fromScheduler && e.Reason == "FailedScheduling":
+				sawUnschedulable[e.InvolvedObject.Name] = true
+			case e.Source.Component == "joist" && e.Reason == kube.ReasonBound:
+				byJoist[e.InvolvedObject.Name]++
+			}
+		}
+		for _, p := range ps {
+			if byScheduler[p.Name]+byJoist[p.Name] == 0 {
+				return false, fmt.Errorf("no event says who bound %s", p.Name)
+			}
+		}
+		return true, nil
+	})
+	schedulerWon := 0
 	for _, p := range ps {
+		if !sawUnschedulable[p.Name] {
+			t.Errorf("kube-scheduler never found pod %s unschedulable: it was not in the race", p.Name)
+		}
+		if n := byScheduler[p.Name] + byJoist[p.Name]; n != 1 {
+			t.Errorf("pod %s bound %d times (kube-scheduler %d, Joist %d), want once", p.Name, n, byScheduler[p.Name], byJoist[p.Name])
+		}
+		schedulerWon += byScheduler[p.Name]
 		got, err := g.Kube.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got.Spec.NodeName != nodes[p.Name] {
 			t.Errorf("pod %s moved from %s to %s: bound twice", p.Name, nodes[p.Name], got.Spec.NodeName)
+		}
+	}
+	binderLost := logs.count("already bound by someone else")
+	t.Logf("kube-scheduler bound %d of %d pods; the binder found %d bound under it", schedulerWon, len(ps), binderLost)
+	if schedulerWon == 0 && binderLost == 0 {
+		t.Errorf("no race: kube-scheduler bound no pod on Joist's node and the binder never found one bound by someone else")
+	}
+	for _, fn := range []string{"provisioner", "binder"} {
+		if n := handled.failures(fn); n != 0 {
+			t.Errorf("%d failed %s messages, want none", n, fn)
 		}
 	}
 	if ids := launched(g); len(ids) != 1 {
@@ -355,6 +450,19 @@ func TestE2E_UnavailableOfferingsSurviveAColdStart(t *testing.T) {
 		return ps
 	}
 	waitBound(t, g, createPending(t, g, withPort("first")), 90*time.Second)
+	// The first launch asked for t3.large and EC2 refused it for capacity:
+	// that is what marks the offering unavailable.
+	ran := map[string]bool{}
+	for _, c := range g.EC2.CreateFleetCalls() {
+		for _, e := range c.Errors {
+			if e.InstanceType == "t3.large" && e.Code == "InsufficientInstanceCapacity" {
+				ran[e.Zone] = true
+			}
+		}
+	}
+	if len(ran) == 0 {
+		t.Fatalf("no CreateFleet was refused t3.large for capacity (calls %+v): the first launch never ran out, so the test proves nothing", g.EC2.CreateFleetCalls())
+	}
 	if err := g.RestartProvisioner(); err != nil {
 		t.Fatal(err)
 	}

@@ -113,7 +113,7 @@ func TestE2E_SeedServiceScaleUp(t *testing.T) {
 	}
 	// Nothing was left undone or retried: no message waits in a queue or
 	// sits in a DLQ.
-	time.Sleep(2 * time.Second)
+	settled(t, g, 60*time.Second)
 	if n := len(g.EC2.Instances()); n != 1 {
 		t.Fatalf("%d instances after the pods were bound, want still 1", n)
 	}
