@@ -26,8 +26,9 @@ const (
 	// ResourcePrivateIPv4Address is what Windows pods consume (the VPC
 	// resource controller hands out secondary IPs on Windows nodes).
 	ResourcePrivateIPv4Address corev1.ResourceName = "vpc.amazonaws.com/PrivateIPv4Address"
-	EvictionMemoryAvailable                        = "memory.available"
-	EvictionNodeFSAvailable                        = "nodefs.available"
+
+	EvictionMemoryAvailable = "memory.available"
+	EvictionNodeFSAvailable = "nodefs.available"
 )
 
 const (

@@ -187,8 +187,3 @@ func (c *ttlCache[V]) put(key string, v V, until time.Time) {
 	c.entries[key] = ttlEntry[V]{v: v, until: until}
 }
 
-func (c *ttlCache[V]) drop(key string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.entries, key)
-}

@@ -91,7 +91,9 @@ func TestTemplateNamesAreContentAddressed(t *testing.T) {
 	c := TemplateContent{ImageID: "ami-1", UserData: "x", SecurityGroups: []string{"sg-1"}}
 	d := c
 	d.ImageID = "ami-2"
-	if c.Name("hoon") == d.Name("hoon") || c.Name("hoon") != c.Name("hoon") {
+	same := c
+	same.SecurityGroups = []string{"sg-1"} // equal content, not the same slice
+	if c.Name("hoon") == d.Name("hoon") || c.Name("hoon") != same.Name("hoon") {
 		t.Error("names must follow content")
 	}
 	if !strings.HasPrefix(c.Name("hoon"), "joist/hoon/") {

@@ -65,60 +65,86 @@ func smallPods(t *testing.T, prefix string, n int) []*corev1.Pod {
 }
 
 // dupPut delivers every PutEvents call n times: EventBridge's at-least-once
-// delivery at its worst. It counts the entries delivered by detail type.
+// delivery at its worst. The first copy goes at once, the others later
+// (1.5 s apart, beyond the provisioner's 1 s batching window), so each
+// duplicate reaches its function in a batch of its own rather than beside
+// the original. It counts the copies delivered by detail type and those
+// still to go.
 type dupPut struct {
-	inner forwarder.PutEventsAPI
-	n     int
-	mu    *sync.Mutex
-	sent  map[string]int
+	inner   forwarder.PutEventsAPI
+	n       int
+	mu      *sync.Mutex
+	sent    map[string]int
+	waiting *int
 }
 
 func newDupPut(inner forwarder.PutEventsAPI, n int) dupPut {
-	return dupPut{inner: inner, n: n, mu: &sync.Mutex{}, sent: map[string]int{}}
+	return dupPut{inner: inner, n: n, mu: &sync.Mutex{}, sent: map[string]int{}, waiting: new(int)}
+}
+
+func (d dupPut) put(ctx context.Context, in *eventbridge.PutEventsInput, opts ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error) {
+	out, err := d.inner.PutEvents(ctx, in, opts...)
+	if err != nil {
+		return out, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for j, e := range in.Entries {
+		if j < len(out.Entries) && out.Entries[j].ErrorCode == nil {
+			d.sent[aws.ToString(e.DetailType)]++
+		}
+	}
+	return out, nil
 }
 
 func (d dupPut) PutEvents(ctx context.Context, in *eventbridge.PutEventsInput, opts ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error) {
-	var out *eventbridge.PutEventsOutput
-	var err error
-	for i := 0; i < d.n; i++ {
-		out, err = d.inner.PutEvents(ctx, in, opts...)
-		if err != nil {
-			continue
-		}
-		d.mu.Lock()
-		for j, e := range in.Entries {
-			if j < len(out.Entries) && out.Entries[j].ErrorCode == nil {
-				d.sent[aws.ToString(e.DetailType)]++
-			}
-		}
-		d.mu.Unlock()
+	out, err := d.put(ctx, in, opts...)
+	if err != nil {
+		return out, err
 	}
-	return out, err
+	d.mu.Lock()
+	*d.waiting += d.n - 1
+	d.mu.Unlock()
+	go func() {
+		ctx := context.WithoutCancel(ctx)
+		for i := 1; i < d.n; i++ {
+			time.Sleep(1500 * time.Millisecond) // the delivery delay being simulated, not a wait for a result
+			_, _ = d.put(ctx, in, opts...)
+			d.mu.Lock()
+			*d.waiting--
+			d.mu.Unlock()
+		}
+	}()
+	return out, nil
 }
 
-func (d dupPut) delivered(detailType string) int {
+func (d dupPut) delivered(detailType string) (n, waiting int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.sent[detailType]
+	return d.sent[detailType], *d.waiting
 }
 
 // TestE2E_DuplicateEvents: every event the forwarder puts arrives three
-// times. Once every copy has been handed to its function (counted, not
+// times, the copies 1.5 s and 3 s after the original, while the instance
+// the first planned is still booting (its node stays NotReady 8 s): each
+// copy is a reconcile that must count the pods planned onto the in-flight
+// instance. Once every copy has been handed to its function (counted, not
 // slept on) and the queues are idle, exactly the one instance a single
 // delivery gives was launched.
 func TestE2E_DuplicateEvents(t *testing.T) {
 	var dup dupPut
 	var handled handledCounts
 	g := testenv.NewGround(t, testenv.GroundOptions{
-		Cluster: "dup", Namespace: "dup", Specs: seed(t), ReadyDelay: 300 * time.Millisecond, OnBatch: handled.hook,
+		Cluster: "dup", Namespace: "dup", Specs: seed(t), ReadyDelay: 8 * time.Second, OnBatch: handled.hook,
 		WrapPut: func(p forwarder.PutEventsAPI) forwarder.PutEventsAPI { dup = newDupPut(p, 3); return dup },
 	})
 	ps := createPending(t, g, deploymentPods(t, seed(t)))
 	waitBound(t, g, ps, 90*time.Second)
 	eventually(t, 60*time.Second, "every copy of every event handled", func() (bool, error) {
-		pending, ready := dup.delivered(joistevents.DetailTypePendingPods), dup.delivered(joistevents.DetailTypeNodeReady)
-		if pending < 3 || ready < 3 {
-			return false, fmt.Errorf("delivered %d pending-pods and %d node-ready copies, want at least 3 of each", pending, ready)
+		pending, waiting := dup.delivered(joistevents.DetailTypePendingPods)
+		ready, _ := dup.delivered(joistevents.DetailTypeNodeReady)
+		if waiting > 0 || pending < 3 || ready < 3 {
+			return false, fmt.Errorf("delivered %d pending-pods and %d node-ready copies (%d copies still to go), want every copy and at least 3 of each", pending, ready, waiting)
 		}
 		if p, r := handled.get("provisioner"), handled.get("binder"); p < pending || r < ready {
 			return false, fmt.Errorf("provisioner handled %d of %d, binder %d of %d", p, pending, r, ready)
@@ -304,17 +330,23 @@ func TestE2E_ForgedEvents(t *testing.T) {
 
 // TestE2E_KubeSchedulerRace: a real kube-scheduler runs beside Joist. It
 // finds the pods unschedulable (so the forwarder sees them pending), Joist
-// launches one instance, and when its node is Ready both kube-scheduler
-// and Joist's binder go for the pods. The race must have happened (kube-
-// scheduler bound some pod onto Joist's node, or the binder found one
-// bound under it), every pod is bound exactly once, nothing failed or was
-// retried, and one instance was launched.
+// plans them and launches one instance, and when its node is Ready both
+// kube-scheduler and Joist's binder go for the pods. Left alone on this
+// ground the binder (300 ms from Ready) always beats kube-scheduler's
+// backoff and no race happens; in AWS the node-ready event crosses
+// EventBridge, SQS and a Lambda start first. So the forwarder's node-ready
+// events are held until kube-scheduler has bound a pod onto Joist's node,
+// then released: the binder then runs against pods kube-scheduler bound
+// under its plan. Every pod is bound exactly once, nothing is handed back,
+// nothing fails or is retried, and one instance was launched.
 func TestE2E_KubeSchedulerRace(t *testing.T) {
 	var handled handledCounts
 	logs := &logBuffer{}
+	hold := &holdReady{release: make(chan struct{})}
 	g := testenv.NewGround(t, testenv.GroundOptions{
 		Cluster: "race", Namespace: "race", Specs: seed(t), ReadyDelay: 300 * time.Millisecond,
 		OnBatch: handled.hook, Logs: logs,
+		WrapPut: func(p forwarder.PutEventsAPI) forwarder.PutEventsAPI { hold.inner = p; return hold },
 	})
 	stop := startScheduler(t, g)
 	defer stop()
@@ -328,8 +360,25 @@ func TestE2E_KubeSchedulerRace(t *testing.T) {
 		}
 		ps = append(ps, created)
 	}
-	// kube-scheduler itself marks them unschedulable (no node fits).
+	// kube-scheduler itself marks them unschedulable (no node fits); once
+	// Joist's node is Ready it binds what fits there.
+	eventually(t, 120*time.Second, "kube-scheduler to bind a pod onto Joist's node", func() (bool, error) {
+		for _, p := range ps {
+			got, err := g.Kube.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if got.Spec.NodeName != "" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	close(hold.release)
 	nodes := waitBound(t, g, ps, 120*time.Second)
+	eventually(t, 60*time.Second, "the binder to handle the released node-ready events", func() (bool, error) {
+		return handled.get("binder") > 0, nil
+	})
 	settled(t, g, 60*time.Second)
 	// Who bound each pod: kube-scheduler records Scheduled, Joist's binder
 	// Bound. Events are written asynchronously: wait for one per pod.
@@ -381,6 +430,9 @@ func TestE2E_KubeSchedulerRace(t *testing.T) {
 	if schedulerWon == 0 && binderLost == 0 {
 		t.Errorf("no race: kube-scheduler bound no pod on Joist's node and the binder never found one bound by someone else")
 	}
+	if n := logs.count("handing it back to the provisioner"); n != 0 {
+		t.Errorf("the binder handed %d planned pods back: kube-scheduler's pods on the node were not told from its own", n)
+	}
 	for _, fn := range []string{"provisioner", "binder"} {
 		if n := handled.failures(fn); n != 0 {
 			t.Errorf("%d failed %s messages, want none", n, fn)
@@ -389,6 +441,27 @@ func TestE2E_KubeSchedulerRace(t *testing.T) {
 	if ids := launched(g); len(ids) != 1 {
 		t.Fatalf("launched %v, want one instance", ids)
 	}
+}
+
+// holdReady holds the forwarder's node-ready events until release is
+// closed (other events pass): a slow path from node Ready to the binder.
+type holdReady struct {
+	inner   forwarder.PutEventsAPI
+	release chan struct{}
+}
+
+func (h *holdReady) PutEvents(ctx context.Context, in *eventbridge.PutEventsInput, opts ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error) {
+	for _, e := range in.Entries {
+		if aws.ToString(e.DetailType) == joistevents.DetailTypeNodeReady {
+			select {
+			case <-h.release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			break
+		}
+	}
+	return h.inner.PutEvents(ctx, in, opts...)
 }
 
 // startScheduler runs a real kube-scheduler against the test API server.

@@ -2,6 +2,7 @@ package kubeletsim
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -369,11 +370,11 @@ func parseBottlerocket(s string) (*Registration, error) {
 		} `toml:"settings"`
 	}
 	if _, err := toml.Decode(s, &doc); err != nil {
-		return nil, fmt.Errorf("Bottlerocket TOML: %w", err)
+		return nil, fmt.Errorf("decode Bottlerocket TOML: %w", err)
 	}
 	k := doc.Settings.Kubernetes
 	if k.ClusterName == "" {
-		return nil, fmt.Errorf("Bottlerocket settings lack settings.kubernetes.cluster-name")
+		return nil, errors.New("the Bottlerocket settings lack settings.kubernetes.cluster-name")
 	}
 	reg := &Registration{Format: "Bottlerocket", Labels: map[string]string{}, MaxPods: k.MaxPods,
 		ClusterName: k.ClusterName, APIServerEndpoint: k.APIServer, CertificateAuthority: k.ClusterCertificate}

@@ -216,14 +216,6 @@ func maxProperties(v int64) edit { return func(p *props) { p.MaxProperties = &v 
 
 func listType(t string) edit { return func(p *props) { p.XListType = &t } }
 
-func intOrString() edit {
-	return func(p *props) {
-		p.Type = ""
-		p.XIntOrString = true
-		p.AnyOf = []props{{Type: "integer"}, {Type: "string"}}
-	}
-}
-
 func defaultJSON(v any) edit {
 	return func(p *props) {
 		b, err := json.Marshal(v)
