@@ -186,4 +186,3 @@ func (c *ttlCache[V]) put(key string, v V, until time.Time) {
 	}
 	c.entries[key] = ttlEntry[V]{v: v, until: until}
 }
-
