@@ -10,6 +10,7 @@ import (
 
 	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/scheduling"
+	"github.com/joist-dev/joist/pkg/scheduling/verify"
 )
 
 // simCluster is a cluster the tests and the benchmark consolidate: nodes
@@ -23,7 +24,7 @@ type simCluster struct {
 	nodes []Node
 	now   time.Time
 	seq   int
-	// verify checks every replan with scheduling.Verify (slow on a
+	// verify checks every replan with verify.Plan (pkg/scheduling/verify) (slow on a
 	// thousand nodes: the property test does, the benchmark does not).
 	verify bool
 }
@@ -175,7 +176,7 @@ func (c *simCluster) apply(plan Plan) error {
 		return fmt.Errorf("retiring %v leaves pod %s without a place: %s", names(plan.Retire), sp.Unschedulable[0].Pod.Name, sp.Unschedulable[0].Reason)
 	}
 	if c.verify {
-		if errs := scheduling.Verify(in, sp); len(errs) > 0 {
+		if errs := verify.Plan(in, sp); len(errs) > 0 {
 			return fmt.Errorf("replan of %v invalid: %v", names(plan.Retire), errs[0])
 		}
 	}

@@ -64,7 +64,7 @@ func randomCluster(rng *rand.Rand, types []*scheduling.InstanceType) *simCluster
 // TestPropertyConsolidationKeepsEveryPodAndSaves consolidates random
 // clusters pass after pass: no decision leaves a pod without a place or
 // needs more new nodes than it says (apply re-plans the retired nodes'
-// pods with pkg/scheduling and checks the plan with scheduling.Verify),
+// pods with pkg/scheduling and checks the plan with verify.Plan (pkg/scheduling/verify)),
 // every decision saves money and the cluster's $/h falls with every
 // command, do-not-disrupt nodes and pods stay, and budgets hold.
 func TestPropertyConsolidationKeepsEveryPodAndSaves(t *testing.T) {

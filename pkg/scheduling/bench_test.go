@@ -6,6 +6,7 @@ import (
 
 	"github.com/joist-dev/joist/pkg/internal/benchdata"
 	"github.com/joist-dev/joist/pkg/scheduling"
+	"github.com/joist-dev/joist/pkg/scheduling/verify"
 )
 
 // loadWorkload reads a benchmark workload (embedded in benchdata, so
@@ -56,7 +57,7 @@ func TestWorkloadPlans(t *testing.T) {
 			if len(plan.Unschedulable) > 0 {
 				t.Fatalf("%d unschedulable, first: %s", len(plan.Unschedulable), plan.Unschedulable[0].Reason)
 			}
-			for _, err := range scheduling.Verify(in, plan) {
+			for _, err := range verify.Plan(in, plan) {
 				t.Error(err)
 			}
 			k := benchdata.Karpenter[name]

@@ -13,6 +13,7 @@ import (
 
 	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/scheduling"
+	"github.com/joist-dev/joist/pkg/scheduling/verify"
 )
 
 // A small synthetic catalog: three general types in two families, a GPU
@@ -259,7 +260,7 @@ func existingNode(name, zone string, held ...*corev1.Pod) *scheduling.Node {
 func solve(t *testing.T, in scheduling.Input) scheduling.Plan {
 	t.Helper()
 	plan := scheduling.Solve(in)
-	for _, err := range scheduling.Verify(in, plan) {
+	for _, err := range verify.Plan(in, plan) {
 		t.Errorf("verify: %v", err)
 	}
 	return plan

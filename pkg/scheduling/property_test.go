@@ -12,6 +12,7 @@ import (
 
 	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/scheduling"
+	"github.com/joist-dev/joist/pkg/scheduling/verify"
 )
 
 // genInput draws a random cluster: pools with taints, labels, limits and
@@ -114,7 +115,7 @@ func TestPropertyPlansAreValid(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		in := genInput(t)
 		plan := scheduling.Solve(in)
-		for _, err := range scheduling.Verify(in, plan) {
+		for _, err := range verify.Plan(in, plan) {
 			t.Fatal(err)
 		}
 		if plan.LowerBoundPricePerHour > plan.TotalPricePerHour+1e-9 {

@@ -1,0 +1,186 @@
+package verify
+
+import (
+	"encoding/json"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+
+	"github.com/joist-dev/joist/pkg/scheduling"
+)
+
+// The Kubernetes rules this package reads for itself, rather than take
+// from the packer it checks.
+
+// Labels Karpenter puts on every node it launches.
+const (
+	labelKarpenterRegistered  = "karpenter.sh/registered"
+	labelKarpenterInitialized = "karpenter.sh/initialized"
+)
+
+// goneAfterRegistration are taints an in-flight node carries only until
+// it is up: the node lifecycle controller's not-ready and unreachable,
+// the cloud provider's uninitialized, and the registration taints of
+// Karpenter and Joist. A pod placed on an in-flight node need not
+// tolerate them.
+var goneAfterRegistration = map[string]bool{
+	"node.kubernetes.io/not-ready":                   true,
+	"node.kubernetes.io/unreachable":                 true,
+	"node.cloudprovider.kubernetes.io/uninitialized": true,
+	"karpenter.sh/unregistered":                      true,
+	"joist.sh/unregistered":                          true,
+}
+
+// daemonSetTolerations are the tolerations the DaemonSet controller adds
+// to its pods (pkg/controller/daemon/util.AddOrUpdateDaemonPodTolerations):
+// not-ready and unreachable (NoExecute); disk, memory and PID pressure
+// and unschedulable (NoSchedule); network-unavailable (NoSchedule) for
+// host-network pods only.
+func daemonSetTolerations(p *corev1.Pod) []corev1.Toleration {
+	exists := func(key string, effect corev1.TaintEffect) corev1.Toleration {
+		return corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists, Effect: effect}
+	}
+	out := []corev1.Toleration{
+		exists("node.kubernetes.io/not-ready", corev1.TaintEffectNoExecute),
+		exists("node.kubernetes.io/unreachable", corev1.TaintEffectNoExecute),
+		exists("node.kubernetes.io/disk-pressure", corev1.TaintEffectNoSchedule),
+		exists("node.kubernetes.io/memory-pressure", corev1.TaintEffectNoSchedule),
+		exists("node.kubernetes.io/pid-pressure", corev1.TaintEffectNoSchedule),
+		exists("node.kubernetes.io/unschedulable", corev1.TaintEffectNoSchedule),
+	}
+	if p.Spec.HostNetwork {
+		out = append(out, exists("node.kubernetes.io/network-unavailable", corev1.TaintEffectNoSchedule))
+	}
+	return out
+}
+
+// runsDaemonPod reports whether a node already runs a pod of the named
+// DaemonSet (one it owns).
+func runsDaemonPod(n *scheduling.Node, namespace, name string) bool {
+	for _, p := range n.Pods {
+		if p.Namespace != namespace {
+			continue
+		}
+		for _, ref := range p.OwnerReferences {
+			if ref.Kind == "DaemonSet" && ref.Name == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// boundPort is a host port a pod takes on its node, as the NodePorts
+// filter sees it: an empty protocol is TCP and an empty IP is 0.0.0.0.
+type boundPort struct {
+	ip       string
+	protocol corev1.Protocol
+	port     int32
+}
+
+// clashesWith is the NodePorts rule: the same port and protocol, on the
+// same IP or where either side listens on every address (0.0.0.0).
+func (a boundPort) clashesWith(b boundPort) bool {
+	if a.port != b.port || a.protocol != b.protocol {
+		return false
+	}
+	return a.ip == b.ip || a.ip == "0.0.0.0" || b.ip == "0.0.0.0"
+}
+
+// hostPortsOf lists the host ports a pod takes: those of its containers
+// and of its init containers (the packer's reading, and the safe one: a
+// sidecar keeps its port, and a clash of init containers fails the pod).
+func hostPortsOf(p *corev1.Pod) []boundPort {
+	var out []boundPort
+	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for _, c := range cs {
+			for _, cp := range c.Ports {
+				if cp.HostPort == 0 {
+					continue
+				}
+				bp := boundPort{ip: cp.HostIP, protocol: cp.Protocol, port: cp.HostPort}
+				if bp.ip == "" {
+					bp.ip = "0.0.0.0"
+				}
+				if bp.protocol == "" {
+					bp.protocol = corev1.ProtocolTCP
+				}
+				out = append(out, bp)
+			}
+		}
+	}
+	return out
+}
+
+// podSelector is an affinity term's or spread's selector as the
+// kube-scheduler applies it: the labelSelector, plus, for each key of
+// matchLabelKeys the owner has, key in (owner's value), and for each key
+// of mismatchLabelKeys, key notin (owner's value). No selector selects
+// nothing.
+func podSelector(ls *metav1.LabelSelector, owner map[string]string, matchKeys, mismatchKeys []string) labels.Selector {
+	if ls == nil {
+		return labels.Nothing()
+	}
+	sel, err := metav1.LabelSelectorAsSelector(ls)
+	if err != nil {
+		return labels.Nothing()
+	}
+	add := func(keys []string, op selection.Operator) {
+		for _, k := range keys {
+			v, ok := owner[k]
+			if !ok {
+				continue
+			}
+			r, err := labels.NewRequirement(k, op, []string{v})
+			if err != nil {
+				continue
+			}
+			sel = sel.Add(*r)
+		}
+	}
+	add(matchKeys, selection.In)
+	add(mismatchKeys, selection.NotIn)
+	return sel
+}
+
+// sameAs groups the well-known node label keys that name one thing: the
+// stable key and its deprecated (beta) forms, and the EBS CSI driver's
+// zone key, which Karpenter reads as the zone.
+var sameAs = [][]string{
+	{"topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone", "topology.ebs.csi.aws.com/zone"},
+	{"topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region"},
+	{"kubernetes.io/arch", "beta.kubernetes.io/arch"},
+	{"kubernetes.io/os", "beta.kubernetes.io/os"},
+	{"node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type"},
+}
+
+// labelValue is a node's value for key, found under the key or any key
+// naming the same thing.
+func labelValue(l map[string]string, key string) (string, bool) {
+	if v, ok := l[key]; ok {
+		return v, true
+	}
+	for _, group := range sameAs {
+		in := false
+		for _, k := range group {
+			in = in || k == key
+		}
+		if !in {
+			continue
+		}
+		for _, k := range group {
+			if v, ok := l[k]; ok {
+				return v, true
+			}
+		}
+	}
+	return "", false
+}
+
+// jsonOf is v as JSON, a cache key.
+func jsonOf(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
