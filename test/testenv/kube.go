@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -116,7 +117,10 @@ func StartKube(apiserver, etcd string) (*KubeEnv, error) {
 	if err := os.WriteFile(policy, []byte(rbacAuditPolicy), 0o600); err != nil {
 		return nil, err
 	}
-	env := &envtest.Environment{ErrorIfCRDPathMissing: false}
+	// A cold, busy machine starts etcd and kube-apiserver slowly: wait for
+	// them generously (envtest's default is 20 s each); a fast one is not
+	// slowed, the wait ends when they answer.
+	env := &envtest.Environment{ErrorIfCRDPathMissing: false, ControlPlaneStartTimeout: StartTimeout, ControlPlaneStopTimeout: time.Minute}
 	api := env.ControlPlane.GetAPIServer()
 	api.Path = apiserver
 	// RBAC is envtest's default authorizer; the audit log records what
@@ -128,7 +132,7 @@ func StartKube(apiserver, etcd string) (*KubeEnv, error) {
 	}
 	cfg, err := env.Start()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("start etcd and kube-apiserver (waited up to %s for them to answer): %w", StartTimeout, err)
 	}
 	onStop(func() { _ = env.Stop() })
 	user, err := env.ControlPlane.AddUser(envtest.User{Name: "joist-test-admin", Groups: []string{"system:masters"}}, nil)

@@ -64,8 +64,8 @@ func StartKumo(bin string) (*KumoEnv, error) {
 	}
 	onStop(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	k := &KumoEnv{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port), Port: port}
-	if err := waitHTTP(k.Endpoint+"/health", 20*time.Second); err != nil {
-		return nil, fmt.Errorf("kumo health: %w", err)
+	if err := waitHTTP(k.Endpoint+"/health", StartTimeout); err != nil {
+		return nil, fmt.Errorf("wait for kumo (the AWS emulator) to answer /health: %w", err)
 	}
 	return k, nil
 }

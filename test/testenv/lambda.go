@@ -13,7 +13,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 )
 
 var (
@@ -118,9 +117,9 @@ func RunFunction(rie, name, bootstrap string, env map[string]string, logs io.Wri
 		return nil, err
 	}
 	f := &Function{Name: name, URL: fmt.Sprintf("http://127.0.0.1:%d/2015-03-31/functions/function/invocations", port), cmd: cmd}
-	if err := waitTCP(fmt.Sprintf("127.0.0.1:%d", port), 10*time.Second); err != nil {
+	if err := waitTCP(fmt.Sprintf("127.0.0.1:%d", port), StartTimeout); err != nil {
 		f.Stop()
-		return nil, err
+		return nil, fmt.Errorf("wait for function %s under aws-lambda-rie to listen: %w", name, err)
 	}
 	return f, nil
 }

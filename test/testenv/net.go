@@ -6,6 +6,12 @@ import (
 	"time"
 )
 
+// StartTimeout is how long the test ground waits for each program it
+// starts (etcd, kube-apiserver, kumo, a function under aws-lambda-rie) to
+// answer: generous, for a cold machine busy with other work; a wait ends
+// as soon as the program answers.
+const StartTimeout = 3 * time.Minute
+
 func waitTCP(addr string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
