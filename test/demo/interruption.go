@@ -66,12 +66,12 @@ const interruptionNotice = 30 * time.Second
 // node (the reaper drains it, the demo plays the pods' ReplicaSet), the
 // pods' successors are bound on the replacement, and only then does the
 // reclaim come.
-func interruptionDemo(kube *testenv.KubeEnv, kumo *testenv.KumoEnv, rie string, logs *os.File, logPath string) error {
+func interruptionDemo(kube *testenv.KubeEnv, kumo *testenv.KumoEnv, rie string, logs *os.File) error {
 	fmt.Println("Joist demo: a spot interruption, handled replacement-first")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	groundCtx, stopGround := context.WithCancel(context.Background())
+	defer stopGround()
 	n := &narrator{seen: map[string]bool{}}
-	g, err := testenv.StartGround(ctx, kube, kumo, rie, testenv.GroundOptions{
+	g, err := testenv.StartGround(groundCtx, kube, kumo, rie, testenv.GroundOptions{
 		Cluster: "hoon-cluster", Namespace: "default", Specs: []byte(interruptionSpecs), ReadyDelay: 2 * time.Second, Logs: logs,
 		ExtraEnv: map[string]string{"CLUSTER_SERVICE_CIDR": "10.100.0.0/16"},
 		// The reaper drains retiring nodes; rate(1 minute) in AWS, its
@@ -91,9 +91,11 @@ func interruptionDemo(kube *testenv.KubeEnv, kumo *testenv.KumoEnv, rie string, 
 		},
 	}, testenv.Build)
 	if err != nil {
-		return err
+		return fmt.Errorf("start the test ground: %w", err)
 	}
 	defer g.Close()
+	ctx, cancel := context.WithTimeout(groundCtx, scenarioTimeout)
+	defer cancel()
 	fmt.Println("  a spot-only NodePool; the Deployment's two pods fit one node")
 	fmt.Println()
 
@@ -110,7 +112,7 @@ func interruptionDemo(kube *testenv.KubeEnv, kumo *testenv.KumoEnv, rie string, 
 	n.say("pods %s and %s pending", originals[0].Name, originals[1].Name)
 	var node *corev1.Node
 	for node == nil {
-		if err := pause(ctx, fmt.Errorf("the pods were not bound in time; see %s", logPath)); err != nil {
+		if err := pause(ctx, fmt.Errorf("waited %s for the pods to be bound to the spot node", scenarioTimeout)); err != nil {
 			return err
 		}
 		on := map[string]bool{}
@@ -155,7 +157,7 @@ func interruptionDemo(kube *testenv.KubeEnv, kumo *testenv.KumoEnv, rie string, 
 	var evicted, boundOnReplacement time.Time
 	done := false
 	for !done {
-		if err := pause(ctx, fmt.Errorf("the interruption was not handled in time; see %s", logPath)); err != nil {
+		if err := pause(ctx, fmt.Errorf("waited until %s into the scenario for the interruption to be handled; it was not", scenarioTimeout)); err != nil {
 			return err
 		}
 		if calls := g.EC2.CreateFleetCalls(); len(calls) > fleetsBefore && replacement == "" && len(calls[fleetsBefore].InstanceIDs) == 1 {

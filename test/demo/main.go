@@ -24,18 +24,60 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"k8s.io/klog/v2"
+
 	"github.com/joist-dev/joist/pkg/workload"
 	"github.com/joist-dev/joist/test/testenv"
 )
+
+// logPath is where the functions', simulators' and client libraries' logs
+// go, so the narration stays readable.
+var logPath = filepath.Join(os.TempDir(), "joist-demo.log")
+
+// scenarioTimeout bounds the scenario itself, from the first pod created:
+// on any machine it takes seconds; the clock starts only once everything
+// is built and started, however long that took.
+const scenarioTimeout = 5 * time.Minute
 
 func main() {
 	interruption := flag.Bool("interruption", false, "narrate a spot interruption handled replacement-first instead of the seed scenario")
 	flag.Parse()
 	if err := run(*interruption); err != nil {
-		fmt.Fprintln(os.Stderr, "demo:", err)
 		testenv.Stop()
+		fmt.Fprintf(os.Stderr, "\nThe demo failed: %v\n", err)
+		fmt.Fprintf(os.Stderr, "  The functions' and simulators' logs are in %s.\n", logPath)
+		fmt.Fprintln(os.Stderr, "  A first run on a cold machine builds and starts a lot; if a start timed out, `make demo` again starts warm.")
 		os.Exit(1)
 	}
+}
+
+// quietLibraries sends klog (client-go's logger) to the demo's log file:
+// its lines about watches ending with a canceled context are the normal
+// sound of the demo stopping, not news for the reader.
+func quietLibraries(w *os.File) {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	_ = fs.Set("logtostderr", "false")
+	_ = fs.Set("alsologtostderr", "false")
+	_ = fs.Set("stderrthreshold", "FATAL")
+	klog.SetOutput(w)
+}
+
+// buildFunctions builds the functions' bootstraps before anything starts,
+// one line each: on a cold machine the first build downloads and compiles
+// the AWS SDK and client-go (minutes); later ones take about a second.
+func buildFunctions() error {
+	fmt.Println("  building the functions (first run on a cold machine: ~1-3 min for the first, less for the rest; warm: ~1 s each)")
+	for _, name := range []string{"provisioner", "binder", "reaper", "interruption"} {
+		start := time.Now()
+		fmt.Printf("    %-13s ", name)
+		if _, err := testenv.Build(name); err != nil {
+			fmt.Println("failed")
+			return fmt.Errorf("build function %s: %w", name, err)
+		}
+		fmt.Printf("%.0fs\n", time.Since(start).Seconds())
+	}
+	return nil
 }
 
 type narrator struct {
@@ -91,30 +133,39 @@ func run(interruption bool) error {
 	if err != nil {
 		return err
 	}
-	logPath := filepath.Join(os.TempDir(), "joist-demo.log")
 	logs, err := os.Create(logPath)
 	if err != nil {
 		return err
 	}
 	defer logs.Close()
+	quietLibraries(logs)
 
-	fmt.Println("  starting kube-apiserver + etcd, kumo (AWS emulator), the EC2 simulator, the functions under aws-lambda-rie ...")
+	if err := buildFunctions(); err != nil {
+		return err
+	}
+	fmt.Printf("  starting etcd + kube-apiserver (cold: up to a minute; waiting up to %s) ...\n", testenv.StartTimeout)
+	start := time.Now()
 	kube, err := testenv.StartKube(apiserver, etcd)
 	if err != nil {
-		return fmt.Errorf("kube-apiserver: %w", err)
+		return err
 	}
+	fmt.Printf("    up in %.0fs\n", time.Since(start).Seconds())
+	fmt.Printf("  starting kumo, the AWS emulator (a few seconds; waiting up to %s) ...\n", testenv.StartTimeout)
+	start = time.Now()
 	kumo, err := testenv.StartKumo(kumoBin)
 	if err != nil {
-		return fmt.Errorf("kumo: %w", err)
+		return err
 	}
+	fmt.Printf("    up in %.0fs\n", time.Since(start).Seconds())
+	fmt.Println("  starting the EC2 simulator, the queues and the functions under aws-lambda-rie (seconds) ...")
 	if interruption {
-		return interruptionDemo(kube, kumo, rie, logs, logPath)
+		return interruptionDemo(kube, kumo, rie, logs)
 	}
 	fmt.Println("Joist demo: the seed's nginx Deployment on a cluster with no nodes")
 	n := &narrator{seen: map[string]bool{}}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	g, err := testenv.StartGround(ctx, kube, kumo, rie, testenv.GroundOptions{
+	groundCtx, stopGround := context.WithCancel(context.Background())
+	defer stopGround()
+	g, err := testenv.StartGround(groundCtx, kube, kumo, rie, testenv.GroundOptions{
 		Cluster: "hoon-cluster", Namespace: "default", Specs: seed, ReadyDelay: 2 * time.Second, Logs: logs,
 		// The reaper's schedule: rate(1 minute) in AWS, faster here.
 		ReaperEvery: reaperEvery,
@@ -130,9 +181,11 @@ func run(interruption bool) error {
 		},
 	}, testenv.Build)
 	if err != nil {
-		return err
+		return fmt.Errorf("start the test ground: %w", err)
 	}
 	defer g.Close()
+	ctx, cancel := context.WithTimeout(groundCtx, scenarioTimeout)
+	defer cancel()
 	fmt.Println("  specs stored in SSM under /joist/hoon-cluster/ (Provisioners service + management, their AWSNodeTemplates)")
 	fmt.Println()
 
@@ -143,7 +196,7 @@ func run(interruption bool) error {
 	n.start = time.Now()
 	for _, p := range pods {
 		if _, err := g.CreatePending(ctx, p); err != nil {
-			return err
+			return fmt.Errorf("create pod %s: %w", p.Name, err)
 		}
 		n.say("pod %s pending (PodScheduled=False, Unschedulable)", p.Name)
 	}
@@ -193,7 +246,7 @@ func run(interruption bool) error {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if ctx.Err() != nil {
-		return fmt.Errorf("the pods were not bound in time; see %s", logPath)
+		return fmt.Errorf("waited %s for both nginx pods to be bound to a node Joist launched; they were not", scenarioTimeout)
 	}
 	fmt.Println()
 	if calls := g.EC2.CreateFleetCalls(); len(calls) > 0 {
@@ -202,7 +255,7 @@ func run(interruption bool) error {
 	fmt.Printf("scale-up done: %d instance(s), both pods bound in %.1fs.\n", len(g.EC2.Instances()), time.Since(n.start).Seconds())
 	fmt.Println()
 	if err := scaleDown(ctx, g, n, pods); err != nil {
-		return fmt.Errorf("%w; see %s", err, logPath)
+		return err
 	}
 	fmt.Printf("Function logs: %s\n", logPath)
 	fmt.Println("cleaning up ...")
@@ -274,7 +327,7 @@ func scaleDown(ctx context.Context, g *testenv.Ground, n *narrator, pods []*core
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return fmt.Errorf("the empty node was not retired in time")
+	return fmt.Errorf("waited until %s into the scenario for the emptied node to be retired; it was not", scenarioTimeout)
 }
 
 func taints(ts []corev1.Taint) string {
