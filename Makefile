@@ -30,17 +30,27 @@ build-host:
 
 ## tools: the test ground's programs (kube-apiserver, etcd, kube-scheduler, kumo, aws-lambda-rie)
 ## from the tools module; a cold build takes ~10 minutes, a warm one a second.
+## Each step prints a line with its rough time on a cold 2-core machine (the first build also
+## downloads modules: "go: downloading ..." lines follow); warm, each takes about a second.
 tools:
 	@mkdir -p $(TOOLS_DIR)
-	cd tools && $(GO) build -ldflags "$(K8S_LDFLAGS)" -o $(TOOLS_DIR)/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
-	cd tools && $(GO) build -ldflags "$(K8S_LDFLAGS)" -o $(TOOLS_DIR)/kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler
-	cd tools && $(GO) build -o $(TOOLS_DIR)/etcd go.etcd.io/etcd/server/v3
-	cd tools && $(GO) build -o $(TOOLS_DIR)/kumo github.com/sivchari/kumo/cmd/kumo
-	cd tools && $(GO) build -o $(TOOLS_DIR)/aws-lambda-rie github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
+	@echo "tools: kube-apiserver (cold: ~5-10 min, most of it downloading and compiling Kubernetes)"
+	@cd tools && $(GO) build -ldflags "$(K8S_LDFLAGS)" -o $(TOOLS_DIR)/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
+	@echo "tools: kube-scheduler (cold: ~1-2 min after kube-apiserver)"
+	@cd tools && $(GO) build -ldflags "$(K8S_LDFLAGS)" -o $(TOOLS_DIR)/kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler
+	@echo "tools: etcd (cold: ~1-2 min)"
+	@cd tools && $(GO) build -o $(TOOLS_DIR)/etcd go.etcd.io/etcd/server/v3
+	@echo "tools: kumo, the AWS emulator (cold: ~1-3 min)"
+	@cd tools && $(GO) build -o $(TOOLS_DIR)/kumo github.com/sivchari/kumo/cmd/kumo
+	@echo "tools: aws-lambda-rie (cold: ~30 s)"
+	@cd tools && $(GO) build -o $(TOOLS_DIR)/aws-lambda-rie github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
+	@echo "tools: done ($(TOOLS_DIR))"
 
 ## test: every test, heavy ones included (they fail rather than skip here)
 test: tools lint
+	@echo "test: every package of the product module (~15-25 min on 2 cores; the e2e scenarios are most of it)"
 	JOIST_REQUIRE_TOOLS=1 JOIST_TOOLS=$(TOOLS_DIR) $(GO) test -count=1 -timeout 30m ./...
+	@echo "test: the CDK module (~2-3 min)"
 	cd infra && $(GO) test -count=1 -timeout 20m ./...
 
 ## test-unit: the fast tests only (heavy ones skip without the tools)
@@ -49,11 +59,15 @@ test-unit:
 
 ## demo: the seed scenario end to end on the local test ground, narrated
 demo: tools
-	JOIST_TOOLS=$(TOOLS_DIR) $(GO) run ./test/demo
+	@echo "demo: building the narrator (cold: ~1-2 min; warm: seconds)"
+	@$(GO) build -o bin/demo ./test/demo
+	JOIST_TOOLS=$(TOOLS_DIR) bin/demo
 
 ## demo-interruption: a spot interruption on the local test ground, handled replacement-first, narrated
 demo-interruption: tools
-	JOIST_TOOLS=$(TOOLS_DIR) $(GO) run ./test/demo -interruption
+	@echo "demo: building the narrator (cold: ~1-2 min; warm: seconds)"
+	@$(GO) build -o bin/demo ./test/demo
+	JOIST_TOOLS=$(TOOLS_DIR) bin/demo -interruption
 
 ## bench: the simulator over ../shared/workloads as a table (nodes, $/h, bound, time), then the Go benchmarks,
 ## then consolidation of the 1,732-node cluster (diverse-10k less 60 % of its pods) to the end, and its decision benchmark

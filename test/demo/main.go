@@ -25,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/klog/v2"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/joist-dev/joist/pkg/workload"
 	"github.com/joist-dev/joist/test/testenv"
@@ -51,7 +52,8 @@ func main() {
 	}
 }
 
-// quietLibraries sends klog (client-go's logger) to the demo's log file:
+// quietLibraries sends klog (client-go's logger, and envtest's through it)
+// to the demo's log file:
 // its lines about watches ending with a canceled context are the normal
 // sound of the demo stopping, not news for the reader.
 func quietLibraries(w *os.File) {
@@ -61,13 +63,14 @@ func quietLibraries(w *os.File) {
 	_ = fs.Set("alsologtostderr", "false")
 	_ = fs.Set("stderrthreshold", "FATAL")
 	klog.SetOutput(w)
+	ctrllog.SetLogger(klog.NewKlogr()) // envtest's logger, else it complains on stderr
 }
 
 // buildFunctions builds the functions' bootstraps before anything starts,
 // one line each: on a cold machine the first build downloads and compiles
 // the AWS SDK and client-go (minutes); later ones take about a second.
 func buildFunctions() error {
-	fmt.Println("  building the functions (first run on a cold machine: ~1-3 min for the first, less for the rest; warm: ~1 s each)")
+	fmt.Println("  building the functions (first run on a cold machine: minutes for the first, less for the rest; warm: ~10 s each, linking)")
 	for _, name := range []string{"provisioner", "binder", "reaper", "interruption"} {
 		start := time.Now()
 		fmt.Printf("    %-13s ", name)
