@@ -80,9 +80,9 @@ func TestE2E_InsufficientCapacityFallback(t *testing.T) {
 			t.Errorf("pod bound to node %s of type %s", n.Name, n.Labels["node.kubernetes.io/instance-type"])
 		}
 	}
-	// A while later, still no storm: the fleet fell back within one call
-	// (or very few), and nothing else launched.
-	time.Sleep(2 * time.Second)
+	// Once every message is handled, still no storm: the fleet fell back
+	// within one call (or very few), and nothing else launched.
+	settled(t, g, 60*time.Second)
 	calls := g.EC2.CreateFleetCalls()
 	if len(calls) > 3 {
 		t.Errorf("CreateFleet calls = %d, want at most 3", len(calls))
