@@ -155,10 +155,15 @@ const (
 //     which costs the function that permission and a call per cold start;
 //     the CDK stack sets both so that path is only a fallback.
 func FromEnv(ctx context.Context) (*rest.Config, error) {
-	if path := os.Getenv(EnvKubeconfig); path != "" {
-		return RESTConfig(ctx, Options{KubeconfigPath: path})
+	return FromSettings(ctx, os.Getenv(EnvKubeconfig), os.Getenv(EnvClusterName), os.Getenv(EnvClusterEndpoint), os.Getenv(EnvClusterCA))
+}
+
+// FromSettings is FromEnv with the values given (pkg/wiring reads them
+// under their JOIST_ names or their old ones).
+func FromSettings(ctx context.Context, kubeconfig, cluster, endpoint, ca string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		return RESTConfig(ctx, Options{KubeconfigPath: kubeconfig})
 	}
-	cluster := os.Getenv(EnvClusterName)
 	if cluster == "" {
 		return nil, fmt.Errorf("eksauth: set %s (or %s for a local kubeconfig)", EnvClusterName, EnvKubeconfig)
 	}
@@ -166,8 +171,8 @@ func FromEnv(ctx context.Context) (*rest.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("eksauth: load AWS configuration: %w", err)
 	}
-	endpoint, ca := os.Getenv(EnvClusterEndpoint), os.Getenv(EnvClusterCA)
 	if endpoint == "" || ca == "" {
+		var err error
 		endpoint, ca, err = DescribeEndpoint(ctx, eks.NewFromConfig(awsCfg), cluster)
 		if err != nil {
 			return nil, err

@@ -68,7 +68,7 @@ type Env struct {
 // and, inside an invocation, the Lambda request id.
 func Logger(cluster string) *slog.Logger {
 	level := slog.LevelInfo
-	if strings.EqualFold(os.Getenv("LOG_LEVEL"), "debug") {
+	if strings.EqualFold(get(SettingLogLevel), "debug") {
 		level = slog.LevelDebug
 	}
 	return slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: level})).With("cluster", cluster)
@@ -90,9 +90,16 @@ const (
 
 // Load reads the environment. It fails on what is missing, naming it.
 func Load(ctx context.Context) (*Env, error) {
-	cluster := os.Getenv("CLUSTER_NAME")
+	// Every setting read once here, so a conflict between a JOIST_ name
+	// and its old one fails the cold start, naming both.
+	for _, s := range Settings {
+		if _, err := s.Get(os.LookupEnv); err != nil {
+			return nil, err
+		}
+	}
+	cluster := get(SettingCluster)
 	if cluster == "" {
-		return nil, fmt.Errorf("CLUSTER_NAME is not set")
+		return nil, fmt.Errorf("read setting %s: not set (nor its old name %s)", SettingCluster.Name, SettingCluster.Old)
 	}
 	cfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
@@ -101,7 +108,7 @@ func Load(ctx context.Context) (*Env, error) {
 	if cfg.Region == "" {
 		return nil, fmt.Errorf("AWS_REGION is not set")
 	}
-	rc, err := eksauth.FromEnv(ctx)
+	rc, err := eksauth.FromSettings(ctx, os.Getenv(eksauth.EnvKubeconfig), cluster, get(SettingEndpoint), get(SettingCA))
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes config: %w", err)
 	}
@@ -122,7 +129,7 @@ func Load(ctx context.Context) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes discovery client: %w", err)
 	}
-	cacheTTL, err := durationEnv("JOIST_CACHE_TTL", launch.DefaultCacheTTL)
+	cacheTTL, err := SettingCacheTTL.Duration(os.LookupEnv, launch.DefaultCacheTTL)
 	if err != nil {
 		return nil, err
 	}
@@ -150,12 +157,12 @@ func Load(ctx context.Context) (*Env, error) {
 // default, uses only the embedded data (tests, the demo).
 func (e *Env) Catalog() (func(context.Context) (*catalog.Catalog, error), error) {
 	var zones []string
-	if z := os.Getenv("JOIST_ZONES"); z != "" {
+	if z := get(SettingZones); z != "" {
 		zones = strings.Split(z, ",")
 	}
-	mode := os.Getenv("JOIST_CATALOG")
-	if mode == "" {
-		mode = "embedded"
+	mode, err := SettingCatalog.oneOf(os.LookupEnv, "embedded", "embedded", "live")
+	if err != nil {
+		return nil, err
 	}
 	switch mode {
 	case "embedded":
@@ -172,7 +179,7 @@ func (e *Env) Catalog() (func(context.Context) (*catalog.Catalog, error), error)
 		}
 		return prov.Catalog, nil
 	default:
-		return nil, fmt.Errorf("JOIST_CATALOG=%q: want live or embedded", mode)
+		return nil, fmt.Errorf("read setting %s=%q: want live or embedded", SettingCatalog.Name, mode)
 	}
 }
 
@@ -184,12 +191,12 @@ func (e *Env) Launcher() *launch.Launcher {
 		EC2: e.EC2, SSM: e.SSM, EKS: e.EKS, Log: e.Log, CacheTTL: e.CacheTTL,
 		Cluster: launch.Cluster{
 			Name:            e.Cluster,
-			Endpoint:        os.Getenv("CLUSTER_ENDPOINT"),
-			CA:              os.Getenv("CLUSTER_CA"),
-			Version:         os.Getenv("KUBERNETES_VERSION"),
-			ServiceCIDR:     os.Getenv("CLUSTER_SERVICE_CIDR"),
-			DNSClusterIP:    os.Getenv("CLUSTER_DNS_IP"),
-			InstanceProfile: os.Getenv("DEFAULT_INSTANCE_PROFILE"),
+			Endpoint:        get(SettingEndpoint),
+			CA:              get(SettingCA),
+			Version:         get(SettingVersion),
+			ServiceCIDR:     get(SettingServiceCIDR),
+			DNSClusterIP:    get(SettingDNSClusterIP),
+			InstanceProfile: get(SettingInstanceProfile),
 		},
 	}
 }
@@ -198,7 +205,7 @@ func (e *Env) Launcher() *launch.Launcher {
 // the default, or crd).
 func (e *Env) Specs() (func(context.Context) (*model.Spec, error), error) {
 	store, err := specstore.New(specstore.Config{
-		Source: os.Getenv("SPEC_SOURCE"), Cluster: e.Cluster, SSM: e.SSM, Logger: e.Log,
+		Source: get(SettingSpecSource), Cluster: e.Cluster, SSM: e.SSM, Logger: e.Log,
 		Kube: e.Dynamic, Events: e.Kube.CoreV1(),
 	})
 	if err != nil {
@@ -220,7 +227,7 @@ func (e *Env) Provisioners() (func(ctx context.Context, m *metrics.Recorder) (*p
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
-	timeout, err := durationEnv("JOIST_REGISTRATION_TIMEOUT", provisioning.DefaultRegistrationTimeout)
+	timeout, err := SettingRegistration.Duration(os.LookupEnv, provisioning.DefaultRegistrationTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -305,11 +312,11 @@ func (e *Env) Interruption() (func(ctx context.Context, m *metrics.Recorder) *ha
 // uses, older than $JOIST_TEMPLATE_MIN_AGE (default 10m). The caller sets
 // Lock per invocation (LeaseLock).
 func (e *Env) Collector() (*garbage.Collector, error) {
-	timeout, err := durationEnv("JOIST_REGISTRATION_TIMEOUT", garbage.DefaultRegistrationTimeout)
+	timeout, err := SettingRegistration.Duration(os.LookupEnv, garbage.DefaultRegistrationTimeout)
 	if err != nil {
 		return nil, err
 	}
-	minAge, err := durationEnv("JOIST_TEMPLATE_MIN_AGE", garbage.DefaultTemplateMinAge)
+	minAge, err := SettingTemplateMinAge.Duration(os.LookupEnv, garbage.DefaultTemplateMinAge)
 	if err != nil {
 		return nil, err
 	}
@@ -347,11 +354,11 @@ func (e *Env) Reaper() (func(ctx context.Context, m *metrics.Recorder) *reaping.
 	if err != nil {
 		return nil, fmt.Errorf("spec source: %w", err)
 	}
-	loop, err := durationEnv("JOIST_REAPER_LOOP", reaping.DefaultLoop)
+	loop, err := SettingReaperLoop.Duration(os.LookupEnv, reaping.DefaultLoop)
 	if err != nil {
 		return nil, err
 	}
-	interval, err := durationEnv("JOIST_REAPER_INTERVAL", reaping.DefaultInterval)
+	interval, err := SettingReaperInterval.Duration(os.LookupEnv, reaping.DefaultInterval)
 	if err != nil {
 		return nil, err
 	}
@@ -359,7 +366,7 @@ func (e *Env) Reaper() (func(ctx context.Context, m *metrics.Recorder) *reaping.
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
-	replacementTimeout, err := durationEnv("JOIST_REPLACEMENT_TIMEOUT", termination.DefaultReplacementTimeout)
+	replacementTimeout, err := SettingReplacementLimit.Duration(os.LookupEnv, termination.DefaultReplacementTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -394,7 +401,7 @@ func (e *Env) Reaper() (func(ctx context.Context, m *metrics.Recorder) *reaping.
 // Lease is the cluster's decider lease (kube-system/joist-<cluster>, or
 // $LEASE_NAMESPACE), held by this function's invocation.
 func (e *Env) Lease(ctx context.Context) *kube.Lease {
-	ns := os.Getenv("LEASE_NAMESPACE")
+	ns := get(SettingLeaseNamespace)
 	if ns == "" {
 		ns = "kube-system"
 	}
@@ -416,16 +423,10 @@ func (e *Env) Lease(ctx context.Context) *kube.Lease {
 	}
 }
 
-func durationEnv(name string, def time.Duration) (time.Duration, error) {
-	v := os.Getenv(name)
-	if v == "" {
-		return def, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		return 0, fmt.Errorf("%s=%q: %w", name, v, err)
-	}
-	return d, nil
+// get is a setting's value; Load has already failed on a conflict.
+func get(s Setting) string {
+	v, _ := s.Get(os.LookupEnv)
+	return v
 }
 
 // Metrics starts an invocation's metrics; Flush writes them as EMF lines

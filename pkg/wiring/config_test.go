@@ -1,0 +1,87 @@
+package wiring
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) Lookup {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestSettingsReadTheNewNameOrTheOld(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		env     map[string]string
+		want    string
+		wantErr string
+	}{
+		{"new name", map[string]string{"JOIST_CLUSTER_NAME": "a"}, "a", ""},
+		{"old name still works", map[string]string{"CLUSTER_NAME": "b"}, "b", ""},
+		{"both, agreeing", map[string]string{"JOIST_CLUSTER_NAME": "c", "CLUSTER_NAME": "c"}, "c", ""},
+		{"both, differing", map[string]string{"JOIST_CLUSTER_NAME": "c", "CLUSTER_NAME": "d"}, "", "JOIST_CLUSTER_NAME=\"c\" and its old name CLUSTER_NAME=\"d\" differ"},
+		{"neither", map[string]string{}, "", ""},
+	} {
+		got, err := SettingCluster.Get(env(c.env))
+		if c.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Errorf("%s: err = %v, want it to say %q", c.name, err, c.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%s: got %q, %v; want %q", c.name, got, err, c.want)
+		}
+	}
+}
+
+func TestEverySettingIsUnderTheJoistPrefix(t *testing.T) {
+	seen := map[string]bool{}
+	for _, s := range Settings {
+		if !strings.HasPrefix(s.Name, "JOIST_") {
+			t.Errorf("setting %s is not under JOIST_", s.Name)
+		}
+		if s.Old != "" && s.Old != strings.TrimPrefix(s.Name, "JOIST_") {
+			t.Errorf("setting %s: old name %s is not the name less its prefix", s.Name, s.Old)
+		}
+		for _, n := range []string{s.Name, s.Old} {
+			if n != "" && seen[n] {
+				t.Errorf("name %s used twice", n)
+			}
+			seen[n] = true
+		}
+		if s.Doc == "" {
+			t.Errorf("setting %s has no description", s.Name)
+		}
+	}
+}
+
+func TestDurationSettings(t *testing.T) {
+	for _, c := range []struct {
+		v       string
+		want    time.Duration
+		wantErr string
+	}{
+		{"", 7 * time.Minute, ""},
+		{"90s", 90 * time.Second, ""},
+		{"0s", 0, ""},
+		{"-1s", 0, "zero or more"},
+		{"soon", 0, `JOIST_REAPER_LOOP="soon"`},
+	} {
+		m := map[string]string{}
+		if c.v != "" {
+			m["JOIST_REAPER_LOOP"] = c.v
+		}
+		got, err := SettingReaperLoop.Duration(env(m), 7*time.Minute)
+		if c.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Errorf("%q: err = %v, want it to say %q", c.v, err, c.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%q: got %s, %v; want %s", c.v, got, err, c.want)
+		}
+	}
+}
