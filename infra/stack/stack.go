@@ -11,6 +11,7 @@ import (
 	"github.com/joist-dev/joist/pkg/iampolicy"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -648,6 +649,9 @@ func (s *JoistStack) defineInstall(installerAccess awscdk.CfnResource) {
 			"Region":         *s.Stack.Region(),
 			"ForwarderImage": image,
 			"EventBus":       *s.Bus.EventBusName(),
+			// In CRD mode the installer creates the Karpenter CRDs the
+			// cluster lacks (never replacing or deleting one).
+			"CRDs": strconv.FormatBool(c.SpecSource == SpecSourceCRD),
 		},
 	})
 	if installerAccess != nil {

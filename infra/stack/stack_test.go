@@ -959,6 +959,7 @@ func TestInstall(t *testing.T) {
 			"Cluster", "hoon-cluster",
 			"Region", "ap-northeast-2",
 			"ForwarderImage", assertions.Match_AnyValue(),
+			"CRDs", "false",
 		))
 	})
 	check(t, "installer access entry", func() {
@@ -993,6 +994,11 @@ func TestInstall(t *testing.T) {
 	_, given := synth(t, cfg)
 	check(t, "a given image", func() {
 		given.HasResourceProperties(jsii.String("Custom::JoistInstall"), like("ForwarderImage", cfg.ForwarderImage))
+	})
+	cfg.SpecSource = SpecSourceCRD
+	_, crdMode := synth(t, cfg)
+	check(t, "CRD mode installs the CRDs", func() {
+		crdMode.HasResourceProperties(jsii.String("Custom::JoistInstall"), like("CRDs", "true"))
 	})
 }
 
