@@ -55,6 +55,10 @@ func TestTemplatePassesCfnLint(t *testing.T) {
 	everything.ClusterEndpoint = "https://ABCDEF.gr7.ap-northeast-2.eks.amazonaws.com"
 	everything.ClusterCA = "Y2E="
 	everything.AccessEntries = false
+	everything.VpcID = "vpc-0123456789abcdef0"
+	everything.SubnetIDs = []string{"subnet-0123456789abcdef0", "subnet-0123456789abcdef1"}
+	everything.ClusterSecurityGroupID = "sg-0123456789abcdef0"
+	everything.VpcEndpoints = true
 	for name, cfg := range map[string]Config{
 		"defaults":   baseConfig(placeholderAssets(t)),
 		"everything": everything,

@@ -124,6 +124,8 @@ type JoistStack struct {
 	// AlarmTopic receives every alarm in Alarms.
 	AlarmTopic awssns.ITopic
 	Alarms     []awscloudwatch.Alarm
+	// Network is nil unless the functions run in the cluster's VPC.
+	Network *Network
 }
 
 // fnSpec is what differs between the functions.
@@ -217,6 +219,7 @@ func New(scope constructs.Construct, id string, cfg Config) (*JoistStack, error)
 	})
 
 	s.defineMessaging()
+	s.defineNetwork()
 	s.defineFunctions()
 	s.defineRoutes()
 	s.defineForwarderAccess()
@@ -350,6 +353,7 @@ func (s *JoistStack) defineFunctions() {
 			ApplicationLogLevelV2: appLevel,
 			SystemLogLevelV2:      awslambda.SystemLogLevel_INFO,
 		}
+		s.placeInVPC(props, role)
 		switch spec.name {
 		case FnProvisioner:
 			// One decider at a time per cluster (DESIGN.md principle 3).
@@ -667,6 +671,9 @@ func (s *JoistStack) defineOutputs() {
 		})
 	}
 	out("EventBusName", s.Bus.EventBusName(), "the forwarder's EVENT_BUS_NAME")
+	if s.Network != nil {
+		out("FunctionSecurityGroupId", s.Network.SecurityGroup.SecurityGroupId(), "the functions' security group: the cluster's API endpoint must admit it on 443")
+	}
 	out("EventBusArn", s.Bus.EventBusArn(), "the bus the forwarder puts events on")
 	out("PendingQueueUrl", s.PendingQueue.QueueUrl(), "pending-pods events, polled by the provisioner")
 	out("PendingDeadLetterQueueUrl", s.PendingDLQ.QueueUrl(), "pending-pods batches that failed 5 times")

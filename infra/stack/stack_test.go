@@ -945,6 +945,14 @@ func TestConfigFromContext(t *testing.T) {
 	if cfg, err = ConfigFromContext(app); err != nil || cfg.AccessEntries || cfg.ForwarderImage != "123.dkr.ecr.us-west-2.amazonaws.com/fwd:1" {
 		t.Errorf("with accessEntries=false and a forwarder image: %+v, %v", cfg, err)
 	}
+	app.Node().SetContext(jsii.String(CtxVpcID), "vpc-0123456789abcdef0")
+	app.Node().SetContext(jsii.String(CtxSubnetIDs), "subnet-0123456789abcdef0, subnet-0123456789abcdef1")
+	app.Node().SetContext(jsii.String(CtxClusterSecurityGroupID), "sg-0123456789abcdef0")
+	app.Node().SetContext(jsii.String(CtxVpcEndpoints), "true")
+	if cfg, err = ConfigFromContext(app); err != nil || !cfg.InVPC() || !cfg.VpcEndpoints || cfg.ClusterSecurityGroupID != "sg-0123456789abcdef0" ||
+		!reflect.DeepEqual(cfg.SubnetIDs, []string{"subnet-0123456789abcdef0", "subnet-0123456789abcdef1"}) || cfg.Validate() != nil {
+		t.Errorf("VPC mode context: %+v, %v, %v", cfg, err, cfg.Validate())
+	}
 }
 
 // TestInstall: the installer runs as a custom resource with the cluster,
@@ -1008,21 +1016,30 @@ func TestValidate(t *testing.T) {
 		t.Fatalf("base config: %v", err)
 	}
 	for name, mutate := range map[string]func(*Config){
-		"no cluster":          func(c *Config) { c.ClusterName = "" },
-		"bad cluster":         func(c *Config) { c.ClusterName = "-x" },
-		"long cluster":        func(c *Config) { c.ClusterName = strings.Repeat("a", 101) },
-		"spec source":         func(c *Config) { c.SpecSource = "s3" },
-		"endpoint scheme":     func(c *Config) { c.ClusterEndpoint, c.ClusterCA = "http://x", "ca" },
-		"endpoint without CA": func(c *Config) { c.ClusterEndpoint = "https://x" },
-		"CA without endpoint": func(c *Config) { c.ClusterCA = "ca" },
-		"k8s version":         func(c *Config) { c.KubernetesVersion = "v1.31.2" },
-		"no asset dir":        func(c *Config) { c.AssetDir = "" },
-		"no node role":        func(c *Config) { c.NodeRole = "" },
-		"retention":           func(c *Config) { c.LogRetentionDays = 10 },
-		"service CIDR":        func(c *Config) { c.ServiceCIDR = "172.20.0.0" },
-		"DNS IP":              func(c *Config) { c.ClusterDNSIP = "dns" },
-		"zones":               func(c *Config) { c.Zones = "a, b" },
-		"log level":           func(c *Config) { c.LogLevel = "trace" },
+		"no cluster":            func(c *Config) { c.ClusterName = "" },
+		"bad cluster":           func(c *Config) { c.ClusterName = "-x" },
+		"long cluster":          func(c *Config) { c.ClusterName = strings.Repeat("a", 101) },
+		"spec source":           func(c *Config) { c.SpecSource = "s3" },
+		"endpoint scheme":       func(c *Config) { c.ClusterEndpoint, c.ClusterCA = "http://x", "ca" },
+		"endpoint without CA":   func(c *Config) { c.ClusterEndpoint = "https://x" },
+		"CA without endpoint":   func(c *Config) { c.ClusterCA = "ca" },
+		"k8s version":           func(c *Config) { c.KubernetesVersion = "v1.31.2" },
+		"no asset dir":          func(c *Config) { c.AssetDir = "" },
+		"no node role":          func(c *Config) { c.NodeRole = "" },
+		"retention":             func(c *Config) { c.LogRetentionDays = 10 },
+		"service CIDR":          func(c *Config) { c.ServiceCIDR = "172.20.0.0" },
+		"DNS IP":                func(c *Config) { c.ClusterDNSIP = "dns" },
+		"zones":                 func(c *Config) { c.Zones = "a, b" },
+		"log level":             func(c *Config) { c.LogLevel = "trace" },
+		"subnets without a VPC": func(c *Config) { c.SubnetIDs = []string{"subnet-0123456789abcdef0"} },
+		"VPC without subnets":   func(c *Config) { c.VpcID = "vpc-0123456789abcdef0" },
+		"bad VPC id":            func(c *Config) { c.VpcID, c.SubnetIDs = "vpc-x", []string{"subnet-0123456789abcdef0"} },
+		"bad subnet id":         func(c *Config) { c.VpcID, c.SubnetIDs = "vpc-0123456789abcdef0", []string{"sn-1"} },
+		"bad cluster SG": func(c *Config) {
+			c.VpcID, c.SubnetIDs, c.ClusterSecurityGroupID = "vpc-0123456789abcdef0", []string{"subnet-0123456789abcdef0"}, "x"
+		},
+		"cluster SG, no VPC": func(c *Config) { c.ClusterSecurityGroupID = "sg-0123456789abcdef0" },
+		"endpoints, no VPC":  func(c *Config) { c.VpcEndpoints = true },
 		"cluster too long for rule names": func(c *Config) {
 			c.ClusterName = strings.Repeat("a", 46)
 		},
@@ -1266,3 +1283,80 @@ func TestOperations(t *testing.T) {
 		given.AllResourcesProperties(jsii.String("AWS::CloudWatch::Alarm"), like("AlarmActions", []interface{}{cfg.AlarmTopicArn}))
 	})
 }
+
+// TestVPCMode: with -c vpcId and -c subnetIds every function runs in those
+// subnets with the stack's security group, which the cluster's security
+// group admits on 443 and which alone may reach the interface endpoints;
+// the roles may attach ENIs. Without them no function is in a VPC.
+func TestVPCMode(t *testing.T) {
+	_, plain := base(t)
+	for id, fn := range resources(t, plain, "AWS::Lambda::Function") {
+		if vc, ok := props(fn)["VpcConfig"]; ok {
+			t.Errorf("function %s is in a VPC without vpc context: %v", id, vc)
+		}
+	}
+	if n := len(resources(t, plain, "AWS::EC2::VPCEndpoint")); n != 0 {
+		t.Errorf("%d VPC endpoints without vpc context", n)
+	}
+
+	cfg := baseConfig(placeholderAssets(t))
+	cfg.VpcID = "vpc-0123456789abcdef0"
+	cfg.SubnetIDs = []string{"subnet-0123456789abcdef0", "subnet-0123456789abcdef1"}
+	cfg.ClusterSecurityGroupID = "sg-0123456789abcdef0"
+	cfg.VpcEndpoints = true
+	st, tpl := synth(t, cfg)
+	sg := map[string]interface{}{"Fn::GetAtt": []interface{}{logicalID(t, st, st.Network.SecurityGroup), "GroupId"}}
+	fns := resources(t, tpl, "AWS::Lambda::Function")
+	if len(fns) != len(FunctionNames) {
+		t.Fatalf("%d functions", len(fns))
+	}
+	for id, fn := range fns {
+		vc, _ := props(fn)["VpcConfig"].(map[string]interface{})
+		if !reflect.DeepEqual(vc["SubnetIds"], []interface{}{"subnet-0123456789abcdef0", "subnet-0123456789abcdef1"}) {
+			t.Errorf("function %s subnets %v", id, vc["SubnetIds"])
+		}
+		if !reflect.DeepEqual(vc["SecurityGroupIds"], []interface{}{sg}) {
+			t.Errorf("function %s security groups %v, want the stack's %v", id, vc["SecurityGroupIds"], sg)
+		}
+	}
+	for _, fn := range FunctionNames {
+		r := resources(t, tpl, "AWS::IAM::Role")[logicalID(t, st, st.Roles[fn])]
+		if !strings.Contains(fmt.Sprint(props(r)["ManagedPolicyArns"]), "service-role/AWSLambdaVPCAccessExecutionRole") {
+			t.Errorf("%s role cannot attach ENIs: %v", fn, props(r)["ManagedPolicyArns"])
+		}
+	}
+	check(t, "the cluster's group admits the functions on 443", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::EC2::SecurityGroupIngress"), like(
+			"GroupId", "sg-0123456789abcdef0", "IpProtocol", "tcp", "FromPort", 443, "ToPort", 443,
+			"SourceSecurityGroupId", sg,
+		))
+	})
+	eps := resources(t, tpl, "AWS::EC2::VPCEndpoint")
+	var services []string
+	for id, ep := range eps {
+		p := props(ep)
+		services = append(services, fmt.Sprint(p["ServiceName"]))
+		if p["PrivateDnsEnabled"] != true || p["VpcEndpointType"] != "Interface" || p["VpcId"] != "vpc-0123456789abcdef0" {
+			t.Errorf("endpoint %s: %v", id, p)
+		}
+	}
+	for _, svc := range []string{".ec2", ".ssm", ".eks"} {
+		if !strings.Contains(strings.Join(services, " "), svc) {
+			t.Errorf("no %s endpoint among %v", svc, services)
+		}
+	}
+	if len(eps) != 3 {
+		t.Errorf("%d endpoints, want ec2, ssm and eks: %v", len(eps), services)
+	}
+	// Only the functions' group reaches the endpoints.
+	for id, r := range resources(t, tpl, "AWS::EC2::SecurityGroup") {
+		for _, in := range asList(props(r)["SecurityGroupIngress"]) {
+			if m, _ := in.(map[string]interface{}); m["CidrIp"] != nil {
+				t.Errorf("group %s admits a CIDR: %v", id, m)
+			}
+		}
+	}
+	check(t, "output", func() { tpl.HasOutput(jsii.String("FunctionSecurityGroupId"), like()) })
+}
+
+func asList(v interface{}) []interface{} { l, _ := v.([]interface{}); return l }
