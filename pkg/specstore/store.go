@@ -47,6 +47,15 @@ func Read(ctx context.Context, s Store) (*model.Spec, error) {
 		return nil, err
 	}
 	spec, errs := specs.Build(objs)
+	// A document that could not be decoded may have been a pool's: until
+	// it reads again, no pool counts as deleted.
+	spec.Partial = len(problems) > 0
+	for _, err := range errs {
+		var oe *specs.ObjectError
+		if !errors.As(err, &oe) || oe.Name == "" {
+			spec.Partial = true
+		}
+	}
 	problems = append(problems, errs...)
 	if len(problems) > 0 {
 		s.Report(ctx, problems)

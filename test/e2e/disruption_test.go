@@ -10,7 +10,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+
 	"github.com/joist-dev/joist/pkg/pods"
+	"github.com/joist-dev/joist/pkg/specs"
+	"github.com/joist-dev/joist/pkg/specstore"
 	"github.com/joist-dev/joist/pkg/termination"
 	"github.com/joist-dev/joist/test/testenv"
 )
@@ -169,4 +173,43 @@ func seedNodeWithFinalizer(t *testing.T, g *testenv.Ground) (*corev1.Node, []*co
 		return err == nil && slices.Contains(n.Finalizers, termination.Finalizer), err
 	})
 	return node, ps
+}
+
+// TestE2E_DeletedPoolsNodesRetired: deleting a pool's spec takes its nodes
+// along, as deleting a Karpenter NodePool deletes its NodeClaims: the
+// reaper drains the service node (its pods evicted through the Eviction
+// API), terminates its instance and lets the Node go, and nothing is
+// launched in its place. The default pool, still declared, keeps its node.
+func TestE2E_DeletedPoolsNodesRetired(t *testing.T) {
+	g := testenv.NewGround(t, testenv.GroundOptions{
+		Cluster: "pool-deleted", Namespace: "pool-deleted", Specs: seed(t), ReadyDelay: 300 * time.Millisecond, ReaperEvery: 10 * time.Second,
+	})
+	ctx := context.Background()
+	node, ps := seedNodeWithFinalizer(t, g)
+	id := pods.InstanceID(node.Spec.ProviderID)
+	if pool := node.Labels["karpenter.sh/provisioner-name"]; pool != "service" {
+		t.Fatalf("the seed's nginx node is of pool %q, want service", pool)
+	}
+	launched := len(g.EC2.Instances())
+
+	name := specstore.ParameterName(g.Opts.Cluster, specs.KindProvisioner, "service")
+	if _, err := ssm.NewFromConfig(g.AWS).DeleteParameter(ctx, &ssm.DeleteParameterInput{Name: &name}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	eventually(t, 90*time.Second, "the deleted pool's instance terminated", func() (bool, error) {
+		return terminated(instanceState(g, id)), nil
+	})
+	eventually(t, 15*time.Second, "the node deleted", func() (bool, error) { return nodeGone(t, g, node.Name), nil })
+	t.Logf("pool deleted → node drained and instance terminated in %s", time.Since(start).Round(100*time.Millisecond))
+	evs, err := g.Kube.Client.CoreV1().Events("pool-deleted").List(ctx, metav1.ListOptions{FieldSelector: "reason=" + termination.ReasonEvicted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs.Items) != len(ps) {
+		t.Errorf("%d Evicted events, want one per pod (%d)", len(evs.Items), len(ps))
+	}
+	if n := len(g.EC2.Instances()); n != launched {
+		t.Errorf("%d instances after the pool's deletion, want the %d there were (nothing launched in its place)", n, launched)
+	}
 }
