@@ -59,6 +59,7 @@ func TestTemplatePassesCfnLint(t *testing.T) {
 	everything.SubnetIDs = []string{"subnet-0123456789abcdef0", "subnet-0123456789abcdef1"}
 	everything.ClusterSecurityGroupID = "sg-0123456789abcdef0"
 	everything.VpcEndpoints = true
+	everything.Teardown = true
 	for name, cfg := range map[string]Config{
 		"defaults":   baseConfig(placeholderAssets(t)),
 		"everything": everything,

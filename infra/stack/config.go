@@ -60,6 +60,9 @@ const (
 	// CtxVpcEndpoints makes the stack create the interface endpoints the
 	// functions need in a VPC without a NAT (EC2, SSM, EKS).
 	CtxVpcEndpoints = "vpcEndpoints"
+	// CtxTeardown makes `cdk destroy` retire every Joist node (drained,
+	// instance terminated) before the functions go.
+	CtxTeardown = "teardown"
 )
 
 // Function names. Each is a directory under the asset directory holding a
@@ -146,6 +149,10 @@ type Config struct {
 	// VpcEndpoints, in VPC mode, creates interface endpoints for EC2, SSM
 	// and EKS in SubnetIDs (for subnets without a route to a NAT).
 	VpcEndpoints bool
+	// Teardown makes deleting the stack retire every Joist node first
+	// (Custom::JoistTeardown, pkg/install.Teardown). Off by default: a
+	// stack deleted to be deployed again should not empty the cluster.
+	Teardown bool
 }
 
 // InVPC says whether the functions run in the cluster's VPC.
@@ -419,6 +426,13 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 			if id = strings.TrimSpace(id); id != "" {
 				c.SubnetIDs = append(c.SubnetIDs, id)
 			}
+		}
+	}
+	if s, err := get(CtxTeardown); err != nil {
+		return Config{}, err
+	} else if s != "" {
+		if c.Teardown, err = strconv.ParseBool(s); err != nil {
+			return Config{}, fmt.Errorf("context %s=%q: %v", CtxTeardown, s, err)
 		}
 	}
 	if s, err := get(CtxVpcEndpoints); err != nil {

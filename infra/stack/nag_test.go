@@ -21,7 +21,8 @@ func TestAwsSolutionsChecks(t *testing.T) {
 	inVPC := baseConfig(placeholderAssets(t))
 	inVPC.VpcID, inVPC.SubnetIDs = "vpc-0123456789abcdef0", []string{"subnet-0123456789abcdef0"}
 	inVPC.ClusterSecurityGroupID, inVPC.VpcEndpoints = "sg-0123456789abcdef0", true
-	for name, cfg := range map[string]Config{"defaults": baseConfig(placeholderAssets(t)), "vpc": inVPC} {
+	inVPC.Teardown = true
+	for name, cfg := range map[string]Config{"defaults": baseConfig(placeholderAssets(t)), "vpc and teardown": inVPC} {
 		t.Run(name, func(t *testing.T) { awsSolutionsChecks(t, cfg) })
 	}
 }

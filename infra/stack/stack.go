@@ -232,6 +232,9 @@ func New(scope constructs.Construct, id string, cfg Config) (*JoistStack, error)
 		s.defineSpecs(specParams)
 	}
 	s.defineOperations()
+	if cfg.Teardown {
+		s.defineTeardown()
+	}
 	s.defineOutputs()
 	return s, nil
 }
@@ -660,6 +663,36 @@ func (s *JoistStack) defineInstall(installerAccess awscdk.CfnResource) {
 	})
 	if installerAccess != nil {
 		cr.Node().AddDependency(installerAccess)
+	}
+}
+
+// teardownTimeoutSeconds is the installer's timeout with teardown on: the
+// longest Lambda allows, for the drains; the handler answers 30 s before.
+const teardownTimeoutSeconds = 900
+
+// defineTeardown adds Custom::JoistTeardown (pkg/install.Teardown), served
+// by the installer. It depends on everything else in the stack, so that
+// CloudFormation deletes it first, while the reaper, its schedule, its
+// access entry and RBAC still work: its delete has the reaper retire every
+// Joist node and answers once none is left. The installer's timeout grows
+// to Lambda's longest for the wait.
+func (s *JoistStack) defineTeardown() {
+	cr := awscdk.NewCustomResource(s.Stack, jsii.String("Teardown"), &awscdk.CustomResourceProps{
+		ServiceToken: s.Functions[FnInstaller].FunctionArn(),
+		ResourceType: jsii.String("Custom::JoistTeardown"),
+		Properties: &map[string]interface{}{
+			"Cluster": s.Config.ClusterName,
+		},
+	})
+	for _, child := range *s.Stack.Node().Children() {
+		if child == cr || child.Node().Id() == nil || *child.Node().Id() == "Teardown" {
+			continue
+		}
+		cr.Node().AddDependency(child)
+	}
+	fn, ok := s.Functions[FnInstaller].Node().DefaultChild().(awslambda.CfnFunction)
+	if ok {
+		fn.SetTimeout(jsii.Number(teardownTimeoutSeconds))
 	}
 }
 

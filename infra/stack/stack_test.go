@@ -1360,3 +1360,56 @@ func TestVPCMode(t *testing.T) {
 }
 
 func asList(v interface{}) []interface{} { l, _ := v.([]interface{}); return l }
+
+// TestTeardown: with -c teardown=true the stack has Custom::JoistTeardown,
+// served by the installer, which CloudFormation deletes before anything
+// the reaper needs (it depends on the reaper, its schedule, the access
+// entries and the install), and the installer may wait Lambda's longest;
+// without it, neither.
+func TestTeardown(t *testing.T) {
+	st, plain := base(t)
+	if n := len(resources(t, plain, "Custom::JoistTeardown")); n != 0 {
+		t.Errorf("%d teardown resources without -c teardown", n)
+	}
+	installerID := logicalID(t, st, st.Functions[FnInstaller])
+	if got := props(resources(t, plain, "AWS::Lambda::Function")[installerID])["Timeout"]; got != float64(300) {
+		t.Errorf("installer timeout %v without teardown, want 300", got)
+	}
+
+	cfg := baseConfig(placeholderAssets(t))
+	cfg.Teardown = true
+	st, tpl := synth(t, cfg)
+	crs := resources(t, tpl, "Custom::JoistTeardown")
+	if len(crs) != 1 {
+		t.Fatalf("%d teardown resources, want 1", len(crs))
+	}
+	var cr map[string]interface{}
+	for _, r := range crs {
+		cr = r
+	}
+	installerID = logicalID(t, st, st.Functions[FnInstaller])
+	if got := props(cr)["ServiceToken"]; !reflect.DeepEqual(got, getAtt(installerID)) || props(cr)["Cluster"] != "hoon-cluster" {
+		t.Errorf("teardown properties %v", props(cr))
+	}
+	deps := fmt.Sprint(cr["DependsOn"])
+	want := []string{logicalID(t, st, st.Functions[FnReaper]), logicalID(t, st, st.Roles[FnReaper])}
+	for id, r := range resources(t, tpl, "AWS::Events::Rule") {
+		if n, _ := props(r)["ScheduleExpression"].(string); n != "" || strings.HasPrefix(id, "ReaperWake") {
+			want = append(want, id)
+		}
+	}
+	for id := range resources(t, tpl, "AWS::EKS::AccessEntry") {
+		want = append(want, id)
+	}
+	for id := range resources(t, tpl, "Custom::JoistInstall") {
+		want = append(want, id)
+	}
+	for _, id := range want {
+		if !strings.Contains(deps, id) {
+			t.Errorf("teardown does not depend on %s: it could be deleted while the teardown waits on it", id)
+		}
+	}
+	if got := props(resources(t, tpl, "AWS::Lambda::Function")[installerID])["Timeout"]; got != float64(teardownTimeoutSeconds) {
+		t.Errorf("installer timeout %v with teardown, want %d", got, teardownTimeoutSeconds)
+	}
+}

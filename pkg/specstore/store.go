@@ -63,6 +63,12 @@ func Read(ctx context.Context, s Store) (*model.Spec, error) {
 	return spec, nil
 }
 
+// Withdrawn is the spec of a cluster Joist is being removed from: no pool,
+// and none declared, so every Joist node counts as of a deleted pool.
+func Withdrawn() *model.Spec {
+	return &model.Spec{Pools: []*model.Pool{}, NodeClasses: map[string]*model.NodeClass{}, Declared: map[string]bool{}}
+}
+
 // Config chooses and wires a store. Source is "ssm" (the default) or
 // "crd", typically from $SPEC_SOURCE.
 type Config struct {
