@@ -48,7 +48,9 @@ func TestTeardown_DeleteWaitsUntilNoJoistNodeIsLeft(t *testing.T) {
 	if _, err := c.env.Client.CoreV1().Nodes().Create(context.Background(), other, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.env.Client.CoreV1().Nodes().Delete(context.Background(), other.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = c.env.Client.CoreV1().Nodes().Delete(context.Background(), other.Name, metav1.DeleteOptions{})
+	})
 
 	td := &install.Teardown{Kube: c.env.Client, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Poll: 50 * time.Millisecond}
 	props := map[string]any{"ServiceToken": "arn:aws:lambda:x", "Cluster": "td"}
