@@ -680,6 +680,24 @@ func TestTerminateNeedsClusterTag(t *testing.T) {
 				}
 			}
 		}
+		// Every destructive EC2 action (Terminate*, Delete*, Stop*,
+		// Modify*, Cancel*) needs the cluster's resource tag, whichever
+		// it is and whoever holds it.
+		for _, st := range stmts {
+			for _, a := range actions(st) {
+				if !strings.HasPrefix(a, "ec2:") {
+					continue
+				}
+				verb := strings.TrimPrefix(a, "ec2:")
+				destructive := false
+				for _, p := range []string{"Terminate", "Delete", "Stop", "Modify", "Cancel", "Reboot", "Detach"} {
+					destructive = destructive || strings.HasPrefix(verb, p)
+				}
+				if destructive && conditionValue(st, "StringEquals", "aws:ResourceTag/joist.sh/cluster") != "hoon-cluster" {
+					t.Errorf("%s: %s without the cluster's resource-tag condition: %v", fn, a, st["Condition"])
+				}
+			}
+		}
 		// Tagging existing resources is also scoped to the cluster's own.
 		for _, s := range allowing(stmts, "ec2:CreateTags") {
 			if conditionValue(s, "StringEquals", "aws:ResourceTag/joist.sh/cluster") != "hoon-cluster" &&
