@@ -26,7 +26,7 @@ func cfnLint() (string, error) {
 			return p, nil
 		}
 	}
-	return "", errors.New("cfn-lint not found (pip install cfn-lint)")
+	return "", errors.New("cfn-lint not found: pip install cfn-lint (or JOIST_NO_CFN_LINT=1 to go without the template lint)")
 }
 
 func isExecutable(p string) bool {
