@@ -1,9 +1,11 @@
-// Command installer is the stack's custom resource (Custom::JoistInstall):
-// on create and update it server-side applies Joist's in-cluster objects
-// (pkg/install: the functions' RBAC, the Lease's Role, the admission
-// policy, the forwarder), on update it also removes what the new
-// properties no longer install, and on delete it removes them all, so
-// `cdk deploy` is the only deploy step. Wiring only.
+// Command installer serves the stack's two custom resources.
+// Custom::JoistInstall: on create and update it server-side applies Joist's
+// in-cluster objects (pkg/install: the functions' RBAC, the Lease's Role,
+// the admission policy, the forwarder, and in CRD mode the CRDs the cluster
+// lacks), on update it also removes what the new properties no longer
+// install, and on delete it removes them all, so `cdk deploy` is the only
+// deploy step. Custom::JoistTeardown (-c teardown=true): on delete it has
+// every Joist node retired before the functions go. Wiring only.
 package main
 
 import (
@@ -18,10 +20,11 @@ import (
 
 func main() {
 	env := wiring.MustLoad(context.Background(), "installer")
-	r := &install.Resource{Dynamic: env.Dynamic, Mapper: env.Mapper, Log: env.Log}
 	lambda.Start(cfn.LambdaWrap(func(ctx context.Context, ev cfn.Event) (string, map[string]any, error) {
-		rr := *r
-		rr.Log = wiring.WithRequest(ctx, env.Log)
-		return rr.Handle(ctx, ev)
+		log := wiring.WithRequest(ctx, env.Log)
+		if ev.ResourceType == install.TeardownResourceType {
+			return (&install.Teardown{Kube: env.Kube, Log: log}).Handle(ctx, ev)
+		}
+		return (&install.Resource{Dynamic: env.Dynamic, Mapper: env.Mapper, Log: log}).Handle(ctx, ev)
 	}))
 }

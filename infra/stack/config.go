@@ -50,6 +50,19 @@ const (
 	// CtxAlarmTopicArn sends the alarms to an existing SNS topic instead
 	// of the stack's own.
 	CtxAlarmTopicArn = "alarmTopicArn"
+	// CtxVpcID and CtxSubnetIDs (comma-separated) place the functions in
+	// the cluster's VPC, for a cluster whose API endpoint is private.
+	CtxVpcID     = "vpcId"
+	CtxSubnetIDs = "subnetIds"
+	// CtxClusterSecurityGroupID is the cluster's security group: the stack
+	// lets the functions' group reach its API endpoint on 443.
+	CtxClusterSecurityGroupID = "clusterSecurityGroupId"
+	// CtxVpcEndpoints makes the stack create the interface endpoints the
+	// functions need in a VPC without a NAT (EC2, SSM, EKS).
+	CtxVpcEndpoints = "vpcEndpoints"
+	// CtxTeardown makes `cdk destroy` retire every Joist node (drained,
+	// instance terminated) before the functions go.
+	CtxTeardown = "teardown"
 )
 
 // Function names. Each is a directory under the asset directory holding a
@@ -125,7 +138,25 @@ type Config struct {
 	// AlarmTopicArn, when set, receives the alarms (else the stack's
 	// topic, output AlarmTopicArn).
 	AlarmTopicArn string
+	// VpcID and SubnetIDs, when set, run the functions in the cluster's
+	// VPC (docs/deploy.md, "Private clusters"); empty runs them outside
+	// any VPC, which needs an API endpoint public to Lambda.
+	VpcID     string
+	SubnetIDs []string
+	// ClusterSecurityGroupID, in VPC mode, gets an ingress rule for 443
+	// from the functions' security group.
+	ClusterSecurityGroupID string
+	// VpcEndpoints, in VPC mode, creates interface endpoints for EC2, SSM
+	// and EKS in SubnetIDs (for subnets without a route to a NAT).
+	VpcEndpoints bool
+	// Teardown makes deleting the stack retire every Joist node first
+	// (Custom::JoistTeardown, pkg/install.Teardown). Off by default: a
+	// stack deleted to be deployed again should not empty the cluster.
+	Teardown bool
 }
+
+// InVPC says whether the functions run in the cluster's VPC.
+func (c Config) InVPC() bool { return c.VpcID != "" }
 
 // Defaults applied by ConfigFromContext when a key is absent.
 const (
@@ -272,6 +303,41 @@ func (c Config) Validate() error {
 	if _, ok := retentionDays[c.LogRetentionDays]; !ok {
 		return fmt.Errorf("context %s=%d is not a retention CloudWatch Logs accepts (1, 3, 5, 7, 14, 30, 60, 90, ...)", CtxLogRetentionDays, c.LogRetentionDays)
 	}
+	return c.validateNetwork()
+}
+
+var (
+	vpcIDPattern    = regexp.MustCompile(`^vpc-[0-9a-f]{8,17}$`)
+	subnetIDPattern = regexp.MustCompile(`^subnet-[0-9a-f]{8,17}$`)
+	sgIDPattern     = regexp.MustCompile(`^sg-[0-9a-f]{8,17}$`)
+)
+
+func (c Config) validateNetwork() error {
+	if c.VpcID == "" {
+		switch {
+		case len(c.SubnetIDs) > 0:
+			return fmt.Errorf("context %s needs %s (the VPC the subnets are in)", CtxSubnetIDs, CtxVpcID)
+		case c.ClusterSecurityGroupID != "":
+			return fmt.Errorf("context %s needs %s and %s (the functions run outside any VPC without them)", CtxClusterSecurityGroupID, CtxVpcID, CtxSubnetIDs)
+		case c.VpcEndpoints:
+			return fmt.Errorf("context %s needs %s and %s", CtxVpcEndpoints, CtxVpcID, CtxSubnetIDs)
+		}
+		return nil
+	}
+	if !vpcIDPattern.MatchString(c.VpcID) {
+		return fmt.Errorf("context %s=%q is not a VPC id (vpc-...)", CtxVpcID, c.VpcID)
+	}
+	if len(c.SubnetIDs) == 0 {
+		return fmt.Errorf("context %s=%s needs %s: the private subnets (comma-separated) the functions run in", CtxVpcID, c.VpcID, CtxSubnetIDs)
+	}
+	for _, id := range c.SubnetIDs {
+		if !subnetIDPattern.MatchString(id) {
+			return fmt.Errorf("context %s: %q is not a subnet id (subnet-...)", CtxSubnetIDs, id)
+		}
+	}
+	if c.ClusterSecurityGroupID != "" && !sgIDPattern.MatchString(c.ClusterSecurityGroupID) {
+		return fmt.Errorf("context %s=%q is not a security group id (sg-...)", CtxClusterSecurityGroupID, c.ClusterSecurityGroupID)
+	}
 	return nil
 }
 
@@ -318,6 +384,8 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 		{CtxSourceDir, &c.SourceDir},
 		{CtxSpecs, &c.SpecsDir},
 		{CtxAlarmTopicArn, &c.AlarmTopicArn},
+		{CtxVpcID, &c.VpcID},
+		{CtxClusterSecurityGroupID, &c.ClusterSecurityGroupID},
 	}
 	for _, f := range fields {
 		if *f.dst, err = get(f.key); err != nil {
@@ -349,6 +417,29 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 	} else if s != "" {
 		if c.LogRetentionDays, err = strconv.Atoi(s); err != nil {
 			return Config{}, fmt.Errorf("context %s=%q: %v", CtxLogRetentionDays, s, err)
+		}
+	}
+	if s, err := get(CtxSubnetIDs); err != nil {
+		return Config{}, err
+	} else {
+		for _, id := range strings.Split(s, ",") {
+			if id = strings.TrimSpace(id); id != "" {
+				c.SubnetIDs = append(c.SubnetIDs, id)
+			}
+		}
+	}
+	if s, err := get(CtxTeardown); err != nil {
+		return Config{}, err
+	} else if s != "" {
+		if c.Teardown, err = strconv.ParseBool(s); err != nil {
+			return Config{}, fmt.Errorf("context %s=%q: %v", CtxTeardown, s, err)
+		}
+	}
+	if s, err := get(CtxVpcEndpoints); err != nil {
+		return Config{}, err
+	} else if s != "" {
+		if c.VpcEndpoints, err = strconv.ParseBool(s); err != nil {
+			return Config{}, fmt.Errorf("context %s=%q: %v", CtxVpcEndpoints, s, err)
 		}
 	}
 	if s, err := get(CtxAccessEntries); err != nil {

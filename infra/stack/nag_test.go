@@ -18,8 +18,18 @@ import (
 // no error and no warning is left unexplained (each suppression sits next
 // to its resource with its reason, in nag.go).
 func TestAwsSolutionsChecks(t *testing.T) {
+	inVPC := baseConfig(placeholderAssets(t))
+	inVPC.VpcID, inVPC.SubnetIDs = "vpc-0123456789abcdef0", []string{"subnet-0123456789abcdef0"}
+	inVPC.ClusterSecurityGroupID, inVPC.VpcEndpoints = "sg-0123456789abcdef0", true
+	inVPC.Teardown = true
+	for name, cfg := range map[string]Config{"defaults": baseConfig(placeholderAssets(t)), "vpc and teardown": inVPC} {
+		t.Run(name, func(t *testing.T) { awsSolutionsChecks(t, cfg) })
+	}
+}
+
+func awsSolutionsChecks(t *testing.T, cfg Config) {
 	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
-	st, err := New(app, "JoistStack", baseConfig(placeholderAssets(t)))
+	st, err := New(app, "JoistStack", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/joist-dev/joist/pkg/iampolicy"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -123,6 +124,8 @@ type JoistStack struct {
 	// AlarmTopic receives every alarm in Alarms.
 	AlarmTopic awssns.ITopic
 	Alarms     []awscloudwatch.Alarm
+	// Network is nil unless the functions run in the cluster's VPC.
+	Network *Network
 }
 
 // fnSpec is what differs between the functions.
@@ -216,6 +219,7 @@ func New(scope constructs.Construct, id string, cfg Config) (*JoistStack, error)
 	})
 
 	s.defineMessaging()
+	s.defineNetwork()
 	s.defineFunctions()
 	s.defineRoutes()
 	s.defineForwarderAccess()
@@ -228,6 +232,9 @@ func New(scope constructs.Construct, id string, cfg Config) (*JoistStack, error)
 		s.defineSpecs(specParams)
 	}
 	s.defineOperations()
+	if cfg.Teardown {
+		s.defineTeardown()
+	}
 	s.defineOutputs()
 	return s, nil
 }
@@ -349,6 +356,7 @@ func (s *JoistStack) defineFunctions() {
 			ApplicationLogLevelV2: appLevel,
 			SystemLogLevelV2:      awslambda.SystemLogLevel_INFO,
 		}
+		s.placeInVPC(props, role)
 		switch spec.name {
 		case FnProvisioner:
 			// One decider at a time per cluster (DESIGN.md principle 3).
@@ -648,10 +656,43 @@ func (s *JoistStack) defineInstall(installerAccess awscdk.CfnResource) {
 			"Region":         *s.Stack.Region(),
 			"ForwarderImage": image,
 			"EventBus":       *s.Bus.EventBusName(),
+			// In CRD mode the installer creates the Karpenter CRDs the
+			// cluster lacks (never replacing or deleting one).
+			"CRDs": strconv.FormatBool(c.SpecSource == SpecSourceCRD),
 		},
 	})
 	if installerAccess != nil {
 		cr.Node().AddDependency(installerAccess)
+	}
+}
+
+// teardownTimeoutSeconds is the installer's timeout with teardown on: the
+// longest Lambda allows, for the drains; the handler answers 30 s before.
+const teardownTimeoutSeconds = 900
+
+// defineTeardown adds Custom::JoistTeardown (pkg/install.Teardown), served
+// by the installer. It depends on everything else in the stack, so that
+// CloudFormation deletes it first, while the reaper, its schedule, its
+// access entry and RBAC still work: its delete has the reaper retire every
+// Joist node and answers once none is left. The installer's timeout grows
+// to Lambda's longest for the wait.
+func (s *JoistStack) defineTeardown() {
+	cr := awscdk.NewCustomResource(s.Stack, jsii.String("Teardown"), &awscdk.CustomResourceProps{
+		ServiceToken: s.Functions[FnInstaller].FunctionArn(),
+		ResourceType: jsii.String("Custom::JoistTeardown"),
+		Properties: &map[string]interface{}{
+			"Cluster": s.Config.ClusterName,
+		},
+	})
+	for _, child := range *s.Stack.Node().Children() {
+		if child == cr || child.Node().Id() == nil || *child.Node().Id() == "Teardown" {
+			continue
+		}
+		cr.Node().AddDependency(child)
+	}
+	fn, ok := s.Functions[FnInstaller].Node().DefaultChild().(awslambda.CfnFunction)
+	if ok {
+		fn.SetTimeout(jsii.Number(teardownTimeoutSeconds))
 	}
 }
 
@@ -663,6 +704,9 @@ func (s *JoistStack) defineOutputs() {
 		})
 	}
 	out("EventBusName", s.Bus.EventBusName(), "the forwarder's EVENT_BUS_NAME")
+	if s.Network != nil {
+		out("FunctionSecurityGroupId", s.Network.SecurityGroup.SecurityGroupId(), "the functions' security group: the cluster's API endpoint must admit it on 443")
+	}
 	out("EventBusArn", s.Bus.EventBusArn(), "the bus the forwarder puts events on")
 	out("PendingQueueUrl", s.PendingQueue.QueueUrl(), "pending-pods events, polled by the provisioner")
 	out("PendingDeadLetterQueueUrl", s.PendingDLQ.QueueUrl(), "pending-pods batches that failed 5 times")

@@ -680,6 +680,24 @@ func TestTerminateNeedsClusterTag(t *testing.T) {
 				}
 			}
 		}
+		// Every destructive EC2 action (Terminate*, Delete*, Stop*,
+		// Modify*, Cancel*) needs the cluster's resource tag, whichever
+		// it is and whoever holds it.
+		for _, st := range stmts {
+			for _, a := range actions(st) {
+				if !strings.HasPrefix(a, "ec2:") {
+					continue
+				}
+				verb := strings.TrimPrefix(a, "ec2:")
+				destructive := false
+				for _, p := range []string{"Terminate", "Delete", "Stop", "Modify", "Cancel", "Reboot", "Detach"} {
+					destructive = destructive || strings.HasPrefix(verb, p)
+				}
+				if destructive && conditionValue(st, "StringEquals", "aws:ResourceTag/joist.sh/cluster") != "hoon-cluster" {
+					t.Errorf("%s: %s without the cluster's resource-tag condition: %v", fn, a, st["Condition"])
+				}
+			}
+		}
 		// Tagging existing resources is also scoped to the cluster's own.
 		for _, s := range allowing(stmts, "ec2:CreateTags") {
 			if conditionValue(s, "StringEquals", "aws:ResourceTag/joist.sh/cluster") != "hoon-cluster" &&
@@ -945,6 +963,14 @@ func TestConfigFromContext(t *testing.T) {
 	if cfg, err = ConfigFromContext(app); err != nil || cfg.AccessEntries || cfg.ForwarderImage != "123.dkr.ecr.us-west-2.amazonaws.com/fwd:1" {
 		t.Errorf("with accessEntries=false and a forwarder image: %+v, %v", cfg, err)
 	}
+	app.Node().SetContext(jsii.String(CtxVpcID), "vpc-0123456789abcdef0")
+	app.Node().SetContext(jsii.String(CtxSubnetIDs), "subnet-0123456789abcdef0, subnet-0123456789abcdef1")
+	app.Node().SetContext(jsii.String(CtxClusterSecurityGroupID), "sg-0123456789abcdef0")
+	app.Node().SetContext(jsii.String(CtxVpcEndpoints), "true")
+	if cfg, err = ConfigFromContext(app); err != nil || !cfg.InVPC() || !cfg.VpcEndpoints || cfg.ClusterSecurityGroupID != "sg-0123456789abcdef0" ||
+		!reflect.DeepEqual(cfg.SubnetIDs, []string{"subnet-0123456789abcdef0", "subnet-0123456789abcdef1"}) || cfg.Validate() != nil {
+		t.Errorf("VPC mode context: %+v, %v, %v", cfg, err, cfg.Validate())
+	}
 }
 
 // TestInstall: the installer runs as a custom resource with the cluster,
@@ -959,6 +985,7 @@ func TestInstall(t *testing.T) {
 			"Cluster", "hoon-cluster",
 			"Region", "ap-northeast-2",
 			"ForwarderImage", assertions.Match_AnyValue(),
+			"CRDs", "false",
 		))
 	})
 	check(t, "installer access entry", func() {
@@ -994,6 +1021,11 @@ func TestInstall(t *testing.T) {
 	check(t, "a given image", func() {
 		given.HasResourceProperties(jsii.String("Custom::JoistInstall"), like("ForwarderImage", cfg.ForwarderImage))
 	})
+	cfg.SpecSource = SpecSourceCRD
+	_, crdMode := synth(t, cfg)
+	check(t, "CRD mode installs the CRDs", func() {
+		crdMode.HasResourceProperties(jsii.String("Custom::JoistInstall"), like("CRDs", "true"))
+	})
 }
 
 func TestValidate(t *testing.T) {
@@ -1002,21 +1034,30 @@ func TestValidate(t *testing.T) {
 		t.Fatalf("base config: %v", err)
 	}
 	for name, mutate := range map[string]func(*Config){
-		"no cluster":          func(c *Config) { c.ClusterName = "" },
-		"bad cluster":         func(c *Config) { c.ClusterName = "-x" },
-		"long cluster":        func(c *Config) { c.ClusterName = strings.Repeat("a", 101) },
-		"spec source":         func(c *Config) { c.SpecSource = "s3" },
-		"endpoint scheme":     func(c *Config) { c.ClusterEndpoint, c.ClusterCA = "http://x", "ca" },
-		"endpoint without CA": func(c *Config) { c.ClusterEndpoint = "https://x" },
-		"CA without endpoint": func(c *Config) { c.ClusterCA = "ca" },
-		"k8s version":         func(c *Config) { c.KubernetesVersion = "v1.31.2" },
-		"no asset dir":        func(c *Config) { c.AssetDir = "" },
-		"no node role":        func(c *Config) { c.NodeRole = "" },
-		"retention":           func(c *Config) { c.LogRetentionDays = 10 },
-		"service CIDR":        func(c *Config) { c.ServiceCIDR = "172.20.0.0" },
-		"DNS IP":              func(c *Config) { c.ClusterDNSIP = "dns" },
-		"zones":               func(c *Config) { c.Zones = "a, b" },
-		"log level":           func(c *Config) { c.LogLevel = "trace" },
+		"no cluster":            func(c *Config) { c.ClusterName = "" },
+		"bad cluster":           func(c *Config) { c.ClusterName = "-x" },
+		"long cluster":          func(c *Config) { c.ClusterName = strings.Repeat("a", 101) },
+		"spec source":           func(c *Config) { c.SpecSource = "s3" },
+		"endpoint scheme":       func(c *Config) { c.ClusterEndpoint, c.ClusterCA = "http://x", "ca" },
+		"endpoint without CA":   func(c *Config) { c.ClusterEndpoint = "https://x" },
+		"CA without endpoint":   func(c *Config) { c.ClusterCA = "ca" },
+		"k8s version":           func(c *Config) { c.KubernetesVersion = "v1.31.2" },
+		"no asset dir":          func(c *Config) { c.AssetDir = "" },
+		"no node role":          func(c *Config) { c.NodeRole = "" },
+		"retention":             func(c *Config) { c.LogRetentionDays = 10 },
+		"service CIDR":          func(c *Config) { c.ServiceCIDR = "172.20.0.0" },
+		"DNS IP":                func(c *Config) { c.ClusterDNSIP = "dns" },
+		"zones":                 func(c *Config) { c.Zones = "a, b" },
+		"log level":             func(c *Config) { c.LogLevel = "trace" },
+		"subnets without a VPC": func(c *Config) { c.SubnetIDs = []string{"subnet-0123456789abcdef0"} },
+		"VPC without subnets":   func(c *Config) { c.VpcID = "vpc-0123456789abcdef0" },
+		"bad VPC id":            func(c *Config) { c.VpcID, c.SubnetIDs = "vpc-x", []string{"subnet-0123456789abcdef0"} },
+		"bad subnet id":         func(c *Config) { c.VpcID, c.SubnetIDs = "vpc-0123456789abcdef0", []string{"sn-1"} },
+		"bad cluster SG": func(c *Config) {
+			c.VpcID, c.SubnetIDs, c.ClusterSecurityGroupID = "vpc-0123456789abcdef0", []string{"subnet-0123456789abcdef0"}, "x"
+		},
+		"cluster SG, no VPC": func(c *Config) { c.ClusterSecurityGroupID = "sg-0123456789abcdef0" },
+		"endpoints, no VPC":  func(c *Config) { c.VpcEndpoints = true },
 		"cluster too long for rule names": func(c *Config) {
 			c.ClusterName = strings.Repeat("a", 46)
 		},
@@ -1259,4 +1300,134 @@ func TestOperations(t *testing.T) {
 	check(t, "alarms to the given topic", func() {
 		given.AllResourcesProperties(jsii.String("AWS::CloudWatch::Alarm"), like("AlarmActions", []interface{}{cfg.AlarmTopicArn}))
 	})
+}
+
+// TestVPCMode: with -c vpcId and -c subnetIds every function runs in those
+// subnets with the stack's security group, which the cluster's security
+// group admits on 443 and which alone may reach the interface endpoints;
+// the roles may attach ENIs. Without them no function is in a VPC.
+func TestVPCMode(t *testing.T) {
+	_, plain := base(t)
+	for id, fn := range resources(t, plain, "AWS::Lambda::Function") {
+		if vc, ok := props(fn)["VpcConfig"]; ok {
+			t.Errorf("function %s is in a VPC without vpc context: %v", id, vc)
+		}
+	}
+	if n := len(resources(t, plain, "AWS::EC2::VPCEndpoint")); n != 0 {
+		t.Errorf("%d VPC endpoints without vpc context", n)
+	}
+
+	cfg := baseConfig(placeholderAssets(t))
+	cfg.VpcID = "vpc-0123456789abcdef0"
+	cfg.SubnetIDs = []string{"subnet-0123456789abcdef0", "subnet-0123456789abcdef1"}
+	cfg.ClusterSecurityGroupID = "sg-0123456789abcdef0"
+	cfg.VpcEndpoints = true
+	st, tpl := synth(t, cfg)
+	sg := map[string]interface{}{"Fn::GetAtt": []interface{}{logicalID(t, st, st.Network.SecurityGroup), "GroupId"}}
+	fns := resources(t, tpl, "AWS::Lambda::Function")
+	if len(fns) != len(FunctionNames) {
+		t.Fatalf("%d functions", len(fns))
+	}
+	for id, fn := range fns {
+		vc, _ := props(fn)["VpcConfig"].(map[string]interface{})
+		if !reflect.DeepEqual(vc["SubnetIds"], []interface{}{"subnet-0123456789abcdef0", "subnet-0123456789abcdef1"}) {
+			t.Errorf("function %s subnets %v", id, vc["SubnetIds"])
+		}
+		if !reflect.DeepEqual(vc["SecurityGroupIds"], []interface{}{sg}) {
+			t.Errorf("function %s security groups %v, want the stack's %v", id, vc["SecurityGroupIds"], sg)
+		}
+	}
+	for _, fn := range FunctionNames {
+		r := resources(t, tpl, "AWS::IAM::Role")[logicalID(t, st, st.Roles[fn])]
+		if !strings.Contains(fmt.Sprint(props(r)["ManagedPolicyArns"]), "service-role/AWSLambdaVPCAccessExecutionRole") {
+			t.Errorf("%s role cannot attach ENIs: %v", fn, props(r)["ManagedPolicyArns"])
+		}
+	}
+	check(t, "the cluster's group admits the functions on 443", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::EC2::SecurityGroupIngress"), like(
+			"GroupId", "sg-0123456789abcdef0", "IpProtocol", "tcp", "FromPort", 443, "ToPort", 443,
+			"SourceSecurityGroupId", sg,
+		))
+	})
+	eps := resources(t, tpl, "AWS::EC2::VPCEndpoint")
+	var services []string
+	for id, ep := range eps {
+		p := props(ep)
+		services = append(services, fmt.Sprint(p["ServiceName"]))
+		if p["PrivateDnsEnabled"] != true || p["VpcEndpointType"] != "Interface" || p["VpcId"] != "vpc-0123456789abcdef0" {
+			t.Errorf("endpoint %s: %v", id, p)
+		}
+	}
+	for _, svc := range []string{".ec2", ".ssm", ".eks"} {
+		if !strings.Contains(strings.Join(services, " "), svc) {
+			t.Errorf("no %s endpoint among %v", svc, services)
+		}
+	}
+	if len(eps) != 3 {
+		t.Errorf("%d endpoints, want ec2, ssm and eks: %v", len(eps), services)
+	}
+	// Only the functions' group reaches the endpoints.
+	for id, r := range resources(t, tpl, "AWS::EC2::SecurityGroup") {
+		for _, in := range asList(props(r)["SecurityGroupIngress"]) {
+			if m, _ := in.(map[string]interface{}); m["CidrIp"] != nil {
+				t.Errorf("group %s admits a CIDR: %v", id, m)
+			}
+		}
+	}
+	check(t, "output", func() { tpl.HasOutput(jsii.String("FunctionSecurityGroupId"), like()) })
+}
+
+func asList(v interface{}) []interface{} { l, _ := v.([]interface{}); return l }
+
+// TestTeardown: with -c teardown=true the stack has Custom::JoistTeardown,
+// served by the installer, which CloudFormation deletes before anything
+// the reaper needs (it depends on the reaper, its schedule, the access
+// entries and the install), and the installer may wait Lambda's longest;
+// without it, neither.
+func TestTeardown(t *testing.T) {
+	st, plain := base(t)
+	if n := len(resources(t, plain, "Custom::JoistTeardown")); n != 0 {
+		t.Errorf("%d teardown resources without -c teardown", n)
+	}
+	installerID := logicalID(t, st, st.Functions[FnInstaller])
+	if got := props(resources(t, plain, "AWS::Lambda::Function")[installerID])["Timeout"]; got != float64(300) {
+		t.Errorf("installer timeout %v without teardown, want 300", got)
+	}
+
+	cfg := baseConfig(placeholderAssets(t))
+	cfg.Teardown = true
+	st, tpl := synth(t, cfg)
+	crs := resources(t, tpl, "Custom::JoistTeardown")
+	if len(crs) != 1 {
+		t.Fatalf("%d teardown resources, want 1", len(crs))
+	}
+	var cr map[string]interface{}
+	for _, r := range crs {
+		cr = r
+	}
+	installerID = logicalID(t, st, st.Functions[FnInstaller])
+	if got := props(cr)["ServiceToken"]; !reflect.DeepEqual(got, getAtt(installerID)) || props(cr)["Cluster"] != "hoon-cluster" {
+		t.Errorf("teardown properties %v", props(cr))
+	}
+	deps := fmt.Sprint(cr["DependsOn"])
+	want := []string{logicalID(t, st, st.Functions[FnReaper]), logicalID(t, st, st.Roles[FnReaper])}
+	for id, r := range resources(t, tpl, "AWS::Events::Rule") {
+		if n, _ := props(r)["ScheduleExpression"].(string); n != "" || strings.HasPrefix(id, "ReaperWake") {
+			want = append(want, id)
+		}
+	}
+	for id := range resources(t, tpl, "AWS::EKS::AccessEntry") {
+		want = append(want, id)
+	}
+	for id := range resources(t, tpl, "Custom::JoistInstall") {
+		want = append(want, id)
+	}
+	for _, id := range want {
+		if !strings.Contains(deps, id) {
+			t.Errorf("teardown does not depend on %s: it could be deleted while the teardown waits on it", id)
+		}
+	}
+	if got := props(resources(t, tpl, "AWS::Lambda::Function")[installerID])["Timeout"]; got != float64(teardownTimeoutSeconds) {
+		t.Errorf("installer timeout %v with teardown, want %d", got, teardownTimeoutSeconds)
+	}
 }

@@ -20,6 +20,11 @@ const (
 	ReasonUnderutilized = "Underutilized"
 	ReasonDrifted       = "Drifted"
 	ReasonExpired       = "Expired"
+	// ReasonPoolDeleted retires the nodes of a pool whose Provisioner or
+	// NodePool is gone, as Karpenter's NodePool deletion cascades to its
+	// NodeClaims: forceful (no budget, no replacement: the pool that
+	// launched them is what was removed), drained gracefully.
+	ReasonPoolDeleted = "PoolDeleted"
 )
 
 // Unlimited is the allowance of a pool without budgets.

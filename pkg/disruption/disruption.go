@@ -93,6 +93,12 @@ type Snapshot struct {
 	// OfferedTypes are the instance types the catalog offers now; nil when
 	// it is not known (no instance type is then judged gone).
 	OfferedTypes map[string]bool
+	// Declared and SpecPartial are model.Spec's: the pools the source
+	// holds an object for, and whether it could be read whole. A Joist
+	// node whose pool is not declared is retired (ReasonPoolDeleted);
+	// with Declared nil or SpecPartial set, none is.
+	Declared    map[string]bool
+	SpecPartial bool
 }
 
 // Decision retires one node.
@@ -137,6 +143,16 @@ type Plan struct {
 	// Retire are the nodes to retire, expired ones first.
 	Retire  []Decision
 	Blocked []Blocked
+}
+
+// PoolLabel is the name of the pool a node was launched for, from its
+// karpenter.sh/nodepool (v1) or karpenter.sh/provisioner-name (v1alpha5)
+// label; "" when it has neither.
+func PoolLabel(n *corev1.Node) string {
+	if v := n.Labels["karpenter.sh/nodepool"]; v != "" {
+		return v
+	}
+	return n.Labels["karpenter.sh/provisioner-name"]
 }
 
 // PoolOf returns the pool a node belongs to by its pool label, or nil
@@ -238,6 +254,10 @@ func Decide(s Snapshot) Plan {
 	for _, n := range s.Nodes {
 		p := PoolOf(n.Node, s.Pools)
 		if p == nil {
+			if name := PoolLabel(n.Node); name != "" && s.Declared != nil && !s.SpecPartial && !s.Declared[name] && !Retiring(n.Node) {
+				plan.Retire = append(plan.Retire, Decision{Node: n.Node.Name, Pool: name, Reason: ReasonPoolDeleted,
+					Detail: "its pool " + name + " no longer exists"})
+			}
 			continue
 		}
 		st := state[p.Name]

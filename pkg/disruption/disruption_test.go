@@ -263,3 +263,49 @@ func TestConsolidationDeletesANodeWhosePodsFitElsewhere(t *testing.T) {
 		})
 	}
 }
+
+// TestDecide_RetiresNodesOfDeletedPools: a Joist node whose pool the
+// source no longer declares goes, busy or not, past budgets and
+// do-not-disrupt (its pool is what was removed, as with Karpenter's
+// NodePool deletion); an invalid pool's nodes, a partial read, an unknown
+// source and a node already retiring are left alone.
+func TestDecide_RetiresNodesOfDeletedPools(t *testing.T) {
+	kept := pool("kept", nil, nil, model.Budget{Nodes: "0"})
+	v1Node := node("v1-gone", "")
+	delete(v1Node.Labels, model.LabelProvisionerName)
+	v1Node.Labels["karpenter.sh/nodepool"] = "gone-v1"
+	nodes := []Node{
+		{Node: node("gone-busy", "gone"), Pods: []*corev1.Pod{web(AnnotationDoNotDisrupt)}},
+		{Node: node("gone-empty", "gone")},
+		{Node: v1Node},
+		{Node: node("invalid", "broken")},
+		{Node: node("gone-retiring", "gone", retiring())},
+		{Node: node("kept", "kept")},
+	}
+	cases := []struct {
+		name     string
+		declared map[string]bool
+		partial  bool
+		want     []string
+	}{
+		{"deleted pools' nodes go", map[string]bool{"kept": true, "broken": true}, false, []string{"gone-busy", "gone-empty", "v1-gone"}},
+		{"a partial read retires nothing", map[string]bool{"kept": true, "broken": true}, true, nil},
+		{"an unknown source retires nothing", nil, false, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := Decide(Snapshot{Now: now, Pools: []*model.Pool{kept}, Nodes: nodes, Declared: tc.declared, SpecPartial: tc.partial})
+			var got []string
+			for _, d := range plan.Retire {
+				if d.Reason != ReasonPoolDeleted || d.Replace {
+					t.Errorf("%s: reason %s replace %v, want %s without replacement", d.Node, d.Reason, d.Replace, ReasonPoolDeleted)
+				}
+				got = append(got, d.Node)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("retired %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

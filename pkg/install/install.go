@@ -18,10 +18,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/joist-dev/joist/pkg/apis/crds"
 	"github.com/joist-dev/joist/pkg/kube"
 	"github.com/joist-dev/joist/pkg/rbac"
 )
@@ -41,6 +43,9 @@ type Params struct {
 	// EventBus is the bus the forwarder puts events on (default
 	// joist-<cluster>, the stack's name for it).
 	EventBus string
+	// CRDs makes the install create the Karpenter CRDs Joist reads
+	// (spec source crd) where the cluster lacks them; see EnsureCRDs.
+	CRDs bool
 }
 
 // Validate names the first missing or bad parameter.
@@ -83,6 +88,38 @@ func Objects(p Params) ([]runtime.Object, error) {
 // Apply server-side applies objs.
 func Apply(ctx context.Context, dyn dynamic.Interface, mapper meta.RESTMapper, objs []runtime.Object) error {
 	return kube.Apply(ctx, dyn, mapper, FieldManager, objs...)
+}
+
+// EnsureCRDs creates each of the CRDs Joist reads (Provisioner,
+// AWSNodeTemplate, NodePool, EC2NodeClass: pkg/apis/crds) that the cluster
+// does not have, and returns the names of those it created. A CRD that
+// exists is left exactly as it is: a cluster migrating from Karpenter has
+// Karpenter's own, with its versions and conversion webhook, and taking
+// them over would break the controller still running beside Joist. CRDs
+// are never in Objects, so neither Remove nor Prune deletes them: deleting
+// a CRD deletes every NodePool and Provisioner of it, the user's specs.
+func EnsureCRDs(ctx context.Context, dyn dynamic.Interface) ([]string, error) {
+	ri := dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	var created []string
+	for _, c := range crds.All() {
+		if _, err := ri.Get(ctx, c.Name, metav1.GetOptions{}); err == nil {
+			continue
+		} else if !apierrors.IsNotFound(err) {
+			return created, fmt.Errorf("get CustomResourceDefinition %s: %w", c.Name, err)
+		}
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c)
+		if err != nil {
+			return created, fmt.Errorf("create CustomResourceDefinition %s: %w", c.Name, err)
+		}
+		u := &unstructured.Unstructured{Object: m}
+		unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+		unstructured.RemoveNestedField(u.Object, "status")
+		if _, err := ri.Create(ctx, u, metav1.CreateOptions{FieldManager: FieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return created, fmt.Errorf("create CustomResourceDefinition %s: %w", c.Name, err)
+		}
+		created = append(created, c.Name)
+	}
+	return created, nil
 }
 
 // Key names an object: group/kind, namespace and name.

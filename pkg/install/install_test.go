@@ -5,12 +5,15 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/cfn"
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -157,6 +160,18 @@ func TestInstall_CreateUpdateDelete(t *testing.T) {
 	resourceLifecycle(t, c)
 }
 
+// waitFor polls cond until it holds, failing the test after a minute.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func TestObjects_BadParams(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -176,16 +191,46 @@ func TestObjects_BadParams(t *testing.T) {
 // resourceLifecycle: the custom resource's requests as CloudFormation sends
 // them: create, an update that changes the image, a delete (twice: a
 // retried delete is fine), which leaves nothing behind but kube-system; a
-// delete after a create that failed on its properties succeeds.
+// delete after a create that failed on its properties succeeds. In CRD
+// mode the create puts in the CRD the cluster lacks, leaves the ones it
+// has as they are, and the delete keeps them all (they hold the specs).
 func resourceLifecycle(t *testing.T, c cluster) {
 	ctx := context.Background()
+	crdRes := c.dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	const missing, kept = "nodepools.karpenter.sh", "provisioners.karpenter.sh"
+	if err := crdRes.Delete(ctx, missing, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "CRD "+missing+" deleted", func() bool {
+		_, err := crdRes.Get(ctx, missing, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	mark := []byte(`{"metadata":{"annotations":{"example.com/owner":"karpenter"},"labels":{"example.com/owner":"karpenter"}}}`)
+	if _, err := crdRes.Patch(ctx, kept, types.MergePatchType, mark, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := crdRes.Get(ctx, kept, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	r := &install.Resource{Dynamic: c.dyn, Mapper: c.mapper, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	props := map[string]any{"ServiceToken": "arn:aws:lambda:x", "Cluster": "install", "Region": "us-west-2", "ForwarderImage": "img:v1"}
+	props := map[string]any{"ServiceToken": "arn:aws:lambda:x", "Cluster": "install", "Region": "us-west-2", "ForwarderImage": "img:v1", "CRDs": "true"}
 	id, _, err := r.Handle(ctx, cfn.Event{RequestType: cfn.RequestCreate, ResourceProperties: props})
 	if err != nil || id != "joist-install-install" {
 		t.Fatalf("create: id %q, %v", id, err)
 	}
-	next := map[string]any{"Cluster": "install", "Region": "us-west-2", "ForwarderImage": "img:v2"}
+	if _, err := crdRes.Get(ctx, missing, metav1.GetOptions{}); err != nil {
+		t.Errorf("create in CRD mode did not put in the missing CRD %s: %v", missing, err)
+	}
+	after, err := crdRes.Get(ctx, kept, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.GetResourceVersion() != before.GetResourceVersion() {
+		t.Errorf("create in CRD mode changed the existing CRD %s (resourceVersion %s → %s)", kept, before.GetResourceVersion(), after.GetResourceVersion())
+	}
+	next := map[string]any{"Cluster": "install", "Region": "us-west-2", "ForwarderImage": "img:v2", "CRDs": "true"}
 	if _, _, err := r.Handle(ctx, cfn.Event{RequestType: cfn.RequestUpdate, PhysicalResourceID: id, ResourceProperties: next, OldResourceProperties: props}); err != nil {
 		t.Fatal(err)
 	}
@@ -208,6 +253,14 @@ func resourceLifecycle(t *testing.T, c cluster) {
 	}
 	if _, err := c.env.Client.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{}); err != nil {
 		t.Errorf("kube-system: %v", err)
+	}
+	for _, name := range []string{missing, kept} {
+		if _, err := crdRes.Get(ctx, name, metav1.GetOptions{}); err != nil {
+			t.Errorf("after delete, CRD %s: %v (the specs live in it; it must stay)", name, err)
+		}
+	}
+	if _, _, err := r.Handle(ctx, cfn.Event{RequestType: cfn.RequestCreate, ResourceProperties: map[string]any{"Cluster": "install", "CRDs": "yes"}}); err == nil {
+		t.Error("create with CRDs=yes: no error")
 	}
 	if _, _, err := r.Handle(ctx, cfn.Event{RequestType: cfn.RequestCreate, ResourceProperties: map[string]any{"Cluster": 7}}); err == nil {
 		t.Error("create with a bad property: no error")

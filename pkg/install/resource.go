@@ -13,7 +13,8 @@ import (
 
 // Resource is the installer as a CloudFormation custom resource
 // (Custom::JoistInstall). Its properties are Params by their Go names:
-// Cluster, Region, LeaseNamespace, ForwarderImage, EventBus.
+// Cluster, Region, LeaseNamespace, ForwarderImage, EventBus, and CRDs
+// ("true" to create the Karpenter CRDs the cluster lacks).
 type Resource struct {
 	Dynamic dynamic.Interface
 	Mapper  meta.RESTMapper
@@ -36,6 +37,19 @@ func (r *Resource) Handle(ctx context.Context, ev cfn.Event) (string, map[string
 	case cfn.RequestCreate, cfn.RequestUpdate:
 		if perr != nil {
 			return id, nil, perr
+		}
+		if p, _ := paramsOf(ev.ResourceProperties); p.CRDs {
+			created, err := EnsureCRDs(ctx, r.Dynamic)
+			if err != nil {
+				return id, nil, err
+			}
+			if len(created) > 0 {
+				log.Info("created CRDs", "crds", created)
+				// The mapper learned the API before these existed.
+				if m, ok := r.Mapper.(interface{ Reset() }); ok {
+					m.Reset()
+				}
+			}
 		}
 		if err := Apply(ctx, r.Dynamic, r.Mapper, next); err != nil {
 			return id, nil, err
@@ -75,9 +89,10 @@ func objectsOf(props map[string]any) ([]runtime.Object, error) {
 // a string (CloudFormation passes them so).
 func paramsOf(props map[string]any) (Params, error) {
 	var p Params
+	var installCRDs string
 	fields := map[string]*string{
 		"Cluster": &p.Cluster, "Region": &p.Region, "LeaseNamespace": &p.LeaseNamespace,
-		"ForwarderImage": &p.ForwarderImage, "EventBus": &p.EventBus,
+		"ForwarderImage": &p.ForwarderImage, "EventBus": &p.EventBus, "CRDs": &installCRDs,
 	}
 	for k, v := range props {
 		dst, ok := fields[k]
@@ -89,6 +104,13 @@ func paramsOf(props map[string]any) (Params, error) {
 			return Params{}, fmt.Errorf("install: property %s is %T, want a string", k, v)
 		}
 		*dst = s
+	}
+	switch installCRDs {
+	case "", "false":
+	case "true":
+		p.CRDs = true
+	default:
+		return Params{}, fmt.Errorf("install: property CRDs is %q, want \"true\" or \"false\"", installCRDs)
 	}
 	return p, p.Validate()
 }

@@ -250,6 +250,16 @@ type EBS struct {
 type Spec struct {
 	Pools       []*Pool               `json:"pools"`
 	NodeClasses map[string]*NodeClass `json:"nodeClasses"`
+	// Declared names every pool the source holds an object for, valid or
+	// not (Pools holds only the valid ones). A node of a pool that is not
+	// declared belongs to a deleted pool and is retired, as Karpenter's
+	// NodePool deletion takes its nodes along; a pool whose object is
+	// merely invalid keeps its nodes.
+	Declared map[string]bool `json:"-"`
+	// Partial is set when some document of the source could not be read
+	// at all, so a declared pool may be missing from Declared: nothing is
+	// then judged deleted.
+	Partial bool `json:"-"`
 }
 
 // SpecHash is a digest of what a node of pool p, of class nc, is launched

@@ -50,6 +50,12 @@ const DefaultLeaseNamespace = "kube-system"
 // LeaseName is the decider Lease of a cluster.
 func LeaseName(cluster string) string { return "joist-" + cluster }
 
+// TeardownName is the ConfigMap, in the Lease's namespace, whose presence
+// says Joist is being removed from the cluster: the functions read the
+// specs as if every pool were deleted, so the reaper retires every Joist
+// node and nothing launches (the stack's opt-in teardown, pkg/install).
+func TeardownName(cluster string) string { return "joist-teardown-" + cluster }
+
 func rule(groups, resources, verbs []string) rbacv1.PolicyRule {
 	return rbacv1.PolicyRule{APIGroups: groups, Resources: resources, Verbs: verbs}
 }
@@ -154,12 +160,15 @@ func Decides(function string) bool {
 }
 
 // LeaseRules are the deciders' rules in the Lease's namespace: create (RBAC
-// cannot name what does not exist yet) and get/update of that one Lease.
+// cannot name what does not exist yet) and get/update of that one Lease,
+// and get of the teardown marker (every spec read looks for it).
 func LeaseRules(cluster string) []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		rule([]string{"coordination.k8s.io"}, []string{"leases"}, []string{"create"}),
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"},
 			ResourceNames: []string{LeaseName(cluster)}, Verbs: []string{"get", "update"}},
+		{APIGroups: core, Resources: []string{"configmaps"},
+			ResourceNames: []string{TeardownName(cluster)}, Verbs: []string{"get"}},
 	}
 }
 

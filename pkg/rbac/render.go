@@ -23,6 +23,9 @@ const fileHeader = `# What Joist's Lambda functions may do in the cluster. GENER
 # ValidatingAdmissionPolicy lets only Joist set joist.sh/ annotations on
 # pods, and Joist change nothing else on them.
 #
+# cdk deploy installs these objects (the stack's installer, pkg/install);
+# this file is for review, or for a cluster run without the stack:
+#
 #   envsubst '$CLUSTER_NAME' < infra/k8s/rbac.yaml | kubectl apply -f -
 `
 

@@ -175,7 +175,8 @@ func (r *Reaper) Pass(ctx context.Context) (Result, error) {
 		return nil
 	}
 
-	snap := disruption.Snapshot{Now: r.now(), Pools: spec.Pools, Planned: map[string]int{}}
+	snap := disruption.Snapshot{Now: r.now(), Pools: spec.Pools, Planned: map[string]int{},
+		Declared: spec.Declared, SpecPartial: spec.Partial}
 	byNode := map[string][]*corev1.Pod{}
 	for _, p := range all {
 		if p.Spec.NodeName != "" {

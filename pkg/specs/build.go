@@ -123,6 +123,7 @@ func Build(objs []Object) (*model.Spec, []error) {
 		oe.Errors = append(oe.Errors, l...)
 	}
 
+	spec.Declared = map[string]bool{}
 	for i, o := range objs {
 		if o.Ignored {
 			continue
@@ -130,6 +131,7 @@ func Build(objs []Object) (*model.Spec, []error) {
 		switch o.Kind {
 		case KindProvisioner, KindNodePool:
 			poolNames[o.Name] = append(poolNames[o.Name], i)
+			spec.Declared[o.Name] = true
 		case KindAWSNodeTemplate, KindEC2NodeClass:
 			classNames[o.Name] = append(classNames[o.Name], i)
 		}

@@ -114,6 +114,9 @@ func TestSSMStoreReadsEveryParameterUnderTheClusterAtAnyDepth(t *testing.T) {
 	if strings.Join(names, ",") != "data,management,service" {
 		t.Errorf("pools = %v", names)
 	}
+	if spec.Partial || len(spec.Declared) != 3 || !spec.Declared["data"] || !spec.Declared["management"] || !spec.Declared["service"] {
+		t.Errorf("declared %v, partial %v; want the three pools, whole", spec.Declared, spec.Partial)
+	}
 	if len(f.calls) != 3 {
 		t.Errorf("made %d calls, want 3 pages of 2", len(f.calls))
 	}
@@ -145,6 +148,12 @@ func TestSSMStoreReportsBadParametersAndServesTheRest(t *testing.T) {
 	}
 	if len(spec.Pools) != 2 {
 		t.Errorf("pools = %d, want the 2 valid ones", len(spec.Pools))
+	}
+	// The invalid pool is still declared (its nodes stay); the document
+	// that cannot be read at all makes the read partial (no pool counts
+	// as deleted while it may be one).
+	if !spec.Declared["broken"] || !spec.Partial {
+		t.Errorf("declared %v, partial %v; want broken declared and the read partial", spec.Declared, spec.Partial)
 	}
 	for _, want := range []string{
 		`level=WARN msg="unreadable spec document skipped" source=ssm:/joist/c/ error="/joist/c/provisioner/unreadable: object 1: karpenter.sh/v1alpha6 Provisioner \"future\" is not supported`,

@@ -47,11 +47,26 @@ func Read(ctx context.Context, s Store) (*model.Spec, error) {
 		return nil, err
 	}
 	spec, errs := specs.Build(objs)
+	// A document that could not be decoded may have been a pool's: until
+	// it reads again, no pool counts as deleted.
+	spec.Partial = len(problems) > 0
+	for _, err := range errs {
+		var oe *specs.ObjectError
+		if !errors.As(err, &oe) || oe.Name == "" {
+			spec.Partial = true
+		}
+	}
 	problems = append(problems, errs...)
 	if len(problems) > 0 {
 		s.Report(ctx, problems)
 	}
 	return spec, nil
+}
+
+// Withdrawn is the spec of a cluster Joist is being removed from: no pool,
+// and none declared, so every Joist node counts as of a deleted pool.
+func Withdrawn() *model.Spec {
+	return &model.Spec{Pools: []*model.Pool{}, NodeClasses: map[string]*model.NodeClass{}, Declared: map[string]bool{}}
 }
 
 // Config chooses and wires a store. Source is "ssm" (the default) or

@@ -8,6 +8,8 @@ package wiring
 import (
 	"context"
 	"fmt"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"log/slog"
 	"os"
 	"strings"
@@ -39,6 +41,7 @@ import (
 	"github.com/joist-dev/joist/pkg/metrics"
 	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/provisioning"
+	"github.com/joist-dev/joist/pkg/rbac"
 	"github.com/joist-dev/joist/pkg/reaping"
 	"github.com/joist-dev/joist/pkg/specstore"
 	"github.com/joist-dev/joist/pkg/termination"
@@ -202,7 +205,8 @@ func (e *Env) Launcher() *launch.Launcher {
 }
 
 // Specs reads the cluster's specs from the source $SPEC_SOURCE names (ssm,
-// the default, or crd).
+// the default, or crd). While the teardown marker (rbac.TeardownName)
+// exists they read as withdrawn: no pool, none declared.
 func (e *Env) Specs() (func(context.Context) (*model.Spec, error), error) {
 	store, err := specstore.New(specstore.Config{
 		Source: get(SettingSpecSource), Cluster: e.Cluster, SSM: e.SSM, Logger: e.Log,
@@ -211,7 +215,28 @@ func (e *Env) Specs() (func(context.Context) (*model.Spec, error), error) {
 	if err != nil {
 		return nil, err
 	}
-	return func(ctx context.Context) (*model.Spec, error) { return specstore.Read(ctx, store) }, nil
+	ns := leaseNamespace()
+	return func(ctx context.Context) (*model.Spec, error) {
+		_, err := e.Kube.CoreV1().ConfigMaps(ns).Get(ctx, rbac.TeardownName(e.Cluster), metav1.GetOptions{})
+		switch {
+		case err == nil:
+			e.Log.Info("teardown requested: every pool is withdrawn", "marker", ns+"/"+rbac.TeardownName(e.Cluster))
+			return specstore.Withdrawn(), nil
+		case !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("read teardown marker %s/%s: %w", ns, rbac.TeardownName(e.Cluster), err)
+		}
+		return specstore.Read(ctx, store)
+	}, nil
+}
+
+// leaseNamespace is $JOIST_LEASE_NAMESPACE (or $LEASE_NAMESPACE),
+// kube-system by default: the decider Lease's namespace, and the teardown
+// marker's.
+func leaseNamespace() string {
+	if ns := get(SettingLeaseNamespace); ns != "" {
+		return ns
+	}
+	return rbac.DefaultLeaseNamespace
 }
 
 // Provisioners builds, per invocation, the provisioner's reconcile from
@@ -401,10 +426,7 @@ func (e *Env) Reaper() (func(ctx context.Context, m *metrics.Recorder) *reaping.
 // Lease is the cluster's decider lease (kube-system/joist-<cluster>, or
 // $LEASE_NAMESPACE), held by this function's invocation.
 func (e *Env) Lease(ctx context.Context) *kube.Lease {
-	ns := get(SettingLeaseNamespace)
-	if ns == "" {
-		ns = "kube-system"
-	}
+	ns := leaseNamespace()
 	holder := os.Getenv("AWS_LAMBDA_FUNCTION_NAME")
 	if lc, ok := lambdacontext.FromContext(ctx); ok {
 		holder += "/" + lc.AwsRequestID

@@ -10,7 +10,17 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+
+	"github.com/aws/aws-lambda-go/cfn"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/joist-dev/joist/pkg/install"
+	"github.com/joist-dev/joist/pkg/kube"
 	"github.com/joist-dev/joist/pkg/pods"
+	"github.com/joist-dev/joist/pkg/rbac"
+	"github.com/joist-dev/joist/pkg/specs"
+	"github.com/joist-dev/joist/pkg/specstore"
 	"github.com/joist-dev/joist/pkg/termination"
 	"github.com/joist-dev/joist/test/testenv"
 )
@@ -169,4 +179,104 @@ func seedNodeWithFinalizer(t *testing.T, g *testenv.Ground) (*corev1.Node, []*co
 		return err == nil && slices.Contains(n.Finalizers, termination.Finalizer), err
 	})
 	return node, ps
+}
+
+// TestE2E_DeletedPoolsNodesRetired: deleting a pool's spec takes its nodes
+// along, as deleting a Karpenter NodePool deletes its NodeClaims: the
+// reaper drains the service node (its pods evicted through the Eviction
+// API), terminates its instance and lets the Node go, and nothing is
+// launched in its place. The default pool, still declared, keeps its node.
+func TestE2E_DeletedPoolsNodesRetired(t *testing.T) {
+	g := testenv.NewGround(t, testenv.GroundOptions{
+		Cluster: "pool-deleted", Namespace: "pool-deleted", Specs: seed(t), ReadyDelay: 300 * time.Millisecond, ReaperEvery: 10 * time.Second,
+	})
+	ctx := context.Background()
+	node, ps := seedNodeWithFinalizer(t, g)
+	id := pods.InstanceID(node.Spec.ProviderID)
+	if pool := node.Labels["karpenter.sh/provisioner-name"]; pool != "service" {
+		t.Fatalf("the seed's nginx node is of pool %q, want service", pool)
+	}
+	launched := len(g.EC2.Instances())
+
+	name := specstore.ParameterName(g.Opts.Cluster, specs.KindProvisioner, "service")
+	if _, err := ssm.NewFromConfig(g.AWS).DeleteParameter(ctx, &ssm.DeleteParameterInput{Name: &name}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	eventually(t, 90*time.Second, "the deleted pool's instance terminated", func() (bool, error) {
+		return terminated(instanceState(g, id)), nil
+	})
+	eventually(t, 15*time.Second, "the node deleted", func() (bool, error) { return nodeGone(t, g, node.Name), nil })
+	t.Logf("pool deleted → node drained and instance terminated in %s", time.Since(start).Round(100*time.Millisecond))
+	evs, err := g.Kube.Client.CoreV1().Events("pool-deleted").List(ctx, metav1.ListOptions{FieldSelector: "reason=" + termination.ReasonEvicted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs.Items) != len(ps) {
+		t.Errorf("%d Evicted events, want one per pod (%d)", len(evs.Items), len(ps))
+	}
+	if n := len(g.EC2.Instances()); n != launched {
+		t.Errorf("%d instances after the pool's deletion, want the %d there were (nothing launched in its place)", n, launched)
+	}
+}
+
+// TestE2E_TeardownRetiresEveryNode: the stack's opt-in teardown
+// (Custom::JoistTeardown's delete, as the installer runs it) withdraws every
+// pool: the reaper drains the Joist node and terminates its instance, a pod
+// that goes pending meanwhile is told no pool serves it and nothing is
+// launched for it, and the delete answers once no Joist node is left.
+// Deploying again serves the pools again.
+func TestE2E_TeardownRetiresEveryNode(t *testing.T) {
+	g := testenv.NewGround(t, testenv.GroundOptions{
+		Cluster: "teardown", Namespace: "teardown", Specs: seed(t), ReadyDelay: 300 * time.Millisecond, ReaperEvery: 10 * time.Second,
+	})
+	node, _ := seedNodeWithFinalizer(t, g)
+	id := pods.InstanceID(node.Spec.ProviderID)
+	launched := len(g.EC2.Instances())
+
+	td := &install.Teardown{Kube: g.Kube.Client, Log: g.Log, Poll: time.Second}
+	props := map[string]any{"ServiceToken": "arn:aws:lambda:x", "Cluster": g.Opts.Cluster}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, _, err := td.Handle(ctx, cfn.Event{RequestType: cfn.RequestDelete, ResourceType: install.TeardownResourceType, ResourceProperties: props})
+		done <- err
+	}()
+	eventually(t, 30*time.Second, "the teardown marker", func() (bool, error) {
+		_, err := g.Kube.Client.CoreV1().ConfigMaps("kube-system").Get(ctx, rbac.TeardownName(g.Opts.Cluster), metav1.GetOptions{})
+		return err == nil, client.IgnoreNotFound(err)
+	})
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("teardown: %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("teardown did not answer")
+	}
+	t.Logf("teardown answered in %s", time.Since(start).Round(100*time.Millisecond))
+	if !terminated(instanceState(g, id)) || !nodeGone(t, g, node.Name) {
+		t.Errorf("after teardown: instance %s %s, node %s gone %v", id, instanceState(g, id), node.Name, nodeGone(t, g, node.Name))
+	}
+	// Until the stack is deployed again, nothing is launched.
+	late := deploymentPods(t, seed(t))[0]
+	late.Name = "after-teardown"
+	late.GenerateName = ""
+	created := createPending(t, g, []*corev1.Pod{late})[0]
+	eventually(t, 60*time.Second, "the late pod told no pool serves it", func() (bool, error) {
+		evs, err := g.Kube.Client.CoreV1().Events("teardown").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + created.Name + ",reason=" + kube.ReasonFailedProvisioning})
+		return err == nil && len(evs.Items) > 0, err
+	})
+	if n := len(g.EC2.Instances()); n != launched {
+		t.Errorf("%d instances after teardown, want the %d there were: something was launched", n, launched)
+	}
+	if _, _, err := td.Handle(ctx, cfn.Event{RequestType: cfn.RequestCreate, ResourceType: install.TeardownResourceType, ResourceProperties: props}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 90*time.Second, "the late pod served once deployed again", func() (bool, error) {
+		p, err := g.Kube.Client.CoreV1().Pods("teardown").Get(ctx, created.Name, metav1.GetOptions{})
+		return err == nil && p.Spec.NodeName != "", err
+	})
 }
