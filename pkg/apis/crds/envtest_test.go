@@ -1,4 +1,4 @@
-package crds
+package crds_test
 
 import (
 	"context"
