@@ -100,6 +100,7 @@ type shape struct {
 	typ              int
 	offer            offer
 	ports            []hostPort
+	doms             []int
 }
 
 type usageRec struct {
@@ -124,7 +125,7 @@ func (j *journal) touch(b *bin) {
 
 func snapshot(b *bin) shape {
 	sh := shape{zoneMask: b.zoneMask, ctMask: b.ctMask, zone: b.zone, ct: b.ct, custom: b.custom,
-		ownCust: b.ownCust, typ: b.typ, offer: b.offer, ports: append([]hostPort(nil), b.ports...)}
+		ownCust: b.ownCust, typ: b.typ, offer: b.offer, ports: append([]hostPort(nil), b.ports...), doms: append([]int(nil), b.doms...)}
 	if b.types != nil {
 		sh.types = b.types.clone()
 	}
@@ -155,6 +156,7 @@ func restoreShape(b *bin, sh shape) {
 	b.zoneMask, b.ctMask, b.zone, b.ct = sh.zoneMask, sh.ctMask, sh.zone, sh.ct
 	b.custom, b.ownCust, b.typ, b.offer = sh.custom, sh.ownCust, sh.typ, sh.offer
 	b.ports = append([]hostPort(nil), sh.ports...)
+	b.doms = append(b.doms[:0], sh.doms...)
 }
 
 // unplace takes k pods of level l off b (counts, requests, entries).
@@ -345,6 +347,12 @@ func (s *solver) reshape(b *bin) {
 		cm = maskOf(b.ct)
 	}
 	b.zoneMask, b.ctMask, b.custom, b.ownCust = zm, cm, cust, own
+	// Pinned values of other keys stay pinned: pods counted there.
+	for key, d := range b.doms {
+		if d >= 0 {
+			s.pin(b, key, d)
+		}
+	}
 }
 
 // dropBin removes an emptied new bin from its pool's usage. It stays in

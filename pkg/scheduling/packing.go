@@ -13,7 +13,12 @@ type choice struct {
 	k    int
 	zone int // zone to pin a new bin to (-1: leave as is)
 	ct   int // capacity type to pin (-1: leave as is)
+	// pins are values of other topology keys to pin a new bin to.
+	pins []keyPin
 }
+
+// keyPin is one key's value (a domain; -1 for none) for a new bin.
+type keyPin struct{ key, d int }
 
 // anyType asks allowance about a new bin regardless of its type and
 // resources: could the pod go there at all?
@@ -73,6 +78,9 @@ func (s *solver) allowance(l *level, b *bin, want int, typ int) choice {
 			k = r
 		}
 	}
+	if b.node == nil && len(b.pool.minValues) > 0 && k > 0 {
+		k = s.minValuesCap(l, b, k)
+	}
 	if k <= 0 {
 		return none
 	}
@@ -89,19 +97,110 @@ func (s *solver) allowance(l *level, b *bin, want int, typ int) choice {
 			cts = s.maskList(cm, len(s.world.cts))
 		}
 	}
-	best := none
-	for _, z := range zones {
-		for _, ct := range cts {
-			n := s.topoAllow(l, b, z, ct, k)
-			if n <= 0 {
-				continue
-			}
-			if best.k == 0 || n > best.k || (n == best.k && z >= 0 && best.zone >= 0 && s.zoneLoad[z] < s.zoneLoad[best.zone]) {
-				best = choice{k: n, zone: z, ct: ct}
+	// Other keys (custom labels, type labels) an open new bin could still
+	// take several values of: try each combination.
+	var pinKeys []int
+	var pinVals [][]int
+	if b.node == nil {
+		for _, key := range l.otherKeys {
+			if vals := s.pinCandidates(l, b, key, typ); len(vals) > 0 {
+				pinKeys = append(pinKeys, key)
+				pinVals = append(pinVals, vals)
 			}
 		}
 	}
+	s.ensureTrial()
+	best := none
+	bestLoad := 0
+	pos := make([]int, len(pinKeys))
+	for {
+		for i, key := range pinKeys {
+			s.trial[key] = pinVals[i][pos[i]]
+		}
+		load := 0
+		for i, key := range pinKeys {
+			load += s.pinLoad(key, pinVals[i][pos[i]])
+		}
+		for _, z := range zones {
+			for _, ct := range cts {
+				n := s.topoAllow(l, b, z, ct, k)
+				if n <= 0 {
+					continue
+				}
+				if best.k == 0 || n > best.k || (n == best.k && (load < bestLoad || (load == bestLoad && z >= 0 && best.zone >= 0 && s.zoneLoad[z] < s.zoneLoad[best.zone]))) {
+					best = choice{k: n, zone: z, ct: ct}
+					bestLoad = load
+					if len(pinKeys) > 0 {
+						best.pins = make([]keyPin, len(pinKeys))
+						for i, key := range pinKeys {
+							best.pins[i] = keyPin{key, pinVals[i][pos[i]]}
+						}
+					}
+				}
+			}
+		}
+		// Next combination.
+		i := 0
+		for ; i < len(pos); i++ {
+			pos[i]++
+			if pos[i] < len(pinVals[i]) {
+				break
+			}
+			pos[i] = 0
+		}
+		if i == len(pos) {
+			break
+		}
+	}
+	for _, key := range pinKeys {
+		s.trial[key] = trialUnset
+	}
 	return best
+}
+
+// minValuesCap is the most pods of l, up to k, a new bin can take while
+// the types holding it keep the pool's minValues (minValues are honoured
+// while packing, not only checked after: the node stays small enough for
+// enough types).
+func (s *solver) minValuesCap(l *level, b *bin, k int) int {
+	cp := l.pools[b.pool.idx]
+	hold := func(n int) bool {
+		need := b.used.clone()
+		need.addScaled(l.cls.req, int64(n))
+		return s.minValuesHold(b, cp.types, need)
+	}
+	if hold(k) {
+		return k
+	}
+	lo, hi := 0, k // hold(lo) assumed, !hold(hi)
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if hold(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// ensureTrial sizes the trial values to the keys.
+func (s *solver) ensureTrial() {
+	for len(s.trial) < len(s.keys) {
+		s.trial = append(s.trial, trialUnset)
+	}
+}
+
+// pinLoad is how many pods new bins pinned to a key's value hold, to
+// spread ties over the values.
+func (s *solver) pinLoad(key, d int) int {
+	if d < 0 {
+		return 0
+	}
+	for len(s.pinPods) <= key {
+		s.pinPods = append(s.pinPods, nil)
+	}
+	return int(at(s.pinPods[key], d))
 }
 
 func (s *solver) maskList(m uint64, n int) []int {
@@ -217,8 +316,19 @@ func (s *solver) place(l *level, b *bin, ch choice) {
 				b.custom.add(key, cp.custom.sets[key])
 			}
 		}
+		for _, p := range ch.pins {
+			s.pin(b, p.key, p.d)
+		}
 		if b.zone >= 0 {
 			s.zoneLoad[b.zone] += k
+		}
+		for _, key := range l.otherKeys {
+			if d := s.domain(b, key, -1, -1); d >= 0 {
+				for len(s.pinPods) <= key {
+					s.pinPods = append(s.pinPods, nil)
+				}
+				inc(&s.pinPods[key], d, int32(k))
+			}
 		}
 	}
 	b.used.addScaled(c.req, int64(k))
@@ -629,6 +739,16 @@ func (s *solver) newBinFor(l *level, ps *poolState, want int) (*growth, string) 
 			return nil, s.topologyReason(l)
 		}
 	}
+	typeTopo := false
+	for _, key := range l.otherKeys {
+		if s.typeKeys[s.keys[key].name] {
+			typeTopo = true
+		}
+	}
+	if typeTopo {
+		tmp.zoneMask &= zm
+		tmp.ctMask &= cm
+	}
 	best, bestPrice := -1, 0.0
 	limited := false
 	for i, t := range ps.types {
@@ -646,6 +766,9 @@ func (s *solver) newBinFor(l *level, ps *poolState, want int) (*growth, string) 
 			limited = true
 			continue
 		}
+		if typeTopo && s.allowance(l, tmp, 1, i).k <= 0 {
+			continue // its type labels break the topology
+		}
 		best, bestPrice = i, o.price
 	}
 	if best < 0 {
@@ -658,6 +781,11 @@ func (s *solver) newBinFor(l *level, ps *poolState, want int) (*growth, string) 
 	tmp.ctMask &= cm
 	ch := s.allowance(l, tmp, want, best)
 	if ch.k <= 0 {
+		for _, mv := range ps.minValues {
+			if !s.minValuesHold(tmp, nil, l.cls.req) {
+				return nil, fmt.Sprintf("pool %q needs %d distinct %s values but fewer instance types hold the pod", ps.pool.Name, mv.n, mv.key)
+			}
+		}
 		return nil, s.topologyReason(l)
 	}
 	eff := math.Inf(1)

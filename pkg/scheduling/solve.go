@@ -42,6 +42,11 @@ type solver struct {
 	// typeKeys are label keys set by instance types: requirements on them
 	// are decided per type.
 	typeKeys map[string]bool
+	// trial holds, per topology key, the value allowance is trying for an
+	// open new bin (trialUnset: none); pinPods counts pods per pinned
+	// value, to spread ties.
+	trial   []int
+	pinPods [][]int32
 	pools    []*poolState
 	// anyPreferNoSchedule enables the last relaxation step.
 	anyPreferNoSchedule bool
