@@ -47,7 +47,7 @@ type solver struct {
 	// value, to spread ties.
 	trial   []int
 	pinPods [][]int32
-	pools    []*poolState
+	pools   []*poolState
 	// anyPreferNoSchedule enables the last relaxation step.
 	anyPreferNoSchedule bool
 
