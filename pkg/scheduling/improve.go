@@ -71,6 +71,17 @@ func (s *solver) improve() {
 				improved = true
 			}
 		}
+		for _, a := range order {
+			if len(a.entries) == 0 {
+				continue
+			}
+			for _, b := range order {
+				if b != a && len(b.entries) > 0 && s.tryMerge(a, b) {
+					improved = true
+					break
+				}
+			}
+		}
 		if !improved {
 			break
 		}
@@ -276,6 +287,64 @@ func (s *solver) tryDrain(b *bin) bool {
 	if len(b.entries) == 0 {
 		s.dropBin(b)
 	}
+	return true
+}
+
+// tryMerge moves every pod of new bin a onto new bin b grown to the
+// cheapest type that holds both, when that costs less than the two: the
+// other half of the local search, joining nodes where tryDrain empties
+// them into room already paid for. It keeps the result only if every pod
+// moves (with its constraints checked as for any placement).
+func (s *solver) tryMerge(a, b *bin) bool {
+	ps := b.pool
+	if a.pool != ps || ps.hasLimits {
+		return false
+	}
+	before := a.offer.price + b.offer.price
+	zm, cm := a.zoneMask&b.zoneMask, a.ctMask&b.ctMask
+	if zm == 0 || cm == 0 {
+		return false
+	}
+	need := a.used.clone()
+	need.add(b.used)
+	best := -1
+	for i, t := range ps.types {
+		if t.minPrice >= before-1e-9 {
+			break
+		}
+		if !a.types.has(i) || !b.types.has(i) || need[dimCPU] > t.net[dimCPU] || !need.le(t.net) {
+			continue
+		}
+		if o, ok := t.price(zm, cm); ok && o.price < before-1e-9 {
+			best = i
+			break
+		}
+	}
+	if best < 0 {
+		return false
+	}
+	j := s.begin()
+	j.touch(a)
+	j.touch(b)
+	s.setType(b, best)
+	entries := append([]entry(nil), a.entries...)
+	for _, e := range entries {
+		ch := s.allowance(e.l, b, e.n, best)
+		if ch.k < e.n || !s.removalSafe(e.l, a, b, ch) {
+			s.rollback(j)
+			return false
+		}
+		s.unplace(e.l, a, ch.k)
+		s.place(e.l, b, ch)
+		j.moves = append(j.moves, moveRec{l: e.l, from: a, to: b, ch: ch})
+	}
+	o, ok := ps.types[best].price(b.zoneMask, b.ctMask)
+	if !ok || o.price >= before-1e-9 {
+		s.rollback(j)
+		return false
+	}
+	b.offer = o
+	s.dropBin(a)
 	return true
 }
 

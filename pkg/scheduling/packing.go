@@ -362,6 +362,12 @@ func (s *solver) count(l *level, b *bin, k int32) {
 // failed (their affinity targets may have been placed since), until a pass
 // places nothing.
 func (s *solver) pack() {
+	s.pending = s.dims.zero()
+	for _, c := range s.classes {
+		if c.err == "" {
+			s.pending.addScaled(c.req, int64(c.remaining))
+		}
+	}
 	for _, c := range s.classes {
 		s.placeClass(c)
 	}
@@ -420,7 +426,9 @@ func (s *solver) placeClass(c *class) {
 func (s *solver) placeAt(l *level, want int) (int, string) {
 	placed := 0
 	for placed < want {
-		placed += s.fillPaid(l, want-placed)
+		n := s.fillPaid(l, want-placed)
+		s.pending.addScaled(l.cls.req, -int64(n))
+		placed += n
 		if placed == want {
 			break
 		}
@@ -435,6 +443,7 @@ func (s *solver) placeAt(l *level, want int) (int, string) {
 			s.setType(b, g.typ)
 		}
 		s.place(l, b, g.ch)
+		s.pending.addScaled(l.cls.req, -int64(g.ch.k))
 		placed += g.ch.k
 	}
 	return placed, ""
@@ -524,6 +533,9 @@ type growth struct {
 	eff      float64
 	dp       float64
 	template *bin
+	// capped: the pending requests limited the value (the answer changes
+	// as pods are placed).
+	capped bool
 }
 
 // bestGrowth finds the most cost-efficient way to make room for the level.
@@ -556,7 +568,7 @@ retry:
 		if !cp.ok || s.allowance(l, b, 1, anyType).k == 0 {
 			continue
 		}
-		if g := s.upgradeCached(l, b, cp); g != nil && better(g) {
+		if g := s.upgradeCached(l, b, cp, want); g != nil && better(g) {
 			best = g
 		}
 	}
@@ -603,26 +615,27 @@ retry:
 // upCache remembers a bin's best upgrade for a level until the bin
 // changes.
 type upCache struct {
-	ver  uint32
-	set  bool
-	none bool
-	typ  int
-	eff  float64
-	dp   float64
+	ver    uint32
+	set    bool
+	none   bool
+	capped bool
+	typ    int
+	eff    float64
+	dp     float64
 }
 
 // upgradeCached is upgradeFor, remembered per level and bin version: while
 // one class grows one bin, the other bins' answers do not change.
-func (s *solver) upgradeCached(l *level, b *bin, cp *classPool) *growth {
+func (s *solver) upgradeCached(l *level, b *bin, cp *classPool, want int) *growth {
 	for len(l.up) <= b.id {
 		l.up = append(l.up, upCache{})
 	}
 	c := &l.up[b.id]
 	// A limited pool's answer also depends on the other nodes' sizes: no
 	// caching there.
-	if !c.set || c.ver != b.ver || b.pool.hasLimits {
-		g := s.upgradeFor(l, b, cp)
-		*c = upCache{ver: b.ver, set: true, none: g == nil}
+	if !c.set || c.ver != b.ver || b.pool.hasLimits || c.capped {
+		g := s.upgradeFor(l, b, cp, want)
+		*c = upCache{ver: b.ver, set: true, none: g == nil, capped: g != nil && g.capped}
 		if g != nil {
 			c.typ, c.eff, c.dp = g.typ, g.eff, g.dp
 		}
@@ -637,7 +650,7 @@ func (s *solver) upgradeCached(l *level, b *bin, cp *classPool) *growth {
 // l: among the types that hold the bin's pods and one more, the one that
 // adds the most value per added dollar (within 1%, the smaller step). The
 // caller checks topology (allowance) for the chosen one.
-func (s *solver) upgradeFor(l *level, b *bin, cp *classPool) *growth {
+func (s *solver) upgradeFor(l *level, b *bin, cp *classPool, want int) *growth {
 	ps := b.pool
 	cur := ps.types[b.typ]
 	need := b.used.clone()
@@ -649,7 +662,7 @@ func (s *solver) upgradeFor(l *level, b *bin, cp *classPool) *growth {
 	if cp.custom != nil && !customCompatible(b.custom, cp.custom) {
 		return nil
 	}
-	curValue := s.valueOf(cur.net)
+	curValue, capped := s.usefulValue(l, want, cur.net, b.used)
 	best, bestEff, bestDp := -1, 0.0, 0.0
 	for _, i := range s.searchList(ps, b.types, cp.types) {
 		t := ps.types[i]
@@ -663,7 +676,9 @@ func (s *solver) upgradeFor(l *level, b *bin, cp *classPool) *growth {
 		dp := o.price - b.offer.price
 		eff := math.Inf(1)
 		if dp > 1e-12 {
-			eff = (t.value - curValue) / dp
+			v, c := s.usefulValue(l, want, t.net, b.used)
+			capped = capped || c
+			eff = (v - curValue) / dp
 		}
 		if best >= 0 {
 			if math.Abs(eff-bestEff) <= 0.01*math.Max(math.Abs(eff), math.Abs(bestEff)) {
@@ -682,7 +697,7 @@ func (s *solver) upgradeFor(l *level, b *bin, cp *classPool) *growth {
 	if best < 0 {
 		return nil
 	}
-	return &growth{b: b, ps: ps, typ: best, eff: bestEff, dp: bestDp}
+	return &growth{b: b, ps: ps, typ: best, eff: bestEff, dp: bestDp, capped: capped}
 }
 
 // searchList is the types a search for the best type among a ∩ b must
@@ -790,7 +805,8 @@ func (s *solver) newBinFor(l *level, ps *poolState, want int) (*growth, string) 
 	}
 	eff := math.Inf(1)
 	if bestPrice > 0 {
-		eff = s.valueOf(ps.types[best].net) / bestPrice
+		v, _ := s.usefulValue(l, want, ps.types[best].net, nil)
+		eff = v / bestPrice
 	}
 	return &growth{ps: ps, typ: best, ch: ch, eff: eff, dp: bestPrice, template: tmp}, ""
 }
