@@ -294,6 +294,9 @@ func (s *solver) topoAllow(l *level, b *bin, z, ct, k int) int {
 
 // place puts k pods of level l on bin b, pinning a new bin as chosen.
 func (s *solver) place(l *level, b *bin, ch choice) {
+	if s.jr != nil {
+		s.jr.touch(b)
+	}
 	b.ver++
 	c := l.cls
 	k := ch.k
@@ -335,6 +338,16 @@ func (s *solver) place(l *level, b *bin, ch choice) {
 	b.ports = append(b.ports, c.ports...)
 	b.addEntry(l, k)
 	s.count(l, b, int32(k))
+	if s.jr != nil {
+		s.jrPlaced = append(s.jrPlaced, placedRec{l, b, k})
+	}
+}
+
+// placedRec is one placement made while a rebuild is journaled.
+type placedRec struct {
+	l *level
+	b *bin
+	k int
 }
 
 // count adds (or with negative k removes) k pods of l on b to the groups.
@@ -533,9 +546,6 @@ type growth struct {
 	eff      float64
 	dp       float64
 	template *bin
-	// capped: the pending requests limited the value (the answer changes
-	// as pods are placed).
-	capped bool
 }
 
 // bestGrowth finds the most cost-efficient way to make room for the level.
@@ -565,7 +575,7 @@ retry:
 			continue
 		}
 		cp := l.pools[b.pool.idx]
-		if !cp.ok || s.allowance(l, b, 1, anyType).k == 0 {
+		if !cp.ok || (s.capPool != nil && b.pool != s.capPool) || s.allowance(l, b, 1, anyType).k == 0 {
 			continue
 		}
 		if g := s.upgradeCached(l, b, cp, want); g != nil && better(g) {
@@ -615,13 +625,12 @@ retry:
 // upCache remembers a bin's best upgrade for a level until the bin
 // changes.
 type upCache struct {
-	ver    uint32
-	set    bool
-	none   bool
-	capped bool
-	typ    int
-	eff    float64
-	dp     float64
+	ver  uint32
+	set  bool
+	none bool
+	typ  int
+	eff  float64
+	dp   float64
 }
 
 // upgradeCached is upgradeFor, remembered per level and bin version: while
@@ -633,24 +642,41 @@ func (s *solver) upgradeCached(l *level, b *bin, cp *classPool, want int) *growt
 	c := &l.up[b.id]
 	// A limited pool's answer also depends on the other nodes' sizes: no
 	// caching there.
-	if !c.set || c.ver != b.ver || b.pool.hasLimits || c.capped {
-		g := s.upgradeFor(l, b, cp, want)
-		*c = upCache{ver: b.ver, set: true, none: g == nil, capped: g != nil && g.capped}
+	if s.priceCap > 0 {
+		// A split in the local search: answers under a price cap are
+		// not remembered.
+		g := s.upgradeFor(l, b, cp)
+		if g == nil {
+			return nil
+		}
+		c = &upCache{ver: b.ver, set: true, typ: g.typ, dp: g.dp}
+	} else if !c.set || c.ver != b.ver || b.pool.hasLimits {
+		g := s.upgradeFor(l, b, cp)
+		*c = upCache{ver: b.ver, set: true, none: g == nil}
 		if g != nil {
-			c.typ, c.eff, c.dp = g.typ, g.eff, g.dp
+			c.typ, c.dp = g.typ, g.dp
 		}
 	}
 	if c.none {
 		return nil
 	}
-	return &growth{b: b, ps: b.pool, typ: c.typ, eff: c.eff, dp: c.dp}
+	// The type is chosen by capacity value (cached); whether growing is
+	// worth it is judged by what the pending pods can use of it, which
+	// changes with every placement.
+	eff := math.Inf(1)
+	if c.dp > 1e-12 {
+		v, _ := s.usefulValue(l, want, b.pool.types[c.typ].net, b.used)
+		cur, _ := s.usefulValue(l, want, b.pool.types[b.typ].net, b.used)
+		eff = (v - cur) / c.dp
+	}
+	return &growth{b: b, ps: b.pool, typ: c.typ, eff: eff, dp: c.dp}
 }
 
 // upgradeFor is the best type change of bin b that takes one more pod of
 // l: among the types that hold the bin's pods and one more, the one that
 // adds the most value per added dollar (within 1%, the smaller step). The
 // caller checks topology (allowance) for the chosen one.
-func (s *solver) upgradeFor(l *level, b *bin, cp *classPool, want int) *growth {
+func (s *solver) upgradeFor(l *level, b *bin, cp *classPool) *growth {
 	ps := b.pool
 	cur := ps.types[b.typ]
 	need := b.used.clone()
@@ -662,7 +688,7 @@ func (s *solver) upgradeFor(l *level, b *bin, cp *classPool, want int) *growth {
 	if cp.custom != nil && !customCompatible(b.custom, cp.custom) {
 		return nil
 	}
-	curValue, capped := s.usefulValue(l, want, cur.net, b.used)
+	curValue := s.valueOf(cur.net)
 	best, bestEff, bestDp := -1, 0.0, 0.0
 	for _, i := range s.searchList(ps, b.types, cp.types) {
 		t := ps.types[i]
@@ -670,15 +696,13 @@ func (s *solver) upgradeFor(l *level, b *bin, cp *classPool, want int) *growth {
 			continue
 		}
 		o, ok := t.price(zm, cm)
-		if !ok {
+		if !ok || (s.priceCap > 0 && o.price >= s.priceCap) {
 			continue
 		}
 		dp := o.price - b.offer.price
 		eff := math.Inf(1)
 		if dp > 1e-12 {
-			v, c := s.usefulValue(l, want, t.net, b.used)
-			capped = capped || c
-			eff = (v - curValue) / dp
+			eff = (t.value - curValue) / dp
 		}
 		if best >= 0 {
 			if math.Abs(eff-bestEff) <= 0.01*math.Max(math.Abs(eff), math.Abs(bestEff)) {
@@ -697,7 +721,7 @@ func (s *solver) upgradeFor(l *level, b *bin, cp *classPool, want int) *growth {
 	if best < 0 {
 		return nil
 	}
-	return &growth{b: b, ps: ps, typ: best, eff: bestEff, dp: bestDp, capped: capped}
+	return &growth{b: b, ps: ps, typ: best, eff: bestEff, dp: bestDp}
 }
 
 // searchList is the types a search for the best type among a ∩ b must
@@ -715,7 +739,7 @@ func (s *solver) searchList(ps *poolState, a, b bitset) []int {
 // takes one pod, in a zone and capacity type the topology allows.
 func (s *solver) newBinFor(l *level, ps *poolState, want int) (*growth, string) {
 	cp := l.pools[ps.idx]
-	if !cp.ok {
+	if !cp.ok || (s.capPool != nil && ps != s.capPool) {
 		return nil, ""
 	}
 	if !s.withinLimits(ps, s.dims.zero(), nil, 1) {
@@ -774,7 +798,7 @@ func (s *solver) newBinFor(l *level, ps *poolState, want int) (*growth, string) 
 			continue
 		}
 		o, ok := t.price(zm, cm)
-		if !ok || (best >= 0 && o.price >= bestPrice) {
+		if !ok || (best >= 0 && o.price >= bestPrice) || (s.priceCap > 0 && o.price >= s.priceCap) {
 			continue
 		}
 		if ps.hasLimits && !s.withinLimits(ps, t.capv, nil, 1) {
@@ -825,6 +849,9 @@ func (s *solver) openBin(g *growth) *bin {
 
 // setType changes a new bin's type, keeping pool usage in step.
 func (s *solver) setType(b *bin, typ int) {
+	if s.jr != nil {
+		s.jr.touch(b)
+	}
 	b.ver++
 	ps := b.pool
 	if typ != b.typ {

@@ -50,7 +50,16 @@ type solver struct {
 	pinPods [][]int32
 	// pending is the requests of the pods not placed yet.
 	pending vec
-	pools   []*poolState
+	// jr, when set, journals every bin placement and type change touch
+	// (a rebuild in the local search), and jrPlaced the placements.
+	jr       *journal
+	jrPlaced []placedRec
+	// priceCap, when above 0, keeps growth to nodes of capPool cheaper
+	// than it (a split in the local search: other pools, of a lower
+	// weight, must not win because the cap ruled out their betters).
+	priceCap float64
+	capPool  *poolState
+	pools    []*poolState
 	// anyPreferNoSchedule enables the last relaxation step.
 	anyPreferNoSchedule bool
 
