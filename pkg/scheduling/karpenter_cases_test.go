@@ -190,3 +190,70 @@ func TestIncompatibleSelfAffinity(t *testing.T) {
 		{name: "one placed, the other reported", in: in, unschedulable: 1, reason: "pod affinity", check: nodeCount(1)},
 	})
 }
+
+func TestKarpenterMoreCases(t *testing.T) {
+	withApp := func(app string) func(*corev1.Pod) { return func(p *corev1.Pod) { p.Labels["app"] = app } }
+	armPool := pool("arm", withReq(corev1.LabelArchStable, "In", "arm64"))
+	runCases(t, []constraintCase{
+		{name: "should balance pods across arch (no constraints)", in: func() scheduling.Input {
+			// One arm64 node holds a matching pod; the pool only makes
+			// arm64 nodes but the existing amd64 node is a domain too:
+			// arm64 may take 2 more before the skew breaks.
+			in := input(pods("a", 5, "2", "1Gi", spread(corev1.LabelArchStable, 1, corev1.DoNotSchedule, "a")), armPool)
+			amd := existingNode("amd", "test-1a", pods("a-old", 1, "100m", "100Mi", withApp("a"))...)
+			amd.Unschedulable = true
+			in.Nodes = []*scheduling.Node{amd}
+			return in
+		}(), unschedulable: 3, check: func(t *testing.T, plan scheduling.Plan) {
+			n := 0
+			for _, nn := range plan.NewNodes {
+				n += len(nn.Pods)
+			}
+			if n != 2 {
+				t.Errorf("%d pods on new arm64 nodes, want 2 (skew 1 against the cordoned amd64 node's 1)", n)
+			}
+		}},
+		{name: "should respect NodePool zonal constraints", in: input(pods("a", 4, "1", "1Gi", spread(corev1.LabelTopologyZone, 1, corev1.DoNotSchedule, "a")),
+			pool("p", withReq(corev1.LabelTopologyZone, "In", "test-1a", "test-1b"))),
+			check: func(t *testing.T, plan scheduling.Plan) {
+				if z := zonesOf(plan); z["test-1a"] != 2 || z["test-1b"] != 2 || z["test-1c"] != 0 {
+					t.Errorf("zones %v, want 2 and 2 in the pool's zones", z)
+				}
+			}},
+		{name: "should handle multiple dependent affinities", in: input(append(append(append(
+			pods("db", 1, "100m", "100Mi"),
+			pods("web", 1, "100m", "100Mi", affinity(corev1.LabelHostname, "db"))...),
+			pods("cache", 1, "100m", "100Mi", affinity(corev1.LabelHostname, "web"))...),
+			pods("ui", 1, "100m", "100Mi", affinity(corev1.LabelHostname, "cache"))...)),
+			check: nodeCount(1)},
+		{name: "should fail to schedule pods with unsatisfiable dependencies", in: input(pods("db", 1, "100m", "100Mi", affinity(corev1.LabelHostname, "web"))),
+			unschedulable: 1, reason: "pod affinity"},
+		{name: "should not violate pod anti-affinity on zone", in: input(append(
+			pods("z", 3, "100m", "100Mi", spread(corev1.LabelTopologyZone, 1, corev1.DoNotSchedule, "z")),
+			pods("anti", 1, "100m", "100Mi", antiAffinity(corev1.LabelTopologyZone, "z"))...)),
+			unschedulable: 1, reason: "anti-affinity"},
+		{name: "should support pod affinity with zone topology (unconstrained target)", in: input(append(
+			pods("target", 1, "100m", "100Mi", nodeSelector(corev1.LabelTopologyZone, "test-1b")),
+			pods("follower", 5, "1", "1Gi", affinity(corev1.LabelTopologyZone, "target"))...)),
+			check: func(t *testing.T, plan scheduling.Plan) {
+				if z := zonesOf(plan); z["test-1b"] != 6 {
+					t.Errorf("zones %v, want all 6 in test-1b", z)
+				}
+			}},
+		{name: "anti-affinity on instance type keeps types apart", in: input(append(
+			pods("a", 1, "1", "1Gi", nodeSelector(corev1.LabelInstanceTypeStable, "c.large")),
+			pods("b", 1, "1", "1Gi", withApp("b"), antiAffinity(corev1.LabelInstanceTypeStable, "a"))...)),
+			check: func(t *testing.T, plan scheduling.Plan) {
+				in := input(nil)
+				for _, n := range plan.NewNodes {
+					for _, p := range n.Pods {
+						if p.Name == "b-0" && typeLabelValues(in, n, corev1.LabelInstanceTypeStable)["c.large"] {
+							t.Errorf("b-0's node may be a c.large: %v", n.InstanceTypeOptions)
+						}
+					}
+				}
+			}},
+		{name: "spread over a custom key one pool leaves open is unschedulable", in: input(pods("a", 2, "1", "1Gi", spread("team", 1, corev1.DoNotSchedule, "a")),
+			pool("p", withReq("team", "Exists"))), unschedulable: 2, reason: "team"},
+	})
+}
