@@ -226,6 +226,17 @@ func TestKarpenterMoreCases(t *testing.T) {
 			pods("cache", 1, "100m", "100Mi", affinity(corev1.LabelHostname, "web"))...),
 			pods("ui", 1, "100m", "100Mi", affinity(corev1.LabelHostname, "cache"))...)),
 			check: nodeCount(1)},
+		{name: "a long affinity chain, each pod bigger than its target, is placed whole", in: input(append(append(append(append(
+			pods("c1", 1, "5", "1Gi", affinity(corev1.LabelTopologyZone, "c2")),
+			pods("c2", 1, "4", "1Gi", affinity(corev1.LabelTopologyZone, "c3"))...),
+			pods("c3", 1, "3", "1Gi", affinity(corev1.LabelTopologyZone, "c4"))...),
+			pods("c4", 1, "2", "1Gi", affinity(corev1.LabelTopologyZone, "c5"))...),
+			pods("c5", 1, "1", "1Gi")...)),
+			check: func(t *testing.T, plan scheduling.Plan) {
+				if z := zonesOf(plan); len(z) != 1 {
+					t.Errorf("zones %v, want one", z)
+				}
+			}},
 		{name: "should fail to schedule pods with unsatisfiable dependencies", in: input(pods("db", 1, "100m", "100Mi", affinity(corev1.LabelHostname, "web"))),
 			unschedulable: 1, reason: "pod affinity"},
 		{name: "should not violate pod anti-affinity on zone", in: input(append(

@@ -384,7 +384,7 @@ func (s *solver) pack() {
 	for _, c := range s.classes {
 		s.placeClass(c)
 	}
-	for pass := 0; pass < 3; pass++ {
+	for pass := 0; pass < len(s.classes); pass++ { // until a pass places nothing (affinity chains)
 		progress := false
 		for _, c := range s.classes {
 			if c.remaining == 0 || c.err != "" {
