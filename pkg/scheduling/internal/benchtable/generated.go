@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"text/tabwriter"
 	"time"
 
 	"github.com/joist-dev/joist/pkg/scheduling"
@@ -15,8 +14,12 @@ import (
 // generated prints the table of the generated workloads: every shape at
 // every size, seed 1.
 func generated(out io.Writer, sizes []int, runs int, only string) error {
-	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "shape\tpods\tplaced\tnodes\t$/h\tbound $/h\tratio\tsolve s\tcpu s\tallocs\tMB alloc\tbound\t")
+	// Rows are printed as they are measured (fixed widths, no buffering):
+	// the big sizes take a while.
+	w := out
+	const row = "| %s | %d | %d | %d | %.2f | %.2f | %.3f | %.4f | %.4f | %d | %.1f | %s |\n"
+	fmt.Fprintln(w, "| shape | pods | placed | nodes | $/h | bound $/h | ratio | solve s | cpu s | allocs | MB alloc | bound |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, sh := range workloadgen.Shapes {
 		if only != "" && sh.Name != only {
 			continue
@@ -40,7 +43,7 @@ func generated(out io.Writer, sizes []int, runs int, only string) error {
 			if sh.Loose != "" {
 				note = "loose: " + sh.Loose
 			}
-			fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%.2f\t%.2f\t%.3f\t%.4f\t%.4f\t%d\t%.1f\t%s\t\n",
+			fmt.Fprintf(w, row,
 				sh.Name, n, placed, len(plan.NewNodes), plan.TotalPricePerHour, plan.LowerBoundPricePerHour, ratio,
 				wall.Seconds(), cpu.Seconds(), allocs, float64(bytes)/(1<<20), note)
 			if len(plan.Unschedulable) > 0 {
@@ -51,7 +54,7 @@ func generated(out io.Writer, sizes []int, runs int, only string) error {
 			}
 		}
 	}
-	return w.Flush()
+	return nil
 }
 
 // timeSolve solves runs times and returns the plan with the fastest wall
