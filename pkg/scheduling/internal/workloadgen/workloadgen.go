@@ -34,7 +34,7 @@ var Shapes = []Shape{
 	{Name: "memory-heavy", Unconstrained: true, gen: genMemory},
 	{Name: "many-shapes", Unconstrained: true, gen: genManyShapes},
 	{Name: "gpu", gen: genGPU, Loose: "GPU types' cpu and memory come with the GPU"},
-	{Name: "spot-limits", gen: genSpotLimits},
+	{Name: "spot-limits", gen: genSpotLimits, Loose: "pool limits ignored by the bound (spot priced as if unlimited)"},
 	{Name: "weighted-tainted-pools", gen: genPools, Loose: "weights make a dearer pool first; the bound prices every pool"},
 	{Name: "zone-spread", gen: genZoneSpread, Loose: "spread minimum per zone ignored by the bound"},
 	{Name: "hostname-anti", gen: genHostnameAnti, Loose: "one pod per node ignored by the bound"},
