@@ -463,7 +463,7 @@ func (s *solver) spreadFor(l *level, t corev1.TopologySpreadConstraint) *spread 
 				// be pinned to.
 				if s.typeKeys[k.name] {
 					for ti, t := range ps.types {
-						if cp.ok && !cp.types.has(ti) {
+						if cp.labelTypes == nil || !cp.labelTypes.has(ti) {
 							continue
 						}
 						if v, ok := t.it.Labels[k.name]; ok {
