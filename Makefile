@@ -69,7 +69,8 @@ demo-interruption: tools
 	@$(GO) build -o bin/demo ./test/demo
 	JOIST_TOOLS=$(TOOLS_DIR) bin/demo -interruption
 
-## bench: the simulator over ../shared/workloads as a table (nodes, $/h, bound, time), then the Go benchmarks,
+## bench: the simulator over ../shared/workloads as a table (nodes, $/h, bound, time), then over the generated
+## workloads (pkg/scheduling/internal/workloadgen: every shape at 50 to 50,000 pods), then the Go benchmarks,
 ## then consolidation of the 1,732-node cluster (diverse-10k less 60 % of its pods) to the end, and its decision benchmark
 bench:
 	$(GO) run ./pkg/scheduling/internal/benchtable

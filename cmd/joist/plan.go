@@ -186,7 +186,12 @@ func readPlanInput(stdin io.Reader, stderr io.Writer, o *planOptions) (schedulin
 			}
 		}
 	}
-	spec, errs := specs.Build(objs)
+	// Validation stays strict in `joist validate`; a plan only needs the
+	// pools, so a missing node class is a warning here.
+	spec, warnings, errs := specs.BuildWith(objs, specs.BuildOptions{MissingNodeClassWarns: true})
+	for _, w := range warnings {
+		fmt.Fprintln(stderr, "joist plan: warning:", w)
+	}
 	if len(errs) > 0 {
 		for _, e := range errs {
 			fmt.Fprintln(stderr, "joist plan:", e)

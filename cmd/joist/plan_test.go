@@ -90,3 +90,51 @@ func TestPlanRejectsBadFlags(t *testing.T) {
 		t.Error("xml output accepted")
 	}
 }
+
+// A pool whose node class is not in the files is planned anyway, with the
+// AMI family's default node settings and a warning on stderr; `joist
+// validate` still refuses the same files.
+func TestPlanMissingNodeClassWarns(t *testing.T) {
+	manifest := `apiVersion: karpenter.sh/v1alpha5
+kind: Provisioner
+metadata: {name: web}
+spec:
+  providerRef: {name: elsewhere}
+  requirements:
+  - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: nginx
+        resources: {requests: {cpu: "1", memory: 1Gi}}
+`
+	var stdout, stderr bytes.Buffer
+	err := runPlan(strings.NewReader(manifest), &stdout, &stderr, &planOptions{files: []string{"-"}, region: "us-east-1", catalog: "embedded", output: "json"})
+	if err != nil {
+		t.Fatalf("plan: %v\n%s", err, stderr.String())
+	}
+	var out planOutput
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.ScheduledPods != 2 || out.DefaultPool || len(out.Nodes) == 0 || out.Nodes[0].Pool != "web" {
+		t.Errorf("plan %+v, want both pods on pool web", out)
+	}
+	want := `joist plan: warning: Provisioner "web": spec.providerRef.name: AWSNodeTemplate "elsewhere" not found; planned with the AMI family's default node settings`
+	if !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr %q lacks %q", stderr.String(), want)
+	}
+	var vOut, vErr bytes.Buffer
+	if err := runValidate(strings.NewReader(manifest), &vOut, &vErr, &validateOptions{files: []string{"-"}}); err == nil || !strings.Contains(vErr.String(), `AWSNodeTemplate "elsewhere" not found`) {
+		t.Errorf("validate accepted a missing node class: %v\n%s", err, vErr.String())
+	}
+}

@@ -1,6 +1,9 @@
 package scheduling
 
 import (
+	"slices"
+	"sort"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/joist-dev/joist/pkg/model"
@@ -148,19 +151,146 @@ func (s *solver) domain(b *bin, key int, z, c int) int {
 	for len(b.doms) <= key {
 		b.doms = append(b.doms, -2)
 	}
-	if b.doms[key] != -2 {
+	if b.node != nil && b.doms[key] != -2 {
 		return b.doms[key]
+	}
+	if b.node == nil {
+		// A new node's value, once decided, is pinned (see pin).
+		if b.doms[key] >= 0 {
+			return b.doms[key]
+		}
+		if key < len(s.trial) && s.trial[key] != trialUnset {
+			return s.trial[key]
+		}
 	}
 	d := -1
 	if b.node != nil {
 		if v, ok := b.node.Labels[k.name]; ok {
 			d = s.valueDomain(key, v)
 		}
-	} else if b.custom != nil {
+		b.doms[key] = d
+		return d
+	}
+	if b.custom != nil {
 		if set, ok := b.custom.get(k.name); ok && !set.complement && len(set.values) == 1 {
 			d = s.valueDomain(key, set.values[0])
 		}
 	}
-	b.doms[key] = d
+	if d < 0 && s.typeKeys[k.name] {
+		d = s.uniqueTypeValue(b, key)
+	}
+	if d >= 0 {
+		b.doms[key] = d
+	}
 	return d
+}
+
+// trialUnset marks a key with no trial value in solver.trial.
+const trialUnset = -2
+
+// uniqueTypeValue is the domain of a type label every type of a new bin
+// shares (-1 when they differ or some type lacks it).
+func (s *solver) uniqueTypeValue(b *bin, key int) int {
+	name := s.keys[key].name
+	val, seen := "", false
+	for i, t := range b.pool.types {
+		if !b.types.has(i) {
+			continue
+		}
+		v, ok := t.it.Labels[name]
+		if !ok || (seen && v != val) {
+			return -1
+		}
+		val, seen = v, true
+	}
+	if !seen {
+		return -1
+	}
+	return s.valueDomain(key, val)
+}
+
+// pinCandidates lists the values a new bin could be pinned to for a key
+// the level reads (nil when its value is already decided): the values of
+// its custom label, or for a type label those of its types (of type typ
+// alone when given), with -1 for "no value" when some type lacks it.
+func (s *solver) pinCandidates(l *level, b *bin, key int, typ int) []int {
+	if d := s.domain(b, key, -1, -1); d >= 0 {
+		return nil
+	}
+	name := s.keys[key].name
+	if s.typeKeys[name] {
+		if typ >= 0 {
+			if v, ok := b.pool.types[typ].it.Labels[name]; ok {
+				return []int{s.valueDomain(key, v)}
+			}
+			return []int{-1}
+		}
+		cp := l.pools[b.pool.idx]
+		var out []int
+		absent := false
+		for i, t := range b.pool.types {
+			if !b.types.has(i) || !cp.types.has(i) {
+				continue
+			}
+			if v, ok := t.it.Labels[name]; ok {
+				if d := s.valueDomain(key, v); !slices.Contains(out, d) {
+					out = append(out, d)
+				}
+			} else {
+				absent = true
+			}
+		}
+		sort.Ints(out)
+		if absent {
+			out = append(out, -1)
+		}
+		return out
+	}
+	set, ok := b.custom.get(name)
+	if !ok {
+		return nil
+	}
+	if cp := l.pools[b.pool.idx]; cp.custom != nil {
+		if cs, ok := cp.custom.get(name); ok {
+			set = set.intersect(cs)
+		}
+	}
+	if set.complement {
+		return nil
+	}
+	var out []int
+	for _, v := range set.values {
+		if set.inBounds(v) {
+			out = append(out, s.valueDomain(key, v))
+		}
+	}
+	return out
+}
+
+// pin fixes a new bin's value for a key: its custom label, or its types
+// to those with that label value (-1: those without the label).
+func (s *solver) pin(b *bin, key, d int) {
+	for len(b.doms) <= key {
+		b.doms = append(b.doms, -2)
+	}
+	k := s.keys[key]
+	if s.typeKeys[k.name] {
+		for i, t := range b.pool.types {
+			if !b.types.has(i) {
+				continue
+			}
+			v, ok := t.it.Labels[k.name]
+			if (d < 0 && ok) || (d >= 0 && (!ok || v != k.values[d])) {
+				b.types.clear(i)
+			}
+		}
+	} else if d >= 0 {
+		if !b.ownCust {
+			b.custom, b.ownCust = b.custom.clone(), true
+		}
+		b.custom.add(k.name, valueSet{values: []string{k.values[d]}})
+	}
+	if d >= 0 {
+		b.doms[key] = d
+	}
 }

@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -173,6 +174,14 @@ type level struct {
 	// badKey names a topology key a new node cannot provide a value for.
 	badKey string
 	pools  []*classPool
+	// domPools and domReqs are pools and nodeReqs without the preferred
+	// node term: only required node affinity narrows a spread's domains.
+	domPools []*classPool
+	domReqs  *reqs
+	// otherKeys are the keys other than hostname, zone and capacity type
+	// the level's topology reads; a new node is pinned to one value of
+	// each when such a pod joins it.
+	otherKeys []int
 	// existing caches compatibility with existing nodes: 0 unknown, 1 yes,
 	// 2 no.
 	existing []uint8
@@ -383,6 +392,17 @@ func (s *solver) buildLevel(c *class, st relaxState, desc string) *level {
 	for i, ps := range s.pools {
 		l.pools[i] = s.classPoolCompat(l, ps)
 	}
+	l.domPools, l.domReqs = l.pools, l.nodeReqs
+	if st.prefNodeDrop < len(p.node) && len(hard) > 0 {
+		withPref := l.nodeReqs
+		l.nodeReqs = terms[st.term]
+		l.domPools = make([]*classPool, len(s.pools))
+		for i, ps := range s.pools {
+			l.domPools[i] = s.classPoolCompat(l, ps)
+		}
+		l.domReqs = l.nodeReqs
+		l.nodeReqs = withPref
+	}
 	l.existing = make([]uint8, len(s.existingBins))
 	for _, t := range hard {
 		l.spreads = append(l.spreads, s.spreadFor(l, t))
@@ -418,6 +438,9 @@ func (l *level) noteKey(s *solver, g *group) {
 	case keyOther:
 		if l.badKey == "" && !s.keys[g.key].fixedOnNewNodes {
 			l.badKey = s.keys[g.key].name
+		}
+		if !slices.Contains(l.otherKeys, g.key) {
+			l.otherKeys = append(l.otherKeys, g.key)
 		}
 	}
 }

@@ -26,6 +26,10 @@ type classPool struct {
 	// requirements may be, taints and sizes aside (set even when !ok).
 	domainZones uint64
 	domainCTs   uint64
+	// labelTypes are the pool's types whose labels the pod's node
+	// requirements accept, whatever their size: the instance-type label
+	// values a spread's domains come from (nil when requirements failed).
+	labelTypes bitset
 	// custom are the class's requirements on custom keys the pool defines
 	// (nil when it has none).
 	custom *reqs
@@ -97,6 +101,7 @@ func (s *solver) classPoolCompat(l *level, ps *poolState) *classPool {
 	// Instance types: labels (memoized per pool and requirement), then
 	// whether one pod fits, then offerings in the allowed zones.
 	labelOK := s.typesMatching(ps, typeReqs)
+	cp.labelTypes = labelOK
 	if !labelOK.any() {
 		return fail(failRequirement, fmt.Sprintf("no instance type of pool %q matches %s", ps.pool.Name, describeReqs(typeReqs)))
 	}

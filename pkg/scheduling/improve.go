@@ -71,10 +71,195 @@ func (s *solver) improve() {
 				improved = true
 			}
 		}
+		// Merges: the least utilised nodes (a fixed number) into any other.
+		for i, a := range order {
+			if i >= mergeWorst {
+				break
+			}
+			if len(a.entries) == 0 {
+				continue
+			}
+			for _, b := range order {
+				if b != a && len(b.entries) > 0 && s.tryMerge(a, b) {
+					improved = true
+					break
+				}
+			}
+		}
+		if pass < rebuildPasses && s.rebuildPass(order) {
+			improved = true
+		}
 		if !improved {
 			break
 		}
 	}
+}
+
+// Budgets of the local search's costlier steps, so that it costs about
+// the same whatever the plan's size: merges are tried for this many of the
+// least utilised nodes, and rebuilds in the first passes only.
+const (
+	mergeWorst    = 12
+	rebuildPasses = 2
+)
+
+// free tells whether a level's pods carry no constraint between pods
+// (topology, host ports): they can be taken off nodes and packed again
+// without looking at anybody else.
+func (l *level) free() bool {
+	c := l.cls
+	return len(l.anti) == 0 && len(l.aff) == 0 && len(l.spreads) == 0 && len(c.invAnti) == 0 && len(c.memberOf) == 0 && len(c.ports) == 0
+}
+
+// rebuildPass tries, for each new node from the least utilised, packing
+// its pods again together with those of one of the next few such nodes
+// (and alone), keeping any rebuild that makes the plan cheaper: the
+// packer's greedy choices for a few nodes are revisited with only their
+// pods pending, as the same pods would be packed if they came alone (so
+// a workload does not cost more than its pieces packed apart).
+func (s *solver) rebuildPass(order []*bin) bool {
+	var cand []*bin
+	for _, b := range order {
+		if len(b.entries) == 0 {
+			continue
+		}
+		ok := true
+		for _, e := range b.entries {
+			if !e.l.free() {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			cand = append(cand, b)
+		}
+	}
+	// A fixed budget: the least utilised nodes, each with a few partners,
+	// so the pass costs a bounded number of small re-packs whatever the
+	// plan's size.
+	const worst, partners = 12, 3
+	if len(cand) > worst+partners {
+		cand = cand[:worst+partners]
+	}
+	improved := false
+	for i, a := range cand {
+		if i >= worst {
+			break
+		}
+		if len(a.entries) == 0 {
+			continue
+		}
+		if s.tryRebuild([]*bin{a}) {
+			improved = true
+			continue
+		}
+		// Split: its pods again, on nodes each cheaper than it.
+		s.priceCap, s.capPool = a.offer.price-1e-9, a.pool
+		split := s.tryRebuild([]*bin{a})
+		s.priceCap, s.capPool = 0, nil
+		if split {
+			improved = true
+			continue
+		}
+		for k := i + 1; k < len(cand) && k <= i+partners; k++ {
+			b := cand[k]
+			if len(b.entries) == 0 || b.pool != a.pool {
+				continue
+			}
+			if s.tryRebuild([]*bin{a, b}) {
+				improved = true
+				break
+			}
+		}
+	}
+	return improved
+}
+
+// newPrice is the price of the new nodes.
+func (s *solver) newPrice() float64 {
+	p := 0.0
+	for _, b := range s.bins {
+		if b.node == nil && len(b.entries) > 0 {
+			p += b.offer.price
+		}
+	}
+	return p
+}
+
+// tryRebuild takes every pod off the group's new nodes and packs them
+// again (into room other nodes have, upgrades or new nodes, as packing
+// does); it keeps the result only if the plan got cheaper, else puts
+// everything back as it was.
+func (s *solver) tryRebuild(group []*bin) bool {
+	for _, ps := range s.pools {
+		if ps.hasLimits {
+			return false
+		}
+	}
+	before := s.newPrice()
+	j := s.begin()
+	nBins := len(s.bins)
+	type removed struct {
+		l *level
+		b *bin
+		n int
+	}
+	var work []removed
+	for _, b := range group {
+		j.touch(b)
+		for _, e := range b.entries {
+			work = append(work, removed{e.l, b, e.n})
+		}
+	}
+	s.pending = s.dims.zero()
+	for _, w := range work {
+		s.unplace(w.l, w.b, w.n)
+		s.pending.addScaled(w.l.cls.req, int64(w.n))
+	}
+	for _, b := range group {
+		s.dropBin(b)
+	}
+	sort.SliceStable(work, func(i, k int) bool { return work[i].l.cls.idx < work[k].l.cls.idx })
+	s.jr = j
+	ok := true
+	for _, w := range work {
+		if n, _ := s.placeAt(w.l, w.n); n < w.n {
+			s.pending.addScaled(w.l.cls.req, -int64(w.n-n))
+			ok = false
+			break
+		}
+	}
+	s.jr = nil
+	placed := s.jrPlaced
+	s.jrPlaced = nil
+	if ok && s.newPrice() < before-1e-9 {
+		return true
+	}
+	// Undo: the new placements, then the removed pods, shapes, usage.
+	for i := len(placed) - 1; i >= 0; i-- {
+		if p := placed[i]; p.b != nil {
+			s.unplace(p.l, p.b, p.k)
+		}
+	}
+	for _, w := range work {
+		s.addBack(w.l, w.b, w.n)
+	}
+	for b, sh := range j.shapes {
+		restoreShape(b, sh)
+	}
+	for ps, u := range j.usage {
+		ps.usage, ps.usageNodes = u.usage, u.nodes
+	}
+	s.zoneLoad = j.load
+	s.bins = s.bins[:nBins]
+	for _, c := range s.classes {
+		for _, l := range c.levels {
+			if len(l.up) > nBins {
+				l.up = l.up[:nBins]
+			}
+		}
+	}
+	return false
 }
 
 // journal records what a tentative step changed, to undo it.
@@ -100,6 +285,7 @@ type shape struct {
 	typ              int
 	offer            offer
 	ports            []hostPort
+	doms             []int
 }
 
 type usageRec struct {
@@ -124,7 +310,7 @@ func (j *journal) touch(b *bin) {
 
 func snapshot(b *bin) shape {
 	sh := shape{zoneMask: b.zoneMask, ctMask: b.ctMask, zone: b.zone, ct: b.ct, custom: b.custom,
-		ownCust: b.ownCust, typ: b.typ, offer: b.offer, ports: append([]hostPort(nil), b.ports...)}
+		ownCust: b.ownCust, typ: b.typ, offer: b.offer, ports: append([]hostPort(nil), b.ports...), doms: append([]int(nil), b.doms...)}
 	if b.types != nil {
 		sh.types = b.types.clone()
 	}
@@ -155,6 +341,7 @@ func restoreShape(b *bin, sh shape) {
 	b.zoneMask, b.ctMask, b.zone, b.ct = sh.zoneMask, sh.ctMask, sh.zone, sh.ct
 	b.custom, b.ownCust, b.typ, b.offer = sh.custom, sh.ownCust, sh.typ, sh.offer
 	b.ports = append([]hostPort(nil), sh.ports...)
+	b.doms = append(b.doms[:0], sh.doms...)
 }
 
 // unplace takes k pods of level l off b (counts, requests, entries).
@@ -277,6 +464,64 @@ func (s *solver) tryDrain(b *bin) bool {
 	return true
 }
 
+// tryMerge moves every pod of new bin a onto new bin b grown to the
+// cheapest type that holds both, when that costs less than the two: the
+// other half of the local search, joining nodes where tryDrain empties
+// them into room already paid for. It keeps the result only if every pod
+// moves (with its constraints checked as for any placement).
+func (s *solver) tryMerge(a, b *bin) bool {
+	ps := b.pool
+	if a.pool != ps || ps.hasLimits {
+		return false
+	}
+	before := a.offer.price + b.offer.price
+	zm, cm := a.zoneMask&b.zoneMask, a.ctMask&b.ctMask
+	if zm == 0 || cm == 0 {
+		return false
+	}
+	need := a.used.clone()
+	need.add(b.used)
+	best := -1
+	for i, t := range ps.types {
+		if t.minPrice >= before-1e-9 {
+			break
+		}
+		if !a.types.has(i) || !b.types.has(i) || need[dimCPU] > t.net[dimCPU] || !need.le(t.net) {
+			continue
+		}
+		if o, ok := t.price(zm, cm); ok && o.price < before-1e-9 {
+			best = i
+			break
+		}
+	}
+	if best < 0 {
+		return false
+	}
+	j := s.begin()
+	j.touch(a)
+	j.touch(b)
+	s.setType(b, best)
+	entries := append([]entry(nil), a.entries...)
+	for _, e := range entries {
+		ch := s.allowance(e.l, b, e.n, best)
+		if ch.k < e.n || !s.removalSafe(e.l, a, b, ch) {
+			s.rollback(j)
+			return false
+		}
+		s.unplace(e.l, a, ch.k)
+		s.place(e.l, b, ch)
+		j.moves = append(j.moves, moveRec{l: e.l, from: a, to: b, ch: ch})
+	}
+	o, ok := ps.types[best].price(b.zoneMask, b.ctMask)
+	if !ok || o.price >= before-1e-9 {
+		s.rollback(j)
+		return false
+	}
+	b.offer = o
+	s.dropBin(a)
+	return true
+}
+
 // removalSafe tells whether moving ch.k pods of l from one bin to another
 // keeps every other pod's constraints: no spread's global minimum drops
 // (which could push a pod elsewhere over its skew) and no pod loses the
@@ -345,6 +590,12 @@ func (s *solver) reshape(b *bin) {
 		cm = maskOf(b.ct)
 	}
 	b.zoneMask, b.ctMask, b.custom, b.ownCust = zm, cm, cust, own
+	// Pinned values of other keys stay pinned: pods counted there.
+	for key, d := range b.doms {
+		if d >= 0 {
+			s.pin(b, key, d)
+		}
+	}
 }
 
 // dropBin removes an emptied new bin from its pool's usage. It stays in

@@ -13,7 +13,12 @@ type choice struct {
 	k    int
 	zone int // zone to pin a new bin to (-1: leave as is)
 	ct   int // capacity type to pin (-1: leave as is)
+	// pins are values of other topology keys to pin a new bin to.
+	pins []keyPin
 }
+
+// keyPin is one key's value (a domain; -1 for none) for a new bin.
+type keyPin struct{ key, d int }
 
 // anyType asks allowance about a new bin regardless of its type and
 // resources: could the pod go there at all?
@@ -73,6 +78,9 @@ func (s *solver) allowance(l *level, b *bin, want int, typ int) choice {
 			k = r
 		}
 	}
+	if b.node == nil && len(b.pool.minValues) > 0 && k > 0 {
+		k = s.minValuesCap(l, b, k)
+	}
 	if k <= 0 {
 		return none
 	}
@@ -89,19 +97,110 @@ func (s *solver) allowance(l *level, b *bin, want int, typ int) choice {
 			cts = s.maskList(cm, len(s.world.cts))
 		}
 	}
-	best := none
-	for _, z := range zones {
-		for _, ct := range cts {
-			n := s.topoAllow(l, b, z, ct, k)
-			if n <= 0 {
-				continue
-			}
-			if best.k == 0 || n > best.k || (n == best.k && z >= 0 && best.zone >= 0 && s.zoneLoad[z] < s.zoneLoad[best.zone]) {
-				best = choice{k: n, zone: z, ct: ct}
+	// Other keys (custom labels, type labels) an open new bin could still
+	// take several values of: try each combination.
+	var pinKeys []int
+	var pinVals [][]int
+	if b.node == nil {
+		for _, key := range l.otherKeys {
+			if vals := s.pinCandidates(l, b, key, typ); len(vals) > 0 {
+				pinKeys = append(pinKeys, key)
+				pinVals = append(pinVals, vals)
 			}
 		}
 	}
+	s.ensureTrial()
+	best := none
+	bestLoad := 0
+	pos := make([]int, len(pinKeys))
+	for {
+		for i, key := range pinKeys {
+			s.trial[key] = pinVals[i][pos[i]]
+		}
+		load := 0
+		for i, key := range pinKeys {
+			load += s.pinLoad(key, pinVals[i][pos[i]])
+		}
+		for _, z := range zones {
+			for _, ct := range cts {
+				n := s.topoAllow(l, b, z, ct, k)
+				if n <= 0 {
+					continue
+				}
+				if best.k == 0 || n > best.k || (n == best.k && (load < bestLoad || (load == bestLoad && z >= 0 && best.zone >= 0 && s.zoneLoad[z] < s.zoneLoad[best.zone]))) {
+					best = choice{k: n, zone: z, ct: ct}
+					bestLoad = load
+					if len(pinKeys) > 0 {
+						best.pins = make([]keyPin, len(pinKeys))
+						for i, key := range pinKeys {
+							best.pins[i] = keyPin{key, pinVals[i][pos[i]]}
+						}
+					}
+				}
+			}
+		}
+		// Next combination.
+		i := 0
+		for ; i < len(pos); i++ {
+			pos[i]++
+			if pos[i] < len(pinVals[i]) {
+				break
+			}
+			pos[i] = 0
+		}
+		if i == len(pos) {
+			break
+		}
+	}
+	for _, key := range pinKeys {
+		s.trial[key] = trialUnset
+	}
 	return best
+}
+
+// minValuesCap is the most pods of l, up to k, a new bin can take while
+// the types holding it keep the pool's minValues (minValues are honoured
+// while packing, not only checked after: the node stays small enough for
+// enough types).
+func (s *solver) minValuesCap(l *level, b *bin, k int) int {
+	cp := l.pools[b.pool.idx]
+	hold := func(n int) bool {
+		need := b.used.clone()
+		need.addScaled(l.cls.req, int64(n))
+		return s.minValuesHold(b, cp.types, need)
+	}
+	if hold(k) {
+		return k
+	}
+	lo, hi := 0, k // hold(lo) assumed, !hold(hi)
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if hold(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// ensureTrial sizes the trial values to the keys.
+func (s *solver) ensureTrial() {
+	for len(s.trial) < len(s.keys) {
+		s.trial = append(s.trial, trialUnset)
+	}
+}
+
+// pinLoad is how many pods new bins pinned to a key's value hold, to
+// spread ties over the values.
+func (s *solver) pinLoad(key, d int) int {
+	if d < 0 {
+		return 0
+	}
+	for len(s.pinPods) <= key {
+		s.pinPods = append(s.pinPods, nil)
+	}
+	return int(at(s.pinPods[key], d))
 }
 
 func (s *solver) maskList(m uint64, n int) []int {
@@ -195,6 +294,9 @@ func (s *solver) topoAllow(l *level, b *bin, z, ct, k int) int {
 
 // place puts k pods of level l on bin b, pinning a new bin as chosen.
 func (s *solver) place(l *level, b *bin, ch choice) {
+	if s.jr != nil {
+		s.jr.touch(b)
+	}
 	b.ver++
 	c := l.cls
 	k := ch.k
@@ -217,14 +319,35 @@ func (s *solver) place(l *level, b *bin, ch choice) {
 				b.custom.add(key, cp.custom.sets[key])
 			}
 		}
+		for _, p := range ch.pins {
+			s.pin(b, p.key, p.d)
+		}
 		if b.zone >= 0 {
 			s.zoneLoad[b.zone] += k
+		}
+		for _, key := range l.otherKeys {
+			if d := s.domain(b, key, -1, -1); d >= 0 {
+				for len(s.pinPods) <= key {
+					s.pinPods = append(s.pinPods, nil)
+				}
+				inc(&s.pinPods[key], d, int32(k))
+			}
 		}
 	}
 	b.used.addScaled(c.req, int64(k))
 	b.ports = append(b.ports, c.ports...)
 	b.addEntry(l, k)
 	s.count(l, b, int32(k))
+	if s.jr != nil {
+		s.jrPlaced = append(s.jrPlaced, placedRec{l, b, k})
+	}
+}
+
+// placedRec is one placement made while a rebuild is journaled.
+type placedRec struct {
+	l *level
+	b *bin
+	k int
 }
 
 // count adds (or with negative k removes) k pods of l on b to the groups.
@@ -252,10 +375,16 @@ func (s *solver) count(l *level, b *bin, k int32) {
 // failed (their affinity targets may have been placed since), until a pass
 // places nothing.
 func (s *solver) pack() {
+	s.pending = s.dims.zero()
+	for _, c := range s.classes {
+		if c.err == "" {
+			s.pending.addScaled(c.req, int64(c.remaining))
+		}
+	}
 	for _, c := range s.classes {
 		s.placeClass(c)
 	}
-	for pass := 0; pass < 3; pass++ {
+	for pass := 0; pass < len(s.classes); pass++ { // until a pass places nothing (affinity chains)
 		progress := false
 		for _, c := range s.classes {
 			if c.remaining == 0 || c.err != "" {
@@ -310,7 +439,9 @@ func (s *solver) placeClass(c *class) {
 func (s *solver) placeAt(l *level, want int) (int, string) {
 	placed := 0
 	for placed < want {
-		placed += s.fillPaid(l, want-placed)
+		n := s.fillPaid(l, want-placed)
+		s.pending.addScaled(l.cls.req, -int64(n))
+		placed += n
 		if placed == want {
 			break
 		}
@@ -325,6 +456,7 @@ func (s *solver) placeAt(l *level, want int) (int, string) {
 			s.setType(b, g.typ)
 		}
 		s.place(l, b, g.ch)
+		s.pending.addScaled(l.cls.req, -int64(g.ch.k))
 		placed += g.ch.k
 	}
 	return placed, ""
@@ -443,10 +575,10 @@ retry:
 			continue
 		}
 		cp := l.pools[b.pool.idx]
-		if !cp.ok || s.allowance(l, b, 1, anyType).k == 0 {
+		if !cp.ok || (s.capPool != nil && b.pool != s.capPool) || s.allowance(l, b, 1, anyType).k == 0 {
 			continue
 		}
-		if g := s.upgradeCached(l, b, cp); g != nil && better(g) {
+		if g := s.upgradeCached(l, b, cp, want); g != nil && better(g) {
 			best = g
 		}
 	}
@@ -503,24 +635,41 @@ type upCache struct {
 
 // upgradeCached is upgradeFor, remembered per level and bin version: while
 // one class grows one bin, the other bins' answers do not change.
-func (s *solver) upgradeCached(l *level, b *bin, cp *classPool) *growth {
+func (s *solver) upgradeCached(l *level, b *bin, cp *classPool, want int) *growth {
 	for len(l.up) <= b.id {
 		l.up = append(l.up, upCache{})
 	}
 	c := &l.up[b.id]
 	// A limited pool's answer also depends on the other nodes' sizes: no
 	// caching there.
-	if !c.set || c.ver != b.ver || b.pool.hasLimits {
+	if s.priceCap > 0 {
+		// A split in the local search: answers under a price cap are
+		// not remembered.
+		g := s.upgradeFor(l, b, cp)
+		if g == nil {
+			return nil
+		}
+		c = &upCache{ver: b.ver, set: true, typ: g.typ, dp: g.dp}
+	} else if !c.set || c.ver != b.ver || b.pool.hasLimits {
 		g := s.upgradeFor(l, b, cp)
 		*c = upCache{ver: b.ver, set: true, none: g == nil}
 		if g != nil {
-			c.typ, c.eff, c.dp = g.typ, g.eff, g.dp
+			c.typ, c.dp = g.typ, g.dp
 		}
 	}
 	if c.none {
 		return nil
 	}
-	return &growth{b: b, ps: b.pool, typ: c.typ, eff: c.eff, dp: c.dp}
+	// The type is chosen by capacity value (cached); whether growing is
+	// worth it is judged by what the pending pods can use of it, which
+	// changes with every placement.
+	eff := math.Inf(1)
+	if c.dp > 1e-12 {
+		v, _ := s.usefulValue(l, want, b.pool.types[c.typ].net, b.used)
+		cur, _ := s.usefulValue(l, want, b.pool.types[b.typ].net, b.used)
+		eff = (v - cur) / c.dp
+	}
+	return &growth{b: b, ps: b.pool, typ: c.typ, eff: eff, dp: c.dp}
 }
 
 // upgradeFor is the best type change of bin b that takes one more pod of
@@ -547,7 +696,7 @@ func (s *solver) upgradeFor(l *level, b *bin, cp *classPool) *growth {
 			continue
 		}
 		o, ok := t.price(zm, cm)
-		if !ok {
+		if !ok || (s.priceCap > 0 && o.price >= s.priceCap) {
 			continue
 		}
 		dp := o.price - b.offer.price
@@ -590,7 +739,7 @@ func (s *solver) searchList(ps *poolState, a, b bitset) []int {
 // takes one pod, in a zone and capacity type the topology allows.
 func (s *solver) newBinFor(l *level, ps *poolState, want int) (*growth, string) {
 	cp := l.pools[ps.idx]
-	if !cp.ok {
+	if !cp.ok || (s.capPool != nil && ps != s.capPool) {
 		return nil, ""
 	}
 	if !s.withinLimits(ps, s.dims.zero(), nil, 1) {
@@ -629,6 +778,16 @@ func (s *solver) newBinFor(l *level, ps *poolState, want int) (*growth, string) 
 			return nil, s.topologyReason(l)
 		}
 	}
+	typeTopo := false
+	for _, key := range l.otherKeys {
+		if s.typeKeys[s.keys[key].name] {
+			typeTopo = true
+		}
+	}
+	if typeTopo {
+		tmp.zoneMask &= zm
+		tmp.ctMask &= cm
+	}
 	best, bestPrice := -1, 0.0
 	limited := false
 	for i, t := range ps.types {
@@ -639,12 +798,15 @@ func (s *solver) newBinFor(l *level, ps *poolState, want int) (*growth, string) 
 			continue
 		}
 		o, ok := t.price(zm, cm)
-		if !ok || (best >= 0 && o.price >= bestPrice) {
+		if !ok || (best >= 0 && o.price >= bestPrice) || (s.priceCap > 0 && o.price >= s.priceCap) {
 			continue
 		}
 		if ps.hasLimits && !s.withinLimits(ps, t.capv, nil, 1) {
 			limited = true
 			continue
+		}
+		if typeTopo && s.allowance(l, tmp, 1, i).k <= 0 {
+			continue // its type labels break the topology
 		}
 		best, bestPrice = i, o.price
 	}
@@ -658,11 +820,17 @@ func (s *solver) newBinFor(l *level, ps *poolState, want int) (*growth, string) 
 	tmp.ctMask &= cm
 	ch := s.allowance(l, tmp, want, best)
 	if ch.k <= 0 {
+		for _, mv := range ps.minValues {
+			if !s.minValuesHold(tmp, nil, l.cls.req) {
+				return nil, fmt.Sprintf("pool %q needs %d distinct %s values but fewer instance types hold the pod", ps.pool.Name, mv.n, mv.key)
+			}
+		}
 		return nil, s.topologyReason(l)
 	}
 	eff := math.Inf(1)
 	if bestPrice > 0 {
-		eff = s.valueOf(ps.types[best].net) / bestPrice
+		v, _ := s.usefulValue(l, want, ps.types[best].net, nil)
+		eff = v / bestPrice
 	}
 	return &growth{ps: ps, typ: best, ch: ch, eff: eff, dp: bestPrice, template: tmp}, ""
 }
@@ -681,6 +849,9 @@ func (s *solver) openBin(g *growth) *bin {
 
 // setType changes a new bin's type, keeping pool usage in step.
 func (s *solver) setType(b *bin, typ int) {
+	if s.jr != nil {
+		s.jr.touch(b)
+	}
 	b.ver++
 	ps := b.pool
 	if typ != b.typ {

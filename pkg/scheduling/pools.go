@@ -57,6 +57,14 @@ type poolState struct {
 	usageNodes int64
 	// hasPreferNoSchedule enables the last relaxation step.
 	hasPreferNoSchedule bool
+	// minValues are the pool's minValues on instance-type label keys: a
+	// new node's options must keep that many distinct values.
+	minValues []minValue
+}
+
+type minValue struct {
+	key string
+	n   int
 }
 
 // ptype is one instance type as a pool sees it.
@@ -126,6 +134,41 @@ func (s *solver) preparePools() {
 }
 
 func (s *solver) preparePool(idx int, p *model.Pool) *poolState {
+	ps := s.preparePoolState(idx, p)
+	for _, q := range p.Requirements {
+		if q.MinValues != nil && *q.MinValues > 1 {
+			ps.minValues = append(ps.minValues, minValue{normalizeKey(q.Key), *q.MinValues})
+		}
+	}
+	return ps
+}
+
+// minValuesHold tells whether the types of a new bin (also allowed by
+// also, when not nil) that hold need, in the bin's zones and capacity
+// types, still offer the pool's minValues distinct values.
+func (s *solver) minValuesHold(b *bin, also bitset, need vec) bool {
+	ps := b.pool
+	for _, mv := range ps.minValues {
+		seen := map[string]bool{}
+		for i, t := range ps.types {
+			if !b.types.has(i) || (also != nil && !also.has(i)) || t.zoneMask&b.zoneMask == 0 || t.ctMask&b.ctMask == 0 || !need.le(t.net) {
+				continue
+			}
+			if v, ok := t.it.Labels[mv.key]; ok {
+				seen[v] = true
+				if len(seen) >= mv.n {
+					break
+				}
+			}
+		}
+		if len(seen) < mv.n {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *solver) preparePoolState(idx int, p *model.Pool) *poolState {
 	ps := &poolState{idx: idx, pool: p, ok: true, custom: newReqs(), typeReqs: newReqs(), limitNodes: -1}
 	ps.limit = s.dims.zero()
 	for i := range ps.limit {

@@ -46,7 +46,7 @@ func genInput(t *rapid.T) scheduling.Input {
 	for c := 0; c < nClasses; c++ {
 		app := fmt.Sprintf("app%d", c)
 		var mods []func(*corev1.Pod)
-		for _, pick := range rapid.SliceOfN(rapid.IntRange(0, 13), 0, 3).Draw(t, "constraints") {
+		for _, pick := range rapid.SliceOfN(rapid.IntRange(0, 15), 0, 3).Draw(t, "constraints") {
 			switch pick {
 			case 0:
 				mods = append(mods, nodeSelector(corev1.LabelArchStable, rapid.SampledFrom([]string{"amd64", "arm64"}).Draw(t, "arch")))
@@ -78,6 +78,16 @@ func genInput(t *rapid.T) scheduling.Input {
 			case 13:
 				other := fmt.Sprintf("app%d", rapid.IntRange(0, nClasses-1).Draw(t, "otherAnti"))
 				mods = append(mods, antiAffinity(corev1.LabelTopologyZone, other))
+			case 14:
+				// Keys only the instance type decides: pinned per node.
+				other := fmt.Sprintf("app%d", rapid.IntRange(0, nClasses-1).Draw(t, "otherArch"))
+				if rapid.Bool().Draw(t, "archAnti") {
+					mods = append(mods, antiAffinity(corev1.LabelArchStable, other))
+				} else {
+					mods = append(mods, affinity(corev1.LabelArchStable, other))
+				}
+			case 15:
+				mods = append(mods, spread(corev1.LabelArchStable, 1, corev1.DoNotSchedule, app))
 			}
 		}
 		cpu := rapid.SampledFrom([]string{"100m", "250m", "500m", "1", "1500m", "3", "7"}).Draw(t, "cpu")

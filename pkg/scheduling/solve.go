@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"math"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,6 +43,22 @@ type solver struct {
 	// typeKeys are label keys set by instance types: requirements on them
 	// are decided per type.
 	typeKeys map[string]bool
+	// trial holds, per topology key, the value allowance is trying for an
+	// open new bin (trialUnset: none); pinPods counts pods per pinned
+	// value, to spread ties.
+	trial   []int
+	pinPods [][]int32
+	// pending is the requests of the pods not placed yet.
+	pending vec
+	// jr, when set, journals every bin placement and type change touch
+	// (a rebuild in the local search), and jrPlaced the placements.
+	jr       *journal
+	jrPlaced []placedRec
+	// priceCap, when above 0, keeps growth to nodes of capPool cheaper
+	// than it (a split in the local search: other pools, of a lower
+	// weight, must not win because the cap ruled out their betters).
+	priceCap float64
+	capPool  *poolState
 	pools    []*poolState
 	// anyPreferNoSchedule enables the last relaxation step.
 	anyPreferNoSchedule bool
@@ -282,6 +299,69 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// usefulValue is what a node of allocatable net already holding used is
+// worth to the pods still to place, when want more pods of class c come
+// next: the copies of c it takes (at most want) at c's value, plus the
+// rest of its room at the dual prices but, per dimension, no more than the
+// other pending pods request. Room nobody will use is worth nothing, so a
+// growth that mostly buys such room (a huge node for the last few pods)
+// is not efficient. capped tells whether the pending pods limited the
+// value (it then changes as pods are placed).
+func (s *solver) usefulValue(l *level, want int, net, used vec) (v float64, capped bool) {
+	c := l.cls
+	var k int
+	if used == nil {
+		k = maxCopies(s.dims.zero(), c.req, net)
+	} else {
+		k = maxCopies(used, c.req, net)
+	}
+	if k >= want {
+		k, capped = want, true
+	}
+	if pn := s.perNode(l); k > pn {
+		k = pn
+	}
+	v = float64(k) * c.value
+	var room, other float64
+	for i, lam := range s.lambda {
+		if lam == 0 {
+			continue
+		}
+		r := net[i] - int64(k)*c.req[i]
+		if used != nil {
+			r -= used[i]
+		}
+		if r > 0 {
+			room += lam * float64(r)
+		}
+		if o := s.pending[i] - int64(want)*c.req[i]; o > 0 {
+			other += lam * float64(o)
+		}
+	}
+	if room > other {
+		room, capped = other, true
+	}
+	v += room
+	return v, capped
+}
+
+// perNode is how many pods of a level one node may hold by its own
+// hostname constraints (self anti-affinity, hostname spreads).
+func (s *solver) perNode(l *level) int {
+	n := math.MaxInt32
+	for i, g := range l.anti {
+		if l.antiSelf[i] && s.keys[g.key].kind == keyHostname {
+			n = 1
+		}
+	}
+	for _, sp := range l.spreads {
+		if sp.member && s.keys[sp.g.key].kind == keyHostname && sp.maxSkew < n {
+			n = sp.maxSkew
+		}
+	}
+	return n
 }
 
 // valueOf is a vector's worth under the dual prices.

@@ -57,13 +57,15 @@ func (s *solver) keyID(name string) int {
 		k.kind = keyCapacityType
 	default:
 		k.kind = keyOther
+		// A type label is pinned with the node's types; a custom label
+		// a pool gives a finite set of values is pinned to one of them.
 		k.fixedOnNewNodes = true
 		for _, ps := range s.pools {
-			if !ps.ok {
+			if !ps.ok || s.typeKeys[name] {
 				continue
 			}
 			set, ok := ps.custom.get(name)
-			if !ok || set.complement || len(set.values) != 1 {
+			if !ok || set.complement || len(set.values) == 0 {
 				k.fixedOnNewNodes = false
 			}
 		}
@@ -435,7 +437,7 @@ func (s *solver) spreadFor(l *level, t corev1.TopologySpreadConstraint) *spread 
 		// the global minimum smaller, so the plan stays valid whichever of
 		// them end up with nodes.
 		for i, ps := range s.pools {
-			cp := l.pools[i]
+			cp := l.domPools[i]
 			if !ps.ok || (honorTaints && !cp.ok) || (!cp.ok && cp.kind != failTaint && cp.kind != failResources && cp.kind != failOfferings) {
 				continue
 			}
@@ -457,13 +459,33 @@ func (s *solver) spreadFor(l *level, t corev1.TopologySpreadConstraint) *spread 
 					}
 				}
 			default:
-				if set, ok := ps.custom.get(k.name); ok && !set.complement && len(set.values) == 1 {
-					seen[s.valueDomain(g.key, set.values[0])] = true
+				// Every value a node of the pool the pod accepts could
+				// be pinned to.
+				if s.typeKeys[k.name] {
+					for ti, t := range ps.types {
+						if cp.labelTypes == nil || !cp.labelTypes.has(ti) {
+							continue
+						}
+						if v, ok := t.it.Labels[k.name]; ok {
+							seen[s.valueDomain(g.key, v)] = true
+						}
+					}
+				} else if set, ok := ps.custom.get(k.name); ok && !set.complement {
+					if honorAffinity && cp.custom != nil {
+						if cs, ok := cp.custom.get(k.name); ok {
+							set = set.intersect(cs)
+						}
+					}
+					for _, v := range set.values {
+						if set.inBounds(v) {
+							seen[s.valueDomain(g.key, v)] = true
+						}
+					}
 				}
 			}
 		}
 		for _, b := range s.existingBins {
-			if honorAffinity && !l.nodeReqs.matchesLabels(b.node.Labels) {
+			if honorAffinity && !l.domReqs.matchesLabels(b.node.Labels) {
 				continue
 			}
 			if honorTaints {

@@ -102,6 +102,24 @@ type entry struct {
 // its pool or node class name with another. Errors are *ObjectError,
 // in input order.
 func Build(objs []Object) (*model.Spec, []error) {
+	spec, _, errs := BuildWith(objs, BuildOptions{})
+	return spec, errs
+}
+
+// BuildOptions relax Build for offline uses.
+type BuildOptions struct {
+	// MissingNodeClassWarns keeps a pool whose node class is not among
+	// the objects at all (`joist plan` on workload files without their
+	// node classes): the pool is served with no node class, so its nodes
+	// get the AMI family's defaults, and the missing reference is reported
+	// as a warning instead of an error. An invalid or wrong-kind node
+	// class is still an error.
+	MissingNodeClassWarns bool
+}
+
+// BuildWith is Build with options; warnings are *ObjectError too.
+func BuildWith(objs []Object, opts BuildOptions) (*model.Spec, []error, []error) {
+	var warnings []error
 	spec := &model.Spec{Pools: []*model.Pool{}, NodeClasses: map[string]*model.NodeClass{}}
 	var (
 		errList    []error
@@ -228,6 +246,12 @@ func Build(objs []Object) (*model.Spec, []error) {
 			fail(i, e.refPath, "%s %q not found (%q is a %s)", want, e.pool.NodeClass, e.pool.NodeClass, otherKind(want))
 		case badClasses[e.pool.NodeClass] == want:
 			fail(i, e.refPath, "%s %q is invalid", want, e.pool.NodeClass)
+		case opts.MissingNodeClassWarns:
+			o := objs[i]
+			var l errs
+			l.add(e.refPath, "%s %q not found; planned with the AMI family's default node settings", want, e.pool.NodeClass)
+			warnings = append(warnings, &ObjectError{Kind: o.Kind, Name: o.Name, Source: o.Source, Index: o.Index, Errors: l})
+			spec.Pools = append(spec.Pools, e.pool)
 		default:
 			fail(i, e.refPath, "%s %q not found", want, e.pool.NodeClass)
 		}
@@ -239,7 +263,7 @@ func Build(objs []Object) (*model.Spec, []error) {
 			errList = append(errList, oe)
 		}
 	}
-	return spec, errList
+	return spec, warnings, errList
 }
 
 func otherKind(k string) string {

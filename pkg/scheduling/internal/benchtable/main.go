@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -26,7 +28,32 @@ import (
 
 func main() {
 	runs := flag.Int("runs", 5, "solves per workload; the fastest is reported")
+	gen := flag.Bool("generated", true, "also print the generated workloads' table")
+	only := flag.String("shape", "", "generated table: only this shape")
+	sizes := flag.String("sizes", "50,500,2000,10000", "generated table: pod counts (50000 works, but takes minutes on the shapes with thousands of nodes)")
+	shared := flag.Bool("shared", true, "print the shared workloads' table")
 	flag.Parse()
+	if *gen {
+		defer func() {
+			var ns []int
+			for _, f := range strings.Split(*sizes, ",") {
+				n, err := strconv.Atoi(strings.TrimSpace(f))
+				if err != nil {
+					fmt.Fprintln(os.Stderr, "benchtable: -sizes:", err)
+					os.Exit(2)
+				}
+				ns = append(ns, n)
+			}
+			fmt.Println()
+			if err := generated(os.Stdout, ns, *runs, *only); err != nil {
+				fmt.Fprintln(os.Stderr, "benchtable:", err)
+				os.Exit(1)
+			}
+		}()
+	}
+	if !*shared {
+		return
+	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "workload\tpods\tnodes\t$/h\tbound $/h\tover bound\tsolve s\tcpu s\tpods/s\tMB alloc\tKarpenter nodes\tKarpenter $/h\tKarpenter s\t")
 	for _, name := range benchdata.Names {
