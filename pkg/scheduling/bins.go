@@ -47,17 +47,6 @@ type entry struct {
 	n int
 }
 
-func (b *bin) isNew() bool { return b.node == nil }
-
-// pods counts the pending pods placed on the bin.
-func (b *bin) pods() int {
-	n := 0
-	for _, e := range b.entries {
-		n += e.n
-	}
-	return n
-}
-
 // buildExisting turns Input.Nodes into bins, reserving DaemonSet overhead
 // for DaemonSets that should run on a node but have no pod there yet.
 func (s *solver) buildExisting() {

@@ -1,7 +1,5 @@
 package scheduling
 
-import "math/bits"
-
 // bitset is a fixed-size set of small integers (instance types of a pool),
 // so that intersecting what several pods allow is a few word ANDs.
 type bitset []uint64
@@ -21,16 +19,6 @@ func (b bitset) and(o bitset) {
 	}
 }
 
-// intersects tells whether b ∩ o is not empty.
-func (b bitset) intersects(o bitset) bool {
-	for i := range b {
-		if b[i]&o[i] != 0 {
-			return true
-		}
-	}
-	return false
-}
-
 func (b bitset) any() bool {
 	for _, w := range b {
 		if w != 0 {
@@ -40,23 +28,6 @@ func (b bitset) any() bool {
 	return false
 }
 
-func (b bitset) count() int {
-	n := 0
-	for _, w := range b {
-		n += bits.OnesCount64(w)
-	}
-	return n
-}
-
-func (b bitset) equal(o bitset) bool {
-	for i := range b {
-		if b[i] != o[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // mask helpers for zones and capacity types (at most 64 of each).
 func maskHas(m uint64, i int) bool { return i >= 0 && i < 64 && m&(1<<uint(i)) != 0 }
 func maskOf(i int) uint64 {
@@ -64,10 +35,4 @@ func maskOf(i int) uint64 {
 		return 0
 	}
 	return 1 << uint(i)
-}
-func maskSingle(m uint64) (int, bool) {
-	if m != 0 && m&(m-1) == 0 {
-		return bits.TrailingZeros64(m), true
-	}
-	return -1, false
 }

@@ -629,7 +629,6 @@ type upCache struct {
 	set  bool
 	none bool
 	typ  int
-	eff  float64
 	dp   float64
 }
 

@@ -119,16 +119,6 @@ func (v vec) sub(o vec) {
 
 func (v vec) clone() vec { return append(vec(nil), v...) }
 
-// fitsIn reports whether v + extra ≤ limit in every dimension.
-func (v vec) fitsIn(extra, limit vec) bool {
-	for i := range v {
-		if v[i]+extra[i] > limit[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // le reports v ≤ o in every dimension.
 func (v vec) le(o vec) bool {
 	for i := range v {

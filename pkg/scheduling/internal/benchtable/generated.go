@@ -9,6 +9,7 @@ import (
 
 	"github.com/joist-dev/joist/pkg/scheduling"
 	"github.com/joist-dev/joist/pkg/scheduling/internal/workloadgen"
+	"github.com/joist-dev/joist/pkg/scheduling/verify"
 )
 
 // generated prints the table of the generated workloads: every shape at
@@ -49,7 +50,7 @@ func generated(out io.Writer, sizes []int, runs int, only string) error {
 			if len(plan.Unschedulable) > 0 {
 				fmt.Fprintf(os.Stderr, "%s/%d: %d pods unschedulable, first: %s\n", sh.Name, n, len(plan.Unschedulable), plan.Unschedulable[0].Reason)
 			}
-			if errs := scheduling.Verify(in, plan); len(errs) > 0 {
+			if errs := verify.Plan(in, plan); len(errs) > 0 {
 				fmt.Fprintf(os.Stderr, "%s/%d: Verify: %v\n", sh.Name, n, errs[0])
 			}
 		}
