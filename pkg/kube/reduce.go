@@ -1,0 +1,156 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// PageSize is how many objects one list request asks for. A page of
+// realistic pods is a few MB of protobuf: client-go's read buffer, the
+// decoded page and its reduction stay that size however large the
+// cluster is, and only the reduced objects are kept (docs/scale.md).
+const PageSize = 500
+
+// lastApplied is kubectl's copy of the whole object as applied: often the
+// largest annotation, read by nothing in Joist.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// ReducePod drops in place what no Joist decision reads from a pod, so a
+// pass can hold every pod of a large cluster: managed fields, kubectl's
+// last-applied copy, each container's command, environment, probes,
+// mounts, lifecycle and security context (kept: name, resources, host
+// ports, restart policy — the sidecar rule), ephemeral containers, every
+// volume but claims (persistent and ephemeral), and the status beyond
+// phase, conditions and the nominated node. What stays is what the
+// simulator (requests, labels, affinity and spread terms, tolerations,
+// node selector, host ports, claims, owner), the disruption rules
+// (annotations, owners, priority, deletion) and the nominations
+// (resourceVersion, UID) read. Strings repeated across pods (namespaces,
+// node names, label keys and values) are shared through in when it is
+// not nil.
+func ReducePod(p *corev1.Pod, in Interner) {
+	reduceMeta(&p.ObjectMeta, in)
+	s := &p.Spec
+	s.InitContainers = reduceContainers(s.InitContainers, in)
+	s.Containers = reduceContainers(s.Containers, in)
+	s.EphemeralContainers = nil
+	var vols []corev1.Volume
+	for _, v := range s.Volumes {
+		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
+			vols = append(vols, v)
+		}
+	}
+	s.Volumes = vols
+	s.NodeName = in.str(s.NodeName)
+	s.ServiceAccountName, s.DeprecatedServiceAccount = "", ""
+	s.SchedulerName = in.str(s.SchedulerName)
+	s.PriorityClassName = in.str(s.PriorityClassName)
+	s.ImagePullSecrets, s.HostAliases, s.DNSConfig, s.SecurityContext, s.ReadinessGates = nil, nil, nil, nil, nil
+	for k, v := range s.NodeSelector {
+		s.NodeSelector[in.str(k)] = in.str(v)
+	}
+	st := p.Status
+	p.Status = corev1.PodStatus{Phase: st.Phase, Conditions: st.Conditions, NominatedNodeName: st.NominatedNodeName, QOSClass: st.QOSClass}
+	for i := range p.Status.Conditions {
+		p.Status.Conditions[i].Message = ""
+	}
+}
+
+func reduceContainers(cs []corev1.Container, in Interner) []corev1.Container {
+	if len(cs) == 0 {
+		return cs
+	}
+	out := make([]corev1.Container, len(cs))
+	for i, c := range cs {
+		var ports []corev1.ContainerPort
+		for _, p := range c.Ports {
+			if p.HostPort > 0 {
+				ports = append(ports, p)
+			}
+		}
+		out[i] = corev1.Container{Name: in.str(c.Name), Resources: c.Resources, Ports: ports, RestartPolicy: c.RestartPolicy}
+	}
+	return out
+}
+
+// ReduceNode drops in place what no Joist decision reads from a node: its
+// managed fields, kubectl's last-applied copy and the images it holds
+// (often the largest part of a node).
+func ReduceNode(n *corev1.Node, in Interner) {
+	reduceMeta(&n.ObjectMeta, in)
+	n.Status.Images = nil
+}
+
+func reduceMeta(m *metav1.ObjectMeta, in Interner) {
+	m.ManagedFields = nil
+	m.Namespace = in.str(m.Namespace)
+	m.GenerateName = in.str(m.GenerateName)
+	if len(m.Labels) > 0 {
+		l := make(map[string]string, len(m.Labels))
+		for k, v := range m.Labels {
+			l[in.str(k)] = in.str(v)
+		}
+		m.Labels = l
+	}
+	if len(m.Annotations) > 0 {
+		a := make(map[string]string, len(m.Annotations))
+		for k, v := range m.Annotations {
+			if k != lastApplied {
+				a[in.str(k)] = v
+			}
+		}
+		m.Annotations = a
+	}
+	for i := range m.OwnerReferences {
+		o := &m.OwnerReferences[i]
+		o.APIVersion, o.Kind, o.Name = in.str(o.APIVersion), in.str(o.Kind), in.str(o.Name)
+	}
+}
+
+// Interner shares equal strings across the objects of one read: a
+// thousand replicas carry the same namespace, labels and owner kind, and
+// each decoded copy would otherwise be kept. A nil Interner keeps strings
+// as they are.
+type Interner map[string]string
+
+// NewInterner is an empty Interner.
+func NewInterner() Interner { return Interner{} }
+
+func (in Interner) str(s string) string {
+	if in == nil || s == "" {
+		return s
+	}
+	if v, ok := in[s]; ok {
+		return v
+	}
+	in[s] = s
+	return s
+}
+
+// EachPod lists pods page by page (PageSize at a time) and hands each
+// one, reduced (ReducePod), to f; nothing of a page is kept but what f
+// keeps. The list is a consistent read (no resourceVersion): the API
+// server serves it from its watch cache once it has caught up with etcd
+// (consistent reads from cache, on by default since Kubernetes 1.31), and
+// every page of one list is of the same revision.
+func (c *Client) EachPod(ctx context.Context, fieldSelector string, in Interner, f func(*corev1.Pod)) error {
+	opts := metav1.ListOptions{FieldSelector: fieldSelector, Limit: PageSize}
+	for {
+		list, err := c.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
+		if err != nil {
+			return fmt.Errorf("list pods (%s): %w", fieldSelector, err)
+		}
+		for i := range list.Items {
+			p := &list.Items[i]
+			ReducePod(p, in)
+			f(p)
+		}
+		if list.Continue == "" {
+			return nil
+		}
+		opts.Continue = list.Continue
+	}
+}
