@@ -1,0 +1,79 @@
+// Command pass runs one provisioner pass, built exactly as the
+// provisioner function builds it (pkg/wiring, from the function's
+// environment), and prints what it did and cost as one JSON line: the
+// scale benchmark (test/scale) runs it as its own process so that the
+// pass's peak RSS is the pass's alone.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime/metrics"
+	"sync/atomic"
+	"time"
+
+	"github.com/joist-dev/joist/pkg/wiring"
+)
+
+// Report is what the pass prints.
+type Report struct {
+	WallSeconds   float64 `json:"wallSeconds"`
+	PeakHeapBytes uint64  `json:"peakHeapBytes"`
+	AllocBytes    uint64  `json:"allocBytes"`
+	Pending       int     `json:"pending"`
+	Launched      int     `json:"launched"`
+	Nominated     int     `json:"nominated"`
+	Unschedulable int     `json:"unschedulable"`
+	Error         string  `json:"error,omitempty"`
+}
+
+func main() {
+	ctx := context.Background()
+	env := wiring.MustLoad(ctx, "provisioner")
+	reconcile := env.MustReconciler("provisioner")
+
+	// The heap is sampled every 2 ms: its peak is the pass's memory.
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	samples := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/allocs:bytes"}}
+	read := func() (heap, allocs uint64) {
+		metrics.Read(samples)
+		return samples[0].Value.Uint64(), samples[1].Value.Uint64()
+	}
+	_, alloc0 := read()
+	go func() {
+		defer close(done)
+		t := time.NewTicker(2 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if h, _ := read(); h > peak.Load() {
+				peak.Store(h)
+			}
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	start := time.Now()
+	res, err := reconcile(ctx, env.Metrics())
+	wall := time.Since(start)
+	close(stop)
+	<-done
+	_, alloc1 := read()
+	r := Report{WallSeconds: wall.Seconds(), PeakHeapBytes: peak.Load(), AllocBytes: alloc1 - alloc0}
+	if err != nil {
+		r.Error = err.Error()
+	} else {
+		r.Pending, r.Launched, r.Nominated, r.Unschedulable = res.Pending, len(res.Launched), res.Nominated, len(res.Unschedulable)
+	}
+	b, _ := json.Marshal(r)
+	fmt.Println("JOIST-PASS " + string(b))
+	if err != nil {
+		os.Exit(1)
+	}
+}
