@@ -74,7 +74,9 @@ var Zones = []string{"ap-northeast-2a", "ap-northeast-2c"}
 // DaemonSet pods per node among them), Pending pods waiting.
 type Size struct{ Nodes, Pods, Pending int }
 
-func (s Size) String() string { return fmt.Sprintf("%d nodes, %d bound pods, %d pending", s.Nodes, s.Pods, s.Pending) }
+func (s Size) String() string {
+	return fmt.Sprintf("%d nodes, %d bound pods, %d pending", s.Nodes, s.Pods, s.Pending)
+}
 
 // Shape of the generated workloads.
 const (
@@ -317,7 +319,7 @@ func appPod(j int, nodeName string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: fmt.Sprintf("%s-%s-%05d", app, hash, j), Namespace: ns, Labels: labels,
-			Annotations: map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": "9090", "kubectl.kubernetes.io/restartedAt": "2026-11-30T10:00:00Z"},
+			Annotations:     map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": "9090", "kubectl.kubernetes.io/restartedAt": "2026-11-30T10:00:00Z"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: app + "-" + hash, UID: types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012d", dep)), Controller: ptr(true), BlockOwnerDeletion: ptr(true)}},
 		},
 		Spec: corev1.PodSpec{
@@ -325,12 +327,12 @@ func appPod(j int, nodeName string) *corev1.Pod {
 			Containers: []corev1.Container{
 				{Name: "app", Image: "123456789012.dkr.ecr.ap-northeast-2.amazonaws.com/shop/" + app + ":v2.14.3",
 					Command: []string{"/app/server"}, Args: []string{"--config=/etc/app/config.yaml", "--port=8080", "--metrics-port=9090"},
-					Ports:     []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}, {Name: "metrics", ContainerPort: 9090}},
-					Env:       env(12, "APP"), Resources: corev1.ResourceRequirements{Requests: rl(appCPU, appMemory), Limits: rl("500m", "512Mi")},
+					Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}, {Name: "metrics", ContainerPort: 9090}},
+					Env:   env(12, "APP"), Resources: corev1.ResourceRequirements{Requests: rl(appCPU, appMemory), Limits: rl("500m", "512Mi")},
 					LivenessProbe: probe("/healthz", 8080), ReadinessProbe: probe("/ready", 8080), VolumeMounts: mounts()},
 				{Name: "envoy", Image: "public.ecr.aws/appmesh/aws-appmesh-envoy:v1.29.6.0-prod",
-					Ports:     []corev1.ContainerPort{{Name: "envoy", ContainerPort: 15000}, {Name: "envoy-admin", ContainerPort: 9901}},
-					Env:       env(6, "ENVOY"), Resources: corev1.ResourceRequirements{Requests: rl(sidecarCPU, sideMemory)},
+					Ports: []corev1.ContainerPort{{Name: "envoy", ContainerPort: 15000}, {Name: "envoy-admin", ContainerPort: 9901}},
+					Env:   env(6, "ENVOY"), Resources: corev1.ResourceRequirements{Requests: rl(sidecarCPU, sideMemory)},
 					ReadinessProbe: probe("/ready", 9901), VolumeMounts: mounts()[:1]},
 			},
 			Volumes:                   []corev1.Volume{projected(), {Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: app + "-config"}}}}},
