@@ -30,7 +30,7 @@ func New(c kubernetes.Interface) *Client { return &Client{Interface: c} }
 
 // UnboundPods lists pods with no node that are not finished, oldest first.
 func (c *Client) UnboundPods(ctx context.Context) ([]*corev1.Pod, error) {
-	return c.listPods(ctx, unboundSelector(), false)
+	return c.listPods(ctx, unboundSelector(), false, nil)
 }
 
 func unboundSelector() string {
@@ -43,7 +43,7 @@ func unboundSelector() string {
 // PendingPods lists the pods Joist provisions for (pods.Provisionable),
 // reduced (ReducePod), oldest first.
 func (c *Client) PendingPods(ctx context.Context) ([]*corev1.Pod, error) {
-	all, err := c.listPods(ctx, unboundSelector(), true)
+	all, err := c.listPods(ctx, unboundSelector(), true, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -58,17 +58,23 @@ func (c *Client) PendingPods(ctx context.Context) ([]*corev1.Pod, error) {
 
 // PodsOnNode lists the pods bound to a node.
 func (c *Client) PodsOnNode(ctx context.Context, node string) ([]*corev1.Pod, error) {
-	return c.listPods(ctx, fields.OneTermEqualSelector("spec.nodeName", node).String(), false)
+	return c.listPods(ctx, fields.OneTermEqualSelector("spec.nodeName", node).String(), false, nil)
 }
 
 // listPods lists pods page by page, oldest first; reduce keeps only what
-// Joist's decisions read (ReducePod).
-func (c *Client) listPods(ctx context.Context, fieldSelector string, reduce bool) ([]*corev1.Pod, error) {
-	var out []*corev1.Pod
-	var in Interner
+// Joist's decisions read (ReducePod), and then hands each pod to each
+// (when not nil) before keeping it.
+func (c *Client) listPods(ctx context.Context, fieldSelector string, reduce bool, each func(*corev1.Pod)) ([]*corev1.Pod, error) {
+	var in *Interner
 	if reduce {
 		in = NewInterner()
 	}
+	return c.listPodsWith(ctx, fieldSelector, in, each)
+}
+
+func (c *Client) listPodsWith(ctx context.Context, fieldSelector string, in *Interner, each func(*corev1.Pod)) ([]*corev1.Pod, error) {
+	reduce := in != nil
+	var out []*corev1.Pod
 	opts := metav1.ListOptions{FieldSelector: fieldSelector, Limit: PageSize}
 	for {
 		list, err := c.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
@@ -78,6 +84,9 @@ func (c *Client) listPods(ctx context.Context, fieldSelector string, reduce bool
 		for i := range list.Items {
 			if reduce {
 				ReducePod(&list.Items[i], in)
+			}
+			if each != nil {
+				each(&list.Items[i])
 			}
 			out = append(out, &list.Items[i])
 		}
@@ -204,7 +213,13 @@ func (c *Client) LabelNode(ctx context.Context, name string, labels map[string]s
 }
 
 // AllPods lists every pod of the cluster (bound, pending, finished),
-// reduced (ReducePod).
-func (c *Client) AllPods(ctx context.Context) ([]*corev1.Pod, error) {
-	return c.listPods(ctx, "", true)
+// reduced (ReducePod) and then handed to each (when not nil) as it
+// arrives, before it is kept.
+func (c *Client) AllPods(ctx context.Context, each func(*corev1.Pod, *Interner)) ([]*corev1.Pod, error) {
+	in := NewInterner()
+	var f func(*corev1.Pod)
+	if each != nil {
+		f = func(p *corev1.Pod) { each(p, in) }
+	}
+	return c.listPodsWith(ctx, "", in, f)
 }

@@ -3,6 +3,8 @@ package kube
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,7 +33,7 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // (resourceVersion, UID) read. Strings repeated across pods (namespaces,
 // node names, label keys and values) are shared through in when it is
 // not nil.
-func ReducePod(p *corev1.Pod, in Interner) {
+func ReducePod(p *corev1.Pod, in *Interner) {
 	reduceMeta(&p.ObjectMeta, in)
 	s := &p.Spec
 	s.InitContainers = reduceContainers(s.InitContainers, in)
@@ -49,9 +51,8 @@ func ReducePod(p *corev1.Pod, in Interner) {
 	s.SchedulerName = in.str(s.SchedulerName)
 	s.PriorityClassName = in.str(s.PriorityClassName)
 	s.ImagePullSecrets, s.HostAliases, s.DNSConfig, s.SecurityContext, s.ReadinessGates = nil, nil, nil, nil, nil
-	for k, v := range s.NodeSelector {
-		s.NodeSelector[in.str(k)] = in.str(v)
-	}
+	s.NodeSelector = in.stringMap(s.NodeSelector, "")
+	s.Tolerations = in.tolerations(s.Tolerations)
 	st := p.Status
 	p.Status = corev1.PodStatus{Phase: st.Phase, Conditions: st.Conditions, NominatedNodeName: st.NominatedNodeName, QOSClass: st.QOSClass}
 	for i := range p.Status.Conditions {
@@ -59,7 +60,7 @@ func ReducePod(p *corev1.Pod, in Interner) {
 	}
 }
 
-func reduceContainers(cs []corev1.Container, in Interner) []corev1.Container {
+func reduceContainers(cs []corev1.Container, in *Interner) []corev1.Container {
 	if len(cs) == 0 {
 		return cs
 	}
@@ -79,55 +80,132 @@ func reduceContainers(cs []corev1.Container, in Interner) []corev1.Container {
 // ReduceNode drops in place what no Joist decision reads from a node: its
 // managed fields, kubectl's last-applied copy and the images it holds
 // (often the largest part of a node).
-func ReduceNode(n *corev1.Node, in Interner) {
+func ReduceNode(n *corev1.Node, in *Interner) {
 	reduceMeta(&n.ObjectMeta, in)
 	n.Status.Images = nil
 }
 
-func reduceMeta(m *metav1.ObjectMeta, in Interner) {
+func reduceMeta(m *metav1.ObjectMeta, in *Interner) {
 	m.ManagedFields = nil
 	m.Namespace = in.str(m.Namespace)
 	m.GenerateName = in.str(m.GenerateName)
-	if len(m.Labels) > 0 {
-		l := make(map[string]string, len(m.Labels))
-		for k, v := range m.Labels {
-			l[in.str(k)] = in.str(v)
-		}
-		m.Labels = l
-	}
-	if len(m.Annotations) > 0 {
-		a := make(map[string]string, len(m.Annotations))
-		for k, v := range m.Annotations {
-			if k != lastApplied {
-				a[in.str(k)] = v
-			}
-		}
-		m.Annotations = a
-	}
+	m.Labels = in.stringMap(m.Labels, "")
+	m.Annotations = in.stringMap(m.Annotations, lastApplied)
 	for i := range m.OwnerReferences {
 		o := &m.OwnerReferences[i]
 		o.APIVersion, o.Kind, o.Name = in.str(o.APIVersion), in.str(o.Kind), in.str(o.Name)
 	}
 }
 
-// Interner shares equal strings across the objects of one read: a
-// thousand replicas carry the same namespace, labels and owner kind, and
-// each decoded copy would otherwise be kept. A nil Interner keeps strings
-// as they are.
-type Interner map[string]string
+// Interner shares equal strings, label and annotation maps, request
+// lists and tolerations across the objects of one read: a thousand
+// replicas carry the same namespace, labels, owner kind, requests and
+// tolerations, and each decoded copy would otherwise be kept. What it
+// hands out is shared: readers must not modify it (Joist's decisions
+// only read; a pod to be changed is deep-copied first). A nil *Interner
+// keeps everything as it is.
+type Interner struct {
+	strs  map[string]string
+	maps  map[string]map[string]string
+	lists map[string]corev1.ResourceList
+	tols  map[string][]corev1.Toleration
+	key   strings.Builder
+}
 
 // NewInterner is an empty Interner.
-func NewInterner() Interner { return Interner{} }
+func NewInterner() *Interner {
+	return &Interner{strs: map[string]string{}, maps: map[string]map[string]string{}, lists: map[string]corev1.ResourceList{}, tols: map[string][]corev1.Toleration{}}
+}
 
-func (in Interner) str(s string) string {
+func (in *Interner) str(s string) string {
 	if in == nil || s == "" {
 		return s
 	}
-	if v, ok := in[s]; ok {
+	if v, ok := in.strs[s]; ok {
 		return v
 	}
-	in[s] = s
+	in.strs[s] = s
 	return s
+}
+
+// stringMap is m with interned keys and values, one map for equal
+// contents; skip names a key left out.
+func (in *Interner) stringMap(m map[string]string, skip string) map[string]string {
+	if len(m) == 0 {
+		return m
+	}
+	if in == nil {
+		delete(m, skip)
+		return m
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		if k != skip {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	in.key.Reset()
+	for _, k := range keys {
+		in.key.WriteString(k)
+		in.key.WriteByte(0)
+		in.key.WriteString(m[k])
+		in.key.WriteByte(0)
+	}
+	if v, ok := in.maps[in.key.String()]; ok {
+		return v
+	}
+	out := make(map[string]string, len(keys))
+	for _, k := range keys {
+		out[in.str(k)] = in.str(m[k])
+	}
+	in.maps[in.key.String()] = out
+	return out
+}
+
+// ResourceList returns one list for equal lists (scheduling.Compact's
+// shared).
+func (in *Interner) ResourceList(l corev1.ResourceList) corev1.ResourceList {
+	if in == nil || len(l) == 0 {
+		return l
+	}
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		keys = append(keys, string(k))
+	}
+	sort.Strings(keys)
+	in.key.Reset()
+	for _, k := range keys {
+		q := l[corev1.ResourceName(k)]
+		in.key.WriteString(k)
+		in.key.WriteByte(0)
+		in.key.WriteString(q.String())
+		in.key.WriteByte(0)
+	}
+	if v, ok := in.lists[in.key.String()]; ok {
+		return v
+	}
+	in.lists[in.key.String()] = l
+	return l
+}
+
+func (in *Interner) tolerations(ts []corev1.Toleration) []corev1.Toleration {
+	if in == nil || len(ts) == 0 {
+		return ts
+	}
+	in.key.Reset()
+	for _, t := range ts {
+		fmt.Fprintf(&in.key, "%s\x00%s\x00%s\x00%s\x00", t.Key, t.Operator, t.Value, t.Effect)
+		if t.TolerationSeconds != nil {
+			fmt.Fprintf(&in.key, "%d", *t.TolerationSeconds)
+		}
+		in.key.WriteByte(1)
+	}
+	if v, ok := in.tols[in.key.String()]; ok {
+		return v
+	}
+	in.tols[in.key.String()] = ts
+	return ts
 }
 
 // EachPod lists pods page by page (PageSize at a time) and hands each
@@ -136,7 +214,7 @@ func (in Interner) str(s string) string {
 // server serves it from its watch cache once it has caught up with etcd
 // (consistent reads from cache, on by default since Kubernetes 1.31), and
 // every page of one list is of the same revision.
-func (c *Client) EachPod(ctx context.Context, fieldSelector string, in Interner, f func(*corev1.Pod)) error {
+func (c *Client) EachPod(ctx context.Context, fieldSelector string, in *Interner, f func(*corev1.Pod)) error {
 	opts := metav1.ListOptions{FieldSelector: fieldSelector, Limit: PageSize}
 	for {
 		list, err := c.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)

@@ -130,13 +130,16 @@ func (p *Provisioner) needsBound(c *cluster) bool {
 }
 
 // readBound reads the pods bound to a node that are not finished, by
-// node, page by page and reduced (kube.ReducePod).
+// node, page by page, reduced (kube.ReducePod) and compacted to what the
+// simulator reads of a bound pod (scheduling.Compact).
 func (p *Provisioner) readBound(ctx context.Context, c *cluster) error {
 	sel := fields.OneTermNotEqualSelector("spec.nodeName", "").String()
-	err := p.Kube.EachPod(ctx, sel, kube.NewInterner(), func(bp *corev1.Pod) {
+	in := kube.NewInterner()
+	err := p.Kube.EachPod(ctx, sel, in, func(bp *corev1.Pod) {
 		if bp.Status.Phase == corev1.PodSucceeded || bp.Status.Phase == corev1.PodFailed {
 			return
 		}
+		scheduling.Compact(bp, in.ResourceList)
 		c.bound[bp.Spec.NodeName] = append(c.bound[bp.Spec.NodeName], bp)
 	})
 	if err != nil {

@@ -173,6 +173,11 @@ func (w *world) pass(t testing.TB) (passReport, int64, int64, int64) {
 		"DEFAULT_INSTANCE_PROFILE=KarpenterNodeInstanceProfile-" + Cluster, "AWS_LAMBDA_FUNCTION_MEMORY_SIZE=512",
 		"LOG_LEVEL=warn",
 	}
+	for _, k := range []string{"JOIST_PASS_PROFILE", "GODEBUG", "GOGC"} {
+		if v := os.Getenv(k); v != "" {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	runErr := cmd.Run()

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/metrics"
+	"runtime/pprof"
 	"sync/atomic"
 	"time"
 
@@ -44,6 +45,18 @@ func main() {
 		return samples[0].Value.Uint64(), samples[1].Value.Uint64()
 	}
 	_, alloc0 := read()
+	// JOIST_PASS_PROFILE names a directory for a heap profile written at
+	// each new peak (live objects as of the last collection) and a CPU
+	// profile of the pass.
+	profile := os.Getenv("JOIST_PASS_PROFILE")
+	if profile != "" {
+		f, err := os.Create(profile + "/cpu.pprof")
+		if err == nil {
+			_ = pprof.StartCPUProfile(f)
+			defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
+		}
+	}
+	var written uint64
 	go func() {
 		defer close(done)
 		t := time.NewTicker(2 * time.Millisecond)
@@ -51,6 +64,13 @@ func main() {
 		for {
 			if h, _ := read(); h > peak.Load() {
 				peak.Store(h)
+				if profile != "" && h > written+written/5 {
+					written = h
+					if f, err := os.Create(profile + "/heap.pprof"); err == nil {
+						_ = pprof.Lookup("heap").WriteTo(f, 0)
+						_ = f.Close()
+					}
+				}
 			}
 			select {
 			case <-stop:
