@@ -53,6 +53,25 @@ func ReducePod(p *corev1.Pod, in *Interner) {
 	s.ImagePullSecrets, s.HostAliases, s.DNSConfig, s.SecurityContext, s.ReadinessGates = nil, nil, nil, nil, nil
 	s.NodeSelector = in.stringMap(s.NodeSelector, "")
 	s.Tolerations = in.tolerations(s.Tolerations)
+	if s.Affinity != nil && in != nil {
+		if b, err := s.Affinity.Marshal(); err == nil {
+			s.Affinity = internBy(in.affinities, b, s.Affinity)
+		}
+	}
+	if len(s.TopologySpreadConstraints) > 0 && in != nil {
+		var b []byte
+		for i := range s.TopologySpreadConstraints {
+			m, err := s.TopologySpreadConstraints[i].Marshal()
+			if err != nil {
+				b = nil
+				break
+			}
+			b = append(append(b, m...), 0xff)
+		}
+		if b != nil {
+			s.TopologySpreadConstraints = internBy(in.spreads, b, s.TopologySpreadConstraints)
+		}
+	}
 	st := p.Status
 	p.Status = corev1.PodStatus{Phase: st.Phase, Conditions: st.Conditions, NominatedNodeName: st.NominatedNodeName, QOSClass: st.QOSClass}
 	for i := range p.Status.Conditions {
@@ -109,12 +128,28 @@ type Interner struct {
 	maps  map[string]map[string]string
 	lists map[string]corev1.ResourceList
 	tols  map[string][]corev1.Toleration
-	key   strings.Builder
+	// affinities and spreads by their protobuf encoding.
+	affinities map[string]*corev1.Affinity
+	spreads    map[string][]corev1.TopologySpreadConstraint
+	key        strings.Builder
+}
+
+// internBy returns the value m holds for the encoding key, or keeps v as
+// that value.
+func internBy[T any](m map[string]T, key []byte, v T) T {
+	if got, ok := m[string(key)]; ok {
+		return got
+	}
+	m[string(key)] = v
+	return v
 }
 
 // NewInterner is an empty Interner.
 func NewInterner() *Interner {
-	return &Interner{strs: map[string]string{}, maps: map[string]map[string]string{}, lists: map[string]corev1.ResourceList{}, tols: map[string][]corev1.Toleration{}}
+	return &Interner{
+		strs: map[string]string{}, maps: map[string]map[string]string{}, lists: map[string]corev1.ResourceList{},
+		tols: map[string][]corev1.Toleration{}, affinities: map[string]*corev1.Affinity{}, spreads: map[string][]corev1.TopologySpreadConstraint{},
+	}
 }
 
 func (in *Interner) str(s string) string {
