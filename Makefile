@@ -7,7 +7,7 @@ K8S_VERSION := v1.37.2
 K8S_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags "-s -w"
 
-.PHONY: all build build-lambda build-host tools test test-unit demo demo-interruption bench lint synth clean
+.PHONY: all build build-lambda build-host tools test test-unit demo demo-interruption bench bench-scale lint synth clean
 
 all: build
 
@@ -76,6 +76,17 @@ bench:
 	$(GO) run ./pkg/scheduling/internal/benchtable
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/scheduling/...
 	$(GO) test -count=1 -run 'TestConsolidationOfTheBenchmarkCluster$$' -v -bench 'ConsolidationDecision' -benchtime 5x ./pkg/disruption/
+
+## bench-scale: one provisioner pass on a real API server filled with N nodes (their instances in
+## the EC2 simulator), M bound pods and K pending, each size in a fresh API server (test/scale,
+## docs/scale.md); SCALE_SIZES overrides the sizes (nodes,pods,pending ...)
+SCALE_SIZES ?= 500,10000,20 2000,50000,20 5000,100000,20
+bench-scale: tools
+	@echo "| nodes | bound pods | pending | pass | wall s | peak heap MB | peak RSS MB | allocated MB | API MB read (gzip) | requests | launched | nominated | |"
+	@echo "|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+	@for s in $(SCALE_SIZES); do \
+	  JOIST_SCALE=$$s JOIST_REQUIRE_TOOLS=1 JOIST_TOOLS=$(TOOLS_DIR) $(GO) test -count=1 -timeout 60m -run '^$$' -bench 'ScalePass$$' -benchtime 1x ./test/scale/ | grep '^|' || exit 1; \
+	done
 
 ## lint: gofmt, go vet, go mod tidy -diff (every module) and staticcheck (pinned; staticcheck.conf
 ## names the checks). The first run builds staticcheck (~2 min on a cold machine), later runs take seconds.

@@ -30,16 +30,20 @@ func New(c kubernetes.Interface) *Client { return &Client{Interface: c} }
 
 // UnboundPods lists pods with no node that are not finished, oldest first.
 func (c *Client) UnboundPods(ctx context.Context) ([]*corev1.Pod, error) {
-	sel := fields.AndSelectors(
-		fields.OneTermEqualSelector("spec.nodeName", ""),
-		fields.OneTermEqualSelector("status.phase", string(corev1.PodPending)),
-	)
-	return c.listPods(ctx, sel.String())
+	return c.listPods(ctx, unboundSelector(), false, nil)
 }
 
-// PendingPods lists the pods Joist provisions for (pods.Provisionable).
+func unboundSelector() string {
+	return fields.AndSelectors(
+		fields.OneTermEqualSelector("spec.nodeName", ""),
+		fields.OneTermEqualSelector("status.phase", string(corev1.PodPending)),
+	).String()
+}
+
+// PendingPods lists the pods Joist provisions for (pods.Provisionable),
+// reduced (ReducePod), oldest first.
 func (c *Client) PendingPods(ctx context.Context) ([]*corev1.Pod, error) {
-	all, err := c.UnboundPods(ctx)
+	all, err := c.listPods(ctx, unboundSelector(), true, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -54,18 +58,36 @@ func (c *Client) PendingPods(ctx context.Context) ([]*corev1.Pod, error) {
 
 // PodsOnNode lists the pods bound to a node.
 func (c *Client) PodsOnNode(ctx context.Context, node string) ([]*corev1.Pod, error) {
-	return c.listPods(ctx, fields.OneTermEqualSelector("spec.nodeName", node).String())
+	return c.listPods(ctx, fields.OneTermEqualSelector("spec.nodeName", node).String(), false, nil)
 }
 
-func (c *Client) listPods(ctx context.Context, fieldSelector string) ([]*corev1.Pod, error) {
+// listPods lists pods page by page, oldest first; reduce keeps only what
+// Joist's decisions read (ReducePod), and then hands each pod to each
+// (when not nil) before keeping it.
+func (c *Client) listPods(ctx context.Context, fieldSelector string, reduce bool, each func(*corev1.Pod)) ([]*corev1.Pod, error) {
+	var in *Interner
+	if reduce {
+		in = NewInterner()
+	}
+	return c.listPodsWith(ctx, fieldSelector, in, each)
+}
+
+func (c *Client) listPodsWith(ctx context.Context, fieldSelector string, in *Interner, each func(*corev1.Pod)) ([]*corev1.Pod, error) {
+	reduce := in != nil
 	var out []*corev1.Pod
-	opts := metav1.ListOptions{FieldSelector: fieldSelector, Limit: 500}
+	opts := metav1.ListOptions{FieldSelector: fieldSelector, Limit: PageSize}
 	for {
 		list, err := c.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
 		if err != nil {
 			return nil, fmt.Errorf("list pods (%s): %w", fieldSelector, err)
 		}
 		for i := range list.Items {
+			if reduce {
+				ReducePod(&list.Items[i], in)
+			}
+			if each != nil {
+				each(&list.Items[i])
+			}
 			out = append(out, &list.Items[i])
 		}
 		if list.Continue == "" {
@@ -83,17 +105,27 @@ func (c *Client) listPods(ctx context.Context, fieldSelector string) ([]*corev1.
 	return out, nil
 }
 
-// Nodes lists every node.
+// Nodes lists every node, page by page, each reduced (ReduceNode). A
+// consistent read (see EachPod): a node that registered a moment ago must
+// not be planned onto as in-flight capacity again.
 func (c *Client) Nodes(ctx context.Context) ([]*corev1.Node, error) {
-	list, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
+	var out []*corev1.Node
+	in := NewInterner()
+	opts := metav1.ListOptions{Limit: PageSize}
+	for {
+		list, err := c.CoreV1().Nodes().List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("list nodes: %w", err)
+		}
+		for i := range list.Items {
+			ReduceNode(&list.Items[i], in)
+			out = append(out, &list.Items[i])
+		}
+		if list.Continue == "" {
+			return out, nil
+		}
+		opts.Continue = list.Continue
 	}
-	out := make([]*corev1.Node, len(list.Items))
-	for i := range list.Items {
-		out[i] = &list.Items[i]
-	}
-	return out, nil
 }
 
 // Nominate records on the pod that it waits for instance. The patch is
@@ -180,7 +212,14 @@ func (c *Client) LabelNode(ctx context.Context, name string, labels map[string]s
 	return n, nil
 }
 
-// AllPods lists every pod of the cluster (bound, pending, finished).
-func (c *Client) AllPods(ctx context.Context) ([]*corev1.Pod, error) {
-	return c.listPods(ctx, "")
+// AllPods lists every pod of the cluster (bound, pending, finished),
+// reduced (ReducePod) and then handed to each (when not nil) as it
+// arrives, before it is kept.
+func (c *Client) AllPods(ctx context.Context, each func(*corev1.Pod, *Interner)) ([]*corev1.Pod, error) {
+	in := NewInterner()
+	var f func(*corev1.Pod)
+	if each != nil {
+		f = func(p *corev1.Pod) { each(p, in) }
+	}
+	return c.listPodsWith(ctx, "", in, f)
 }

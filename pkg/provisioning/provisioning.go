@@ -322,6 +322,7 @@ func (p *Provisioner) giveUpUnregistered(c *cluster, res *Result) {
 		delete(c.planned, inst.ID)
 	}
 	c.instances = keep
+	c.byID, c.indexed = nil, 0
 }
 
 // maxPlanAttempts bounds the replans after capacity errors in one pass;

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/joist-dev/joist/pkg/catalog"
+	"github.com/joist-dev/joist/pkg/garbage"
+	"github.com/joist-dev/joist/pkg/kube"
 	"github.com/joist-dev/joist/pkg/launch"
 	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/pods"
@@ -39,6 +41,10 @@ type cluster struct {
 	// moving are running pods planned as if evicted (by UID): their plan
 	// is recorded as pods.AnnotationReplacement.
 	moving map[types.UID]bool
+	// byName and byID index nodes and instances (built on first use).
+	byName  map[string]*corev1.Node
+	byID    map[string]int
+	indexed int
 }
 
 // asMoving is a running pod as the simulator must see it to place it
@@ -56,6 +62,13 @@ func (c *cluster) asMoving(pod *corev1.Pod) *corev1.Pod {
 // read gathers the truth. Instances are read before nodes and pods: an
 // instance launched in between is then seen as in flight rather than
 // missed (Karpenter snapshots nodes before pods for the same reason).
+//
+// Every Kubernetes read is a consistent one, paginated and reduced as it
+// arrives (pkg/kube: EachPod, Nodes; docs/scale.md): pending pods must
+// include the pod whose event woke the pass, and nodes and bound pods are
+// the room the simulator gives away, so a stale read would plan pods onto
+// room already taken. The bound pods, by far the largest read, are read
+// only when the pass has something to plan (needsBound).
 func (p *Provisioner) read(ctx context.Context) (*cluster, error) {
 	c := &cluster{bound: map[string][]*corev1.Pod{}, planned: map[string][]*corev1.Pod{}}
 	var err error
@@ -71,19 +84,6 @@ func (p *Provisioner) read(ctx context.Context) (*cluster, error) {
 	if c.pending, err = p.Kube.PendingPods(ctx); err != nil {
 		return nil, err
 	}
-	boundPods, err := p.Kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
-		FieldSelector: fields.OneTermNotEqualSelector("spec.nodeName", "").String(),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list bound pods: %w", err)
-	}
-	for i := range boundPods.Items {
-		bp := &boundPods.Items[i]
-		if bp.Status.Phase == corev1.PodSucceeded || bp.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		c.bound[bp.Spec.NodeName] = append(c.bound[bp.Spec.NodeName], bp)
-	}
 	live := map[string]bool{}
 	for _, i := range c.instances {
 		live[i.ID] = true
@@ -95,11 +95,57 @@ func (p *Provisioner) read(ctx context.Context) (*cluster, error) {
 		}
 		c.todo = append(c.todo, pod)
 	}
+	if p.needsBound(c) {
+		if err := p.readBound(ctx, c); err != nil {
+			return nil, err
+		}
+	}
 	c.reserveReplacements(live)
 	if p.retiring != nil {
 		c.retireNodes(p.retiring.Nodes, live)
 	}
 	return c, nil
+}
+
+// needsBound says whether the pass must read the bound pods: when there
+// are pods to plan, nodes going away (Replace), or an instance whose node
+// never registered (its pods, the moving ones included, are planned
+// again). Otherwise the pass plans nothing and the bound pods would only
+// be counted.
+func (p *Provisioner) needsBound(c *cluster) bool {
+	if len(c.todo) > 0 || p.retiring != nil {
+		return true
+	}
+	registered := make(map[string]bool, len(c.nodes))
+	for _, n := range c.nodes {
+		registered[pods.InstanceID(n.Spec.ProviderID)] = true
+	}
+	now := p.now()
+	for _, inst := range c.instances {
+		if !registered[inst.ID] && garbage.Expired(inst.LaunchTime, now, p.RegistrationTimeout) {
+			return true
+		}
+	}
+	return false
+}
+
+// readBound reads the pods bound to a node that are not finished, by
+// node, page by page, reduced (kube.ReducePod) and compacted to what the
+// simulator reads of a bound pod (scheduling.Compact).
+func (p *Provisioner) readBound(ctx context.Context, c *cluster) error {
+	sel := fields.OneTermNotEqualSelector("spec.nodeName", "").String()
+	in := kube.NewInterner()
+	err := p.Kube.EachPod(ctx, sel, in, func(bp *corev1.Pod) {
+		if bp.Status.Phase == corev1.PodSucceeded || bp.Status.Phase == corev1.PodFailed {
+			return
+		}
+		scheduling.Compact(bp, in.ResourceList)
+		c.bound[bp.Spec.NodeName] = append(c.bound[bp.Spec.NodeName], bp)
+	})
+	if err != nil {
+		return fmt.Errorf("list bound pods: %w", err)
+	}
+	return nil
 }
 
 // reserveReplacements counts the running pods of nodes going away on the
@@ -171,21 +217,28 @@ func Reschedulable(p *corev1.Pod) bool {
 // describe is the instance with the id, as EC2 reported it (or just its
 // id when it is not among the cluster's instances).
 func (c *cluster) describe(id string) launch.Instance {
-	for _, i := range c.instances {
-		if i.ID == id {
-			return i
-		}
+	// Instances are only appended after the index is first built (a
+	// launch), so indexing the new tail keeps it whole.
+	if c.byID == nil {
+		c.byID = make(map[string]int, len(c.instances))
+	}
+	for ; c.indexed < len(c.instances); c.indexed++ {
+		c.byID[c.instances[c.indexed].ID] = c.indexed
+	}
+	if i, ok := c.byID[id]; ok {
+		return c.instances[i]
 	}
 	return launch.Instance{ID: id}
 }
 
 func (c *cluster) node(name string) *corev1.Node {
-	for _, n := range c.nodes {
-		if n.Name == name {
-			return n
+	if c.byName == nil {
+		c.byName = make(map[string]*corev1.Node, len(c.nodes))
+		for _, n := range c.nodes {
+			c.byName[n.Name] = n
 		}
 	}
-	return nil
+	return c.byName[name]
 }
 
 // readForPlanning reads what only planning needs: daemonsets, and the

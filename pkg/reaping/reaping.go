@@ -39,6 +39,7 @@ import (
 	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/pods"
 	"github.com/joist-dev/joist/pkg/provisioning"
+	"github.com/joist-dev/joist/pkg/scheduling"
 	"github.com/joist-dev/joist/pkg/termination"
 )
 
@@ -160,7 +161,13 @@ func (r *Reaper) Pass(ctx context.Context) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	all, err := r.Kube.AllPods(ctx)
+	// Bound pods are compacted as they arrive: the disruption rules and
+	// consolidation's simulation read no more of them (scheduling.Compact).
+	all, err := r.Kube.AllPods(ctx, func(p *corev1.Pod, in *kube.Interner) {
+		if p.Spec.NodeName != "" {
+			scheduling.Compact(p, in.ResourceList)
+		}
+	})
 	if err != nil {
 		return res, err
 	}

@@ -35,7 +35,7 @@ type replacer struct {
 
 func (f *replacer) replace(ctx context.Context, r provisioning.Retiring) (*provisioning.Result, error) {
 	f.calls = append(f.calls, r.Nodes)
-	all, err := f.c.AllPods(ctx)
+	all, err := f.c.AllPods(ctx, nil)
 	if err != nil {
 		return nil, err
 	}

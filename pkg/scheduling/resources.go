@@ -233,3 +233,32 @@ func maxList(dst, src corev1.ResourceList) {
 		}
 	}
 }
+
+// Compact reduces, in place, a pod bound to a node to what the simulator
+// reads of it: its effective requests (init containers, sidecars,
+// pod-level resources and overhead folded in, as podRequests computes
+// them) become its overhead and its containers go, but for one carrying
+// its host ports if it has any; its status keeps only its phase.
+// Everything else the simulator reads of a bound pod (namespace, labels,
+// owners, affinity, spread terms, tolerations, volumes) is left as it is.
+// A reader that holds the pods of a whole cluster (pkg/provisioning,
+// pkg/reaping) compacts each as it arrives; shared, when not nil, returns
+// one map for equal request lists so that a thousand replicas hold one.
+func Compact(pod *corev1.Pod, shared func(corev1.ResourceList) corev1.ResourceList) {
+	reqs := podRequests(pod)
+	delete(reqs, corev1.ResourcePods)
+	if shared != nil {
+		reqs = shared(reqs)
+	}
+	var ports []corev1.ContainerPort
+	for _, hp := range podHostPorts(pod) {
+		ports = append(ports, corev1.ContainerPort{HostIP: hp.ip, Protocol: hp.proto, HostPort: hp.port, ContainerPort: hp.port})
+	}
+	pod.Spec.Containers = nil
+	if len(ports) > 0 {
+		pod.Spec.Containers = []corev1.Container{{Name: "host-ports", Ports: ports}}
+	}
+	pod.Spec.InitContainers, pod.Spec.Resources = nil, nil
+	pod.Spec.Overhead = reqs
+	pod.Status = corev1.PodStatus{Phase: pod.Status.Phase}
+}

@@ -1,0 +1,269 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// PageSize is how many objects one list request asks for. A page of
+// realistic pods is a few MB of protobuf: client-go's read buffer, the
+// decoded page and its reduction stay that size however large the
+// cluster is, and only the reduced objects are kept (docs/scale.md).
+const PageSize = 500
+
+// lastApplied is kubectl's copy of the whole object as applied: often the
+// largest annotation, read by nothing in Joist.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// ReducePod drops in place what no Joist decision reads from a pod, so a
+// pass can hold every pod of a large cluster: managed fields, kubectl's
+// last-applied copy, each container's command, environment, probes,
+// mounts, lifecycle and security context (kept: name, resources, host
+// ports, restart policy — the sidecar rule), ephemeral containers, every
+// volume but claims (persistent and ephemeral), and the status beyond
+// phase, conditions and the nominated node. What stays is what the
+// simulator (requests, labels, affinity and spread terms, tolerations,
+// node selector, host ports, claims, owner), the disruption rules
+// (annotations, owners, priority, deletion) and the nominations
+// (resourceVersion, UID) read. Strings repeated across pods (namespaces,
+// node names, label keys and values) are shared through in when it is
+// not nil.
+func ReducePod(p *corev1.Pod, in *Interner) {
+	reduceMeta(&p.ObjectMeta, in)
+	s := &p.Spec
+	s.InitContainers = reduceContainers(s.InitContainers, in)
+	s.Containers = reduceContainers(s.Containers, in)
+	s.EphemeralContainers = nil
+	var vols []corev1.Volume
+	for _, v := range s.Volumes {
+		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
+			vols = append(vols, v)
+		}
+	}
+	s.Volumes = vols
+	s.NodeName = in.str(s.NodeName)
+	s.ServiceAccountName, s.DeprecatedServiceAccount = "", ""
+	s.SchedulerName = in.str(s.SchedulerName)
+	s.PriorityClassName = in.str(s.PriorityClassName)
+	s.ImagePullSecrets, s.HostAliases, s.DNSConfig, s.SecurityContext, s.ReadinessGates = nil, nil, nil, nil, nil
+	s.NodeSelector = in.stringMap(s.NodeSelector, "")
+	s.Tolerations = in.tolerations(s.Tolerations)
+	if s.Affinity != nil && in != nil {
+		if b, err := s.Affinity.Marshal(); err == nil {
+			s.Affinity = internBy(in.affinities, b, s.Affinity)
+		}
+	}
+	if len(s.TopologySpreadConstraints) > 0 && in != nil {
+		var b []byte
+		for i := range s.TopologySpreadConstraints {
+			m, err := s.TopologySpreadConstraints[i].Marshal()
+			if err != nil {
+				b = nil
+				break
+			}
+			b = append(append(b, m...), 0xff)
+		}
+		if b != nil {
+			s.TopologySpreadConstraints = internBy(in.spreads, b, s.TopologySpreadConstraints)
+		}
+	}
+	st := p.Status
+	p.Status = corev1.PodStatus{Phase: st.Phase, Conditions: st.Conditions, NominatedNodeName: st.NominatedNodeName, QOSClass: st.QOSClass}
+	for i := range p.Status.Conditions {
+		p.Status.Conditions[i].Message = ""
+	}
+}
+
+func reduceContainers(cs []corev1.Container, in *Interner) []corev1.Container {
+	if len(cs) == 0 {
+		return cs
+	}
+	out := make([]corev1.Container, len(cs))
+	for i, c := range cs {
+		var ports []corev1.ContainerPort
+		for _, p := range c.Ports {
+			if p.HostPort > 0 {
+				ports = append(ports, p)
+			}
+		}
+		out[i] = corev1.Container{Name: in.str(c.Name), Resources: c.Resources, Ports: ports, RestartPolicy: c.RestartPolicy}
+	}
+	return out
+}
+
+// ReduceNode drops in place what no Joist decision reads from a node: its
+// managed fields, kubectl's last-applied copy and the images it holds
+// (often the largest part of a node).
+func ReduceNode(n *corev1.Node, in *Interner) {
+	reduceMeta(&n.ObjectMeta, in)
+	n.Status.Images = nil
+}
+
+func reduceMeta(m *metav1.ObjectMeta, in *Interner) {
+	m.ManagedFields = nil
+	m.Namespace = in.str(m.Namespace)
+	m.GenerateName = in.str(m.GenerateName)
+	m.Labels = in.stringMap(m.Labels, "")
+	m.Annotations = in.stringMap(m.Annotations, lastApplied)
+	for i := range m.OwnerReferences {
+		o := &m.OwnerReferences[i]
+		o.APIVersion, o.Kind, o.Name = in.str(o.APIVersion), in.str(o.Kind), in.str(o.Name)
+	}
+}
+
+// Interner shares equal strings, label and annotation maps, request
+// lists and tolerations across the objects of one read: a thousand
+// replicas carry the same namespace, labels, owner kind, requests and
+// tolerations, and each decoded copy would otherwise be kept. What it
+// hands out is shared: readers must not modify it (Joist's decisions
+// only read; a pod to be changed is deep-copied first). A nil *Interner
+// keeps everything as it is.
+type Interner struct {
+	strs  map[string]string
+	maps  map[string]map[string]string
+	lists map[string]corev1.ResourceList
+	tols  map[string][]corev1.Toleration
+	// affinities and spreads by their protobuf encoding.
+	affinities map[string]*corev1.Affinity
+	spreads    map[string][]corev1.TopologySpreadConstraint
+	key        strings.Builder
+}
+
+// internBy returns the value m holds for the encoding key, or keeps v as
+// that value.
+func internBy[T any](m map[string]T, key []byte, v T) T {
+	if got, ok := m[string(key)]; ok {
+		return got
+	}
+	m[string(key)] = v
+	return v
+}
+
+// NewInterner is an empty Interner.
+func NewInterner() *Interner {
+	return &Interner{
+		strs: map[string]string{}, maps: map[string]map[string]string{}, lists: map[string]corev1.ResourceList{},
+		tols: map[string][]corev1.Toleration{}, affinities: map[string]*corev1.Affinity{}, spreads: map[string][]corev1.TopologySpreadConstraint{},
+	}
+}
+
+func (in *Interner) str(s string) string {
+	if in == nil || s == "" {
+		return s
+	}
+	if v, ok := in.strs[s]; ok {
+		return v
+	}
+	in.strs[s] = s
+	return s
+}
+
+// stringMap is m with interned keys and values, one map for equal
+// contents; skip names a key left out.
+func (in *Interner) stringMap(m map[string]string, skip string) map[string]string {
+	if len(m) == 0 {
+		return m
+	}
+	if in == nil {
+		delete(m, skip)
+		return m
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		if k != skip {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	in.key.Reset()
+	for _, k := range keys {
+		in.key.WriteString(k)
+		in.key.WriteByte(0)
+		in.key.WriteString(m[k])
+		in.key.WriteByte(0)
+	}
+	if v, ok := in.maps[in.key.String()]; ok {
+		return v
+	}
+	out := make(map[string]string, len(keys))
+	for _, k := range keys {
+		out[in.str(k)] = in.str(m[k])
+	}
+	in.maps[in.key.String()] = out
+	return out
+}
+
+// ResourceList returns one list for equal lists (scheduling.Compact's
+// shared).
+func (in *Interner) ResourceList(l corev1.ResourceList) corev1.ResourceList {
+	if in == nil || len(l) == 0 {
+		return l
+	}
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		keys = append(keys, string(k))
+	}
+	sort.Strings(keys)
+	in.key.Reset()
+	for _, k := range keys {
+		q := l[corev1.ResourceName(k)]
+		in.key.WriteString(k)
+		in.key.WriteByte(0)
+		in.key.WriteString(q.String())
+		in.key.WriteByte(0)
+	}
+	if v, ok := in.lists[in.key.String()]; ok {
+		return v
+	}
+	in.lists[in.key.String()] = l
+	return l
+}
+
+func (in *Interner) tolerations(ts []corev1.Toleration) []corev1.Toleration {
+	if in == nil || len(ts) == 0 {
+		return ts
+	}
+	in.key.Reset()
+	for _, t := range ts {
+		fmt.Fprintf(&in.key, "%s\x00%s\x00%s\x00%s\x00", t.Key, t.Operator, t.Value, t.Effect)
+		if t.TolerationSeconds != nil {
+			fmt.Fprintf(&in.key, "%d", *t.TolerationSeconds)
+		}
+		in.key.WriteByte(1)
+	}
+	if v, ok := in.tols[in.key.String()]; ok {
+		return v
+	}
+	in.tols[in.key.String()] = ts
+	return ts
+}
+
+// EachPod lists pods page by page (PageSize at a time) and hands each
+// one, reduced (ReducePod), to f; nothing of a page is kept but what f
+// keeps. The list is a consistent read (no resourceVersion): the API
+// server serves it from its watch cache once it has caught up with etcd
+// (consistent reads from cache, on by default since Kubernetes 1.31), and
+// every page of one list is of the same revision.
+func (c *Client) EachPod(ctx context.Context, fieldSelector string, in *Interner, f func(*corev1.Pod)) error {
+	opts := metav1.ListOptions{FieldSelector: fieldSelector, Limit: PageSize}
+	for {
+		list, err := c.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
+		if err != nil {
+			return fmt.Errorf("list pods (%s): %w", fieldSelector, err)
+		}
+		for i := range list.Items {
+			p := &list.Items[i]
+			ReducePod(p, in)
+			f(p)
+		}
+		if list.Continue == "" {
+			return nil
+		}
+		opts.Continue = list.Continue
+	}
+}

@@ -1,0 +1,82 @@
+package provisioning
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/joist-dev/joist/pkg/kube"
+	"github.com/joist-dev/joist/pkg/launch"
+	"github.com/joist-dev/joist/pkg/model"
+	"github.com/joist-dev/joist/pkg/pods"
+)
+
+type instancesOnly []launch.Instance
+
+func (l instancesOnly) Instances(context.Context) ([]launch.Instance, error) { return l, nil }
+func (instancesOnly) Launch(context.Context, launch.Request) (*launch.Instance, error) {
+	panic("read launches nothing")
+}
+
+// boundListed reports whether the pass listed the bound pods.
+func boundListed(cs *fake.Clientset) bool {
+	for _, a := range cs.Actions() {
+		if l, ok := a.(k8stesting.ListAction); ok && a.GetResource().Resource == "pods" &&
+			strings.Contains(l.GetListRestrictions().Fields.String(), "spec.nodeName!=") {
+			return true
+		}
+	}
+	return false
+}
+
+func TestRead_BoundPodsOnlyWhenThePassHasSomethingToPlan(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Spec: corev1.NodeSpec{ProviderID: "aws:///a/i-1"}}
+	bound := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: corev1.PodSpec{NodeName: "n1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	pending := func(annotations map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "burst", Namespace: "default", Annotations: annotations},
+			Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}}}
+	}
+	fresh := launch.Instance{ID: "i-2", LaunchTime: now.Add(-time.Minute)}
+	stale := launch.Instance{ID: "i-3", LaunchTime: now.Add(-time.Hour)}
+	cases := []struct {
+		name      string
+		objs      []runtime.Object
+		instances []launch.Instance
+		retiring  *Retiring
+		want      bool
+	}{
+		{"nothing pending", []runtime.Object{node, bound}, []launch.Instance{{ID: "i-1"}}, nil, false},
+		{"pending pod planned onto a live instance", []runtime.Object{node, bound, pending(map[string]string{pods.AnnotationInstance: "i-2"})}, []launch.Instance{{ID: "i-1"}, fresh}, nil, false},
+		{"a pod to plan", []runtime.Object{node, bound, pending(nil)}, []launch.Instance{{ID: "i-1"}}, nil, true},
+		{"nodes going away", []runtime.Object{node, bound}, []launch.Instance{{ID: "i-1"}}, &Retiring{Nodes: []string{"n1"}}, true},
+		{"an instance that never registered", []runtime.Object{node, bound}, []launch.Instance{{ID: "i-1"}, stale}, nil, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := fake.NewClientset(tc.objs...)
+			p := &Provisioner{
+				Kube: kube.New(cs), Launcher: instancesOnly(tc.instances), Now: func() time.Time { return now },
+				Specs:    func(context.Context) (*model.Spec, error) { return &model.Spec{}, nil },
+				retiring: tc.retiring,
+			}
+			c, err := p.read(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := boundListed(cs); got != tc.want {
+				t.Fatalf("bound pods listed: %v, want %v", got, tc.want)
+			}
+			if tc.want && len(c.bound["n1"]) != 1 {
+				t.Fatalf("bound pods on n1: %v, want [web]", c.bound["n1"])
+			}
+		})
+	}
+}

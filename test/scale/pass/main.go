@@ -1,0 +1,99 @@
+// Command pass runs one provisioner pass, built exactly as the
+// provisioner function builds it (pkg/wiring, from the function's
+// environment), and prints what it did and cost as one JSON line: the
+// scale benchmark (test/scale) runs it as its own process so that the
+// pass's peak RSS is the pass's alone.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime/metrics"
+	"runtime/pprof"
+	"sync/atomic"
+	"time"
+
+	"github.com/joist-dev/joist/pkg/wiring"
+)
+
+// Report is what the pass prints.
+type Report struct {
+	WallSeconds   float64 `json:"wallSeconds"`
+	PeakHeapBytes uint64  `json:"peakHeapBytes"`
+	AllocBytes    uint64  `json:"allocBytes"`
+	Pending       int     `json:"pending"`
+	Launched      int     `json:"launched"`
+	Nominated     int     `json:"nominated"`
+	Unschedulable int     `json:"unschedulable"`
+	Error         string  `json:"error,omitempty"`
+}
+
+func main() {
+	ctx := context.Background()
+	env := wiring.MustLoad(ctx, "provisioner")
+	reconcile := env.MustReconciler("provisioner")
+
+	// The heap is sampled every 2 ms: its peak is the pass's memory.
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	samples := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/allocs:bytes"}}
+	read := func() (heap, allocs uint64) {
+		metrics.Read(samples)
+		return samples[0].Value.Uint64(), samples[1].Value.Uint64()
+	}
+	_, alloc0 := read()
+	// JOIST_PASS_PROFILE names a directory for a heap profile written at
+	// each new peak (live objects as of the last collection) and a CPU
+	// profile of the pass.
+	profile := os.Getenv("JOIST_PASS_PROFILE")
+	if profile != "" {
+		f, err := os.Create(profile + "/cpu.pprof")
+		if err == nil {
+			_ = pprof.StartCPUProfile(f)
+			defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
+		}
+	}
+	var written uint64
+	go func() {
+		defer close(done)
+		t := time.NewTicker(2 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if h, _ := read(); h > peak.Load() {
+				peak.Store(h)
+				if profile != "" && h > written+written/5 {
+					written = h
+					if f, err := os.Create(profile + "/heap.pprof"); err == nil {
+						_ = pprof.Lookup("heap").WriteTo(f, 0)
+						_ = f.Close()
+					}
+				}
+			}
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	start := time.Now()
+	res, err := reconcile(ctx, env.Metrics())
+	wall := time.Since(start)
+	close(stop)
+	<-done
+	_, alloc1 := read()
+	r := Report{WallSeconds: wall.Seconds(), PeakHeapBytes: peak.Load(), AllocBytes: alloc1 - alloc0}
+	if err != nil {
+		r.Error = err.Error()
+	} else {
+		r.Pending, r.Launched, r.Nominated, r.Unschedulable = res.Pending, len(res.Launched), res.Nominated, len(res.Unschedulable)
+	}
+	b, _ := json.Marshal(r)
+	fmt.Println("JOIST-PASS " + string(b))
+	if err != nil {
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,277 @@
+package scale
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/joist-dev/joist/pkg/pods"
+	"github.com/joist-dev/joist/pkg/specs"
+	"github.com/joist-dev/joist/pkg/specstore"
+	"github.com/joist-dev/joist/test/ec2sim"
+	"github.com/joist-dev/joist/test/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// Measured is one pass's cost.
+type Measured struct {
+	Size        Size
+	FillSeconds float64
+	Pass        passReport
+	PeakRSS     int64 // bytes
+	Requests    int64 // answered by the API server during the pass
+	Bytes       int64 // response bytes the API server sent during the pass
+}
+
+type passReport struct {
+	WallSeconds   float64 `json:"wallSeconds"`
+	PeakHeapBytes uint64  `json:"peakHeapBytes"`
+	AllocBytes    uint64  `json:"allocBytes"`
+	Pending       int     `json:"pending"`
+	Launched      int     `json:"launched"`
+	Nominated     int     `json:"nominated"`
+	Unschedulable int     `json:"unschedulable"`
+	Error         string  `json:"error,omitempty"`
+}
+
+// world is a filled cluster ready for a pass.
+type world struct {
+	kube  *testenv.KubeEnv
+	admin kubernetes.Interface
+	sim   *ec2sim.Sim
+	ec2   string
+	nodes []string
+}
+
+func fill(t testing.TB, s Size) (*world, float64) {
+	t.Helper()
+	ctx := context.Background()
+	kube := testenv.Kube(t)
+	region := "ap-northeast-2"
+	sim, srv := ec2sim.NewServer(ec2sim.Options{Region: region, Zones: []string{region + "a", region + "b", region + "c", region + "d"}, InstanceTypes: testenv.CatalogInstanceTypes(region)})
+	t.Cleanup(srv.Close)
+	sim.SeedDefault(Cluster)
+	ami := sim.AddImage(ec2sim.ImageSpec{Name: "bench-al2023-x86_64", Architecture: "x86_64"})
+	applySpecs(t, kube, Specs(ami))
+	cfg := *kube.Config
+	cfg.QPS, cfg.Burst = 5000, 5000
+	admin, err := kubernetes.NewForConfig(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	nodes, err := (&Generator{Kube: admin, EC2: sim}).Fill(ctx, s)
+	if err != nil {
+		t.Fatalf("fill %v: %v", s, err)
+	}
+	return &world{kube: kube, admin: admin, sim: sim, ec2: srv.URL, nodes: nodes}, time.Since(start).Seconds()
+}
+
+func applySpecs(t testing.TB, kube *testenv.KubeEnv, manifests string) {
+	t.Helper()
+	objs, err := specs.Decode([]byte(manifests), "bench specs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(kube.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		for _, r := range specstore.Resources {
+			if r.Kind != o.Kind {
+				continue
+			}
+			u := &unstructured.Unstructured{}
+			if err := u.UnmarshalJSON(o.Raw); err != nil {
+				t.Fatalf("%s: %v", o, err)
+			}
+			if _, err := dyn.Resource(r.GVR).Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
+				t.Fatalf("create %s: %v", o, err)
+			}
+		}
+	}
+}
+
+// passBinary builds test/scale/pass once per test binary.
+func passBinary(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(testenv.RepoRoot(), "build", "scale")
+	bin := filepath.Join(dir, "pass")
+	cmd := exec.Command("go", "build", "-o", bin, "./test/scale/pass")
+	cmd.Dir = testenv.RepoRoot()
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build the pass: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// apiServerTotals sums the API server's request count and response
+// bytes over every verb and resource (/metrics).
+func apiServerTotals(ctx context.Context, c kubernetes.Interface) (requests, bytes int64, err error) {
+	raw, err := c.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("read the API server's metrics: %w", err)
+	}
+	sc := bufio.NewScanner(strings.NewReader(string(raw)))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		var dst *int64
+		switch {
+		case strings.HasPrefix(line, "apiserver_request_total{"):
+			dst = &requests
+		case strings.HasPrefix(line, "apiserver_response_sizes_sum{"):
+			dst = &bytes
+		default:
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("metrics line %q: %w", line, err)
+		}
+		*dst += int64(v)
+	}
+	return requests, bytes, sc.Err()
+}
+
+// pass runs one provisioner pass as its own process, as the provisioner
+// function is configured (512 MB).
+func (w *world) pass(t testing.TB) (passReport, int64, int64, int64) {
+	t.Helper()
+	ctx := context.Background()
+	bin := passBinary(t)
+	r0, b0, err := apiServerTotals(ctx, w.admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin)
+	cmd.Env = []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
+		"CLUSTER_NAME=" + Cluster, "AWS_REGION=ap-northeast-2", "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test",
+		"AWS_ENDPOINT_URL=http://127.0.0.1:9", "AWS_ENDPOINT_URL_EC2=" + w.ec2,
+		"JOIST_KUBECONFIG=" + w.kube.Kubeconfig, "JOIST_ZONES=ap-northeast-2a,ap-northeast-2b,ap-northeast-2c,ap-northeast-2d",
+		"KUBERNETES_VERSION=1.32", "CLUSTER_ENDPOINT=" + w.kube.Config.Host, "CLUSTER_CA=LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg==",
+		"CLUSTER_SERVICE_CIDR=172.20.0.0/16", "CLUSTER_DNS_IP=172.20.0.10", "SPEC_SOURCE=crd",
+		"DEFAULT_INSTANCE_PROFILE=KarpenterNodeInstanceProfile-" + Cluster, "AWS_LAMBDA_FUNCTION_MEMORY_SIZE=512",
+		"LOG_LEVEL=warn",
+	}
+	for _, k := range []string{"JOIST_PASS_PROFILE", "GODEBUG", "GOGC"} {
+		if v := os.Getenv(k); v != "" {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	runErr := cmd.Run()
+	r1, b1, err := apiServerTotals(ctx, w.admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep passReport
+	found := false
+	for _, line := range strings.Split(out.String(), "\n") {
+		if j, ok := strings.CutPrefix(line, "JOIST-PASS "); ok {
+			found = json.Unmarshal([]byte(j), &rep) == nil
+		}
+	}
+	if runErr != nil || !found || rep.Error != "" {
+		t.Fatalf("pass failed: %v %s\n%s", runErr, rep.Error, out.String())
+	}
+	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss * 1024
+	// Less the first metrics read, counted once it was answered (the
+	// second is not in the totals it returns; response sizes count
+	// resource requests only).
+	return rep, rss, r1 - r0 - 1, b1 - b0
+}
+
+// TestScalePass is the benchmark's correctness check on a small cluster:
+// 4 full nodes with room for one burst pod each and 10 burst pods. One
+// pass must nominate every pending pod, 4 onto the existing nodes (seen
+// only by reading their bound pods, reduced, whole) and the other 6 onto
+// 3 new nodes.
+func TestScalePass(t *testing.T) {
+	s := Size{Nodes: 4, Pods: 4*2 + 40, Pending: 10}
+	w, _ := fill(t, s)
+	rep, rss, reqs, bytes := w.pass(t)
+	t.Logf("%v: pass %.2fs, peak heap %.1f MB, peak RSS %.1f MB, %d requests, %.2f MB read", s, rep.WallSeconds, mb(rep.PeakHeapBytes), mb(uint64(rss)), reqs, mb(uint64(bytes)))
+	if rep.Pending != s.Pending || rep.Nominated != s.Pending || rep.Unschedulable != 0 {
+		t.Fatalf("pass: %+v; want all %d pending pods nominated", rep, s.Pending)
+	}
+	if rep.Launched != 3 {
+		t.Errorf("launched %d instances, want 3 (4 of 10 burst pods fit beside the bound pods of the 4 nodes, 2 per new node)", rep.Launched)
+	}
+	existing := map[string]bool{}
+	for _, i := range w.sim.Instances() {
+		if i.LaunchTemplateID == "" { // added by the generator, not launched
+			existing[i.ID] = true
+		}
+	}
+	onExisting := map[string]int{}
+	for i := 0; i < s.Pending; i++ {
+		p, err := w.admin.CoreV1().Pods("app-0").Get(context.Background(), PendingName(i), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := pods.PlannedInstance(p)
+		if id == "" {
+			t.Fatalf("pod %s not nominated", p.Name)
+		}
+		if existing[id] {
+			onExisting[id]++
+		}
+	}
+	if len(onExisting) != 4 {
+		t.Errorf("burst pods on existing nodes: %v; want one on each of the 4 nodes", onExisting)
+	}
+	for id, n := range onExisting {
+		if n != 1 {
+			t.Errorf("instance %s got %d burst pods, has room for 1", id, n)
+		}
+	}
+	if reqs <= 0 || bytes <= 0 || rss <= 0 || rep.PeakHeapBytes == 0 {
+		t.Errorf("measurements missing: requests %d, bytes %d, rss %d, heap %d", reqs, bytes, rss, rep.PeakHeapBytes)
+	}
+}
+
+func mb(b uint64) float64 { return float64(b) / (1 << 20) }
+
+// BenchmarkScalePass fills the cluster JOIST_SCALE names
+// (nodes,pods,pending; default 500,10000,20) and runs one pass: `make
+// bench-scale` runs it once per size, each in a fresh API server.
+func BenchmarkScalePass(b *testing.B) {
+	s := Size{Nodes: 500, Pods: 10000, Pending: 20}
+	if v := os.Getenv("JOIST_SCALE"); v != "" {
+		if _, err := fmt.Sscanf(v, "%d,%d,%d", &s.Nodes, &s.Pods, &s.Pending); err != nil {
+			b.Fatalf("JOIST_SCALE=%q: want nodes,pods,pending: %v", v, err)
+		}
+	}
+	w, fillSeconds := fill(b, s)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		// The first pass plans the pending pods; the second finds them
+		// planned onto live instances, the pass most events cause.
+		for _, kind := range []string{"plans the pending pods", "nothing to plan"} {
+			rep, rss, reqs, bytes := w.pass(b)
+			fmt.Printf("| %d | %d | %d | %s | %.2f | %.0f | %.0f | %.0f | %.1f | %d | %d | %d | fill %.0fs |\n",
+				s.Nodes, s.Pods, s.Pending, kind, rep.WallSeconds, mb(rep.PeakHeapBytes), mb(uint64(rss)), mb(rep.AllocBytes), mb(uint64(bytes)), reqs, rep.Launched, rep.Nominated, fillSeconds)
+		}
+	}
+}
