@@ -3,8 +3,10 @@ package testenv
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,6 +15,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 var (
@@ -65,6 +68,7 @@ type Function struct {
 	Name     string
 	URL      string
 	cmd      *exec.Cmd
+	done     chan struct{} // closed once the process has ended
 	mu       sync.Mutex
 	stopOnce sync.Once
 }
@@ -82,8 +86,28 @@ func StartFunction(tb testing.TB, name, bootstrap string, env map[string]string)
 }
 
 // RunFunction is StartFunction for programs that are not tests (the demo).
-// The function's logs go to logs.
+// The function's logs go to logs. The ports are picked free, but another
+// process may take one before aws-lambda-rie binds it (it then exits:
+// "address already in use"): such a start is tried again on new ports.
 func RunFunction(rie, name, bootstrap string, env map[string]string, logs io.Writer) (*Function, error) {
+	const attempts = 5
+	var err error
+	for range attempts {
+		var f *Function
+		if f, err = runFunctionOnce(rie, name, bootstrap, env, logs); err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, errExited) {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("start function %s: %d attempts: %w", name, attempts, err)
+}
+
+// errExited: aws-lambda-rie ended before it listened.
+var errExited = errors.New("aws-lambda-rie exited before listening")
+
+func runFunctionOnce(rie, name, bootstrap string, env map[string]string, logs io.Writer) (*Function, error) {
 	apiPort, err := FreePort()
 	if err != nil {
 		return nil, err
@@ -116,12 +140,30 @@ func RunFunction(rie, name, bootstrap string, env map[string]string, logs io.Wri
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	f := &Function{Name: name, URL: fmt.Sprintf("http://127.0.0.1:%d/2015-03-31/functions/function/invocations", port), cmd: cmd}
-	if err := waitTCP(fmt.Sprintf("127.0.0.1:%d", port), StartTimeout); err != nil {
-		f.Stop()
-		return nil, fmt.Errorf("wait for function %s under aws-lambda-rie to listen: %w", name, err)
+	f := &Function{Name: name, URL: fmt.Sprintf("http://127.0.0.1:%d/2015-03-31/functions/function/invocations", port), cmd: cmd, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		close(f.done)
+	}()
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	deadline := time.Now().Add(StartTimeout)
+	for {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return f, nil
+		}
+		select {
+		case <-f.done:
+			return nil, fmt.Errorf("function %s on %s: %w", name, addr, errExited)
+		default:
+		}
+		if time.Now().After(deadline) {
+			f.Stop()
+			return nil, fmt.Errorf("wait for function %s under aws-lambda-rie to listen: %s not listening after %s", name, addr, StartTimeout)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	return f, nil
 }
 
 // Invoke sends one event and returns the function's response. A function
@@ -154,7 +196,7 @@ func (f *Function) Stop() {
 	f.stopOnce.Do(func() {
 		if f.cmd != nil && f.cmd.Process != nil {
 			_ = syscall.Kill(-f.cmd.Process.Pid, syscall.SIGKILL)
-			_ = f.cmd.Wait()
+			<-f.done
 		}
 	})
 }
