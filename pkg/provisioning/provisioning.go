@@ -191,6 +191,7 @@ func (p *Provisioner) Reconcile(ctx context.Context) (*Result, error) {
 			Pods: todo, Nodes: p.simulatorNodes(c), DaemonSets: c.daemonSets, Pools: c.spec.Pools,
 			InstanceTypes: shared, PoolInstanceTypes: perPool, Region: p.Catalog.Region(), Unavailable: unavailable,
 			PersistentVolumeClaims: c.pvcs, PersistentVolumes: c.pvs, StorageClasses: c.classes,
+			Namespaces: c.namespaces,
 		}
 		start := time.Now()
 		plan := scheduling.Solve(in)

@@ -80,3 +80,55 @@ func TestRead_BoundPodsOnlyWhenThePassHasSomethingToPlan(t *testing.T) {
 		})
 	}
 }
+
+// TestReadForPlanning_NamespacesWhenAnAffinitySelectsThem: a pod whose
+// affinity (or a bound pod whose anti-affinity) selects namespaces by
+// label has the namespaces read, with their labels, for the simulator;
+// other passes do not read them.
+func TestReadForPlanning_NamespacesWhenAnAffinitySelectsThem(t *testing.T) {
+	team := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "data", Labels: map[string]string{"team": "data"}}}
+	withSelector := func(name string, anti bool) *corev1.Pod {
+		term := corev1.PodAffinityTerm{TopologyKey: corev1.LabelHostname,
+			LabelSelector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "data"}}}
+		a := &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{term}}}
+		if anti {
+			a = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 1, PodAffinityTerm: term}}}}
+		}
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "web"}, Spec: corev1.PodSpec{Affinity: a}}
+	}
+	plain := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: "web"}}
+	everyNamespace := withSelector("all", false)
+	everyNamespace.Spec.Affinity.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0].NamespaceSelector = &metav1.LabelSelector{}
+	cases := []struct {
+		name  string
+		todo  []*corev1.Pod
+		bound []*corev1.Pod
+		want  bool
+	}{
+		{"no affinity", []*corev1.Pod{plain}, nil, false},
+		{"an affinity over every namespace ({})", []*corev1.Pod{everyNamespace}, nil, false},
+		{"a pod to plan selects namespaces", []*corev1.Pod{plain, withSelector("api", false)}, nil, true},
+		{"a bound pod's anti-affinity selects them", []*corev1.Pod{plain}, []*corev1.Pod{withSelector("cache", true)}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := fake.NewClientset(team)
+			p := &Provisioner{Kube: kube.New(cs)}
+			c := &cluster{todo: tc.todo, bound: map[string][]*corev1.Pod{"n1": tc.bound}}
+			if err := p.readForPlanning(context.Background(), c); err != nil {
+				t.Fatal(err)
+			}
+			listed := false
+			for _, a := range cs.Actions() {
+				listed = listed || (a.GetVerb() == "list" && a.GetResource().Resource == "namespaces")
+			}
+			if listed != tc.want {
+				t.Fatalf("namespaces listed: %v, want %v", listed, tc.want)
+			}
+			if tc.want && (len(c.namespaces) != 1 || c.namespaces[0].Labels["team"] != "data") {
+				t.Errorf("namespaces read: %v, want data with its labels", c.namespaces)
+			}
+		})
+	}
+}

@@ -36,6 +36,9 @@ type cluster struct {
 	pvcs       []*corev1.PersistentVolumeClaim
 	pvs        []*corev1.PersistentVolume
 	classes    []*storagev1.StorageClass
+	// namespaces are read only when a pod's affinity selects namespaces
+	// by label (scheduling.ReadsNamespaces).
+	namespaces []*corev1.Namespace
 	// retiring are nodes going away (Provisioner.Replace): not capacity.
 	retiring map[string]bool
 	// moving are running pods planned as if evicted (by UID): their plan
@@ -251,10 +254,29 @@ func (p *Provisioner) readForPlanning(ctx context.Context, c *cluster) error {
 	for i := range ds.Items {
 		c.daemonSets = append(c.daemonSets, &ds.Items[i])
 	}
+	if scheduling.ReadsNamespaces(c.allPods()...) {
+		ns, err := p.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return fmt.Errorf("list namespaces: %w", err)
+		}
+		for i := range ns.Items {
+			c.namespaces = append(c.namespaces, &ns.Items[i])
+		}
+	}
 	if needsVolumes(c.todo) {
 		return p.readVolumes(ctx, c)
 	}
 	return nil
+}
+
+// allPods are the pods to plan and every bound pod, in groups: the terms
+// of both decide a placement.
+func (c *cluster) allPods() [][]*corev1.Pod {
+	groups := [][]*corev1.Pod{c.todo}
+	for _, ps := range c.bound {
+		groups = append(groups, ps)
+	}
+	return groups
 }
 
 func needsVolumes(ps []*corev1.Pod) bool {

@@ -77,6 +77,9 @@ func planning() []rbacv1.PolicyRule {
 		rule([]string{"apps"}, []string{"daemonsets"}, list),
 		rule(core, []string{"persistentvolumeclaims", "persistentvolumes"}, list),
 		rule([]string{"storage.k8s.io"}, []string{"storageclasses"}, list),
+		// Namespace labels, when a pod's affinity selects namespaces by
+		// them (namespaceSelector).
+		rule(core, []string{"namespaces"}, list),
 		// The specs, when they live in the cluster (-c specSource=crd).
 		rule([]string{"karpenter.sh"}, []string{"provisioners", "nodepools"}, list),
 		rule([]string{"karpenter.k8s.aws"}, []string{"awsnodetemplates", "ec2nodeclasses"}, list),

@@ -187,3 +187,47 @@ type Failure struct {
 	Pod    *corev1.Pod
 	Reason string
 }
+
+// ReadsNamespaces says whether planning among these pods needs the
+// cluster's Namespace objects (Input.Namespaces): some pod (anti-)affinity
+// term selects namespaces by their labels. Callers read namespaces only
+// then; an empty selector ({}: every namespace) needs none.
+func ReadsNamespaces(groups ...[]*corev1.Pod) bool {
+	selects := func(t corev1.PodAffinityTerm) bool {
+		s := t.NamespaceSelector
+		return s != nil && (len(s.MatchLabels) > 0 || len(s.MatchExpressions) > 0)
+	}
+	for _, ps := range groups {
+		for _, p := range ps {
+			a := p.Spec.Affinity
+			if a == nil {
+				continue
+			}
+			if pa := a.PodAffinity; pa != nil {
+				for _, t := range pa.RequiredDuringSchedulingIgnoredDuringExecution {
+					if selects(t) {
+						return true
+					}
+				}
+				for _, w := range pa.PreferredDuringSchedulingIgnoredDuringExecution {
+					if selects(w.PodAffinityTerm) {
+						return true
+					}
+				}
+			}
+			if pa := a.PodAntiAffinity; pa != nil {
+				for _, t := range pa.RequiredDuringSchedulingIgnoredDuringExecution {
+					if selects(t) {
+						return true
+					}
+				}
+				for _, w := range pa.PreferredDuringSchedulingIgnoredDuringExecution {
+					if selects(w.PodAffinityTerm) {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}

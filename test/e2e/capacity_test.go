@@ -9,6 +9,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/joist-dev/joist/test/testenv"
 )
@@ -89,5 +90,36 @@ func TestE2E_ZonalVolumePodLaunchedInItsZone(t *testing.T) {
 	}
 	if got := node.Labels[corev1.LabelTopologyZone]; got != zone {
 		t.Errorf("node in %q, want the volume's zone %q", got, zone)
+	}
+}
+
+// TestE2E_NamespaceSelectorAffinityPlanned: a pod whose required affinity
+// finds its peer through a namespaceSelector (namespaces labelled
+// team=data) is planned next to it: the provisioner reads the namespaces'
+// labels for the simulator, as `joist plan` does from files. Without them
+// the selector matches no namespace and the pod would have no place.
+func TestE2E_NamespaceSelectorAffinityPlanned(t *testing.T) {
+	g := testenv.NewGround(t, testenv.GroundOptions{
+		Cluster: "ns-affinity", Namespace: "ns-affinity", Specs: seed(t), ReadyDelay: 300 * time.Millisecond,
+	})
+	ctx := context.Background()
+	label := []byte(`{"metadata":{"labels":{"team":"data"}}}`)
+	if _, err := g.Kube.Client.CoreV1().Namespaces().Patch(ctx, "ns-affinity", types.MergePatchType, label, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	db := smallPods(t, "db", 1)
+	db[0].Labels = map[string]string{"app": "db"}
+	dbNode := waitBound(t, g, createPending(t, g, db), 90*time.Second)["db-0"]
+
+	api := smallPods(t, "api", 1)
+	api[0].Labels = map[string]string{"app": "api"}
+	api[0].Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+		TopologyKey:       corev1.LabelHostname,
+		LabelSelector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "data"}},
+	}}}}
+	got := waitBound(t, g, createPending(t, g, api), 60*time.Second)
+	if got["api-0"] != dbNode {
+		t.Errorf("api pod on %q, want next to its peer on %q", got["api-0"], dbNode)
 	}
 }
