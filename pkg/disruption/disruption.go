@@ -94,9 +94,10 @@ type Snapshot struct {
 	// it is not known (no instance type is then judged gone).
 	OfferedTypes map[string]bool
 	// Declared and SpecPartial are model.Spec's: the pools the source
-	// holds an object for, and whether it could be read whole. A Joist
-	// node whose pool is not declared is retired (ReasonPoolDeleted);
-	// with Declared nil or SpecPartial set, none is.
+	// holds an object for, and whether it could be read whole. A node
+	// whose instance Joist launched (in Instances) and whose pool is not
+	// declared is retired (ReasonPoolDeleted); with Declared nil or
+	// SpecPartial set, none is.
 	Declared    map[string]bool
 	SpecPartial bool
 }
@@ -143,6 +144,16 @@ type Plan struct {
 	// Retire are the nodes to retire, expired ones first.
 	Retire  []Decision
 	Blocked []Blocked
+}
+
+// launchedByJoist says whether the node's instance is one Joist launched
+// for this cluster (among Instances, the instances tagged for it). A node
+// of the same labels that Karpenter launched, during a migration with both
+// running, is never Joist's to retire for a pool Joist does not know; nor
+// is any node when the instances could not be read (Instances nil).
+func (s Snapshot) launchedByJoist(n *corev1.Node) bool {
+	_, ok := s.Instances[pods.InstanceID(n.Spec.ProviderID)]
+	return ok
 }
 
 // PoolLabel is the name of the pool a node was launched for, from its
@@ -254,7 +265,7 @@ func Decide(s Snapshot) Plan {
 	for _, n := range s.Nodes {
 		p := PoolOf(n.Node, s.Pools)
 		if p == nil {
-			if name := PoolLabel(n.Node); name != "" && s.Declared != nil && !s.SpecPartial && !s.Declared[name] && !Retiring(n.Node) {
+			if name := PoolLabel(n.Node); name != "" && s.Declared != nil && !s.SpecPartial && !s.Declared[name] && !Retiring(n.Node) && s.launchedByJoist(n.Node) {
 				plan.Retire = append(plan.Retire, Decision{Node: n.Node.Name, Pool: name, Reason: ReasonPoolDeleted,
 					Detail: "its pool " + name + " no longer exists"})
 			}

@@ -268,7 +268,8 @@ func TestConsolidationDeletesANodeWhosePodsFitElsewhere(t *testing.T) {
 // source no longer declares goes, busy or not, past budgets and
 // do-not-disrupt (its pool is what was removed, as with Karpenter's
 // NodePool deletion); an invalid pool's nodes, a partial read, an unknown
-// source and a node already retiring are left alone.
+// source, a node already retiring, and a node whose instance Joist did not
+// launch (or when the instances are unknown) are left alone.
 func TestDecide_RetiresNodesOfDeletedPools(t *testing.T) {
 	kept := pool("kept", nil, nil, model.Budget{Nodes: "0"})
 	v1Node := node("v1-gone", "")
@@ -281,20 +282,29 @@ func TestDecide_RetiresNodesOfDeletedPools(t *testing.T) {
 		{Node: node("invalid", "broken")},
 		{Node: node("gone-retiring", "gone", retiring())},
 		{Node: node("kept", "kept")},
+		// Same labels, launched by Karpenter (its instance is not tagged
+		// for this cluster): not Joist's to retire.
+		{Node: node("karpenters", "gone")},
+	}
+	joists := map[string]InstanceFacts{}
+	for _, n := range []string{"gone-busy", "gone-empty", "v1-gone", "invalid", "gone-retiring", "kept"} {
+		joists["i-"+n] = InstanceFacts{}
 	}
 	cases := []struct {
-		name     string
-		declared map[string]bool
-		partial  bool
-		want     []string
+		name      string
+		declared  map[string]bool
+		partial   bool
+		instances map[string]InstanceFacts
+		want      []string
 	}{
-		{"deleted pools' nodes go", map[string]bool{"kept": true, "broken": true}, false, []string{"gone-busy", "gone-empty", "v1-gone"}},
-		{"a partial read retires nothing", map[string]bool{"kept": true, "broken": true}, true, nil},
-		{"an unknown source retires nothing", nil, false, nil},
+		{"deleted pools' nodes go", map[string]bool{"kept": true, "broken": true}, false, joists, []string{"gone-busy", "gone-empty", "v1-gone"}},
+		{"a partial read retires nothing", map[string]bool{"kept": true, "broken": true}, true, joists, nil},
+		{"an unknown source retires nothing", nil, false, joists, nil},
+		{"unread instances retire nothing", map[string]bool{"kept": true, "broken": true}, false, nil, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			plan := Decide(Snapshot{Now: now, Pools: []*model.Pool{kept}, Nodes: nodes, Declared: tc.declared, SpecPartial: tc.partial})
+			plan := Decide(Snapshot{Now: now, Pools: []*model.Pool{kept}, Nodes: nodes, Declared: tc.declared, SpecPartial: tc.partial, Instances: tc.instances})
 			var got []string
 			for _, d := range plan.Retire {
 				if d.Reason != ReasonPoolDeleted || d.Replace {
