@@ -193,41 +193,36 @@ type Failure struct {
 // term selects namespaces by their labels. Callers read namespaces only
 // then; an empty selector ({}: every namespace) needs none.
 func ReadsNamespaces(groups ...[]*corev1.Pod) bool {
-	selects := func(t corev1.PodAffinityTerm) bool {
-		s := t.NamespaceSelector
-		return s != nil && (len(s.MatchLabels) > 0 || len(s.MatchExpressions) > 0)
-	}
 	for _, ps := range groups {
 		for _, p := range ps {
-			a := p.Spec.Affinity
-			if a == nil {
-				continue
-			}
-			if pa := a.PodAffinity; pa != nil {
-				for _, t := range pa.RequiredDuringSchedulingIgnoredDuringExecution {
-					if selects(t) {
-						return true
-					}
-				}
-				for _, w := range pa.PreferredDuringSchedulingIgnoredDuringExecution {
-					if selects(w.PodAffinityTerm) {
-						return true
-					}
-				}
-			}
-			if pa := a.PodAntiAffinity; pa != nil {
-				for _, t := range pa.RequiredDuringSchedulingIgnoredDuringExecution {
-					if selects(t) {
-						return true
-					}
-				}
-				for _, w := range pa.PreferredDuringSchedulingIgnoredDuringExecution {
-					if selects(w.PodAffinityTerm) {
-						return true
-					}
+			for _, t := range podAffinityTerms(p.Spec.Affinity) {
+				if s := t.NamespaceSelector; s != nil && (len(s.MatchLabels) > 0 || len(s.MatchExpressions) > 0) {
+					return true
 				}
 			}
 		}
 	}
 	return false
+}
+
+// podAffinityTerms are every pod affinity and anti-affinity term of a,
+// required and preferred.
+func podAffinityTerms(a *corev1.Affinity) []corev1.PodAffinityTerm {
+	if a == nil {
+		return nil
+	}
+	var out []corev1.PodAffinityTerm
+	add := func(req []corev1.PodAffinityTerm, pref []corev1.WeightedPodAffinityTerm) {
+		out = append(out, req...)
+		for _, w := range pref {
+			out = append(out, w.PodAffinityTerm)
+		}
+	}
+	if pa := a.PodAffinity; pa != nil {
+		add(pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution)
+	}
+	if pa := a.PodAntiAffinity; pa != nil {
+		add(pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution)
+	}
+	return out
 }

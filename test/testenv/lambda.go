@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 var (
@@ -146,23 +148,26 @@ func runFunctionOnce(rie, name, bootstrap string, env map[string]string, logs io
 		close(f.done)
 	}()
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	deadline := time.Now().Add(StartTimeout)
-	for {
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err == nil {
+	err = wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, StartTimeout, true, func(context.Context) (bool, error) {
+		if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
 			c.Close()
-			return f, nil
+			return true, nil
 		}
 		select {
 		case <-f.done:
-			return nil, fmt.Errorf("function %s on %s: %w", name, addr, errExited)
+			return false, fmt.Errorf("function %s on %s: %w", name, addr, errExited)
 		default:
+			return false, nil
 		}
-		if time.Now().After(deadline) {
-			f.Stop()
-			return nil, fmt.Errorf("wait for function %s under aws-lambda-rie to listen: %s not listening after %s", name, addr, StartTimeout)
-		}
-		time.Sleep(20 * time.Millisecond)
+	})
+	switch {
+	case err == nil:
+		return f, nil
+	case errors.Is(err, errExited):
+		return nil, err
+	default:
+		f.Stop()
+		return nil, fmt.Errorf("wait for function %s under aws-lambda-rie to listen: %s not listening after %s", name, addr, StartTimeout)
 	}
 }
 
