@@ -18,7 +18,7 @@ func main() {
 	lambda.Start(trigger.SQS(env.Log, func(ctx context.Context, evs []any) error {
 		m := env.Metrics()
 		defer env.Flush(m)
-		b := &binding.Binder{Kube: env.Kube, Log: wiring.WithRequest(ctx, env.Log), Metrics: m}
+		b := &binding.Binder{Kube: env.Kube, Log: wiring.WithRequest(ctx, env.Log), Metrics: m, Instances: env.Launcher(), Cluster: env.Cluster}
 		return b.HandleReady(ctx, env.Cluster, evs)
 	}))
 }

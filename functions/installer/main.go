@@ -23,7 +23,7 @@ func main() {
 	lambda.Start(cfn.LambdaWrap(func(ctx context.Context, ev cfn.Event) (string, map[string]any, error) {
 		log := wiring.WithRequest(ctx, env.Log)
 		if ev.ResourceType == install.TeardownResourceType {
-			return (&install.Teardown{Kube: env.Kube, Log: log}).Handle(ctx, ev)
+			return (&install.Teardown{Kube: env.Kube, Instances: env.Launcher(), Log: log}).Handle(ctx, ev)
 		}
 		return (&install.Resource{Dynamic: env.Dynamic, Mapper: env.Mapper, Log: log}).Handle(ctx, ev)
 	}))

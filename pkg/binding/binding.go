@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +19,7 @@ import (
 	"github.com/joist-dev/joist/events"
 	"github.com/joist-dev/joist/pkg/catalog"
 	"github.com/joist-dev/joist/pkg/kube"
+	"github.com/joist-dev/joist/pkg/launch"
 	"github.com/joist-dev/joist/pkg/metrics"
 	"github.com/joist-dev/joist/pkg/pods"
 	"github.com/joist-dev/joist/pkg/termination"
@@ -29,6 +31,17 @@ type Binder struct {
 	Log  *slog.Logger
 	// Metrics, when set, counts the pods bound.
 	Metrics *metrics.Recorder
+	// Instances, when set, tells whether Joist launched a node (its
+	// instance tagged for Cluster: termination.Owned); only such a node
+	// gets the termination finalizer as it turns Ready. Unset, the
+	// reaper puts it on at its next pass.
+	Instances Instances
+	Cluster   string
+}
+
+// Instances reads EC2 instances by id (*launch.Launcher).
+type Instances interface {
+	Describe(ctx context.Context, ids ...string) ([]launch.Instance, error)
 }
 
 // Result counts what one pass did.
@@ -58,16 +71,33 @@ func (b *Binder) BindNode(ctx context.Context, name string) (Result, error) {
 	// A node Joist launched carries the termination finalizer from the
 	// moment it is Ready, so kubectl delete node drains it and ends its
 	// instance (the reaper adds it too, to any node that lacks it).
-	if termination.Joists(node) {
-		if err := termination.EnsureFinalizer(ctx, b.Kube, node); err != nil {
-			b.Log.Warn("add termination finalizer", "node", name, "error", err.Error())
-		}
-	}
+	b.ensureFinalizer(ctx, node)
 	unbound, err := b.Kube.UnboundPods(ctx)
 	if err != nil {
 		return Result{}, err
 	}
 	return b.bind(ctx, node, unbound)
+}
+
+// ensureFinalizer puts the termination finalizer on a node Joist launched
+// (and only on one: a Karpenter node of the same labels is not Joist's to
+// hold). Failing to is logged: the reaper puts it on at its next pass.
+func (b *Binder) ensureFinalizer(ctx context.Context, node *corev1.Node) {
+	id := pods.InstanceID(node.Spec.ProviderID)
+	if b.Instances == nil || id == "" || node.DeletionTimestamp != nil || slices.Contains(node.Finalizers, termination.Finalizer) {
+		return
+	}
+	insts, err := b.Instances.Describe(ctx, id)
+	if err != nil {
+		b.Log.Warn("read the node's instance; the reaper adds the termination finalizer", "node", node.Name, "error", err.Error())
+		return
+	}
+	if !termination.Owned(b.Cluster, insts).Node(node) {
+		return
+	}
+	if err := termination.EnsureFinalizer(ctx, b.Kube, node); err != nil {
+		b.Log.Warn("add termination finalizer", "node", node.Name, "error", err.Error())
+	}
 }
 
 // BindAll binds planned pods on every Ready node: the safety net for node

@@ -2,20 +2,26 @@ package binding_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/joist-dev/joist/pkg/binding"
 	"github.com/joist-dev/joist/pkg/kube"
+	"github.com/joist-dev/joist/pkg/launch"
+	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/pods"
+	"github.com/joist-dev/joist/pkg/termination"
 	"github.com/joist-dev/joist/test/testenv"
 )
 
@@ -202,5 +208,55 @@ func TestBinder_LeavesPodsOfOtherSchedulers(t *testing.T) {
 	theirs, _ := c.CoreV1().Pods("sched").Get(ctx, other.Name, metav1.GetOptions{})
 	if res.Bound != 1 || mine.Spec.NodeName != "node-sched" || theirs.Spec.NodeName != "" {
 		t.Fatalf("result %+v; default-scheduler pod on %q, volcano pod on %q: want only the first bound", res, mine.Spec.NodeName, theirs.Spec.NodeName)
+	}
+}
+
+// instances is EC2 as the binder reads it: each id's cluster tag.
+type instances map[string]string
+
+func (m instances) Describe(_ context.Context, ids ...string) ([]launch.Instance, error) {
+	var out []launch.Instance
+	for _, id := range ids {
+		if cluster, ok := m[id]; ok {
+			out = append(out, launch.Instance{ID: id, State: "running", Tags: map[string]string{launch.TagCluster: cluster}})
+		}
+	}
+	return out, nil
+}
+
+// TestBinder_FinalizerOnlyOnNodesJoistLaunched: a node turning Ready gets
+// the termination finalizer when its instance is tagged for the cluster,
+// and not when it is Karpenter's (same labels, untagged) or another
+// cluster's.
+func TestBinder_FinalizerOnlyOnNodesJoistLaunched(t *testing.T) {
+	ctx := context.Background()
+	ec2 := instances{"i-joists": "c", "i-other-cluster": "elsewhere"}
+	for _, tc := range []struct {
+		node, id string
+		want     bool
+	}{
+		{"node-joists", "i-joists", true},
+		{"node-karpenters", "i-karpenters", false},
+		{"node-other-cluster", "i-other-cluster", false},
+	} {
+		t.Run(tc.node, func(t *testing.T) {
+			c := fixture(t, tc.node, tc.node, tc.id)
+			node, _ := c.CoreV1().Nodes().Get(ctx, tc.node, metav1.GetOptions{})
+			node.Labels[model.LabelNodePool] = "default"
+			if _, err := c.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": nil}})
+				_, _ = c.CoreV1().Nodes().Patch(ctx, tc.node, types.MergePatchType, patch, metav1.PatchOptions{})
+			})
+			if _, err := (&binding.Binder{Kube: c, Log: quiet(), Instances: ec2, Cluster: "c"}).BindNode(ctx, tc.node); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := c.CoreV1().Nodes().Get(ctx, tc.node, metav1.GetOptions{})
+			if has := slices.Contains(got.Finalizers, termination.Finalizer); has != tc.want {
+				t.Fatalf("finalizers %v, want the termination finalizer %v", got.Finalizers, tc.want)
+			}
+		})
 	}
 }

@@ -37,6 +37,9 @@ const DefaultRegistrationTimeout = 15 * time.Minute
 
 // EC2 is the launcher's side the collector uses.
 type EC2 interface {
+	// Tagged lists the cluster's instances in every state EC2 still
+	// shows; Instances only the pending and running ones.
+	Tagged(ctx context.Context) ([]launch.Instance, error)
 	Instances(ctx context.Context) ([]launch.Instance, error)
 	Templates(ctx context.Context) ([]launch.Template, error)
 	Terminate(ctx context.Context, ids ...string) error
@@ -76,8 +79,14 @@ const DefaultTemplateMinAge = 10 * time.Minute
 type Collector struct {
 	EC2   EC2
 	Nodes Nodes
-	// Release, when set, deletes Joist's Nodes whose instance is gone.
+	// Release, when set, deletes Joist's Nodes whose instance is gone
+	// (shutting down or terminated: a node is Joist's by its instance's
+	// cluster tag, termination.Owned, and EC2 shows an ended instance for
+	// about an hour; a node whose instance EC2 no longer knows at all is
+	// left to its owner).
 	Release NodeReleaser
+	// Cluster is the cluster's name, as its instances are tagged.
+	Cluster string
 	// Templates, when set, deletes the cluster's launch templates that
 	// no pending or running instance was launched from and that are
 	// older than TemplateMinAge (DefaultTemplateMinAge when zero). It
@@ -129,9 +138,15 @@ func (c *Collector) Collect(ctx context.Context) (*Result, error) {
 	if c.Now != nil {
 		now = c.Now()
 	}
-	instances, err := c.EC2.Instances(ctx)
+	tagged, err := c.EC2.Tagged(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("garbage collection: list instances: %w", err)
+	}
+	var instances []launch.Instance
+	for _, i := range tagged {
+		if i.Live() {
+			instances = append(instances, i)
+		}
 	}
 	nodes, err := c.Nodes.Nodes(ctx)
 	if err != nil {
@@ -148,9 +163,10 @@ func (c *Collector) Collect(ctx context.Context) (*Result, error) {
 		for _, inst := range instances {
 			live[inst.ID] = true
 		}
+		owned := termination.Owned(c.Cluster, tagged)
 		for _, n := range nodes {
 			id := pods.InstanceID(n.Spec.ProviderID)
-			if !termination.Joists(n) || live[id] || now.Sub(n.CreationTimestamp.Time) < DefaultNodeGrace {
+			if !owned.Node(n) || live[id] || now.Sub(n.CreationTimestamp.Time) < DefaultNodeGrace {
 				continue
 			}
 			c.Log.Warn("node's instance is gone; deleting the node", "node", n.Name, "instance", id)

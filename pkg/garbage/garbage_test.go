@@ -23,7 +23,33 @@ type fakeEC2 struct {
 	terminated []string
 }
 
-func (f *fakeEC2) Instances(context.Context) ([]launch.Instance, error) { return f.instances, nil }
+// Instances lists the pending and running ones of Tagged.
+func (f *fakeEC2) Instances(ctx context.Context) ([]launch.Instance, error) {
+	all, _ := f.Tagged(ctx)
+	var live []launch.Instance
+	for _, i := range all {
+		if i.Live() {
+			live = append(live, i)
+		}
+	}
+	return live, nil
+}
+
+// Tagged lists the instances as tagged for cluster "c" (unless a case gives
+// other tags) and running (unless a case gives a state).
+func (f *fakeEC2) Tagged(context.Context) ([]launch.Instance, error) {
+	out := slices.Clone(f.instances)
+	for i := range out {
+		if out[i].State == "" {
+			out[i].State = "running"
+		}
+		if out[i].Tags == nil {
+			out[i].Tags = map[string]string{launch.TagCluster: "c"}
+		}
+	}
+	return out, nil
+}
+
 func (f *fakeEC2) Templates(context.Context) ([]launch.Template, error) { return f.templates, nil }
 func (f *fakeEC2) Terminate(_ context.Context, ids ...string) error {
 	for _, id := range ids {
@@ -92,28 +118,39 @@ func (r *releaser) Release(_ context.Context, name string) error {
 
 func TestCollectDeletesJoistNodesWhoseInstanceIsGone(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	mk := func(name, id string, age time.Duration, labels map[string]string) *corev1.Node {
+	mk := func(name, id string, age time.Duration) *corev1.Node {
 		n := &corev1.Node{Spec: corev1.NodeSpec{ProviderID: "aws:///us-west-2a/" + id}}
-		n.Name, n.Labels = name, labels
+		n.Name, n.Labels = name, map[string]string{"karpenter.sh/provisioner-name": "service"}
 		n.CreationTimestamp.Time = now.Add(-age)
 		return n
 	}
-	pool := map[string]string{"karpenter.sh/provisioner-name": "service"}
 	nodes := nodeList{
-		mk("gone", "i-gone", 10*time.Minute, pool),
-		mk("young", "i-young", 10*time.Second, pool),
-		mk("alive", "i-alive", 10*time.Minute, pool),
-		mk("not-joists", "i-other", 10*time.Minute, nil),
+		mk("gone", "i-gone", 10*time.Minute),
+		mk("shutting", "i-shutting", 10*time.Minute),
+		mk("young", "i-young", 10*time.Second),
+		mk("alive", "i-alive", 10*time.Minute),
+		// Karpenter's node of the same labels, during a migration: its
+		// instance is not tagged for the cluster (EC2 may not show it
+		// in Joist's listing at all), so it is not Joist's to delete.
+		mk("karpenters", "i-karpenter", 10*time.Minute),
+		mk("other-clusters", "i-other", 10*time.Minute),
 	}
-	ec2 := &fakeEC2{instances: []launch.Instance{{ID: "i-alive", LaunchTime: now.Add(-time.Hour)}}}
+	ec2 := &fakeEC2{instances: []launch.Instance{
+		{ID: "i-alive", LaunchTime: now.Add(-time.Hour)},
+		{ID: "i-gone", State: "terminated"},
+		{ID: "i-shutting", State: "shutting-down"},
+		{ID: "i-young", State: "terminated"},
+		{ID: "i-other", State: "terminated", Tags: map[string]string{launch.TagCluster: "another"}},
+	}}
 	r := &releaser{}
-	c := &Collector{EC2: ec2, Nodes: nodes, Release: r, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return now }}
+	c := &Collector{EC2: ec2, Cluster: "c", Nodes: nodes, Release: r, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return now }}
 	res, err := c.Collect(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(r.released, []string{"gone"}) || !slices.Equal(res.NodesDeleted, []string{"gone"}) {
-		t.Fatalf("released %v (result %v), want only the old Joist node whose instance is gone", r.released, res.NodesDeleted)
+	want := []string{"gone", "shutting"}
+	if !slices.Equal(r.released, want) || !slices.Equal(res.NodesDeleted, want) {
+		t.Fatalf("released %v (result %v), want only the old Joist nodes whose instance is ending or gone, %v", r.released, res.NodesDeleted, want)
 	}
 }
 
@@ -146,13 +183,15 @@ type listAfter struct {
 	later []launch.Instance
 }
 
-func (f *listAfter) Instances(context.Context) ([]launch.Instance, error) {
+func (f *listAfter) Tagged(ctx context.Context) ([]launch.Instance, error) {
 	f.lists++
 	if f.lists > 1 {
 		return f.later, nil
 	}
-	return f.instances, nil
+	return f.fakeEC2.Tagged(ctx)
 }
+
+func (f *listAfter) Instances(ctx context.Context) ([]launch.Instance, error) { return f.Tagged(ctx) }
 
 // TestCollectDeletesUnusedTemplatesUnderTheLease: the cleanup runs with
 // the decider lease held, on the instances listed inside it (not the

@@ -227,9 +227,12 @@ func For(principal string, p Params) (Policy, error) {
 		st = append(st, launchStatements(p)...)
 		st = append(st, instanceHealth(p))
 	case Binder, Installer:
-		// They talk to the Kubernetes API only; they find the API server
-		// as every function does.
-		st = append(st, describeCluster(p))
+		// They talk to the Kubernetes API, finding the API server as
+		// every function does, and read the instances' cluster tag to
+		// tell which nodes are Joist's (termination.Owned): the binder
+		// puts the termination finalizer only on those, the teardown
+		// waits for those.
+		st = append(st, describeCluster(p), readInstances(p))
 	case Forwarder:
 		st = append(st, Statement{
 			Sid: "PutEventsOnBus", Effect: Allow,
@@ -248,6 +251,15 @@ func MustFor(principal string, p Params) Policy {
 		panic(err)
 	}
 	return pol
+}
+
+// readInstances is the one EC2 read of the functions that launch nothing.
+func readInstances(p Params) Statement {
+	return Statement{
+		Sid: "ReadInstances", Effect: Allow,
+		Actions: []string{"ec2:DescribeInstances"}, Resources: []string{"*"},
+		Condition: Condition{"StringEquals": {"aws:RequestedRegion": {p.Region}}},
+	}
 }
 
 // RegionalDescribeActions are the EC2 reads a deciding function makes,

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/joist-dev/joist/pkg/launch"
+	"github.com/joist-dev/joist/pkg/pods"
 	"github.com/joist-dev/joist/pkg/rbac"
 	"github.com/joist-dev/joist/pkg/termination"
 )
@@ -28,12 +30,19 @@ const TeardownResourceType = "Custom::JoistTeardown"
 // it puts the teardown marker (rbac.TeardownName) in the Lease's namespace,
 // under which every function reads the specs as withdrawn, so the reaper
 // retires every Joist node (drained, PDBs respected, instance terminated)
-// and nothing launches; it answers once no Joist node is left. Create and
+// and nothing launches; it answers once no Joist node (termination.Owned:
+// its instance tagged for the cluster) and no running Joist instance is
+// left. Create and
 // Update remove a marker a failed teardown left, so a stack deployed again
 // serves its pools again. Properties: Cluster, LeaseNamespace.
 type Teardown struct {
 	Kube kubernetes.Interface
-	Log  *slog.Logger
+	// Instances lists the cluster's tagged instances in every state
+	// (*launch.Launcher): which nodes are Joist's, and what still runs.
+	Instances interface {
+		Tagged(ctx context.Context) ([]launch.Instance, error)
+	}
+	Log *slog.Logger
 	// Poll is how often the nodes are looked at (default 10 s).
 	Poll time.Duration
 	// Margin is the time kept before the invocation's deadline to answer
@@ -75,12 +84,12 @@ func (t *Teardown) Handle(ctx context.Context, ev cfn.Event) (string, map[string
 			return id, nil, fmt.Errorf("teardown: create marker %s/%s: %w", ns, name, err)
 		}
 		log.Info("teardown marker set; waiting for every Joist node to be retired", "marker", ns+"/"+name)
-		left, err := t.wait(ctx)
+		left, err := t.wait(ctx, cluster)
 		if err != nil {
 			return id, nil, err
 		}
 		if len(left) > 0 {
-			return id, nil, fmt.Errorf("teardown: %d Joist nodes still retiring (%s); the reaper goes on with them: delete the stack again to wait longer, or find what blocks their drain (a PDB, a do-not-disrupt pod)", len(left), strings.Join(left, ", "))
+			return id, nil, fmt.Errorf("teardown: %d Joist nodes or instances still retiring (%s); the reaper goes on with them: delete the stack again to wait longer, or find what blocks their drain (a PDB, a do-not-disrupt pod)", len(left), strings.Join(left, ", "))
 		}
 		log.Info("teardown done: no Joist node left")
 		return id, nil, nil
@@ -88,9 +97,10 @@ func (t *Teardown) Handle(ctx context.Context, ev cfn.Event) (string, map[string
 	return id, nil, fmt.Errorf("teardown: unknown request type %q", ev.RequestType)
 }
 
-// wait polls until no Joist node is left, or until the margin before
-// ctx's deadline; it returns the nodes still there.
-func (t *Teardown) wait(ctx context.Context) ([]string, error) {
+// wait polls until no Joist node and no running Joist instance is left,
+// or until the margin before ctx's deadline; it returns what is still
+// there.
+func (t *Teardown) wait(ctx context.Context, cluster string) ([]string, error) {
 	poll, margin := t.Poll, t.Margin
 	if poll <= 0 {
 		poll = 10 * time.Second
@@ -106,15 +116,29 @@ func (t *Teardown) wait(ctx context.Context) ([]string, error) {
 	}
 	var left []string
 	err := wait.PollUntilContextCancel(wctx, poll, true, func(ctx context.Context) (bool, error) {
+		tagged, err := t.Instances.Tagged(ctx)
+		if err != nil {
+			t.Log.Warn("teardown: list the cluster's instances", "error", err.Error())
+			return false, nil
+		}
 		nodes, err := t.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			t.Log.Warn("teardown: list nodes", "error", err.Error())
 			return false, nil
 		}
+		owned := termination.Owned(cluster, tagged)
 		left = left[:0]
+		onNode := map[string]bool{}
 		for i := range nodes.Items {
-			if termination.Joists(&nodes.Items[i]) {
-				left = append(left, nodes.Items[i].Name)
+			n := &nodes.Items[i]
+			onNode[pods.InstanceID(n.Spec.ProviderID)] = true
+			if owned.Node(n) {
+				left = append(left, "node "+n.Name)
+			}
+		}
+		for _, i := range tagged {
+			if i.Live() && !onNode[i.ID] && i.Tags[launch.TagCluster] == cluster {
+				left = append(left, "instance "+i.ID)
 			}
 		}
 		sort.Strings(left)

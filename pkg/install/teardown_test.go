@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,19 +15,52 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/joist-dev/joist/pkg/install"
+	"github.com/joist-dev/joist/pkg/launch"
 	"github.com/joist-dev/joist/pkg/rbac"
 )
 
-func joistNode(t *testing.T, c cluster, name string) {
+func joistNode(t *testing.T, c cluster, name, id string) {
 	t.Helper()
 	n := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"karpenter.sh/nodepool": "default"}},
-		Spec:       corev1.NodeSpec{ProviderID: "aws:///ap-northeast-2a/i-0123456789abcdef0"},
+		Spec:       corev1.NodeSpec{ProviderID: "aws:///ap-northeast-2a/" + id},
 	}
 	if _, err := c.env.Client.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.env.Client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+}
+
+// ec2 is the cluster's tagged instances as the teardown lists them; a
+// test ends one with end.
+type ec2 struct {
+	mu      sync.Mutex
+	state   map[string]string // id -> state, all tagged for cluster
+	cluster string
+	calls   int
+}
+
+func (e *ec2) Tagged(context.Context) ([]launch.Instance, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.calls++
+	var out []launch.Instance
+	for id, st := range e.state {
+		out = append(out, launch.Instance{ID: id, State: st, Tags: map[string]string{launch.TagCluster: e.cluster}})
+	}
+	return out, nil
+}
+
+func (e *ec2) looks() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.calls
+}
+
+func (e *ec2) end(id string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.state[id] = "terminated"
 }
 
 func markerExists(t *testing.T, c cluster, cluster string) bool {
@@ -39,11 +73,14 @@ func markerExists(t *testing.T, c cluster, cluster string) bool {
 
 // TestTeardown_DeleteWaitsUntilNoJoistNodeIsLeft: the stack's delete sets
 // the marker (under which the reaper retires every Joist node) and answers
-// only once the last Joist node is gone; a node of another kind does not
-// hold it. A deploy again removes the marker.
+// only once the last Joist node is gone and no instance of the cluster
+// runs; a node of another kind, or Karpenter's with the same labels (its
+// instance not tagged for the cluster), does not hold it. A deploy again
+// removes the marker.
 func TestTeardown_DeleteWaitsUntilNoJoistNodeIsLeft(t *testing.T) {
 	c := newCluster(t)
-	joistNode(t, c, "teardown-joist")
+	joistNode(t, c, "teardown-joist", "i-joist")
+	joistNode(t, c, "teardown-karpenter", "i-karpenter")
 	other := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "teardown-managed-group"}}
 	if _, err := c.env.Client.CoreV1().Nodes().Create(context.Background(), other, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -51,8 +88,9 @@ func TestTeardown_DeleteWaitsUntilNoJoistNodeIsLeft(t *testing.T) {
 	t.Cleanup(func() {
 		_ = c.env.Client.CoreV1().Nodes().Delete(context.Background(), other.Name, metav1.DeleteOptions{})
 	})
+	cloud := &ec2{cluster: "td", state: map[string]string{"i-joist": "running", "i-unregistered": "pending"}}
 
-	td := &install.Teardown{Kube: c.env.Client, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Poll: 50 * time.Millisecond}
+	td := &install.Teardown{Kube: c.env.Client, Instances: cloud, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Poll: 50 * time.Millisecond}
 	props := map[string]any{"ServiceToken": "arn:aws:lambda:x", "Cluster": "td"}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -62,15 +100,32 @@ func TestTeardown_DeleteWaitsUntilNoJoistNodeIsLeft(t *testing.T) {
 		done <- err
 	}()
 	waitFor(t, "the teardown marker", func() bool { return markerExists(t, c, "td") })
-	select {
-	case err := <-done:
-		t.Fatalf("teardown answered (%v) while a Joist node was left", err)
-	default:
+	answered := func() bool {
+		select {
+		case err := <-done:
+			done <- err
+			return true
+		default:
+			return false
+		}
 	}
-	// The reaper's part: the node retired.
+	if answered() {
+		t.Fatal("teardown answered while a Joist node was left")
+	}
+	// The reaper's part: the node retired, its instance ended.
+	cloud.end("i-joist")
 	if err := c.env.Client.CoreV1().Nodes().Delete(ctx, "teardown-joist", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// An instance whose node never registered still runs: the teardown
+	// waits for it too. Once it has looked twice more (the second look
+	// begins after the first one's answer), it must not have answered.
+	seen := cloud.looks()
+	waitFor(t, "two more looks at the instances", func() bool { return cloud.looks() >= seen+2 })
+	if answered() {
+		t.Fatal("teardown answered while an instance of the cluster still ran")
+	}
+	cloud.end("i-unregistered")
 	if err := <-done; err != nil {
 		t.Fatalf("teardown: %v", err)
 	}
@@ -89,8 +144,8 @@ func TestTeardown_DeleteWaitsUntilNoJoistNodeIsLeft(t *testing.T) {
 // let the function time out without answering CloudFormation.
 func TestTeardown_AnswersBeforeTheDeadlineWithWhatIsLeft(t *testing.T) {
 	c := newCluster(t)
-	joistNode(t, c, "teardown-stuck")
-	td := &install.Teardown{Kube: c.env.Client, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Poll: 50 * time.Millisecond, Margin: time.Second}
+	joistNode(t, c, "teardown-stuck", "i-stuck")
+	td := &install.Teardown{Kube: c.env.Client, Instances: &ec2{cluster: "stuck", state: map[string]string{"i-stuck": "running"}}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Poll: 50 * time.Millisecond, Margin: time.Second}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	_, _, err := td.Handle(ctx, cfn.Event{RequestType: cfn.RequestDelete, ResourceType: install.TeardownResourceType, ResourceProperties: map[string]any{"Cluster": "stuck"}})

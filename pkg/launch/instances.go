@@ -23,6 +23,20 @@ func (l *Launcher) Instances(ctx context.Context) ([]Instance, error) {
 	}})
 }
 
+// Tagged lists every instance tagged for the cluster in any state EC2
+// still shows (a terminated one stays visible for about an hour): which
+// nodes Joist owns is read from it (termination.Owned), and a node whose
+// instance was just ended is still known as Joist's.
+func (l *Launcher) Tagged(ctx context.Context) ([]Instance, error) {
+	return l.describe(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
+		{Name: aws.String("tag:" + TagCluster), Values: []string{l.Cluster.Name}},
+	}})
+}
+
+// Live reports whether the instance is pending or running (what Instances
+// lists).
+func (i Instance) Live() bool { return i.State == "pending" || i.State == "running" }
+
 // Describe reads instances by id, whatever their tags and state (an
 // interruption names instances that may be another cluster's, or gone).
 // Ids EC2 does not know are simply absent from the result.

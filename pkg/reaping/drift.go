@@ -10,17 +10,30 @@ import (
 	"github.com/joist-dev/joist/pkg/model"
 )
 
-// Cloud tells what the cluster's instances run with and what their node
-// classes resolve to now (*launch.Launcher), for the drift rule.
+// Cloud tells which instances Joist launched for the cluster, what they
+// run with, and what their node classes resolve to now (*launch.Launcher).
 type Cloud interface {
-	Instances(ctx context.Context) ([]launch.Instance, error)
+	Tagged(ctx context.Context) ([]launch.Instance, error)
 	Desired(ctx context.Context, nc *model.NodeClass) (launch.Desired, error)
 }
 
-// driftFacts fills the snapshot's instance and class facts. A class that
-// cannot be resolved is left out (its nodes are judged on their labels
-// only) and reported; it never stops the pass.
-func (r *Reaper) driftFacts(ctx context.Context, spec *model.Spec, snap *disruption.Snapshot) error {
+// tagged lists the cluster's instances in every state EC2 still shows.
+func (r *Reaper) tagged(ctx context.Context) ([]launch.Instance, error) {
+	if r.Cloud == nil {
+		return nil, fmt.Errorf("reaper: no EC2 to tell which nodes are Joist's")
+	}
+	insts, err := r.Cloud.Tagged(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reaper: list the cluster's instances: %w", err)
+	}
+	return insts, nil
+}
+
+// driftFacts fills the snapshot's instance and class facts from the
+// cluster's instances (tagged). A class that cannot be resolved is left
+// out (its nodes are judged on their labels only) and reported; it never
+// stops the pass.
+func (r *Reaper) driftFacts(ctx context.Context, spec *model.Spec, tagged []launch.Instance, snap *disruption.Snapshot) {
 	if r.Catalog != nil {
 		if cat, err := r.Catalog(ctx); err == nil {
 			snap.OfferedTypes = map[string]bool{}
@@ -31,16 +44,11 @@ func (r *Reaper) driftFacts(ctx context.Context, spec *model.Spec, snap *disrupt
 			r.Log.Warn("drift: catalog unreadable; no instance type is judged gone", "error", err.Error())
 		}
 	}
-	if r.Cloud == nil {
-		return nil
-	}
-	insts, err := r.Cloud.Instances(ctx)
-	if err != nil {
-		return fmt.Errorf("drift: %w", err)
-	}
-	snap.Instances = make(map[string]disruption.InstanceFacts, len(insts))
-	for _, i := range insts {
-		snap.Instances[i.ID] = disruption.InstanceFacts{SpecHash: i.Tags[launch.TagSpecHash], ImageID: i.ImageID, SubnetID: i.SubnetID, SecurityGroups: i.SecurityGroups}
+	snap.Instances = make(map[string]disruption.InstanceFacts, len(tagged))
+	for _, i := range tagged {
+		if i.Live() {
+			snap.Instances[i.ID] = disruption.InstanceFacts{SpecHash: i.Tags[launch.TagSpecHash], ImageID: i.ImageID, SubnetID: i.SubnetID, SecurityGroups: i.SecurityGroups}
+		}
 	}
 	snap.SpecHashes = map[string]string{}
 	for _, p := range spec.Pools {
@@ -72,5 +80,4 @@ func (r *Reaper) driftFacts(ctx context.Context, spec *model.Spec, snap *disrupt
 		}
 		snap.Classes[name] = disruption.ClassFacts{ImageIDs: d.ImageIDs, SubnetIDs: d.SubnetIDs, SecurityGroups: d.SecurityGroups}
 	}
-	return nil
 }

@@ -78,8 +78,12 @@ type Reaper struct {
 	// replace-consolidation); nil retires such nodes at once, as
 	// Karpenter v1 does on expiry.
 	Replace func(ctx context.Context, r provisioning.Retiring) (*provisioning.Result, error)
-	// Cloud, when set, gives the drift rule its EC2 facts.
+	// Cloud lists the cluster's instances: which nodes are Joist's
+	// (termination.Owned; without it none is) and the drift rule's EC2
+	// facts.
 	Cloud Cloud
+	// Cluster is the cluster's name, as its instances are tagged.
+	Cluster string
 	// ReplacementTimeout bounds the wait for replacements to turn Ready
 	// (default termination.DefaultReplacementTimeout).
 	ReplacementTimeout time.Duration
@@ -197,8 +201,16 @@ func (r *Reaper) Pass(ctx context.Context) (Result, error) {
 			snap.Planned[id]++
 		}
 	}
+	// Which nodes are Joist's is read from EC2 (termination.Ownership):
+	// without the listing no node is, so nothing is decided or stepped
+	// this pass.
+	tagged, terr := r.tagged(ctx)
+	if terr != nil {
+		errs = append(errs, terr)
+	}
+	owned := termination.Owned(r.Cluster, tagged)
 	for _, n := range nodes {
-		if !termination.Joists(n) {
+		if !owned.Node(n) {
 			continue
 		}
 		if err := r.Terminator.EnsureFinalizer(ctx, n); err != nil {
@@ -210,8 +222,8 @@ func (r *Reaper) Pass(ctx context.Context) (Result, error) {
 	if err := r.consolidationInputs(ctx, spec.Pools, &snap); err != nil {
 		errs = append(errs, err)
 	}
-	if err := r.driftFacts(ctx, spec, &snap); err != nil {
-		errs = append(errs, err)
+	if terr == nil {
+		r.driftFacts(ctx, spec, tagged, &snap)
 	}
 
 	// Decide under the lease; a lease held elsewhere only skips the
@@ -227,7 +239,7 @@ func (r *Reaper) Pass(ctx context.Context) (Result, error) {
 	// Step every retirement in progress.
 	retiring := map[string]bool{}
 	for _, n := range nodes {
-		if n.DeletionTimestamp != nil {
+		if n.DeletionTimestamp != nil && owned.Node(n) {
 			retiring[n.Name] = true
 		}
 	}

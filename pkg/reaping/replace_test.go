@@ -106,7 +106,7 @@ func TestReplacementFirst_DrainsOnlyOnceTheReplacementIsReady(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	f := &replacer{c: c, id: "i-new"}
 	r := &reaping.Reaper{
-		Kube: c, Log: log, Now: func() time.Time { return clock }, Replace: f.replace,
+		Kube: c, Log: log, Now: func() time.Time { return clock }, Replace: f.replace, Cloud: launched{"i-old", "i-new"}, Cluster: "c",
 		Specs:      func(context.Context) (*model.Spec, error) { return &model.Spec{Pools: []*model.Pool{pool}}, nil },
 		Terminator: &termination.Terminator{Kube: c, EC2: &fakeEC2{}, Log: log, Now: func() time.Time { return clock }},
 	}
@@ -160,7 +160,7 @@ func TestReplacementFirst_GracefulGivesUpAfterTheTimeout(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	f := &replacer{c: c, id: "i-never"}
 	r := &reaping.Reaper{
-		Kube: c, Log: log, Now: func() time.Time { return clock }, Replace: f.replace, ReplacementTimeout: time.Minute,
+		Kube: c, Log: log, Now: func() time.Time { return clock }, Replace: f.replace, ReplacementTimeout: time.Minute, Cloud: launched{"i-drifted", "i-never"}, Cluster: "c",
 		Specs:      func(context.Context) (*model.Spec, error) { return &model.Spec{Pools: []*model.Pool{pool}}, nil },
 		Terminator: &termination.Terminator{Kube: c, EC2: &fakeEC2{}, Log: log, Now: func() time.Time { return clock }},
 	}

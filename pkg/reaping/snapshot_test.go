@@ -83,7 +83,7 @@ func TestConsolidationReplacesWithTheCatalog(t *testing.T) {
 	clock := time.Now()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	r := &reaping.Reaper{
-		Kube: c, Log: log, Now: func() time.Time { return clock },
+		Kube: c, Log: log, Now: func() time.Time { return clock }, Cloud: launched{"i-consol-big", "i-consol-full"}, Cluster: "c",
 		Specs:      func(context.Context) (*model.Spec, error) { return &model.Spec{Pools: []*model.Pool{pool}}, nil },
 		Terminator: &termination.Terminator{Kube: c, EC2: &fakeEC2{}, Log: log},
 	}
@@ -158,7 +158,7 @@ func TestReplacementIsNotEmpty(t *testing.T) {
 	})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	r := &reaping.Reaper{
-		Kube: c, Log: log, Now: time.Now,
+		Kube: c, Log: log, Now: time.Now, Cloud: launched{"i-replaced-old", "i-replaced-new"}, Cluster: "c",
 		Specs:      func(context.Context) (*model.Spec, error) { return &model.Spec{Pools: []*model.Pool{pool}}, nil },
 		Terminator: &termination.Terminator{Kube: c, EC2: &fakeEC2{}, Log: log},
 	}

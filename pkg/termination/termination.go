@@ -41,6 +41,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/joist-dev/joist/pkg/kube"
+	"github.com/joist-dev/joist/pkg/launch"
 	"github.com/joist-dev/joist/pkg/metrics"
 	"github.com/joist-dev/joist/pkg/pods"
 )
@@ -242,16 +243,34 @@ func (t *Terminator) Release(ctx context.Context, name string) error {
 	return nil
 }
 
-// Joists reports whether a node is one Joist launched: an EC2 node
-// carrying a pool label (karpenter.sh/nodepool or
-// karpenter.sh/provisioner-name).
-func Joists(n *corev1.Node) bool {
-	if pods.InstanceID(n.Spec.ProviderID) == "" {
-		return false
+// Ownership is the one rule for which nodes are Joist's: a node is when its
+// EC2 instance carries Joist's cluster tag (launch.TagCluster) for this
+// cluster, the truth EC2 keeps about who launched it. Labels are no
+// evidence: a node Karpenter launched, during a migration with both
+// running, carries the same karpenter.sh labels, and Joist must never hold
+// it with its finalizer, empty, expire or retire it. Nor is the finalizer:
+// Karpenter's has the same name.
+//
+// Build it from launch.Launcher.Tagged, which lists terminated instances
+// too (for about an hour), so a node whose instance Joist just ended is
+// still Joist's to release.
+type Ownership map[string]bool
+
+// Owned is the rule read from EC2: the instances tagged for cluster.
+func Owned(cluster string, insts []launch.Instance) Ownership {
+	o := make(Ownership, len(insts))
+	for _, i := range insts {
+		if i.Tags[launch.TagCluster] == cluster {
+			o[i.ID] = true
+		}
 	}
-	_, v1 := n.Labels["karpenter.sh/nodepool"]
-	_, v1alpha5 := n.Labels["karpenter.sh/provisioner-name"]
-	return v1 || v1alpha5
+	return o
+}
+
+// Node reports whether Joist launched the node's instance.
+func (o Ownership) Node(n *corev1.Node) bool {
+	id := pods.InstanceID(n.Spec.ProviderID)
+	return id != "" && o[id]
 }
 
 // Step advances the retirement of the named node by one non-blocking step.

@@ -364,7 +364,7 @@ func (e *Env) Collector() (*garbage.Collector, error) {
 		return nil, err
 	}
 	launcher := e.Launcher()
-	return &garbage.Collector{EC2: launcher, Nodes: e.Kube, Log: e.Log, RegistrationTimeout: timeout,
+	return &garbage.Collector{EC2: launcher, Cluster: e.Cluster, Nodes: e.Kube, Log: e.Log, RegistrationTimeout: timeout,
 		Release:   &termination.Terminator{Kube: e.Kube, Log: e.Log},
 		Templates: launcher, TemplateMinAge: minAge}, nil
 }
@@ -435,7 +435,7 @@ func (e *Env) Reaper() (func(ctx context.Context, m *metrics.Recorder) *reaping.
 		lease.Duration = 30 * time.Second
 		return &reaping.Reaper{
 			Kube: e.Kube, Specs: specs, Log: log, Lock: lease, Loop: loop, Interval: interval, Metrics: m,
-			Replace: replace, ReplacementTimeout: replacementTimeout, Cloud: launcher, Catalog: catalogFor,
+			Replace: replace, ReplacementTimeout: replacementTimeout, Cloud: launcher, Cluster: e.Cluster, Catalog: catalogFor,
 			Terminator: &termination.Terminator{Kube: e.Kube, EC2: launcher, Log: log, Metrics: m},
 		}
 	}, nil

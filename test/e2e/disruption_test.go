@@ -10,13 +10,16 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/aws/aws-lambda-go/cfn"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/joist-dev/joist/pkg/iampolicy"
 	"github.com/joist-dev/joist/pkg/install"
 	"github.com/joist-dev/joist/pkg/kube"
+	"github.com/joist-dev/joist/pkg/launch"
 	"github.com/joist-dev/joist/pkg/pods"
 	"github.com/joist-dev/joist/pkg/rbac"
 	"github.com/joist-dev/joist/pkg/specs"
@@ -234,7 +237,9 @@ func TestE2E_TeardownRetiresEveryNode(t *testing.T) {
 	id := pods.InstanceID(node.Spec.ProviderID)
 	launched := len(g.EC2.Instances())
 
-	td := &install.Teardown{Kube: g.Kube.Client, Log: g.Log, Poll: time.Second}
+	// The installer's own EC2 rights (iampolicy.Installer) list the instances.
+	asInstaller := &launch.Launcher{EC2: ec2.NewFromConfig(g.As(iampolicy.Installer)), Cluster: launch.Cluster{Name: g.Opts.Cluster}}
+	td := &install.Teardown{Kube: g.Kube.Client, Instances: asInstaller, Log: g.Log, Poll: time.Second}
 	props := map[string]any{"ServiceToken": "arn:aws:lambda:x", "Cluster": g.Opts.Cluster}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
