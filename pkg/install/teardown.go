@@ -114,20 +114,31 @@ func (t *Teardown) wait(ctx context.Context, cluster string) ([]string, error) {
 		wctx, cancel = context.WithDeadline(ctx, dl.Add(-margin))
 		defer cancel()
 	}
-	var left []string
+	left := []string{"unknown (no look at the nodes and instances finished in time)"}
+	last := ""
 	err := wait.PollUntilContextCancel(wctx, poll, true, func(ctx context.Context) (bool, error) {
+		// A look that fails leaves what is left unknown, and says so if
+		// the deadline comes before a look succeeds.
 		tagged, err := t.Instances.Tagged(ctx)
+		if ctx.Err() != nil {
+			return false, nil // the deadline cut this look short: the last one stands
+		}
 		if err != nil {
 			t.Log.Warn("teardown: list the cluster's instances", "error", err.Error())
+			left = []string{"unknown (list the cluster's instances: " + err.Error() + ")"}
 			return false, nil
 		}
 		nodes, err := t.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if ctx.Err() != nil {
+			return false, nil
+		}
 		if err != nil {
 			t.Log.Warn("teardown: list nodes", "error", err.Error())
+			left = []string{"unknown (list nodes: " + err.Error() + ")"}
 			return false, nil
 		}
 		owned := termination.Owned(cluster, tagged)
-		left = left[:0]
+		left = nil
 		onNode := map[string]bool{}
 		for i := range nodes.Items {
 			n := &nodes.Items[i]
@@ -142,6 +153,10 @@ func (t *Teardown) wait(ctx context.Context, cluster string) ([]string, error) {
 			}
 		}
 		sort.Strings(left)
+		if now := strings.Join(left, ", "); now != last {
+			t.Log.Info("teardown: waiting for Joist's nodes and instances", "left", now)
+			last = now
+		}
 		return len(left) == 0, nil
 	})
 	if err != nil && ctx.Err() != nil {

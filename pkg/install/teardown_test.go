@@ -2,6 +2,7 @@ package install_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"strings"
@@ -121,7 +122,7 @@ func TestTeardown_DeleteWaitsUntilNoJoistNodeIsLeft(t *testing.T) {
 	// waits for it too. Once it has looked twice more (the second look
 	// begins after the first one's answer), it must not have answered.
 	seen := cloud.looks()
-	waitFor(t, "two more looks at the instances", func() bool { return cloud.looks() >= seen+2 })
+	waitFor(t, "two more looks at the instances", func() bool { return cloud.looks() >= seen+2 || answered() })
 	if answered() {
 		t.Fatal("teardown answered while an instance of the cluster still ran")
 	}
@@ -146,7 +147,7 @@ func TestTeardown_AnswersBeforeTheDeadlineWithWhatIsLeft(t *testing.T) {
 	c := newCluster(t)
 	joistNode(t, c, "teardown-stuck", "i-stuck")
 	td := &install.Teardown{Kube: c.env.Client, Instances: &ec2{cluster: "stuck", state: map[string]string{"i-stuck": "running"}}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Poll: 50 * time.Millisecond, Margin: time.Second}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Second)
 	defer cancel()
 	_, _, err := td.Handle(ctx, cfn.Event{RequestType: cfn.RequestDelete, ResourceType: install.TeardownResourceType, ResourceProperties: map[string]any{"Cluster": "stuck"}})
 	if err == nil || !strings.Contains(err.Error(), "teardown-stuck") {
@@ -156,4 +157,26 @@ func TestTeardown_AnswersBeforeTheDeadlineWithWhatIsLeft(t *testing.T) {
 		t.Errorf("answered after the deadline")
 	}
 	_ = c.env.Client.CoreV1().ConfigMaps("kube-system").Delete(context.Background(), rbac.TeardownName("stuck"), metav1.DeleteOptions{})
+}
+
+// broken is EC2 refusing every listing.
+type broken struct{}
+
+func (broken) Tagged(context.Context) ([]launch.Instance, error) {
+	return nil, errors.New("UnauthorizedOperation")
+}
+
+// TestTeardown_UnknownIsNotDone: when the instances cannot be listed until
+// the deadline, the delete fails saying why, rather than report a clean
+// teardown it could not see.
+func TestTeardown_UnknownIsNotDone(t *testing.T) {
+	c := newCluster(t)
+	td := &install.Teardown{Kube: c.env.Client, Instances: broken{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Poll: 50 * time.Millisecond, Margin: time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	_, _, err := td.Handle(ctx, cfn.Event{RequestType: cfn.RequestDelete, ResourceType: install.TeardownResourceType, ResourceProperties: map[string]any{"Cluster": "blind"}})
+	if err == nil || !strings.Contains(err.Error(), "UnauthorizedOperation") {
+		t.Fatalf("teardown that could not list the instances: %v, want an error saying so", err)
+	}
+	_ = c.env.Client.CoreV1().ConfigMaps("kube-system").Delete(context.Background(), rbac.TeardownName("blind"), metav1.DeleteOptions{})
 }

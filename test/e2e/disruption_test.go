@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
@@ -238,7 +239,8 @@ func TestE2E_TeardownRetiresEveryNode(t *testing.T) {
 	launched := len(g.EC2.Instances())
 
 	// The installer's own EC2 rights (iampolicy.Installer) list the instances.
-	asInstaller := &launch.Launcher{EC2: ec2.NewFromConfig(g.As(iampolicy.Installer)), Cluster: launch.Cluster{Name: g.Opts.Cluster}}
+	asInstaller := &launch.Launcher{Cluster: launch.Cluster{Name: g.Opts.Cluster},
+		EC2: ec2.NewFromConfig(g.As(iampolicy.Installer), func(o *ec2.Options) { o.BaseEndpoint = aws.String(g.EC2URL) })}
 	td := &install.Teardown{Kube: g.Kube.Client, Instances: asInstaller, Log: g.Log, Poll: time.Second}
 	props := map[string]any{"ServiceToken": "arn:aws:lambda:x", "Cluster": g.Opts.Cluster}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
