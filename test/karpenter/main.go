@@ -452,7 +452,7 @@ func instanceType(t dumpType, region string, awsKeys []string) (*cloudprovider.I
 		capacityTypes = append(capacityTypes, o.CapacityType)
 		offerings = append(offerings, &cloudprovider.Offering{
 			Requirements: scheduling.NewLabelRequirements(map[string]string{
-				v1.CapacityTypeLabelKey:   o.CapacityType,
+				v1.CapacityTypeLabelKey:  o.CapacityType,
 				corev1.LabelTopologyZone: o.Zone,
 			}),
 			Price:     o.Price,
