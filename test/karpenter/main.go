@@ -140,6 +140,8 @@ type result struct {
 	Wall, CPU           float64
 	Runs                int
 	TimedOut            bool
+	// FirstError is one unplaced pod and Karpenter's reason.
+	FirstError string
 }
 
 // joistLine is what `benchtable -case` prints.
@@ -182,12 +184,15 @@ func run(cases []indexEntry, dir string, runs int, joist string, timeout, slow t
 			if err != nil {
 				return fmt.Errorf("case %s: karpenter: %w", c.Name, err)
 			}
-			k.Pods, k.Placed, k.Nodes, k.Price, k.TimedOut = r.Pods, r.Placed, r.Nodes, r.Price, r.TimedOut
+			k.Pods, k.Placed, k.Nodes, k.Price, k.TimedOut, k.FirstError = r.Pods, r.Placed, r.Nodes, r.Price, r.TimedOut, r.FirstError
 			k.Wall, k.CPU = min(k.Wall, r.Wall), min(k.CPU, r.CPU)
 			k.Runs++
 			if time.Duration(r.Wall*float64(time.Second)) > slow && (joist == "" || j.Runs > 0) {
 				break
 			}
+		}
+		if k.Placed < k.Pods {
+			fmt.Fprintf(os.Stderr, "%s: Karpenter left %d pods unplaced, one: %s\n", c.Name, k.Pods-k.Placed, r0(k.FirstError))
 		}
 		placed := strconv.Itoa(k.Placed)
 		if k.TimedOut {
@@ -206,6 +211,13 @@ func run(cases []indexEntry, dir string, runs int, joist string, timeout, slow t
 	}
 	fmt.Printf("\nload average at end: %s\n", loadAvg())
 	return nil
+}
+
+func r0(s string) string {
+	if len(s) > 400 {
+		return s[:400] + "..."
+	}
+	return s
 }
 
 func ratio(k, j float64) string {
@@ -530,6 +542,10 @@ func (c *kcase) solve(timeout time.Duration) (result, error) {
 		return result{}, fmt.Errorf("solve: %w", err)
 	}
 	r := result{Pods: len(pods), Nodes: len(res.NewNodeClaims), Wall: wall.Seconds(), CPU: cpu.Seconds(), TimedOut: timedOut}
+	for p, err := range res.PodErrors {
+		r.FirstError = fmt.Sprintf("%s/%s: %v", p.Namespace, p.Name, err)
+		break
+	}
 	for _, nc := range res.NewNodeClaims {
 		r.Placed += len(nc.Pods)
 		r.Price += cheapest(nc)
