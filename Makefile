@@ -7,7 +7,7 @@ K8S_VERSION := v1.37.2
 K8S_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags "-s -w"
 
-.PHONY: all build build-lambda build-host tools test test-unit demo demo-interruption bench bench-scale lint synth clean
+.PHONY: all build build-lambda build-host tools test test-unit demo demo-interruption bench bench-karpenter bench-scale lint synth clean
 
 all: build
 
@@ -76,6 +76,28 @@ bench:
 	$(GO) run ./pkg/scheduling/internal/benchtable
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/scheduling/...
 	$(GO) test -count=1 -run 'TestConsolidationOfTheBenchmarkCluster$$' -v -bench 'ConsolidationDecision' -benchtime 5x ./pkg/disruption/
+
+## bench-karpenter: Joist beside Karpenter v1.15.0's scheduler on the same cases, on this machine, in one run
+## (docs/scheduling.md, "Beside Karpenter"): benchtable -dump writes every case (the shared workloads, then each
+## generated shape at KARPENTER_SIZES) with the pools as NodePools and the instance types as Joist sees them;
+## test/karpenter (a module of its own: Karpenter stays out of go.mod) solves each case with Karpenter and, in
+## turns, with Joist (a `benchtable -case` process), KARPENTER_RUNS times, and prints one table with the fastest
+## CPU times. Karpenter v1.15.0 needs Go 1.26.9: GOTOOLCHAIN=auto downloads it from the module proxy. Not part of
+## `make test`: the first run downloads and builds Karpenter (~5-20 min on 2 cores); Karpenter itself takes
+## minutes on the 2,000-pod shapes. KARPENTER_CASES (comma-separated, e.g. web-six-500,diverse-1k) narrows the run.
+KARPENTER_DUMP  ?= $(CURDIR)/build/karpenter-cases
+KARPENTER_SIZES ?= 50,500,2000
+KARPENTER_RUNS  ?= 3
+KARPENTER_CASES ?=
+bench-karpenter:
+	@echo "bench-karpenter: dumping the cases to $(KARPENTER_DUMP) (~125 MB for the default sizes)"
+	@rm -rf $(KARPENTER_DUMP)
+	$(GO) run ./pkg/scheduling/internal/benchtable -dump $(KARPENTER_DUMP) -sizes $(KARPENTER_SIZES)
+	$(GO) build -o bin/benchtable ./pkg/scheduling/internal/benchtable
+	@echo "bench-karpenter: building test/karpenter (GOTOOLCHAIN=auto fetches go1.26.9; cold: ~5-20 min, warm: seconds)"
+	cd test/karpenter && GOTOOLCHAIN=auto $(GO) mod tidy -diff || { echo "test/karpenter/go.mod is not tidy: run (cd test/karpenter && GOTOOLCHAIN=auto go mod tidy)"; exit 1; }
+	cd test/karpenter && GOTOOLCHAIN=auto $(GO) vet . && GOTOOLCHAIN=auto $(GO) build -o $(CURDIR)/bin/karpenter-bench .
+	bin/karpenter-bench -dump $(KARPENTER_DUMP) -joist $(CURDIR)/bin/benchtable -runs $(KARPENTER_RUNS) -cases "$(KARPENTER_CASES)"
 
 ## bench-scale: one provisioner pass on a real API server filled with N nodes (their instances in
 ## the EC2 simulator), M bound pods and K pending, each size in a fresh API server (test/scale,

@@ -33,6 +33,9 @@ func main() {
 	sizes := flag.String("sizes", "50,500,2000,10000", "generated table: pod counts (50000 works, but takes minutes on the shapes with thousands of nodes)")
 	shared := flag.Bool("shared", true, "print the shared workloads' table")
 	flag.Parse()
+	if dumpFlags(*runs, *sizes, *only, *shared) { // dump.go: -dump, -case
+		return
+	}
 	if *gen {
 		defer func() {
 			var ns []int
