@@ -165,7 +165,7 @@ func (s *solver) domain(b *bin, key int, z, c int) int {
 			d = s.valueDomain(key, set.values[0])
 		}
 	}
-	if d < 0 && s.typeKeys[k.name] {
+	if d < 0 && s.isTypeKey(k.name) {
 		d = s.uniqueTypeValue(b, key)
 	}
 	if d >= 0 {
@@ -207,7 +207,7 @@ func (s *solver) pinCandidates(l *level, b *bin, key int, typ int) []int {
 		return nil
 	}
 	name := s.keys[key].name
-	if s.typeKeys[name] {
+	if s.isTypeKey(name) {
 		if typ >= 0 {
 			if v, ok := b.pool.types[typ].it.Labels[name]; ok {
 				return []int{s.valueDomain(key, v)}
@@ -263,7 +263,7 @@ func (s *solver) pin(b *bin, key, d int) {
 		b.doms = append(b.doms, -2)
 	}
 	k := s.keys[key]
-	if s.typeKeys[k.name] {
+	if s.isTypeKey(k.name) {
 		for i, t := range b.pool.types {
 			if !b.types.has(i) {
 				continue

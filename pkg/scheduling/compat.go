@@ -81,7 +81,7 @@ func (s *solver) classPoolCompat(l *level, ps *poolState) *classPool {
 			if !set.complement || set.hasGt || set.hasLt {
 				return fail(failRequirement, "requires "+k+" "+set.String()+", which a new node cannot have")
 			}
-		case s.typeKeys[k]:
+		case s.isTypeKey(k):
 			typeReqs.add(k, set)
 		default:
 			if cur, ok := ps.custom.get(k); ok {

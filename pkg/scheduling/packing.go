@@ -779,7 +779,7 @@ func (s *solver) newBinFor(l *level, ps *poolState, want int) (*growth, string) 
 	}
 	typeTopo := false
 	for _, key := range l.otherKeys {
-		if s.typeKeys[s.keys[key].name] {
+		if s.isTypeKey(s.keys[key].name) {
 			typeTopo = true
 		}
 	}

@@ -40,8 +40,7 @@ type solver struct {
 	plan  Plan
 	dims  *dims
 	world *world
-	// typeKeys are label keys set by instance types: requirements on them
-	// are decided per type.
+	// typeKeys memoises isTypeKey.
 	typeKeys map[string]bool
 	// trial holds, per topology key, the value allowance is trying for an
 	// open new bin (trialUnset: none); pinPods counts pods per pinned
@@ -122,6 +121,7 @@ func newSolver(in *Input) *solver {
 	return &solver{
 		in:           in,
 		keyIdx:       map[string]int{},
+		typeKeys:     map[string]bool{},
 		groupIdx:     map[string]*group{},
 		namespaces:   map[string]map[string]string{},
 		affinityMemo: map[*corev1.Affinity]uint64{},
@@ -150,14 +150,6 @@ func (s *solver) setup() {
 	s.buildClasses()
 	s.buildDims()
 	s.buildWorld()
-	s.typeKeys = map[string]bool{}
-	for _, list := range s.typeLists() {
-		for _, it := range list {
-			for k := range it.Labels {
-				s.typeKeys[k] = true
-			}
-		}
-	}
 	s.buildExisting()
 	s.preparePools()
 	// Existing and in-flight nodes count against their pool's limits.
@@ -223,6 +215,30 @@ func (s *solver) typeLists() [][]*InstanceType {
 		out = append(out, s.in.PoolInstanceTypes[n])
 	}
 	return out
+}
+
+// isTypeKey tells whether some instance type sets the label key:
+// requirements on such keys are decided per type. It is asked about a
+// few keys (those of requirements and topology), so it looks them up
+// as asked rather than collecting every label of every type.
+func (s *solver) isTypeKey(k string) bool {
+	if v, ok := s.typeKeys[k]; ok {
+		return v
+	}
+	found := false
+	for _, list := range s.typeLists() {
+		for _, it := range list {
+			if _, ok := it.Labels[k]; ok {
+				found = true
+				break
+			}
+		}
+		if found {
+			break
+		}
+	}
+	s.typeKeys[k] = found
+	return found
 }
 
 // buildDims collects the resources anybody asks for or limits.
