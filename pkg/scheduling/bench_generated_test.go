@@ -47,7 +47,7 @@ func benchGenerated(b *testing.B, shape workloadgen.Shape, pods int) {
 // the target is under 2 ms of CPU for anything under 300 pods.
 func BenchmarkSolveSmall(b *testing.B) {
 	for _, sh := range workloadgen.Shapes {
-		for _, n := range []int{50, 250} {
+		for _, n := range []int{50, 250, 10000} {
 			b.Run(fmt.Sprintf("%s/%d", sh.Name, n), func(b *testing.B) { benchGenerated(b, sh, n) })
 		}
 	}

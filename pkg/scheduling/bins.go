@@ -39,6 +39,13 @@ type bin struct {
 	// doms caches domains of keys other than hostname/zone/ct (-2: not
 	// computed).
 	doms []int
+	// labelCut is set when the bin's types may lack a frontier type for
+	// a reason other than size, zones or price (a pod's instance-type
+	// label requirements, a pinned type label): searches then scan every
+	// type instead of the frontier (searchList).
+	labelCut bool
+	// open caches whether the bin may take a pending pod (live.go).
+	open openState
 }
 
 // entry is n pods of a class placed at one relaxation level.
@@ -264,6 +271,7 @@ func (s *solver) pin(b *bin, key, d int) {
 	}
 	k := s.keys[key]
 	if s.isTypeKey(k.name) {
+		b.labelCut = true
 		for i, t := range b.pool.types {
 			if !b.types.has(i) {
 				continue

@@ -30,6 +30,8 @@ type classPool struct {
 	// requirements accept, whatever their size: the instance-type label
 	// values a spread's domains come from (nil when requirements failed).
 	labelTypes bitset
+	// labelAll: labelTypes holds the pool's whole frontier.
+	labelAll bool
 	// custom are the class's requirements on custom keys the pool defines
 	// (nil when it has none).
 	custom *reqs
@@ -102,6 +104,7 @@ func (s *solver) classPoolCompat(l *level, ps *poolState) *classPool {
 	// whether one pod fits, then offerings in the allowed zones.
 	labelOK := s.typesMatching(ps, typeReqs)
 	cp.labelTypes = labelOK
+	cp.labelAll = labelOK.contains(ps.frontierBits)
 	if !labelOK.any() {
 		return fail(failRequirement, fmt.Sprintf("no instance type of pool %q matches %s", ps.pool.Name, describeReqs(typeReqs)))
 	}

@@ -303,6 +303,9 @@ func (s *solver) place(l *level, b *bin, ch choice) {
 	if b.node == nil {
 		cp := l.pools[b.pool.idx]
 		b.types.and(cp.types)
+		if !cp.labelAll {
+			b.labelCut = true
+		}
 		b.zoneMask &= cp.zoneMask
 		b.ctMask &= cp.ctMask
 		if ch.zone >= 0 {
@@ -476,7 +479,7 @@ func (s *solver) fillPaid(l *level, want int) int {
 	for placed < want {
 		progress := false
 		cands = cands[:0]
-		for _, b := range s.bins {
+		for _, b := range s.liveBins(l) {
 			if placed == want {
 				break
 			}
@@ -570,7 +573,7 @@ func (s *solver) bestGrowth(l *level, want int) (*growth, string) {
 	}
 	var excluded []*bin
 retry:
-	for _, b := range s.bins {
+	for _, b := range s.liveBins(l) {
 		if b.node != nil || len(b.entries) == 0 || slices.Contains(excluded, b) {
 			continue
 		}
@@ -689,7 +692,7 @@ func (s *solver) upgradeFor(l *level, b *bin, cp *classPool) *growth {
 	}
 	curValue := s.valueOf(cur.net)
 	best, bestEff, bestDp := -1, 0.0, 0.0
-	for _, i := range s.searchList(ps, b.types, cp.types) {
+	for _, i := range s.searchList(b, cp) {
 		t := ps.types[i]
 		if need[dimCPU] > t.net[dimCPU] || need[dimMemory] > t.net[dimMemory] || !need.le(t.net) || !b.types.has(i) || !cp.types.has(i) || t.zoneMask&zm == 0 || t.ctMask&cm == 0 {
 			continue
@@ -723,13 +726,18 @@ func (s *solver) upgradeFor(l *level, b *bin, cp *classPool) *growth {
 	return &growth{b: b, ps: ps, typ: best, eff: bestEff, dp: bestDp}
 }
 
-// searchList is the types a search for the best type among a ∩ b must
-// look at: the pool's frontier when all of it is allowed, else every type.
-func (s *solver) searchList(ps *poolState, a, b bitset) []int {
-	for w := range ps.frontierBits {
-		if ps.frontierBits[w]&^(a[w]&b[w]) != 0 {
-			return ps.allIdx
-		}
+// searchList is the types a search for the best type for bin b (and,
+// when cp is not nil, a pod of cp) must look at. Scanning only the pool's
+// frontier is enough when every type filtered out for a reason other than
+// size, zones or price is off the frontier: whatever such a search
+// prefers (more of every resource, offered wherever, no dearer), a type's
+// dominator on the frontier has, so it passes the same filters and is at
+// least as good. Label requirements are the filters that can cut a
+// frontier type: then the search scans every type.
+func (s *solver) searchList(b *bin, cp *classPool) []int {
+	ps := b.pool
+	if ps.hasLimits || b.labelCut || (cp != nil && !cp.labelAll) {
+		return ps.allIdx
 	}
 	return ps.frontier
 }
@@ -752,7 +760,7 @@ func (s *solver) newBinFor(l *level, ps *poolState, want int) (*growth, string) 
 		}
 	}
 	tmp := &bin{id: len(s.bins), pool: ps, zone: -1, ct: -1, typ: -1,
-		types: cp.types.clone(), zoneMask: cp.zoneMask, ctMask: cp.ctMask,
+		types: cp.types.clone(), labelCut: !cp.labelAll, zoneMask: cp.zoneMask, ctMask: cp.ctMask,
 		custom: ps.custom, used: s.dims.zero(), ports: append([]hostPort(nil), ps.dsPorts...)}
 	zm, cm := tmp.zoneMask, tmp.ctMask
 	if l.zoneKey || l.ctKey {

@@ -72,7 +72,15 @@ type solver struct {
 	groupsAny   []*group
 	namespaces  map[string]map[string]string
 
-	bins         []*bin
+	bins []*bin
+	// live are the bins not closed (live.go): minPending, the smallest
+	// pending request, and minGen, its version; liveLen is how many of
+	// s.bins live has seen; liveStale asks for a rebuild.
+	live         []*bin
+	liveLen      int
+	liveStale    bool
+	minPending   vec
+	minGen       uint32
 	existingBins []*bin
 
 	affinityMemo map[*corev1.Affinity]uint64
