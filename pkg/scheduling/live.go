@@ -80,8 +80,9 @@ func (s *solver) isOpen(b *bin) bool {
 }
 
 // liveBins are the bins, in order, that may take a pod of l's class.
-func (s *solver) liveBins(l *level) []*bin {
-	s.setMinPending(l)
+// placeAt calls setMinPending first (remaining counts change only
+// between its calls).
+func (s *solver) liveBins() []*bin {
 	if s.liveStale {
 		s.live = s.live[:0]
 		for _, b := range s.bins {

@@ -440,6 +440,7 @@ func (s *solver) placeClass(c *class) {
 // prices) per dollar, preferring upgrades within 1%. It returns how many
 // it placed and, when short, why growth was impossible.
 func (s *solver) placeAt(l *level, want int) (int, string) {
+	s.setMinPending(l)
 	placed := 0
 	for placed < want {
 		n := s.fillPaid(l, want-placed)
@@ -479,7 +480,7 @@ func (s *solver) fillPaid(l *level, want int) int {
 	for placed < want {
 		progress := false
 		cands = cands[:0]
-		for _, b := range s.liveBins(l) {
+		for _, b := range s.liveBins() {
 			if placed == want {
 				break
 			}
@@ -573,7 +574,7 @@ func (s *solver) bestGrowth(l *level, want int) (*growth, string) {
 	}
 	var excluded []*bin
 retry:
-	for _, b := range s.liveBins(l) {
+	for _, b := range s.liveBins() {
 		if b.node != nil || len(b.entries) == 0 || slices.Contains(excluded, b) {
 			continue
 		}
