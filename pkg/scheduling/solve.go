@@ -87,8 +87,10 @@ type solver struct {
 	spreadMemo   map[*corev1.TopologySpreadConstraint]uint64
 	typeMemo     map[string]bitset
 
-	// lambda are the bound's dual prices ($/h per unit of each dimension).
-	lambda []float64
+	// unitPrice are the bound's dual prices: $/h per unit of each
+	// dimension (a millicore, a byte, a pod slot), what a unit of it is
+	// worth when bought at the most efficient types.
+	unitPrice []float64
 	// zoneLoad counts pods pinned to each zone on new nodes, to spread
 	// zone-free choices.
 	zoneLoad []int
@@ -183,7 +185,7 @@ func (s *solver) setup() {
 		c.req = s.dims.fromList(podRequests(c.pod))
 	}
 	s.buildTopology()
-	s.lambda = s.dualPrices()
+	s.unitPrice = s.dualPrices()
 	for _, ps := range s.pools {
 		for _, t := range ps.types {
 			t.value = s.valueOf(t.net)
@@ -349,8 +351,8 @@ func (s *solver) usefulValue(l *level, want int, net, used vec) (v float64, capp
 	}
 	v = float64(k) * c.value
 	var room, other float64
-	for i, lam := range s.lambda {
-		if lam == 0 {
+	for i, price := range s.unitPrice {
+		if price == 0 {
 			continue
 		}
 		r := net[i] - int64(k)*c.req[i]
@@ -358,10 +360,10 @@ func (s *solver) usefulValue(l *level, want int, net, used vec) (v float64, capp
 			r -= used[i]
 		}
 		if r > 0 {
-			room += lam * float64(r)
+			room += price * float64(r)
 		}
 		if o := s.pending[i] - int64(want)*c.req[i]; o > 0 {
-			other += lam * float64(o)
+			other += price * float64(o)
 		}
 	}
 	if room > other {
@@ -391,8 +393,8 @@ func (s *solver) perNode(l *level) int {
 // valueOf is a vector's worth under the dual prices.
 func (s *solver) valueOf(v vec) float64 {
 	var x float64
-	for i, l := range s.lambda {
-		x += l * float64(v[i])
+	for i, price := range s.unitPrice {
+		x += price * float64(v[i])
 	}
 	return x
 }
