@@ -95,9 +95,7 @@ func (s *solver) liveBins() []*bin {
 		return s.live
 	}
 	// Bins opened since the last call.
-	for _, b := range s.bins[s.liveLen:] {
-		s.live = append(s.live, b)
-	}
+	s.live = append(s.live, s.bins[s.liveLen:]...)
 	s.liveLen = len(s.bins)
 	j := 0
 	for _, b := range s.live {
