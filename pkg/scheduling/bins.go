@@ -39,6 +39,13 @@ type bin struct {
 	// doms caches domains of keys other than hostname/zone/ct (-2: not
 	// computed).
 	doms []int
+	// labelCut is set when the bin's types may lack a frontier type for
+	// a reason other than size, zones or price (a pod's instance-type
+	// label requirements, a pinned type label): searches then scan every
+	// type instead of the frontier (searchList).
+	labelCut bool
+	// open caches whether the bin may take a pending pod (live.go).
+	open openState
 }
 
 // entry is n pods of a class placed at one relaxation level.
@@ -165,7 +172,7 @@ func (s *solver) domain(b *bin, key int, z, c int) int {
 			d = s.valueDomain(key, set.values[0])
 		}
 	}
-	if d < 0 && s.typeKeys[k.name] {
+	if d < 0 && s.isTypeKey(k.name) {
 		d = s.uniqueTypeValue(b, key)
 	}
 	if d >= 0 {
@@ -207,7 +214,7 @@ func (s *solver) pinCandidates(l *level, b *bin, key int, typ int) []int {
 		return nil
 	}
 	name := s.keys[key].name
-	if s.typeKeys[name] {
+	if s.isTypeKey(name) {
 		if typ >= 0 {
 			if v, ok := b.pool.types[typ].it.Labels[name]; ok {
 				return []int{s.valueDomain(key, v)}
@@ -263,7 +270,8 @@ func (s *solver) pin(b *bin, key, d int) {
 		b.doms = append(b.doms, -2)
 	}
 	k := s.keys[key]
-	if s.typeKeys[k.name] {
+	if s.isTypeKey(k.name) {
+		b.labelCut = true
 		for i, t := range b.pool.types {
 			if !b.types.has(i) {
 				continue

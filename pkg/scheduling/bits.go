@@ -36,3 +36,13 @@ func maskOf(i int) uint64 {
 	}
 	return 1 << uint(i)
 }
+
+// contains tells whether every bit of o is set in b.
+func (b bitset) contains(o bitset) bool {
+	for i := range o {
+		if o[i]&^b[i] != 0 {
+			return false
+		}
+	}
+	return true
+}

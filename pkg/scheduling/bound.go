@@ -315,7 +315,8 @@ func (s *solver) lowerBound() float64 {
 		}
 		return out
 	}
-	best, _ := solveCover(s.columns(nil), sub(total))
+	allCols := s.columns(nil)
+	best, y := solveCover(allCols, sub(total))
 	// Integrality: when existing room cannot hold everything, some new node
 	// is bought, and it holds at least one pod, so it costs at least the
 	// cheapest type that fits the smallest such pod.
@@ -351,8 +352,38 @@ func (s *solver) lowerBound() float64 {
 	if len(sets) <= 1 {
 		return best
 	}
+	// A set holding every column tight under the duals y (reduced cost
+	// zero: the only columns an optimal solution uses) cannot raise the
+	// bound: its LP with all the demand costs what the full LP does, and
+	// with less demand no more. Its LP is skipped. (A column missed by the
+	// tolerance only skips fewer sets.)
+	tight := make([]bitset, len(s.pools))
+	k := 0
+	for _, ps := range s.pools {
+		if !ps.ok {
+			continue
+		}
+		tight[ps.idx] = newBitset(len(ps.types))
+		for _, t := range ps.types {
+			c := allCols[k]
+			k++
+			rc := c.cost
+			for i, v := range c.cap {
+				rc -= v * y[i]
+			}
+			if rc <= 1e-6*c.cost+1e-12 {
+				tight[ps.idx].set(t.idx)
+			}
+		}
+		if !tight[ps.idx].any() {
+			tight[ps.idx] = nil
+		}
+	}
 	sort.Slice(sets, func(i, j int) bool { return sets[i].key < sets[j].key })
 	for _, a := range sets {
+		if subsetOf(tight, a.bits) {
+			continue
+		}
 		// Demand of every class whose set lies within a's.
 		d := make([]float64, s.dims.n())
 		for _, b := range sets {

@@ -30,6 +30,8 @@ type classPool struct {
 	// requirements accept, whatever their size: the instance-type label
 	// values a spread's domains come from (nil when requirements failed).
 	labelTypes bitset
+	// labelAll: labelTypes holds the pool's whole frontier.
+	labelAll bool
 	// custom are the class's requirements on custom keys the pool defines
 	// (nil when it has none).
 	custom *reqs
@@ -81,7 +83,7 @@ func (s *solver) classPoolCompat(l *level, ps *poolState) *classPool {
 			if !set.complement || set.hasGt || set.hasLt {
 				return fail(failRequirement, "requires "+k+" "+set.String()+", which a new node cannot have")
 			}
-		case s.typeKeys[k]:
+		case s.isTypeKey(k):
 			typeReqs.add(k, set)
 		default:
 			if cur, ok := ps.custom.get(k); ok {
@@ -102,6 +104,7 @@ func (s *solver) classPoolCompat(l *level, ps *poolState) *classPool {
 	// whether one pod fits, then offerings in the allowed zones.
 	labelOK := s.typesMatching(ps, typeReqs)
 	cp.labelTypes = labelOK
+	cp.labelAll = labelOK.contains(ps.frontierBits)
 	if !labelOK.any() {
 		return fail(failRequirement, fmt.Sprintf("no instance type of pool %q matches %s", ps.pool.Name, describeReqs(typeReqs)))
 	}

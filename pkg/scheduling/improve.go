@@ -245,13 +245,14 @@ func (s *solver) tryRebuild(group []*bin) bool {
 		s.addBack(w.l, w.b, w.n)
 	}
 	for b, sh := range j.shapes {
-		restoreShape(b, sh)
+		s.restoreShape(b, sh)
 	}
 	for ps, u := range j.usage {
 		ps.usage, ps.usageNodes = u.usage, u.nodes
 	}
 	s.zoneLoad = j.load
 	s.bins = s.bins[:nBins]
+	s.noteShrink()
 	for _, c := range s.classes {
 		for _, l := range c.levels {
 			if len(l.up) > nBins {
@@ -282,6 +283,7 @@ type shape struct {
 	zone, ct         int
 	custom           *reqs
 	ownCust          bool
+	labelCut         bool
 	typ              int
 	offer            offer
 	ports            []hostPort
@@ -310,7 +312,7 @@ func (j *journal) touch(b *bin) {
 
 func snapshot(b *bin) shape {
 	sh := shape{zoneMask: b.zoneMask, ctMask: b.ctMask, zone: b.zone, ct: b.ct, custom: b.custom,
-		ownCust: b.ownCust, typ: b.typ, offer: b.offer, ports: append([]hostPort(nil), b.ports...), doms: append([]int(nil), b.doms...)}
+		ownCust: b.ownCust, labelCut: b.labelCut, typ: b.typ, offer: b.offer, ports: append([]hostPort(nil), b.ports...), doms: append([]int(nil), b.doms...)}
 	if b.types != nil {
 		sh.types = b.types.clone()
 	}
@@ -325,7 +327,7 @@ func (s *solver) rollback(j *journal) {
 		s.addBack(m.l, m.from, m.ch.k)
 	}
 	for b, sh := range j.shapes {
-		restoreShape(b, sh)
+		s.restoreShape(b, sh)
 	}
 	for ps, u := range j.usage {
 		ps.usage, ps.usageNodes = u.usage, u.nodes
@@ -333,19 +335,22 @@ func (s *solver) rollback(j *journal) {
 	s.zoneLoad = j.load
 }
 
-func restoreShape(b *bin, sh shape) {
+func (s *solver) restoreShape(b *bin, sh shape) {
+	s.noteShrink()
 	b.ver++
 	if sh.types != nil {
 		copy(b.types, sh.types)
 	}
 	b.zoneMask, b.ctMask, b.zone, b.ct = sh.zoneMask, sh.ctMask, sh.zone, sh.ct
 	b.custom, b.ownCust, b.typ, b.offer = sh.custom, sh.ownCust, sh.typ, sh.offer
+	b.labelCut = sh.labelCut
 	b.ports = append([]hostPort(nil), sh.ports...)
 	b.doms = append(b.doms[:0], sh.doms...)
 }
 
 // unplace takes k pods of level l off b (counts, requests, entries).
 func (s *solver) unplace(l *level, b *bin, k int) {
+	s.noteShrink()
 	b.ver++
 	s.count(l, b, -int32(k))
 	b.used.addScaled(l.cls.req, -int64(k))
@@ -435,7 +440,7 @@ func (s *solver) tryDrain(b *bin) bool {
 				if o, ok := t.pool.types[t.typ].price(t.zoneMask, t.ctMask); !ok || o.price > t.offer.price+1e-12 {
 					s.unplace(e.l, t, ch.k)
 					s.addBack(e.l, b, ch.k)
-					restoreShape(t, pre)
+					s.restoreShape(t, pre)
 					continue
 				} else {
 					t.offer = o
@@ -563,15 +568,20 @@ func (s *solver) removalSafe(l *level, from, to *bin, ch choice) bool {
 // capacity types, custom labels), widening it after pods left. A pinned
 // zone or capacity type stays pinned.
 func (s *solver) reshape(b *bin) {
+	s.noteShrink()
 	b.ver++
 	ps := b.pool
 	copy(b.types, ps.allTypes)
+	b.labelCut = false
 	zm, cm := ps.zoneMask, ps.ctMask
 	cust := ps.custom
 	own := false
 	for _, e := range b.entries {
 		cp := e.l.pools[ps.idx]
 		b.types.and(cp.types)
+		if !cp.labelAll {
+			b.labelCut = true
+		}
 		zm &= cp.zoneMask
 		cm &= cp.ctMask
 		if cp.custom != nil {

@@ -3,6 +3,7 @@ package scheduling
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -180,6 +181,7 @@ func (s *solver) newNode(b *bin, headroom vec) (NewNode, string) {
 		return opts[i].t.it.Name < opts[j].t.it.Name
 	})
 	nn := NewNode{Pool: ps.pool.Name, Taints: append([]corev1.Taint(nil), ps.taints...), Labels: map[string]string{}}
+	nn.InstanceTypeOptions = make([]InstanceTypeOption, 0, len(opts))
 	for _, o := range opts {
 		nn.InstanceTypeOptions = append(nn.InstanceTypeOptions, InstanceTypeOption{
 			Name: o.t.it.Name, Zone: s.world.zones[o.o.zone], CapacityType: s.world.cts[o.o.ct], PricePerHour: o.o.price,
@@ -210,11 +212,18 @@ func (s *solver) newNode(b *bin, headroom vec) (NewNode, string) {
 	// Requirements: the pool's type requirements, the instance types, the
 	// zones and capacity types, and custom labels as narrowed.
 	r := ps.typeReqs.clone()
-	names := make([]string, len(opts))
+	ranks := make([]int, len(opts))
 	for i, o := range opts {
-		names[i] = o.t.it.Name
+		ranks[i] = o.t.nameRank
 	}
-	r.add(corev1.LabelInstanceTypeStable, valueSet{values: sortedUnique(names)})
+	slices.Sort(ranks)
+	names := make([]string, 0, len(opts))
+	for _, rk := range ranks {
+		if n := ps.types[ps.byName[rk]].it.Name; len(names) == 0 || names[len(names)-1] != n {
+			names = append(names, n)
+		}
+	}
+	r.add(corev1.LabelInstanceTypeStable, valueSet{values: names})
 	r.add(corev1.LabelTopologyZone, valueSet{values: nn.Zones})
 	r.add(model.LabelCapacityType, valueSet{values: nn.CapacityTypes})
 	for _, k := range b.custom.keys {

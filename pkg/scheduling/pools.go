@@ -46,6 +46,9 @@ type poolState struct {
 	frontier     []int
 	frontierBits bitset
 	allIdx       []int
+	// byName are the types' indices in name order (ptype.nameRank is
+	// each one's place in it).
+	byName []int
 	// dsPorts are host ports DaemonSets take on the pool's nodes.
 	dsPorts []hostPort
 	// limits, by dimension (math.MaxInt64 when unlimited), and the node
@@ -69,12 +72,13 @@ type minValue struct {
 
 // ptype is one instance type as a pool sees it.
 type ptype struct {
-	idx    int
-	it     *InstanceType
-	net    vec // allocatable less DaemonSet overhead
-	capv   vec // capacity, for limits
-	ds     vec // DaemonSet overhead reserved
-	offers []offer
+	idx      int
+	nameRank int
+	it       *InstanceType
+	net      vec // allocatable less DaemonSet overhead
+	capv     vec // capacity, for limits
+	ds       vec // DaemonSet overhead reserved
+	offers   []offer
 	// zones and capacity types with a usable offering
 	zoneMask uint64
 	ctMask   uint64
@@ -208,7 +212,7 @@ func (s *solver) preparePoolState(idx int, p *model.Pool) *poolState {
 			ps.ctMask = s.world.ctMaskOf(set)
 		case k == corev1.LabelHostname:
 			// Karpenter forbids it in pools; a new node's name is unknown.
-		case s.typeKeys[k]:
+		case s.isTypeKey(k):
 			ps.typeReqs.add(k, set)
 		default:
 			ps.custom.add(k, set)
@@ -235,15 +239,35 @@ func (s *solver) preparePoolState(idx int, p *model.Pool) *poolState {
 		list = o
 	}
 	dsList := s.daemonSetsFor(ps)
+	// The types the pool's requirements accept, then their state in a few
+	// allocations (one array of types, one of vectors, one of offers):
+	// every solve prepares every type of the catalog, so this is part of
+	// the fixed cost of a small solve.
+	matched := make([]*InstanceType, 0, len(list))
+	nOffers := 0
 	for _, it := range list {
+		if ps.typeReqs.matchesLabels(it.Labels) {
+			matched = append(matched, it)
+			nOffers += len(it.Offerings)
+		}
+	}
+	nd := s.dims.n()
+	typeArr := make([]ptype, len(matched))
+	vecArr := make([]int64, 3*nd*len(matched))
+	offerArr := make([]offer, 0, nOffers)
+	ps.types = make([]*ptype, 0, len(matched))
+	for k, it := range matched {
 		labels := it.Labels
-		if !ps.typeReqs.matchesLabels(labels) {
-			continue
-		}
-		t := &ptype{it: it, net: s.dims.fromList(it.Allocatable), capv: s.dims.fromList(it.Capacity), ds: s.dims.zero()}
+		v := vecArr[3*nd*k : 3*nd*(k+1) : 3*nd*(k+1)]
+		t := &typeArr[k]
+		*t = ptype{it: it, net: v[:nd:nd], capv: v[nd : 2*nd : 2*nd], ds: v[2*nd:]}
+		s.dims.fillFromList(t.net, it.Allocatable)
 		if len(it.Capacity) == 0 {
-			t.capv = t.net.clone()
+			copy(t.capv, t.net)
+		} else {
+			s.dims.fillFromList(t.capv, it.Capacity)
 		}
+		offerStart := len(offerArr)
 		for _, o := range it.Offerings {
 			if o.Unavailable || (s.in.Unavailable != nil && s.in.Unavailable(it.Name, o.Zone, o.CapacityType)) {
 				continue
@@ -253,7 +277,8 @@ func (s *solver) preparePoolState(idx int, p *model.Pool) *poolState {
 			if !zok || !cok || !maskHas(ps.zoneMask, z) || !maskHas(ps.ctMask, c) {
 				continue
 			}
-			t.offers = append(t.offers, offer{zone: z, ct: c, price: o.Price})
+			offerArr = append(offerArr, offer{zone: z, ct: c, price: o.Price})
+			t.offers = offerArr[offerStart:len(offerArr):len(offerArr)]
 			t.zoneMask |= maskOf(z)
 			t.ctMask |= maskOf(c)
 			if len(t.offers) == 1 || o.Price < t.minPrice {
@@ -274,6 +299,15 @@ func (s *solver) preparePoolState(idx int, p *model.Pool) *poolState {
 		}
 		ps.types = append(ps.types, t)
 	}
+	// Name order, for the options of a new node: the catalog's lists come
+	// sorted by name, so this sorts only when a caller's list is not.
+	byName := append([]*ptype(nil), ps.types...)
+	if !sort.SliceIsSorted(byName, func(i, j int) bool { return byName[i].it.Name < byName[j].it.Name }) {
+		sort.SliceStable(byName, func(i, j int) bool { return byName[i].it.Name < byName[j].it.Name })
+	}
+	for r, t := range byName {
+		t.nameRank = r
+	}
 	sort.SliceStable(ps.types, func(i, j int) bool {
 		if ps.types[i].minPrice != ps.types[j].minPrice {
 			return ps.types[i].minPrice < ps.types[j].minPrice
@@ -281,22 +315,51 @@ func (s *solver) preparePoolState(idx int, p *model.Pool) *poolState {
 		return ps.types[i].it.Name < ps.types[j].it.Name
 	})
 	ps.allTypes = newBitset(len(ps.types))
+	ps.byName = make([]int, len(ps.types))
 	for i, t := range ps.types {
+		ps.byName[t.nameRank] = i
 		t.idx = i
 		ps.allTypes.set(i)
 		ps.allIdx = append(ps.allIdx, i)
 	}
 	ps.frontierBits = newBitset(len(ps.types))
+	s.buildFrontier(ps)
+	for _, d := range dsList {
+		if d.anyType {
+			ps.dsPorts = append(ps.dsPorts, d.ports...)
+		}
+	}
+	return ps
+}
+
+// buildFrontier finds the pool's types that no other type dominates
+// (dominates(o, t), and not the other way round unless o comes first).
+// Types are sorted by minimum price, and only a type no dearer can
+// dominate, so one pass in that order compares each type with the
+// frontier found so far and with the later types of the same price:
+// dominance is transitive, so a type dominated by an earlier dominated
+// type is dominated by a frontier type before it. That makes it
+// O(types × frontier) instead of O(types²), the same set.
+func (s *solver) buildFrontier(ps *poolState) {
+	if ps.hasLimits {
+		// A bigger type uses more of a limit: keep them all.
+		for i := range ps.types {
+			ps.frontier = append(ps.frontier, i)
+			ps.frontierBits.set(i)
+		}
+		return
+	}
 	for i, t := range ps.types {
 		dominated := false
-		for j, o := range ps.types {
-			if ps.hasLimits {
-				// A bigger type uses more of a limit: keep them all.
-				break
-			}
-			if j != i && dominates(o, t) && (!dominates(t, o) || j < i) {
+		for _, f := range ps.frontier {
+			if dominates(ps.types[f], t) {
 				dominated = true
 				break
+			}
+		}
+		for j := i + 1; !dominated && j < len(ps.types) && ps.types[j].minPrice == t.minPrice; j++ {
+			if o := ps.types[j]; dominates(o, t) && !dominates(t, o) {
+				dominated = true
 			}
 		}
 		if !dominated {
@@ -304,12 +367,6 @@ func (s *solver) preparePoolState(idx int, p *model.Pool) *poolState {
 			ps.frontierBits.set(i)
 		}
 	}
-	for _, d := range dsList {
-		if d.anyType {
-			ps.dsPorts = append(ps.dsPorts, d.ports...)
-		}
-	}
-	return ps
 }
 
 // dsInfo is a DaemonSet's pod template digested for one pool.
@@ -377,7 +434,7 @@ func (s *solver) reqsFitPoolType(r *reqs, ps *poolState, typeLabels map[string]s
 			if !set.complement || set.hasGt || set.hasLt {
 				return false
 			}
-		case s.typeKeys[k]:
+		case s.isTypeKey(k):
 			v, ok := typeLabels[k]
 			if !set.matches(v, ok) {
 				return false

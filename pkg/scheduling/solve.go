@@ -40,8 +40,7 @@ type solver struct {
 	plan  Plan
 	dims  *dims
 	world *world
-	// typeKeys are label keys set by instance types: requirements on them
-	// are decided per type.
+	// typeKeys memoises isTypeKey.
 	typeKeys map[string]bool
 	// trial holds, per topology key, the value allowance is trying for an
 	// open new bin (trialUnset: none); pinPods counts pods per pinned
@@ -73,15 +72,25 @@ type solver struct {
 	groupsAny   []*group
 	namespaces  map[string]map[string]string
 
-	bins         []*bin
+	bins []*bin
+	// live are the bins not closed (live.go): minPending, the smallest
+	// pending request, and minGen, its version; liveLen is how many of
+	// s.bins live has seen; liveStale asks for a rebuild.
+	live         []*bin
+	liveLen      int
+	liveStale    bool
+	minPending   vec
+	minGen       uint32
 	existingBins []*bin
 
 	affinityMemo map[*corev1.Affinity]uint64
 	spreadMemo   map[*corev1.TopologySpreadConstraint]uint64
 	typeMemo     map[string]bitset
 
-	// lambda are the bound's dual prices ($/h per unit of each dimension).
-	lambda []float64
+	// unitPrice are the bound's dual prices: $/h per unit of each
+	// dimension (a millicore, a byte, a pod slot), what a unit of it is
+	// worth when bought at the most efficient types.
+	unitPrice []float64
 	// zoneLoad counts pods pinned to each zone on new nodes, to spread
 	// zone-free choices.
 	zoneLoad []int
@@ -122,6 +131,7 @@ func newSolver(in *Input) *solver {
 	return &solver{
 		in:           in,
 		keyIdx:       map[string]int{},
+		typeKeys:     map[string]bool{},
 		groupIdx:     map[string]*group{},
 		namespaces:   map[string]map[string]string{},
 		affinityMemo: map[*corev1.Affinity]uint64{},
@@ -150,14 +160,6 @@ func (s *solver) setup() {
 	s.buildClasses()
 	s.buildDims()
 	s.buildWorld()
-	s.typeKeys = map[string]bool{}
-	for _, list := range s.typeLists() {
-		for _, it := range list {
-			for k := range it.Labels {
-				s.typeKeys[k] = true
-			}
-		}
-	}
 	s.buildExisting()
 	s.preparePools()
 	// Existing and in-flight nodes count against their pool's limits.
@@ -183,7 +185,7 @@ func (s *solver) setup() {
 		c.req = s.dims.fromList(podRequests(c.pod))
 	}
 	s.buildTopology()
-	s.lambda = s.dualPrices()
+	s.unitPrice = s.dualPrices()
 	for _, ps := range s.pools {
 		for _, t := range ps.types {
 			t.value = s.valueOf(t.net)
@@ -223,6 +225,30 @@ func (s *solver) typeLists() [][]*InstanceType {
 		out = append(out, s.in.PoolInstanceTypes[n])
 	}
 	return out
+}
+
+// isTypeKey tells whether some instance type sets the label key:
+// requirements on such keys are decided per type. It is asked about a
+// few keys (those of requirements and topology), so it looks them up
+// as asked rather than collecting every label of every type.
+func (s *solver) isTypeKey(k string) bool {
+	if v, ok := s.typeKeys[k]; ok {
+		return v
+	}
+	found := false
+	for _, list := range s.typeLists() {
+		for _, it := range list {
+			if _, ok := it.Labels[k]; ok {
+				found = true
+				break
+			}
+		}
+		if found {
+			break
+		}
+	}
+	s.typeKeys[k] = found
+	return found
 }
 
 // buildDims collects the resources anybody asks for or limits.
@@ -325,8 +351,8 @@ func (s *solver) usefulValue(l *level, want int, net, used vec) (v float64, capp
 	}
 	v = float64(k) * c.value
 	var room, other float64
-	for i, lam := range s.lambda {
-		if lam == 0 {
+	for i, price := range s.unitPrice {
+		if price == 0 {
 			continue
 		}
 		r := net[i] - int64(k)*c.req[i]
@@ -334,10 +360,10 @@ func (s *solver) usefulValue(l *level, want int, net, used vec) (v float64, capp
 			r -= used[i]
 		}
 		if r > 0 {
-			room += lam * float64(r)
+			room += price * float64(r)
 		}
 		if o := s.pending[i] - int64(want)*c.req[i]; o > 0 {
-			other += lam * float64(o)
+			other += price * float64(o)
 		}
 	}
 	if room > other {
@@ -367,8 +393,8 @@ func (s *solver) perNode(l *level) int {
 // valueOf is a vector's worth under the dual prices.
 func (s *solver) valueOf(v vec) float64 {
 	var x float64
-	for i, l := range s.lambda {
-		x += l * float64(v[i])
+	for i, price := range s.unitPrice {
+		x += price * float64(v[i])
 	}
 	return x
 }

@@ -61,7 +61,7 @@ func (s *solver) keyID(name string) int {
 		// a pool gives a finite set of values is pinned to one of them.
 		k.fixedOnNewNodes = true
 		for _, ps := range s.pools {
-			if !ps.ok || s.typeKeys[name] {
+			if !ps.ok || s.isTypeKey(name) {
 				continue
 			}
 			set, ok := ps.custom.get(name)
@@ -461,7 +461,7 @@ func (s *solver) spreadFor(l *level, t corev1.TopologySpreadConstraint) *spread 
 			default:
 				// Every value a node of the pool the pod accepts could
 				// be pinned to.
-				if s.typeKeys[k.name] {
+				if s.isTypeKey(k.name) {
 					for ti, t := range ps.types {
 						if cp.labelTypes == nil || !cp.labelTypes.has(ti) {
 							continue

@@ -1,0 +1,63 @@
+package scheduling_test
+
+import (
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/joist-dev/joist/pkg/scheduling"
+	"github.com/joist-dev/joist/pkg/scheduling/internal/workloadgen"
+)
+
+// processCPU is the process's user and system CPU time: on a shared
+// machine it is a fairer figure than wall time.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchGenerated solves one generated workload b.N times, reporting the
+// CPU time per solve (cpu-ns/op) beside the wall time, and the plan's
+// nodes and ratio to the bound.
+func benchGenerated(b *testing.B, shape workloadgen.Shape, pods int) {
+	in, err := workloadgen.Input(shape, pods, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	var plan scheduling.Plan
+	c0 := processCPU()
+	for i := 0; i < b.N; i++ {
+		plan = scheduling.Solve(in)
+	}
+	cpu := processCPU() - c0
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(len(plan.NewNodes)), "nodes")
+	if plan.LowerBoundPricePerHour > 0 {
+		b.ReportMetric(plan.TotalPricePerHour/plan.LowerBoundPricePerHour, "xbound")
+	}
+}
+
+// BenchmarkSolveSmall solves every generated shape at 50 and 250 pods:
+// the target is under 2 ms of CPU for anything under 300 pods.
+func BenchmarkSolveSmall(b *testing.B) {
+	for _, sh := range workloadgen.Shapes {
+		for _, n := range []int{50, 250} {
+			b.Run(fmt.Sprintf("%s/%d", sh.Name, n), func(b *testing.B) { benchGenerated(b, sh, n) })
+		}
+	}
+}
+
+// BenchmarkSolve50k solves every generated shape at 50,000 pods: the
+// target is under a second (make bench runs it once per shape: the shapes
+// needing thousands of nodes still take minutes).
+func BenchmarkSolve50k(b *testing.B) {
+	for _, sh := range workloadgen.Shapes {
+		b.Run(sh.Name, func(b *testing.B) { benchGenerated(b, sh, 50000) })
+	}
+}

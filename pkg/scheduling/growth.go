@@ -1,0 +1,383 @@
+package scheduling
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+)
+
+// Growth: when no paid room is left, the most cost-efficient way to make
+// room: upgrade a new node to a bigger type, or open a node, judged by
+// the value (at the bound's dual prices) the pending pods can use.
+
+// growth is a way to make room: upgrade bin b to type typ, or (b nil) open
+// a node of pool ps with type typ.
+type growth struct {
+	b        *bin
+	ps       *poolState
+	typ      int
+	ch       choice
+	eff      float64
+	dp       float64
+	template *bin
+}
+
+// bestGrowth finds the most cost-efficient way to make room for the level.
+func (s *solver) bestGrowth(l *level, want int) (*growth, string) {
+	var best *growth
+	better := func(g *growth) bool {
+		if best == nil {
+			return true
+		}
+		// Upgrades beat new nodes unless clearly less efficient.
+		ge, be := g.eff, best.eff
+		if (g.b != nil) != (best.b != nil) {
+			if g.b != nil {
+				return ge >= be*0.99
+			}
+			return ge > be/0.99
+		}
+		if math.Abs(ge-be) > 1e-3*math.Max(math.Abs(ge), math.Abs(be)) {
+			return ge > be
+		}
+		return g.dp < best.dp
+	}
+	var excluded []*bin
+retry:
+	for _, b := range s.liveBins() {
+		if b.node != nil || len(b.entries) == 0 || slices.Contains(excluded, b) {
+			continue
+		}
+		cp := l.pools[b.pool.idx]
+		if !cp.ok || (s.capPool != nil && b.pool != s.capPool) || s.allowance(l, b, 1, anyType).k == 0 {
+			continue
+		}
+		if g := s.upgradeCached(l, b, cp, want); g != nil && better(g) {
+			best = g
+		}
+	}
+	if best != nil && best.b != nil && best.ch.k == 0 {
+		best.ch = s.allowance(l, best.b, want, best.typ)
+		if best.ch.k == 0 {
+			excluded = append(excluded, best.b)
+			best = nil
+			goto retry
+		}
+	}
+	var why string
+	// New nodes from the highest-weight tier that can take the pod.
+	for lo := 0; lo < len(s.pools); {
+		hi := lo
+		for hi < len(s.pools) && s.pools[hi].pool.Weight == s.pools[lo].pool.Weight {
+			hi++
+		}
+		found := false
+		for _, ps := range s.pools[lo:hi] {
+			g, reason := s.newBinFor(l, ps, want)
+			if g == nil {
+				if reason != "" && why == "" {
+					why = reason
+				}
+				continue
+			}
+			found = true
+			if better(g) {
+				best = g
+			}
+		}
+		if found {
+			break
+		}
+		lo = hi
+	}
+	if best == nil && why == "" {
+		why = s.topologyReason(l)
+	}
+	return best, why
+}
+
+// upCache remembers a bin's best upgrade for a level until the bin
+// changes.
+type upCache struct {
+	ver  uint32
+	set  bool
+	none bool
+	typ  int
+	dp   float64
+}
+
+// upgradeCached is upgradeFor, remembered per level and bin version: while
+// one class grows one bin, the other bins' answers do not change.
+func (s *solver) upgradeCached(l *level, b *bin, cp *classPool, want int) *growth {
+	for len(l.up) <= b.id {
+		l.up = append(l.up, upCache{})
+	}
+	c := &l.up[b.id]
+	// A limited pool's answer also depends on the other nodes' sizes: no
+	// caching there.
+	if s.priceCap > 0 {
+		// A split in the local search: answers under a price cap are
+		// not remembered.
+		g := s.upgradeFor(l, b, cp)
+		if g == nil {
+			return nil
+		}
+		c = &upCache{ver: b.ver, set: true, typ: g.typ, dp: g.dp}
+	} else if !c.set || c.ver != b.ver || b.pool.hasLimits {
+		g := s.upgradeFor(l, b, cp)
+		*c = upCache{ver: b.ver, set: true, none: g == nil}
+		if g != nil {
+			c.typ, c.dp = g.typ, g.dp
+		}
+	}
+	if c.none {
+		return nil
+	}
+	// The type is chosen by capacity value (cached); whether growing is
+	// worth it is judged by what the pending pods can use of it, which
+	// changes with every placement.
+	eff := math.Inf(1)
+	if c.dp > 1e-12 {
+		v, _ := s.usefulValue(l, want, b.pool.types[c.typ].net, b.used)
+		cur, _ := s.usefulValue(l, want, b.pool.types[b.typ].net, b.used)
+		eff = (v - cur) / c.dp
+	}
+	return &growth{b: b, ps: b.pool, typ: c.typ, eff: eff, dp: c.dp}
+}
+
+// upgradeFor is the best type change of bin b that takes one more pod of
+// l: among the types that hold the bin's pods and one more, the one that
+// adds the most value per added dollar (within 1%, the smaller step). The
+// caller checks topology (allowance) for the chosen one.
+func (s *solver) upgradeFor(l *level, b *bin, cp *classPool) *growth {
+	ps := b.pool
+	cur := ps.types[b.typ]
+	need := b.used.clone()
+	need.add(l.cls.req)
+	zm, cm := b.zoneMask&cp.zoneMask, b.ctMask&cp.ctMask
+	if zm == 0 || cm == 0 {
+		return nil
+	}
+	if cp.custom != nil && !customCompatible(b.custom, cp.custom) {
+		return nil
+	}
+	curValue := s.valueOf(cur.net)
+	best, bestEff, bestDp := -1, 0.0, 0.0
+	for _, i := range s.searchList(b, cp) {
+		t := ps.types[i]
+		if need[dimCPU] > t.net[dimCPU] || need[dimMemory] > t.net[dimMemory] || !need.le(t.net) || !b.types.has(i) || !cp.types.has(i) || t.zoneMask&zm == 0 || t.ctMask&cm == 0 {
+			continue
+		}
+		o, ok := t.price(zm, cm)
+		if !ok || (s.priceCap > 0 && o.price >= s.priceCap) {
+			continue
+		}
+		dp := o.price - b.offer.price
+		eff := math.Inf(1)
+		if dp > 1e-12 {
+			eff = (t.value - curValue) / dp
+		}
+		if best >= 0 {
+			if math.Abs(eff-bestEff) <= 0.01*math.Max(math.Abs(eff), math.Abs(bestEff)) {
+				if dp >= bestDp {
+					continue
+				}
+			} else if eff < bestEff {
+				continue
+			}
+		}
+		if ps.hasLimits && !s.withinLimits(ps, t.capv, cur.capv, 0) {
+			continue
+		}
+		best, bestEff, bestDp = i, eff, dp
+	}
+	if best < 0 {
+		return nil
+	}
+	return &growth{b: b, ps: ps, typ: best, eff: bestEff, dp: bestDp}
+}
+
+// searchList is the types a search for the best type for bin b (and,
+// when cp is not nil, a pod of cp) must look at. Scanning only the pool's
+// frontier is enough when every type filtered out for a reason other than
+// size, zones or price is off the frontier: whatever such a search
+// prefers (more of every resource, offered wherever, no dearer), a type's
+// dominator on the frontier has, so it passes the same filters and is at
+// least as good. Label requirements are the filters that can cut a
+// frontier type: then the search scans every type.
+func (s *solver) searchList(b *bin, cp *classPool) []int {
+	ps := b.pool
+	if ps.hasLimits || b.labelCut || (cp != nil && !cp.labelAll) {
+		return ps.allIdx
+	}
+	return ps.frontier
+}
+
+// newBinFor is a new node of pool ps for the level: the cheapest type that
+// takes one pod, in a zone and capacity type the topology allows.
+func (s *solver) newBinFor(l *level, ps *poolState, want int) (*growth, string) {
+	cp := l.pools[ps.idx]
+	if !cp.ok || (s.capPool != nil && ps != s.capPool) {
+		return nil, ""
+	}
+	if !s.withinLimits(ps, s.dims.zero(), nil, 1) {
+		return nil, fmt.Sprintf("exceeds pool %q nodes limit", ps.pool.Name)
+	}
+	for _, p := range l.cls.ports {
+		for _, q := range ps.dsPorts {
+			if p.conflicts(q) {
+				return nil, fmt.Sprintf("host port %d/%s is taken by a DaemonSet on pool %q's nodes", p.port, p.proto, ps.pool.Name)
+			}
+		}
+	}
+	tmp := &bin{id: len(s.bins), pool: ps, zone: -1, ct: -1, typ: -1,
+		types: cp.types.clone(), labelCut: !cp.labelAll, zoneMask: cp.zoneMask, ctMask: cp.ctMask,
+		custom: ps.custom, used: s.dims.zero(), ports: append([]hostPort(nil), ps.dsPorts...)}
+	zm, cm := tmp.zoneMask, tmp.ctMask
+	if l.zoneKey || l.ctKey {
+		zm, cm = 0, 0
+		for _, z := range s.zoneCandidates(l, tmp) {
+			for _, ct := range s.ctCandidates(l, tmp) {
+				if s.topoAllow(l, tmp, z, ct, 1) > 0 {
+					if z < 0 {
+						zm |= tmp.zoneMask
+					} else {
+						zm |= maskOf(z)
+					}
+					if ct < 0 {
+						cm |= tmp.ctMask
+					} else {
+						cm |= maskOf(ct)
+					}
+				}
+			}
+		}
+		if zm == 0 || cm == 0 {
+			return nil, s.topologyReason(l)
+		}
+	}
+	typeTopo := false
+	for _, key := range l.otherKeys {
+		if s.isTypeKey(s.keys[key].name) {
+			typeTopo = true
+		}
+	}
+	if typeTopo {
+		tmp.zoneMask &= zm
+		tmp.ctMask &= cm
+	}
+	best, bestPrice := -1, 0.0
+	limited := false
+	for i, t := range ps.types {
+		if best >= 0 && t.minPrice > bestPrice {
+			break
+		}
+		if !cp.types.has(i) || t.zoneMask&zm == 0 || t.ctMask&cm == 0 || !l.cls.req.le(t.net) {
+			continue
+		}
+		o, ok := t.price(zm, cm)
+		if !ok || (best >= 0 && o.price >= bestPrice) || (s.priceCap > 0 && o.price >= s.priceCap) {
+			continue
+		}
+		if ps.hasLimits && !s.withinLimits(ps, t.capv, nil, 1) {
+			limited = true
+			continue
+		}
+		if typeTopo && s.allowance(l, tmp, 1, i).k <= 0 {
+			continue // its type labels break the topology
+		}
+		best, bestPrice = i, o.price
+	}
+	if best < 0 {
+		if limited {
+			return nil, s.limitReason(ps, l)
+		}
+		return nil, fmt.Sprintf("no offering of pool %q fits the topology's zones", ps.pool.Name)
+	}
+	tmp.zoneMask &= zm
+	tmp.ctMask &= cm
+	ch := s.allowance(l, tmp, want, best)
+	if ch.k <= 0 {
+		for _, mv := range ps.minValues {
+			if !s.minValuesHold(tmp, nil, l.cls.req) {
+				return nil, fmt.Sprintf("pool %q needs %d distinct %s values but fewer instance types hold the pod", ps.pool.Name, mv.n, mv.key)
+			}
+		}
+		return nil, s.topologyReason(l)
+	}
+	eff := math.Inf(1)
+	if bestPrice > 0 {
+		v, _ := s.usefulValue(l, want, ps.types[best].net, nil)
+		eff = v / bestPrice
+	}
+	return &growth{ps: ps, typ: best, ch: ch, eff: eff, dp: bestPrice, template: tmp}, ""
+}
+
+// openBin creates the new bin of a growth.
+func (s *solver) openBin(g *growth) *bin {
+	b := g.template
+	b.id = len(s.bins)
+	b.typ = g.typ
+	b.offer, _ = g.ps.types[g.typ].price(b.zoneMask, b.ctMask)
+	g.ps.usage.add(g.ps.types[g.typ].capv)
+	g.ps.usageNodes++
+	s.bins = append(s.bins, b)
+	return b
+}
+
+// setType changes a new bin's type, keeping pool usage in step.
+func (s *solver) setType(b *bin, typ int) {
+	if s.jr != nil {
+		s.jr.touch(b)
+	}
+	b.ver++
+	ps := b.pool
+	if typ != b.typ {
+		ps.usage.sub(ps.types[b.typ].capv)
+		ps.usage.add(ps.types[typ].capv)
+		b.typ = typ
+	}
+	b.offer, _ = ps.types[typ].price(b.zoneMask, b.ctMask)
+}
+
+// withinLimits tells whether the pool stays within its limits when a node
+// of capacity add replaces one of capacity drop (nil: none), with extra
+// nodes added.
+func (s *solver) withinLimits(ps *poolState, add, drop vec, extraNodes int64) bool {
+	if ps.limitNodes >= 0 && ps.usageNodes+extraNodes > ps.limitNodes {
+		return false
+	}
+	for i, lim := range ps.limit {
+		if lim == math.MaxInt64 {
+			continue
+		}
+		u := ps.usage[i] + add[i]
+		if drop != nil {
+			u -= drop[i]
+		}
+		if u > lim {
+			return false
+		}
+	}
+	return true
+}
+
+// limitReason names the limit that stops a new node for the class.
+func (s *solver) limitReason(ps *poolState, l *level) string {
+	for i, lim := range ps.limit {
+		if lim == math.MaxInt64 {
+			continue
+		}
+		smallest := int64(math.MaxInt64)
+		for _, t := range ps.types {
+			if l.cls.req.le(t.net) && t.capv[i] < smallest {
+				smallest = t.capv[i]
+			}
+		}
+		if ps.usage[i]+smallest > lim {
+			return fmt.Sprintf("exceeds pool %q %s limit", ps.pool.Name, s.dims.names[i])
+		}
+	}
+	return "exceeds pool " + strconv.Quote(ps.pool.Name) + " limits"
+}

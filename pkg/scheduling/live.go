@@ -1,0 +1,109 @@
+package scheduling
+
+// Closed bins. A node that cannot take the smallest pending pod (the
+// per-resource minimum of the requests of the classes still to place),
+// even grown to its biggest allowed type, can take no pending pod: the
+// packer's searches for paid room and for growth skip it. Packing only
+// adds pods and narrows a bin's types, so a closed bin stays closed while
+// that minimum does not fall; the local search, which takes pods off and
+// widens bins, and a fall of the minimum mark the list for a rebuild.
+// This keeps a growth step's cost with the open nodes (the few still
+// growing) instead of all nodes: few big pods at 50,000 pods open
+// thousands of nodes that are all full.
+
+// openState caches whether a bin was open at a bin version and a minimum.
+type openState struct {
+	ver  uint32
+	gen  uint32
+	ok   bool // computed
+	open bool
+}
+
+// noteShrink marks the open list stale: some bin may have room again.
+func (s *solver) noteShrink() { s.liveStale = true }
+
+// setMinPending sets the minimum pending request from the classes with
+// pods left and the level being placed (whose class may be one the local
+// search put back).
+func (s *solver) setMinPending(l *level) {
+	m := l.cls.req.clone()
+	for _, c := range s.classes {
+		if c.remaining > 0 && c.err == "" {
+			for i, v := range c.req {
+				m[i] = min(m[i], v)
+			}
+		}
+	}
+	if s.minPending == nil {
+		s.minPending, s.liveStale = m, true
+		return
+	}
+	same := true
+	for i := range m {
+		if m[i] < s.minPending[i] {
+			s.liveStale = true
+		}
+		if m[i] != s.minPending[i] {
+			same = false
+		}
+	}
+	if !same {
+		s.minPending = m
+		s.minGen++
+	}
+}
+
+// isOpen tells whether b might take a pod of at least minPending.
+func (s *solver) isOpen(b *bin) bool {
+	if b.open.ok && b.open.ver == b.ver && b.open.gen == s.minGen {
+		return b.open.open
+	}
+	open := false
+	need := b.used.clone()
+	need.add(s.minPending)
+	switch {
+	case b.node != nil:
+		open = need.le(b.alloc)
+	case b.typ < 0 || len(b.entries) == 0:
+		open = true // dropped or empty: the searches decide
+	default:
+		ps := b.pool
+		for _, i := range s.searchList(b, nil) {
+			if b.types.has(i) && need.le(ps.types[i].net) {
+				open = true
+				break
+			}
+		}
+	}
+	b.open = openState{ver: b.ver, gen: s.minGen, ok: true, open: open}
+	return open
+}
+
+// liveBins are the bins, in order, that may take a pod of l's class.
+// placeAt calls setMinPending first (remaining counts change only
+// between its calls).
+func (s *solver) liveBins() []*bin {
+	if s.liveStale {
+		s.live = s.live[:0]
+		for _, b := range s.bins {
+			if s.isOpen(b) {
+				s.live = append(s.live, b)
+			}
+		}
+		s.liveStale = false
+		s.liveLen = len(s.bins)
+		return s.live
+	}
+	// Bins opened since the last call.
+	s.live = append(s.live, s.bins[s.liveLen:]...)
+	s.liveLen = len(s.bins)
+	j := 0
+	for _, b := range s.live {
+		if s.isOpen(b) {
+			s.live[j] = b
+			j++
+		}
+	}
+	s.live = s.live[:j]
+	return s.live
+}
