@@ -71,14 +71,44 @@ func fill(t testing.TB, s Size) (*world, float64) {
 	applySpecs(t, kube, Specs(ami))
 	cfg := *kube.Config
 	cfg.QPS, cfg.Burst = 5000, 5000
+	cfg.ContentType = "application/vnd.kubernetes.protobuf"
 	admin, err := kubernetes.NewForConfig(&cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	nodes, err := (&Generator{Kube: admin, EC2: sim}).Fill(ctx, s)
+	g := &Generator{Kube: admin, EC2: sim, Etcd: kube.EtcdURL}
+	if os.Getenv("JOIST_SCALE_FILL") == "api" { // every object through the API server
+		g.Etcd = ""
+	}
+	nodes, err := g.Fill(ctx, s)
 	if err != nil {
 		t.Fatalf("fill %v: %v", s, err)
+	}
+	// The API server's (consistent) list sees every object written.
+	for _, c := range []struct {
+		what string
+		n    int
+		list func() (metav1.ListInterface, error)
+	}{
+		{"nodes", s.Nodes, func() (metav1.ListInterface, error) {
+			return admin.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1})
+		}},
+		{"pods", s.Pods + s.Pending, func() (metav1.ListInterface, error) {
+			return admin.CoreV1().Pods("").List(ctx, metav1.ListOptions{Limit: 1})
+		}},
+	} {
+		l, err := c.list()
+		if err != nil {
+			t.Fatalf("list %s: %v", c.what, err)
+		}
+		got := 1
+		if r := l.GetRemainingItemCount(); r != nil {
+			got += int(*r)
+		}
+		if got != c.n {
+			t.Fatalf("the API server lists %d %s, want %d", got, c.what, c.n)
+		}
 	}
 	return &world{kube: kube, admin: admin, sim: sim, ec2: srv.URL, nodes: nodes}, time.Since(start).Seconds()
 }
