@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,6 +50,7 @@ type passReport struct {
 	Launched      int     `json:"launched"`
 	Nominated     int     `json:"nominated"`
 	Unschedulable int     `json:"unschedulable"`
+	Retired       int     `json:"retired"`
 	Error         string  `json:"error,omitempty"`
 }
 
@@ -155,12 +158,15 @@ func applySpecs(t testing.TB, kube *testenv.KubeEnv, manifests string) {
 	}
 }
 
-// passBinary builds test/scale/pass once per test binary.
-func passBinary(t testing.TB) string {
+// passBinary builds test/scale/pass.
+func passBinary(t testing.TB) string { return build(t, "pass", "./test/scale/pass") }
+
+// build builds a command of the module into build/scale.
+func build(t testing.TB, name, pkg string) string {
 	t.Helper()
 	dir := filepath.Join(testenv.RepoRoot(), "build", "scale")
-	bin := filepath.Join(dir, "pass")
-	cmd := exec.Command("go", "build", "-o", bin, "./test/scale/pass")
+	bin := filepath.Join(dir, name)
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
 	cmd.Dir = testenv.RepoRoot()
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -354,7 +360,71 @@ func BenchmarkScalePass(b *testing.B) {
 				w.unplan(b, s.Pending)
 			}
 		}
+		rep, rss, api := w.pass(b, "JOIST_PASS_FUNCTION=reaper")
+		fmt.Printf("| %d | %d | %d | reaper (disruption pass) | %.2f | %.0f | %.0f | %.0f | %.1f | %d | %d/%d/%d | retired %d | | |\n",
+			s.Nodes, s.Pods, s.Pending, rep.WallSeconds, mb(rep.PeakHeapBytes), mb(uint64(rss)), mb(rep.AllocBytes), mb(uint64(api.bytes)),
+			api.requests, api.cacheLists, api.etcdLists, api.fallbacks, rep.Retired)
+		sync, peak, now := w.forwarder(b)
+		fmt.Printf("| %d | %d | %d | forwarder: informers synced | %.2f | | %.0f (now %.0f) | | | | | | | |\n",
+			s.Nodes, s.Pods, s.Pending, sync, mb(uint64(peak)), mb(uint64(now)))
 	}
+}
+
+// forwarder starts the forwarder (cmd/forwarder) on the cluster and
+// measures how long its informers take to sync, its peak RSS by then and
+// its RSS once synced. Its EventBridge is unreachable (the puts fail and
+// are retried; memory is what is measured).
+func (w *world) forwarder(t testing.TB) (syncSeconds float64, peakRSS, rss int64) {
+	t.Helper()
+	bin := build(t, "forwarder", "./cmd/forwarder")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	cmd := exec.Command(bin)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "KUBECONFIG=" + w.kube.Kubeconfig,
+		"CLUSTER_NAME=" + Cluster, "EVENT_BUS_NAME=bench", "AWS_REGION=ap-northeast-2", "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test",
+		"AWS_ENDPOINT_URL=http://127.0.0.1:9", "JOIST_HEALTH_ADDR=" + addr}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
+	for {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Since(start) > 10*time.Minute {
+			t.Fatalf("forwarder not ready after %s:\n%s", time.Since(start), out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	syncSeconds = time.Since(start).Seconds()
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 3 && f[2] == "kB" {
+			v, _ := strconv.ParseInt(f[1], 10, 64)
+			switch f[0] {
+			case "VmHWM:":
+				peakRSS = v * 1024
+			case "VmRSS:":
+				rss = v * 1024
+			}
+		}
+	}
+	return syncSeconds, peakRSS, rss
 }
 
 // unplan takes the pending pods' nominations back, so the next pass
