@@ -12,6 +12,8 @@ import (
 	"os"
 	"runtime/metrics"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -27,9 +29,28 @@ type Report struct {
 	Launched      int     `json:"launched"`
 	Nominated     int     `json:"nominated"`
 	Unschedulable int     `json:"unschedulable"`
+	// PeakRSSBytes is the process's VmHWM (/proc/self/status): the
+	// parent's rusage maxrss would count the test process's RSS at fork.
+	PeakRSSBytes uint64 `json:"peakRSSBytes"`
 	// Reaper passes (JOIST_PASS_FUNCTION=reaper): nodes retired.
 	Retired int    `json:"retired"`
 	Error   string `json:"error,omitempty"`
+}
+
+// peakRSS is the process's resident set high-water mark (VmHWM), 0 if
+// unknown.
+func peakRSS() uint64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseUint(f[1], 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
 }
 
 func main() {
@@ -114,6 +135,7 @@ func main() {
 	<-done
 	_, alloc1 := read()
 	r.WallSeconds, r.PeakHeapBytes, r.AllocBytes = wall.Seconds(), peak.Load(), alloc1-alloc0
+	r.PeakRSSBytes = peakRSS()
 	if err != nil {
 		r.Error = err.Error()
 	}
