@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/joist-dev/joist/pkg/launch"
+	"github.com/joist-dev/joist/pkg/termination"
 	"github.com/joist-dev/joist/test/ec2sim"
 )
 
@@ -345,7 +346,7 @@ func node(i int, id, zone string) *corev1.Node {
 		})
 	}
 	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{termination.Finalizer}, Labels: map[string]string{
 			"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
 			"node.kubernetes.io/instance-type": "t3.xlarge", "topology.kubernetes.io/zone": zone,
 			"topology.kubernetes.io/region": "ap-northeast-2", "karpenter.sh/capacity-type": "on-demand",
