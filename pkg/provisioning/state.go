@@ -25,8 +25,11 @@ type cluster struct {
 	spec      *model.Spec
 	instances []launch.Instance
 	nodes     []*corev1.Node
-	// bound are the pods on each node, by node name.
+	// bound are the pods on each node, by node name, that the pass may
+	// move or whose terms it reads (see readBound); compact are all the
+	// others, in the least the simulator reads of them.
 	bound   map[string][]*corev1.Pod
+	compact map[string][]scheduling.BoundPod
 	pending []*corev1.Pod
 	// planned are pending pods waiting for a live instance, by instance.
 	planned map[string][]*corev1.Pod
@@ -73,7 +76,7 @@ func (c *cluster) asMoving(pod *corev1.Pod) *corev1.Pod {
 // room already taken. The bound pods, by far the largest read, are read
 // only when the pass has something to plan (needsBound).
 func (p *Provisioner) read(ctx context.Context) (*cluster, error) {
-	c := &cluster{bound: map[string][]*corev1.Pod{}, planned: map[string][]*corev1.Pod{}}
+	c := &cluster{bound: map[string][]*corev1.Pod{}, compact: map[string][]scheduling.BoundPod{}, planned: map[string][]*corev1.Pod{}}
 	var err error
 	if c.spec, err = p.Specs(ctx); err != nil {
 		return nil, fmt.Errorf("read specs: %w", err)
@@ -133,17 +136,35 @@ func (p *Provisioner) needsBound(c *cluster) bool {
 }
 
 // readBound reads the pods bound to a node that are not finished, by
-// node, page by page, reduced (kube.ReducePod) and compacted to what the
-// simulator reads of a bound pod (scheduling.Compact).
+// node, page by page, reduced (kube.ReducePod). Each is kept in its
+// compact form (scheduling.BoundPod, ~100 bytes) unless the pass may move
+// it or reads more of it: a pod of a node being retired, one a replacement
+// waits for (pods.AnnotationReplacement), one with pod affinity terms (the
+// simulator and scheduling.ReadsNamespaces read them); those are kept
+// whole, compacted (scheduling.Compact) and copied out of their page.
 func (p *Provisioner) readBound(ctx context.Context, c *cluster) error {
+	retiring := map[string]bool{}
+	if p.retiring != nil {
+		for _, n := range p.retiring.Nodes {
+			retiring[n] = true
+		}
+	}
 	sel := fields.OneTermNotEqualSelector("spec.nodeName", "").String()
 	in := kube.NewInterner()
 	err := p.Kube.EachPod(ctx, sel, in, func(bp *corev1.Pod) {
 		if bp.Status.Phase == corev1.PodSucceeded || bp.Status.Phase == corev1.PodFailed {
 			return
 		}
-		scheduling.Compact(bp, in.ResourceList)
-		c.bound[bp.Spec.NodeName] = append(c.bound[bp.Spec.NodeName], bp)
+		node := bp.Spec.NodeName
+		if a := bp.Spec.Affinity; !retiring[node] && pods.ReplacementInstance(bp) == "" && (a == nil || a.PodAffinity == nil && a.PodAntiAffinity == nil) {
+			if b, ok := scheduling.NewBoundPod(bp, in.ResourceList); ok {
+				c.compact[node] = append(c.compact[node], b)
+				return
+			}
+		}
+		whole := *bp
+		scheduling.Compact(&whole, in.ResourceList)
+		c.bound[node] = append(c.bound[node], &whole)
 	})
 	if err != nil {
 		return fmt.Errorf("list bound pods: %w", err)
@@ -341,7 +362,7 @@ func (p *Provisioner) simulatorNodes(c *cluster) []*scheduling.Node {
 		out = append(out, &scheduling.Node{
 			Name: n.Name, Pool: pool, Labels: n.Labels, Taints: withoutStartupTaints(n.Spec.Taints, pools[pool]),
 			Unschedulable: n.Spec.Unschedulable || n.DeletionTimestamp != nil || !pods.NodeReady(n) && !isNew(n),
-			Capacity:      n.Status.Capacity, Allocatable: n.Status.Allocatable, Pods: onNode,
+			Capacity:      n.Status.Capacity, Allocatable: n.Status.Allocatable, Pods: onNode, Bound: c.compact[n.Name],
 		})
 	}
 	for _, inst := range c.instances {

@@ -68,6 +68,10 @@ func (s *solver) buildExisting() {
 			b.used.add(s.dims.fromList(podRequests(p)))
 			b.ports = append(b.ports, podHostPorts(p)...)
 		}
+		for i := range n.Bound {
+			b.used.add(s.dims.fromList(n.Bound[i].Requests))
+			b.ports = append(b.ports, n.Bound[i].ports...)
+		}
 		for _, t := range n.Taints {
 			if n.InFlight && ephemeralTaints[t.Key] {
 				continue
@@ -112,6 +116,11 @@ func (s *solver) buildExisting() {
 }
 
 func hasDaemonPod(n *Node, ns, name string) bool {
+	for i := range n.Bound {
+		if n.Bound[i].DaemonSet == name && n.Bound[i].Namespace == ns {
+			return true
+		}
+	}
 	for _, p := range n.Pods {
 		if p.Namespace != ns {
 			continue

@@ -356,14 +356,20 @@ func (s *solver) buildTopology() {
 	s.indexGroups()
 	// Count existing pods.
 	for _, b := range s.existingBins {
-		for _, p := range b.node.Pods {
-			for _, g := range s.candidateGroups(p.Labels) {
-				if g.matches(s, p.Namespace, p.Labels) && g.countsOn(b) {
+		count := func(ns string, labels map[string]string) {
+			for _, g := range s.candidateGroups(labels) {
+				if g.matches(s, ns, labels) && g.countsOn(b) {
 					d := s.domain(b, g.key, -1, -1)
 					inc(&g.counts, d, 1)
 					g.total++
 				}
 			}
+		}
+		for _, p := range b.node.Pods {
+			count(p.Namespace, p.Labels)
+		}
+		for i := range b.node.Bound {
+			count(b.node.Bound[i].Namespace, b.node.Bound[i].Labels)
 		}
 	}
 	for _, o := range existingOwners {

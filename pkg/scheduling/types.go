@@ -59,6 +59,10 @@ type Node struct {
 	// Pods are the pods bound to the node (DaemonSet pods included) or, for
 	// an in-flight node, the pods already planned onto it.
 	Pods []*corev1.Pod
+	// Bound are more pods bound to the node, in their compact form
+	// (NewBoundPod): what a reader of a large cluster gives for the
+	// running pods nothing moves. Solve reads them as it reads Pods.
+	Bound []BoundPod
 	// PricePerHour is informational (it is not part of the plan's cost).
 	PricePerHour float64
 }

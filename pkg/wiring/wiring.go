@@ -137,6 +137,9 @@ func Load(ctx context.Context) (*Env, error) {
 	// let a few hundred repeated Events fill a pass. One decider runs at a
 	// time, so the API server sees one such client per cluster.
 	rc.QPS, rc.Burst = KubeQPS, KubeBurst
+	// JOIST_KUBE_COMPRESSION=off asks the API server for uncompressed
+	// responses (docs/scale.md measures both).
+	rc.DisableCompression = os.Getenv("JOIST_KUBE_COMPRESSION") == "off"
 	setMemoryLimit()
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {

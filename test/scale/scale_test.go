@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +19,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -47,7 +50,12 @@ type passReport struct {
 	Launched      int     `json:"launched"`
 	Nominated     int     `json:"nominated"`
 	Unschedulable int     `json:"unschedulable"`
+	Retired       int     `json:"retired"`
+	PeakRSSBytes  int64   `json:"peakRSSBytes"`
 	Error         string  `json:"error,omitempty"`
+	// CPUSeconds is the pass process's user and system time (rusage):
+	// unlike wall time, not inflated by a busy machine.
+	CPUSeconds float64 `json:"-"`
 }
 
 // world is a filled cluster ready for a pass.
@@ -71,16 +79,61 @@ func fill(t testing.TB, s Size) (*world, float64) {
 	applySpecs(t, kube, Specs(ami))
 	cfg := *kube.Config
 	cfg.QPS, cfg.Burst = 5000, 5000
+	cfg.ContentType = "application/vnd.kubernetes.protobuf"
 	admin, err := kubernetes.NewForConfig(&cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	nodes, err := (&Generator{Kube: admin, EC2: sim}).Fill(ctx, s)
+	g := &Generator{Kube: admin, EC2: sim, Etcd: kube.EtcdURL}
+	if os.Getenv("JOIST_SCALE_FILL") == "api" { // every object through the API server
+		g.Etcd = ""
+	}
+	nodes, err := g.Fill(ctx, s)
 	if err != nil {
 		t.Fatalf("fill %v: %v", s, err)
 	}
-	return &world{kube: kube, admin: admin, sim: sim, ec2: srv.URL, nodes: nodes}, time.Since(start).Seconds()
+	// The API server's (consistent) list sees every object written.
+	for _, c := range []struct {
+		what string
+		n    int
+		list func() (metav1.ListInterface, error)
+	}{
+		{"nodes", s.Nodes, func() (metav1.ListInterface, error) {
+			return admin.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1})
+		}},
+		{"pods", s.Pods + s.Pending, func() (metav1.ListInterface, error) {
+			return admin.CoreV1().Pods("").List(ctx, metav1.ListOptions{Limit: 1})
+		}},
+	} {
+		l, err := c.list()
+		if err != nil {
+			t.Fatalf("list %s: %v", c.what, err)
+		}
+		got := 1
+		if r := l.GetRemainingItemCount(); r != nil {
+			got += int(*r)
+		}
+		if got != c.n {
+			t.Fatalf("the API server lists %d %s, want %d", got, c.what, c.n)
+		}
+	}
+	filled := time.Since(start).Seconds()
+	// The API server answers consistent lists from its watch cache once
+	// the cache has caught up with etcd (else, after 3 s, from etcd: a
+	// pending-pods list then decodes every pod). A busy API server's cache
+	// is up to date (EKS's is); wait until the pending-pods list is quick.
+	for deadline := time.Now().Add(10 * time.Minute); ; {
+		t0 := time.Now()
+		_, err := admin.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=,status.phase=Pending", Limit: 500})
+		if err == nil && time.Since(t0) < 2*time.Second {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the API server's pending-pods list still takes %s (%v)", time.Since(t0), err)
+		}
+	}
+	return &world{kube: kube, admin: admin, sim: sim, ec2: srv.URL, nodes: nodes}, filled
 }
 
 func applySpecs(t testing.TB, kube *testenv.KubeEnv, manifests string) {
@@ -109,12 +162,15 @@ func applySpecs(t testing.TB, kube *testenv.KubeEnv, manifests string) {
 	}
 }
 
-// passBinary builds test/scale/pass once per test binary.
-func passBinary(t testing.TB) string {
+// passBinary builds test/scale/pass.
+func passBinary(t testing.TB) string { return build(t, "pass", "./test/scale/pass") }
+
+// build builds a command of the module into build/scale.
+func build(t testing.TB, name, pkg string) string {
 	t.Helper()
 	dir := filepath.Join(testenv.RepoRoot(), "build", "scale")
-	bin := filepath.Join(dir, "pass")
-	cmd := exec.Command("go", "build", "-o", bin, "./test/scale/pass")
+	bin := filepath.Join(dir, name)
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
 	cmd.Dir = testenv.RepoRoot()
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -123,12 +179,26 @@ func passBinary(t testing.TB) string {
 	return bin
 }
 
-// apiServerTotals sums the API server's request count and response
-// bytes over every verb and resource (/metrics).
-func apiServerTotals(ctx context.Context, c kubernetes.Interface) (requests, bytes int64, err error) {
+// apiTotals are sums over the API server's metrics (/metrics).
+type apiTotals struct {
+	requests int64 // apiserver_request_total, every verb and resource
+	bytes    int64 // apiserver_response_sizes_sum: response bytes
+	// lists answered from the watch cache and from etcd
+	// (apiserver_storage_list_total by its storage label), and
+	// consistent reads the cache could not answer in time, handed to etcd
+	// (apiserver_watch_cache_consistent_read_total{fallback="true"}).
+	cacheLists, etcdLists, fallbacks int64
+}
+
+func (a apiTotals) minus(b apiTotals) apiTotals {
+	return apiTotals{a.requests - b.requests, a.bytes - b.bytes, a.cacheLists - b.cacheLists, a.etcdLists - b.etcdLists, a.fallbacks - b.fallbacks}
+}
+
+func apiServerTotals(ctx context.Context, c kubernetes.Interface) (apiTotals, error) {
+	var t apiTotals
 	raw, err := c.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return 0, 0, fmt.Errorf("read the API server's metrics: %w", err)
+		return t, fmt.Errorf("read the API server's metrics: %w", err)
 	}
 	sc := bufio.NewScanner(strings.NewReader(string(raw)))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -137,28 +207,34 @@ func apiServerTotals(ctx context.Context, c kubernetes.Interface) (requests, byt
 		var dst *int64
 		switch {
 		case strings.HasPrefix(line, "apiserver_request_total{"):
-			dst = &requests
+			dst = &t.requests
 		case strings.HasPrefix(line, "apiserver_response_sizes_sum{"):
-			dst = &bytes
+			dst = &t.bytes
+		case strings.HasPrefix(line, "apiserver_storage_list_total{") && strings.Contains(line, `storage="watchcache"`):
+			dst = &t.cacheLists
+		case strings.HasPrefix(line, "apiserver_storage_list_total{") && strings.Contains(line, `storage="etcd"`):
+			dst = &t.etcdLists
+		case strings.HasPrefix(line, "apiserver_watch_cache_consistent_read_total{") && strings.Contains(line, `fallback="true"`):
+			dst = &t.fallbacks
 		default:
 			continue
 		}
 		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
 		if err != nil {
-			return 0, 0, fmt.Errorf("metrics line %q: %w", line, err)
+			return t, fmt.Errorf("metrics line %q: %w", line, err)
 		}
 		*dst += int64(v)
 	}
-	return requests, bytes, sc.Err()
+	return t, sc.Err()
 }
 
 // pass runs one provisioner pass as its own process, as the provisioner
 // function is configured (512 MB).
-func (w *world) pass(t testing.TB) (passReport, int64, int64, int64) {
+func (w *world) pass(t testing.TB, env ...string) (passReport, int64, apiTotals) {
 	t.Helper()
 	ctx := context.Background()
 	bin := passBinary(t)
-	r0, b0, err := apiServerTotals(ctx, w.admin)
+	before, err := apiServerTotals(ctx, w.admin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +249,8 @@ func (w *world) pass(t testing.TB) (passReport, int64, int64, int64) {
 		"DEFAULT_INSTANCE_PROFILE=KarpenterNodeInstanceProfile-" + Cluster, "AWS_LAMBDA_FUNCTION_MEMORY_SIZE=512",
 		"LOG_LEVEL=warn",
 	}
-	for _, k := range []string{"JOIST_PASS_PROFILE", "GODEBUG", "GOGC"} {
+	cmd.Env = append(cmd.Env, env...)
+	for _, k := range []string{"JOIST_PASS_PROFILE", "GODEBUG", "GOGC", "JOIST_KUBE_COMPRESSION"} {
 		if v := os.Getenv(k); v != "" {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
@@ -181,7 +258,7 @@ func (w *world) pass(t testing.TB) (passReport, int64, int64, int64) {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	runErr := cmd.Run()
-	r1, b1, err := apiServerTotals(ctx, w.admin)
+	after, err := apiServerTotals(ctx, w.admin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,14 +269,19 @@ func (w *world) pass(t testing.TB) (passReport, int64, int64, int64) {
 			found = json.Unmarshal([]byte(j), &rep) == nil
 		}
 	}
-	if runErr != nil || !found || rep.Error != "" {
-		t.Fatalf("pass failed: %v %s\n%s", runErr, rep.Error, out.String())
-	}
-	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss * 1024
+	api := after.minus(before)
 	// Less the first metrics read, counted once it was answered (the
 	// second is not in the totals it returns; response sizes count
 	// resource requests only).
-	return rep, rss, r1 - r0 - 1, b1 - b0
+	api.requests--
+	if runErr != nil || !found || rep.Error != "" {
+		t.Fatalf("pass failed: %v %s (API server: %+v)\n%s", runErr, rep.Error, api, out.String())
+	}
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	rep.CPUSeconds = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	// The pass's own VmHWM: rusage's maxrss of a child starts from the
+	// parent's RSS at fork.
+	return rep, rep.PeakRSSBytes, api
 }
 
 // TestScalePass is the benchmark's correctness check on a small cluster:
@@ -210,8 +292,10 @@ func (w *world) pass(t testing.TB) (passReport, int64, int64, int64) {
 func TestScalePass(t *testing.T) {
 	s := Size{Nodes: 4, Pods: 4*2 + 40, Pending: 10}
 	w, _ := fill(t, s)
-	rep, rss, reqs, bytes := w.pass(t)
-	t.Logf("%v: pass %.2fs, peak heap %.1f MB, peak RSS %.1f MB, %d requests, %.2f MB read", s, rep.WallSeconds, mb(rep.PeakHeapBytes), mb(uint64(rss)), reqs, mb(uint64(bytes)))
+	rep, rss, api := w.pass(t)
+	reqs, bytes := api.requests, api.bytes
+	t.Logf("%v: pass %.2fs, peak heap %.1f MB, peak RSS %.1f MB, %d requests, %.2f MB read, lists from cache %d, from etcd %d, consistent-read fallbacks %d",
+		s, rep.WallSeconds, mb(rep.PeakHeapBytes), mb(uint64(rss)), reqs, mb(uint64(bytes)), api.cacheLists, api.etcdLists, api.fallbacks)
 	if rep.Pending != s.Pending || rep.Nominated != s.Pending || rep.Unschedulable != 0 {
 		t.Fatalf("pass: %+v; want all %d pending pods nominated", rep, s.Pending)
 	}
@@ -266,12 +350,98 @@ func BenchmarkScalePass(b *testing.B) {
 	w, fillSeconds := fill(b, s)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		// The first pass plans the pending pods; the second finds them
+		// The first passes plan the pending pods (their nominations are
+		// taken back after each, so the next plans them again), with the
+		// API server's responses gzip'd and not; the last finds them
 		// planned onto live instances, the pass most events cause.
-		for _, kind := range []string{"plans the pending pods", "nothing to plan"} {
-			rep, rss, reqs, bytes := w.pass(b)
-			fmt.Printf("| %d | %d | %d | %s | %.2f | %.0f | %.0f | %.0f | %.1f | %d | %d | %d | fill %.0fs |\n",
-				s.Nodes, s.Pods, s.Pending, kind, rep.WallSeconds, mb(rep.PeakHeapBytes), mb(uint64(rss)), mb(rep.AllocBytes), mb(uint64(bytes)), reqs, rep.Launched, rep.Nominated, fillSeconds)
+		for _, p := range []struct{ kind, env string }{
+			{"plans the pending pods, uncompressed", "JOIST_KUBE_COMPRESSION=off"},
+			{"plans the pending pods", "JOIST_KUBE_COMPRESSION=on"},
+			{"nothing to plan", "JOIST_KUBE_COMPRESSION=on"},
+		} {
+			rep, rss, api := w.pass(b, p.env)
+			fmt.Printf("| %d | %d | %d | %s | %.2f | %.2f | %.0f | %.0f | %.0f | %.1f | %d | %d/%d/%d | %d | %d | fill %.0fs |\n",
+				s.Nodes, s.Pods, s.Pending, p.kind, rep.WallSeconds, rep.CPUSeconds, mb(rep.PeakHeapBytes), mb(uint64(rss)), mb(rep.AllocBytes), mb(uint64(api.bytes)),
+				api.requests, api.cacheLists, api.etcdLists, api.fallbacks, rep.Launched, rep.Nominated, fillSeconds)
+			if p.kind == "plans the pending pods, uncompressed" {
+				w.unplan(b, s.Pending)
+			}
+		}
+		rep, rss, api := w.pass(b, "JOIST_PASS_FUNCTION=reaper")
+		fmt.Printf("| %d | %d | %d | reaper (disruption pass) | %.2f | %.2f | %.0f | %.0f | %.0f | %.1f | %d | %d/%d/%d | retired %d | | |\n",
+			s.Nodes, s.Pods, s.Pending, rep.WallSeconds, rep.CPUSeconds, mb(rep.PeakHeapBytes), mb(uint64(rss)), mb(rep.AllocBytes), mb(uint64(api.bytes)),
+			api.requests, api.cacheLists, api.etcdLists, api.fallbacks, rep.Retired)
+		sync, peak, now := w.forwarder(b)
+		fmt.Printf("| %d | %d | %d | forwarder: informers synced | %.2f | | | %.0f (now %.0f) | | | | | | | |\n",
+			s.Nodes, s.Pods, s.Pending, sync, mb(uint64(peak)), mb(uint64(now)))
+	}
+}
+
+// forwarder starts the forwarder (cmd/forwarder) on the cluster and
+// measures how long its informers take to sync, its peak RSS by then and
+// its RSS once synced. Its EventBridge is unreachable (the puts fail and
+// are retried; memory is what is measured).
+func (w *world) forwarder(t testing.TB) (syncSeconds float64, peakRSS, rss int64) {
+	t.Helper()
+	bin := build(t, "forwarder", "./cmd/forwarder")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	cmd := exec.Command(bin)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "KUBECONFIG=" + w.kube.Kubeconfig,
+		"CLUSTER_NAME=" + Cluster, "EVENT_BUS_NAME=bench", "AWS_REGION=ap-northeast-2", "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test",
+		"AWS_ENDPOINT_URL=http://127.0.0.1:9", "JOIST_HEALTH_ADDR=" + addr}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
+	for {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Since(start) > 10*time.Minute {
+			t.Fatalf("forwarder not ready after %s:\n%s", time.Since(start), out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	syncSeconds = time.Since(start).Seconds()
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 3 && f[2] == "kB" {
+			v, _ := strconv.ParseInt(f[1], 10, 64)
+			switch f[0] {
+			case "VmHWM:":
+				peakRSS = v * 1024
+			case "VmRSS:":
+				rss = v * 1024
+			}
+		}
+	}
+	return syncSeconds, peakRSS, rss
+}
+
+// unplan takes the pending pods' nominations back, so the next pass
+// plans them again.
+func (w *world) unplan(t testing.TB, n int) {
+	t.Helper()
+	patch := []byte(`{"metadata":{"annotations":{"` + pods.AnnotationInstance + `":null,"` + pods.AnnotationNominatedAt + `":null}}}`)
+	for i := 0; i < n; i++ {
+		if _, err := w.admin.CoreV1().Pods("app-0").Patch(context.Background(), PendingName(i), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatalf("unplan %s: %v", PendingName(i), err)
 		}
 	}
 }

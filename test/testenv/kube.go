@@ -26,8 +26,11 @@ type KubeEnv struct {
 	// AuditLog is the API server's audit log (JSON lines) of the requests
 	// Joist's identities made (see rbacAuditPolicy).
 	AuditLog string
-	env      *envtest.Environment
-	dir      string
+	// EtcdURL is etcd's client address (the API server stores under
+	// /registry): the scale benchmark writes bulk objects there directly.
+	EtcdURL string
+	env     *envtest.Environment
+	dir     string
 
 	idMu       sync.Mutex
 	identities map[string]string // user → kubeconfig path
@@ -152,7 +155,7 @@ func StartKube(apiserver, etcd string) (*KubeEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &KubeEnv{Config: cfg, Client: client, Kubeconfig: path, AuditLog: audit, env: env, dir: dir, identities: map[string]string{}}, nil
+	return &KubeEnv{Config: cfg, Client: client, Kubeconfig: path, AuditLog: audit, EtcdURL: env.ControlPlane.Etcd.URL.String(), env: env, dir: dir, identities: map[string]string{}}, nil
 }
 
 // Identity returns a kubeconfig file for a user in groups (a client

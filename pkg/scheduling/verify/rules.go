@@ -59,6 +59,11 @@ func daemonSetTolerations(p *corev1.Pod) []corev1.Toleration {
 // runsDaemonPod reports whether a node already runs a pod of the named
 // DaemonSet (one it owns).
 func runsDaemonPod(n *scheduling.Node, namespace, name string) bool {
+	for i := range n.Bound {
+		if n.Bound[i].DaemonSet == name && n.Bound[i].Namespace == namespace {
+			return true
+		}
+	}
 	for _, p := range n.Pods {
 		if p.Namespace != namespace {
 			continue

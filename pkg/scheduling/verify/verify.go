@@ -119,6 +119,9 @@ func (v *verifier) run() {
 			v.fail("node %s is cordoned but receives pods", n.Name)
 		}
 		vn.pods = append(vn.pods, n.Pods...)
+		for i := range n.Bound {
+			vn.pods = append(vn.pods, n.Bound[i].Pod())
+		}
 		vn.placed = placedOn[n.Name]
 		vn.pods = append(vn.pods, vn.placed...)
 		vn.daemons = [][]*corev1.Pod{nil}

@@ -1,5 +1,5 @@
-// Command pass runs one provisioner pass, built exactly as the
-// provisioner function builds it (pkg/wiring, from the function's
+// Command pass runs one provisioner pass (or one reaper pass), built exactly as the
+// function builds it (pkg/wiring, from the function's
 // environment), and prints what it did and cost as one JSON line: the
 // scale benchmark (test/scale) runs it as its own process so that the
 // pass's peak RSS is the pass's alone.
@@ -12,6 +12,8 @@ import (
 	"os"
 	"runtime/metrics"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -27,13 +29,60 @@ type Report struct {
 	Launched      int     `json:"launched"`
 	Nominated     int     `json:"nominated"`
 	Unschedulable int     `json:"unschedulable"`
-	Error         string  `json:"error,omitempty"`
+	// PeakRSSBytes is the process's VmHWM (/proc/self/status): the
+	// parent's rusage maxrss would count the test process's RSS at fork.
+	PeakRSSBytes uint64 `json:"peakRSSBytes"`
+	// Reaper passes (JOIST_PASS_FUNCTION=reaper): nodes retired.
+	Retired int    `json:"retired"`
+	Error   string `json:"error,omitempty"`
+}
+
+// peakRSS is the process's resident set high-water mark (VmHWM), 0 if
+// unknown.
+func peakRSS() uint64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseUint(f[1], 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
 }
 
 func main() {
 	ctx := context.Background()
-	env := wiring.MustLoad(ctx, "provisioner")
-	reconcile := env.MustReconciler("provisioner")
+	// JOIST_PASS_FUNCTION=reaper runs one pass of the reaper's disruption
+	// loop (pkg/reaping) instead of the provisioner's.
+	function := "provisioner"
+	if os.Getenv("JOIST_PASS_FUNCTION") == "reaper" {
+		function = "reaper"
+	}
+	env := wiring.MustLoad(ctx, function)
+	var pass func() (Report, error)
+	if function == "reaper" {
+		newReaper, err := env.Reaper()
+		if err != nil {
+			fmt.Println("JOIST-PASS {\"error\":" + fmt.Sprintf("%q", err.Error()) + "}")
+			os.Exit(1)
+		}
+		pass = func() (Report, error) {
+			res, err := newReaper(ctx, env.Metrics()).Pass(ctx)
+			return Report{Retired: len(res.Retired)}, err
+		}
+	} else {
+		reconcile := env.MustReconciler(function)
+		pass = func() (Report, error) {
+			res, err := reconcile(ctx, env.Metrics())
+			if err != nil {
+				return Report{}, err
+			}
+			return Report{Pending: res.Pending, Launched: len(res.Launched), Nominated: res.Nominated, Unschedulable: len(res.Unschedulable)}, nil
+		}
+	}
 
 	// The heap is sampled every 2 ms: its peak is the pass's memory.
 	var peak atomic.Uint64
@@ -80,16 +129,15 @@ func main() {
 		}
 	}()
 	start := time.Now()
-	res, err := reconcile(ctx, env.Metrics())
+	r, err := pass()
 	wall := time.Since(start)
 	close(stop)
 	<-done
 	_, alloc1 := read()
-	r := Report{WallSeconds: wall.Seconds(), PeakHeapBytes: peak.Load(), AllocBytes: alloc1 - alloc0}
+	r.WallSeconds, r.PeakHeapBytes, r.AllocBytes = wall.Seconds(), peak.Load(), alloc1-alloc0
+	r.PeakRSSBytes = peakRSS()
 	if err != nil {
 		r.Error = err.Error()
-	} else {
-		r.Pending, r.Launched, r.Nominated, r.Unschedulable = res.Pending, len(res.Launched), res.Nominated, len(res.Unschedulable)
 	}
 	b, _ := json.Marshal(r)
 	fmt.Println("JOIST-PASS " + string(b))
