@@ -98,7 +98,7 @@ bench-karpenter:
 	$(GO) build -o bin/benchtable ./pkg/scheduling/internal/benchtable
 	@echo "bench-karpenter: building test/karpenter (GOTOOLCHAIN=auto fetches go1.26.9; cold: ~5-20 min, warm: seconds)"
 	cd test/karpenter && GOTOOLCHAIN=auto $(GO) mod tidy -diff || { echo "test/karpenter/go.mod is not tidy: run (cd test/karpenter && GOTOOLCHAIN=auto go mod tidy)"; exit 1; }
-	cd test/karpenter && GOTOOLCHAIN=auto $(GO) vet . && GOTOOLCHAIN=auto $(GO) build -o $(CURDIR)/bin/karpenter-bench .
+	cd test/karpenter && GOTOOLCHAIN=auto $(GO) vet . && GOTOOLCHAIN=auto $(GO) test -count=1 . && GOTOOLCHAIN=auto $(GO) build -o $(CURDIR)/bin/karpenter-bench .
 	bin/karpenter-bench -dump $(KARPENTER_DUMP) -joist $(CURDIR)/bin/benchtable -runs $(KARPENTER_RUNS) -cases "$(KARPENTER_CASES)"
 
 ## bench-scale: one provisioner pass on a real API server filled with N nodes (their instances in
