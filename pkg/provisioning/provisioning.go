@@ -177,7 +177,7 @@ func (p *Provisioner) Reconcile(ctx context.Context) (*Result, error) {
 	if err := p.readForPlanning(ctx, c); err != nil {
 		return nil, err
 	}
-	shared, perPool := fromcatalog.ForPools(p.Catalog, c.spec.Pools)
+	base := fromcatalog.Input(p.Catalog, c.objects)
 	todo := c.todo
 	// Pods that cannot be served are told so after every launch of the
 	// pass, and only so many of them: Events cost API requests, and
@@ -187,12 +187,8 @@ func (p *Provisioner) Reconcile(ctx context.Context) (*Result, error) {
 	for attempt := 0; attempt < maxPlanAttempts && len(todo) > 0; attempt++ {
 		now := p.now()
 		unavailable := func(t, z, ct string) bool { return p.Unavailable.IsUnavailable(now, t, z, ct) }
-		in := scheduling.Input{
-			Pods: todo, Nodes: p.simulatorNodes(c), DaemonSets: c.daemonSets, Pools: c.spec.Pools,
-			InstanceTypes: shared, PoolInstanceTypes: perPool, Region: p.Catalog.Region(), Unavailable: unavailable,
-			PersistentVolumeClaims: c.pvcs, PersistentVolumes: c.pvs, StorageClasses: c.classes,
-			Namespaces: c.namespaces,
-		}
+		in := base
+		in.Pods, in.Nodes, in.Unavailable = todo, p.simulatorNodes(c), unavailable
 		start := time.Now()
 		plan := scheduling.Solve(in)
 		p.Log.Info("planned", "pods", len(todo), "newNodes", len(plan.NewNodes), "unschedulable", len(plan.Unschedulable),
