@@ -217,7 +217,7 @@ func (p *Provisioner) Reconcile(ctx context.Context) (*Result, error) {
 				}
 			}
 			if node != nil && pods.NodeReady(node) {
-				b := &binding.Binder{Kube: p.Kube, Log: p.Log}
+				b := &binding.Binder{Kube: p.Kube, Log: p.Log, Metrics: p.Metrics}
 				if _, err := b.BindNode(ctx, node.Name); err != nil {
 					p.Log.Warn("bind onto a Ready node", "node", node.Name, "error", err.Error())
 				}
