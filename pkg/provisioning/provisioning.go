@@ -332,11 +332,17 @@ func (p *Provisioner) nominate(ctx context.Context, c *cluster, pod *corev1.Pod,
 	if c.moving[pod.UID] {
 		// Still running on a node going away: the plan is its
 		// replacement, which every pass counts (pods.AnnotationReplacement).
-		nominate = func(ctx context.Context, pod *corev1.Pod, instance string, _ time.Time) error {
+		nominate = func(ctx context.Context, pod *corev1.Pod, instance string, _ time.Time, _ map[string]string) error {
 			return p.Kube.NominateReplacement(ctx, pod, instance)
 		}
 	}
-	if err := nominate(ctx, pod, instance, now); err != nil {
+	// The binder labels the node with what the pod selects on, as this
+	// catalog gives it (it may know types the embedded one does not).
+	var labels map[string]string
+	if it, ok := p.Catalog.Lookup(inst.InstanceType); ok {
+		labels = pods.InstanceLabelsFor(pod, it.Labels())
+	}
+	if err := nominate(ctx, pod, instance, now, labels); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return nil // changed since read; the next pass sees the truth
 		}
