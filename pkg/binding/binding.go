@@ -231,7 +231,7 @@ func taintOnly(node *corev1.Node, p *corev1.Pod, onNode []*corev1.Pod) bool {
 // HandleReady binds for each distinct node a batch of node-ready events
 // names (events of other clusters and other kinds are ignored). The events
 // only say which nodes to look at; BindNode reads the truth.
-func (b *Binder) HandleReady(ctx context.Context, cluster string, evs []any) error {
+func (b *Binder) HandleReady(ctx context.Context, cluster string, evs []events.Event) error {
 	nodes := map[string]bool{}
 	for _, e := range evs {
 		if nr, ok := e.(*events.NodeReady); ok && nr.Cluster == cluster {
