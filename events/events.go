@@ -104,11 +104,19 @@ type Envelope struct {
 // it (log and delete) rather than retry: it can never succeed.
 var ErrNotJoist = errors.New("not a Joist event")
 
-// Parse reads an EventBridge event carrying a Joist detail. It returns a
-// *PendingPods, a *NodeReady, a *NodesDeleting or a *NodesEmptied.
-// Anything else is an error wrapping
-// ErrNotJoist.
-func Parse(body []byte) (any, error) {
+// Event is one Joist event: a *PendingPods, a *NodeReady, a
+// *NodesDeleting or a *NodesEmptied. Only this package's types implement
+// it (its method is unexported), so a switch over them is the whole list.
+type Event interface{ joistEvent() }
+
+func (*PendingPods) joistEvent()   {}
+func (*NodeReady) joistEvent()     {}
+func (*NodesDeleting) joistEvent() {}
+func (*NodesEmptied) joistEvent()  {}
+
+// Parse reads an EventBridge event carrying a Joist detail (an Event).
+// Anything else is an error wrapping ErrNotJoist.
+func Parse(body []byte) (Event, error) {
 	var env Envelope
 	if err := json.Unmarshal(body, &env); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotJoist, err)

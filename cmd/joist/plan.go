@@ -208,13 +208,13 @@ func readPlanInput(stdin io.Reader, stderr io.Writer, o *planOptions) (schedulin
 		pools = []*model.Pool{specs.DefaultPool()}
 		defaultPool = true
 	}
-	shared, per := fromcatalog.ForPools(cat, pools)
-	return scheduling.Input{
-		Pods: wl.Pods, DaemonSets: wl.DaemonSets, Pools: pools,
-		InstanceTypes: shared, PoolInstanceTypes: per, Region: o.region,
+	in := fromcatalog.Input(cat, fromcatalog.Cluster{
+		Pools: pools, DaemonSets: wl.DaemonSets,
 		PersistentVolumeClaims: wl.PersistentVolumeClaims, PersistentVolumes: wl.PersistentVolumes,
 		StorageClasses: wl.StorageClasses, Namespaces: wl.Namespaces,
-	}, defaultPool, nil
+	})
+	in.Pods = wl.Pods
+	return in, defaultPool, nil
 }
 
 // loadPlanCatalog is the embedded catalog for the region, or one built from

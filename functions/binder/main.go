@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/joist-dev/joist/events"
 	"github.com/joist-dev/joist/pkg/binding"
 	"github.com/joist-dev/joist/pkg/trigger"
 	"github.com/joist-dev/joist/pkg/wiring"
@@ -15,7 +16,7 @@ import (
 
 func main() {
 	env := wiring.MustLoad(context.Background(), "binder")
-	lambda.Start(trigger.SQS(env.Log, func(ctx context.Context, evs []any) error {
+	lambda.Start(trigger.SQS(env.Log, func(ctx context.Context, evs []events.Event) error {
 		m := env.Metrics()
 		defer env.Flush(m)
 		b := &binding.Binder{Kube: env.Kube, Log: wiring.WithRequest(ctx, env.Log), Metrics: m, Instances: env.Launcher(), Cluster: env.Cluster}

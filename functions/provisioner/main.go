@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/joist-dev/joist/events"
 	"github.com/joist-dev/joist/pkg/trigger"
 	"github.com/joist-dev/joist/pkg/wiring"
 )
@@ -15,7 +16,7 @@ import (
 func main() {
 	env := wiring.MustLoad(context.Background(), "provisioner")
 	reconcile := env.MustReconciler("provisioner")
-	lambda.Start(trigger.SQS(env.Log, func(ctx context.Context, _ []any) error {
+	lambda.Start(trigger.SQS(env.Log, func(ctx context.Context, _ []events.Event) error {
 		m := env.Metrics()
 		defer env.Flush(m)
 		res, err := reconcile(ctx, m)

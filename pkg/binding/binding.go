@@ -142,13 +142,26 @@ func (b *Binder) BindAll(ctx context.Context) (Result, error) {
 // the kubelet cannot set (karpenter.k8s.aws/instance-family, -cpu, -gpu-*,
 // ...), as Karpenter does at registration: the simulator planned pods that
 // select on them, so the node must carry them before those pods are bound.
-func (b *Binder) labelNode(ctx context.Context, node *corev1.Node) (*corev1.Node, error) {
-	it, ok := catalog.Lookup(node.Labels[corev1.LabelInstanceTypeStable])
-	if !ok {
-		return node, nil
+// The labels the planned pods select on come with their plan
+// (pods.AnnotationInstanceLabels, from the catalog they were planned
+// with, which may know types the embedded one does not); the embedded
+// catalog adds the type's other labels when it knows the type. Only
+// instance-type label keys (catalog.TypeLabelKeys) are taken from a pod:
+// whoever may create a pod must not label nodes at will.
+func (b *Binder) labelNode(ctx context.Context, node *corev1.Node, planned []*corev1.Pod) (*corev1.Node, error) {
+	want := map[string]string{}
+	if it, ok := catalog.Lookup(node.Labels[corev1.LabelInstanceTypeStable]); ok {
+		want = it.Labels()
+	}
+	for _, p := range planned {
+		for k, v := range pods.InstanceLabels(p) {
+			if slices.Contains(catalog.TypeLabelKeys, k) {
+				want[k] = v
+			}
+		}
 	}
 	missing := map[string]string{}
-	for k, v := range it.Labels() {
+	for k, v := range want {
 		if _, has := node.Labels[k]; !has {
 			missing[k] = v
 		}
@@ -183,7 +196,7 @@ func (b *Binder) bind(ctx context.Context, node *corev1.Node, unbound []*corev1.
 		log.Info("node not Ready yet; binding later", "planned", len(mine))
 		return res, nil
 	}
-	node, err := b.labelNode(ctx, node)
+	node, err := b.labelNode(ctx, node, mine)
 	if err != nil {
 		return res, err
 	}
@@ -247,7 +260,7 @@ func taintOnly(node *corev1.Node, p *corev1.Pod, onNode []*corev1.Pod) bool {
 // HandleReady binds for each distinct node a batch of node-ready events
 // names (events of other clusters and other kinds are ignored). The events
 // only say which nodes to look at; BindNode reads the truth.
-func (b *Binder) HandleReady(ctx context.Context, cluster string, evs []any) error {
+func (b *Binder) HandleReady(ctx context.Context, cluster string, evs []events.Event) error {
 	nodes := map[string]bool{}
 	for _, e := range evs {
 		if nr, ok := e.(*events.NodeReady); ok && nr.Cluster == cluster {

@@ -260,3 +260,48 @@ func TestBinder_FinalizerOnlyOnNodesJoistLaunched(t *testing.T) {
 		})
 	}
 }
+
+// TestBinder_LabelsATypeOnlyThePlanKnows: a pod planned with the live
+// catalog onto a type the embedded catalog does not know (z9.large here)
+// selects on its instance family. The plan carries the labels it needs
+// (pods.AnnotationInstanceLabels); the binder puts them on the node and
+// binds, rather than unplanning the pod (which the provisioner would plan
+// again, forever). Keys that are not instance-type labels are not taken
+// from a pod.
+func TestBinder_LabelsATypeOnlyThePlanKnows(t *testing.T) {
+	c := fixture(t, "live", "node-live", "i-live")
+	ctx := context.Background()
+	patch := []byte(`{"metadata":{"labels":{"` + corev1.LabelInstanceTypeStable + `":"z9.large"}}}`)
+	if _, err := c.CoreV1().Nodes().Patch(ctx, "node-live", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.CoreV1().Pods("live").Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "z9", Namespace: "live", Annotations: map[string]string{
+			pods.AnnotationInstance:       "i-live",
+			pods.AnnotationInstanceLabels: `{"karpenter.k8s.aws/instance-family":"z9","team.example.com/owner":"me"}`,
+		}},
+		Spec: corev1.PodSpec{NodeSelector: map[string]string{"karpenter.k8s.aws/instance-family": "z9"},
+			Containers: []corev1.Container{{Name: "c", Image: "nginx"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := (&binding.Binder{Kube: c, Log: quiet()}).BindNode(ctx, "node-live")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Bound != 1 {
+		t.Fatalf("result %+v, want the pod bound", res)
+	}
+	got, _ := c.CoreV1().Pods("live").Get(ctx, p.Name, metav1.GetOptions{})
+	if got.Spec.NodeName != "node-live" {
+		t.Fatalf("pod on %q, want node-live", got.Spec.NodeName)
+	}
+	node, _ := c.CoreV1().Nodes().Get(ctx, "node-live", metav1.GetOptions{})
+	if node.Labels["karpenter.k8s.aws/instance-family"] != "z9" {
+		t.Fatalf("node labels %v: want the plan's instance family", node.Labels)
+	}
+	if _, ok := node.Labels["team.example.com/owner"]; ok {
+		t.Fatalf("node labels %v: a pod's annotation set a label that is no instance-type label", node.Labels)
+	}
+}

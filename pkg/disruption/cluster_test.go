@@ -30,8 +30,7 @@ type simCluster struct {
 }
 
 func (c *simCluster) snapshot() Snapshot {
-	return Snapshot{Now: c.now, Pools: c.in.Pools, Nodes: c.nodes, InstanceTypes: c.in.InstanceTypes,
-		PoolInstanceTypes: c.in.PoolInstanceTypes, DaemonSets: c.in.DaemonSets, Region: c.in.Region}
+	return Snapshot{Now: c.now, Pools: c.in.Pools, Nodes: c.nodes, Simulation: c.in}
 }
 
 func (c *simCluster) typeNamed(name string) *scheduling.InstanceType {

@@ -95,7 +95,12 @@ func pinned(name, cpu, node string) *corev1.Pod {
 // twoPasses plays the reaper: a pass at now (whose stamps are put on the
 // nodes), then one 16 s later, returned with the first.
 func twoPasses(types []*scheduling.InstanceType, pools []*model.Pool, nodes []Node) (Plan, Plan) {
-	s := Snapshot{Now: now, Pools: pools, Nodes: nodes, InstanceTypes: types, Region: "us-east-1"}
+	return twoPassesWith(scheduling.Input{InstanceTypes: types, Region: "us-east-1"}, pools, nodes)
+}
+
+// twoPassesWith is twoPasses with the snapshot's Simulation given.
+func twoPassesWith(in scheduling.Input, pools []*model.Pool, nodes []Node) (Plan, Plan) {
+	s := Snapshot{Now: now, Pools: pools, Nodes: nodes, Simulation: in}
 	first := Decide(s)
 	for _, n := range nodes {
 		if slices.Contains(first.StampConsolidation, n.Node.Name) {
@@ -228,7 +233,7 @@ func TestConsolidationCommands(t *testing.T) {
 			if got := describe(second.Retire); !slices.Equal(got, tc.want) {
 				t.Fatalf("retired %v, want %v (first pass stamped %v)", got, tc.want, first.StampConsolidation)
 			}
-			s := Snapshot{InstanceTypes: types}
+			s := Snapshot{Simulation: scheduling.Input{InstanceTypes: types}}
 			var retired, saved float64
 			command := ""
 			for _, d := range second.Retire {
@@ -292,7 +297,7 @@ func TestConsolidationRevalidates(t *testing.T) {
 		}
 	}
 	decide := func(ns []Node, at time.Time) Plan {
-		return Decide(Snapshot{Now: at, Pools: []*model.Pool{pool}, Nodes: ns, InstanceTypes: types, Region: "us-east-1"})
+		return Decide(Snapshot{Now: at, Pools: []*model.Pool{pool}, Nodes: ns, Simulation: scheduling.Input{InstanceTypes: types, Region: "us-east-1"}})
 	}
 
 	t.Run("the command is stamped on all its nodes with one id", func(t *testing.T) {
@@ -366,7 +371,7 @@ func TestConsolidationAvoidsUnavailableOfferings(t *testing.T) {
 	pool := consolidating(model.CapacityTypeOnDemand)
 	nodes := []Node{typed(types, "big", "m5.2xlarge", "on-demand", app("p1", "1")),
 		typed(types, "full", "m5.large", "on-demand", app("p2", "1500m", AnnotationDoNotDisrupt))}
-	s := Snapshot{Now: now, Pools: []*model.Pool{pool}, Nodes: nodes, InstanceTypes: types, Region: "us-east-1"}
+	s := Snapshot{Now: now, Pools: []*model.Pool{pool}, Nodes: nodes, Simulation: scheduling.Input{InstanceTypes: types, Region: "us-east-1"}}
 	if p := Decide(s); !slices.Equal(p.StampConsolidation, []string{"big"}) {
 		t.Fatalf("with every offering available: stamped %v, want big", p.StampConsolidation)
 	}

@@ -32,7 +32,6 @@ import (
 	"sort"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/joist-dev/joist/pkg/model"
@@ -71,14 +70,14 @@ type Snapshot struct {
 	// (pods.AnnotationInstance): such a node is about to receive pods.
 	Planned map[string]int
 
-	// What consolidation needs to ask pkg/scheduling where pods would go
-	// and what a new node would cost (as pkg/provisioning fills them:
-	// pkg/scheduling/fromcatalog). Without instance types consolidation
-	// only deletes, and a node's price is unknown.
-	InstanceTypes     []*scheduling.InstanceType
-	PoolInstanceTypes map[string][]*scheduling.InstanceType
-	DaemonSets        []*appsv1.DaemonSet
-	Region            string
+	// Simulation is what consolidation asks pkg/scheduling where pods
+	// would go and what a new node would cost: the input the provisioner
+	// plans with (fromcatalog.Input: the catalog's instance types per
+	// pool kubelet settings, the region, DaemonSets, volumes, namespaces).
+	// Its pods, nodes, pools and offerings out of capacity are ignored:
+	// the snapshot's are used. Without instance types consolidation only
+	// deletes, and a node's price is unknown.
+	Simulation scheduling.Input
 	// Unavailable tells offerings that recently ran out of capacity.
 	Unavailable func(instanceType, zone, capacityType string) bool
 	// Instances are the EC2 facts of the nodes' instances, by instance

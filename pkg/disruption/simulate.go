@@ -101,7 +101,7 @@ func (c *consolidator) outOfTime() bool {
 
 func newConsolidator(s Snapshot, nodes []Node) *consolidator {
 	c := &consolidator{s: s, types: map[string]*scheduling.InstanceType{}, minFit: map[[2]int64]float64{}}
-	for _, it := range s.InstanceTypes {
+	for _, it := range s.Simulation.InstanceTypes {
 		c.types[it.Name] = it
 	}
 	for _, n := range nodes {
@@ -156,7 +156,7 @@ func instanceTypeOf(n *corev1.Node) string {
 // NodePrice is a node's $/h from the snapshot's instance types by its
 // labels (instance type, zone, capacity type), 0 when unknown.
 func (s Snapshot) NodePrice(n *corev1.Node) float64 {
-	return newConsolidator(Snapshot{InstanceTypes: s.InstanceTypes}, nil).nodePrice(n)
+	return newConsolidator(Snapshot{Simulation: scheduling.Input{InstanceTypes: s.Simulation.InstanceTypes}}, nil).nodePrice(n)
 }
 
 func (c *consolidator) unavailable(t, z, ct string) bool {
@@ -189,12 +189,10 @@ func (c *consolidator) simulate(cands []*candidate) (command, string) {
 		}
 	}
 	c.simulations++
-	plan := scheduling.Solve(scheduling.Input{
-		Pods: move, Nodes: others, DaemonSets: c.s.DaemonSets, Pools: c.s.Pools,
-		InstanceTypes: c.s.InstanceTypes, PoolInstanceTypes: c.s.PoolInstanceTypes,
-		Region: c.s.Region, Unavailable: c.s.Unavailable,
-		Options: scheduling.Options{NoImprove: true},
-	})
+	in := c.s.Simulation
+	in.Pods, in.Nodes, in.Pools, in.Unavailable = move, others, c.s.Pools, c.s.Unavailable
+	in.Options = scheduling.Options{NoImprove: true}
+	plan := scheduling.Solve(in)
 	cmd := command{nodes: cands}
 	switch {
 	case len(plan.Unschedulable) > 0:
@@ -382,8 +380,8 @@ func (c *consolidator) cheapestFit(cpu, mem int64) float64 {
 		return p
 	}
 	best := math.Inf(1)
-	lists := [][]*scheduling.InstanceType{c.s.InstanceTypes}
-	for _, l := range c.s.PoolInstanceTypes {
+	lists := [][]*scheduling.InstanceType{c.s.Simulation.InstanceTypes}
+	for _, l := range c.s.Simulation.PoolInstanceTypes {
 		lists = append(lists, l)
 	}
 	for _, l := range lists {

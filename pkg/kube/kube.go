@@ -128,15 +128,23 @@ func (c *Client) Nodes(ctx context.Context) ([]*corev1.Node, error) {
 	}
 }
 
-// Nominate records on the pod that it waits for instance. The patch is
-// conditional on the pod's resourceVersion, so a pod that changed since it
-// was read (bound, deleted, re-planned) is left alone.
-func (c *Client) Nominate(ctx context.Context, p *corev1.Pod, instance string, now time.Time) error {
+// Nominate records on the pod that it waits for instance, and the labels
+// of the instance's type it needs on the node (pods.AnnotationInstanceLabels;
+// none: the annotation is removed). The patch is conditional on the pod's
+// resourceVersion, so a pod that changed since it was read (bound,
+// deleted, re-planned) is left alone.
+func (c *Client) Nominate(ctx context.Context, p *corev1.Pod, instance string, now time.Time, labels map[string]string) error {
+	var enc any
+	if len(labels) > 0 {
+		b, _ := json.Marshal(labels)
+		enc = string(b)
+	}
 	patch := map[string]any{"metadata": map[string]any{
 		"resourceVersion": p.ResourceVersion,
 		"annotations": map[string]any{
-			pods.AnnotationInstance:    instance,
-			pods.AnnotationNominatedAt: now.UTC().Format(time.RFC3339),
+			pods.AnnotationInstance:       instance,
+			pods.AnnotationNominatedAt:    now.UTC().Format(time.RFC3339),
+			pods.AnnotationInstanceLabels: enc,
 		},
 	}}
 	return c.patchPod(ctx, p, patch)
@@ -157,7 +165,7 @@ func (c *Client) NominateReplacement(ctx context.Context, p *corev1.Pod, instanc
 // again.
 func (c *Client) Unplan(ctx context.Context, p *corev1.Pod) error {
 	patch := map[string]any{"metadata": map[string]any{
-		"annotations": map[string]any{pods.AnnotationInstance: nil, pods.AnnotationNominatedAt: nil},
+		"annotations": map[string]any{pods.AnnotationInstance: nil, pods.AnnotationNominatedAt: nil, pods.AnnotationInstanceLabels: nil},
 	}}
 	return c.patchPod(ctx, p, patch)
 }

@@ -9,6 +9,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 )
 
 // ErrLeaseHeld means another decider holds the cluster's Lease and did not
@@ -32,16 +33,20 @@ type Lease struct {
 	Duration time.Duration
 	// Wait is how long Acquire waits for another holder to let go.
 	Wait time.Duration
-	// Now is the clock (tests pass their own).
-	Now func() time.Time
+	// Clock gives both the time a holder's lease is judged by and the
+	// waits between tries, so one clock decides how long Acquire waits
+	// (nil: the real one; tests pass a k8s.io/utils/clock/testing clock).
+	Clock clock.Clock
 }
 
-func (l *Lease) now() time.Time {
-	if l.Now != nil {
-		return l.Now()
+func (l *Lease) clock() clock.Clock {
+	if l.Clock != nil {
+		return l.Clock
 	}
-	return time.Now()
+	return clock.RealClock{}
 }
+
+func (l *Lease) now() time.Time { return l.clock().Now() }
 
 // Held is an acquired lease.
 type Held struct {
@@ -56,6 +61,9 @@ func (h *Held) Annotations() map[string]string {
 	}
 	return h.lease.Annotations
 }
+
+// retryLeaseEvery is how often Acquire tries again while it waits.
+const retryLeaseEvery = 200 * time.Millisecond
 
 // Acquire takes the lease, waiting up to l.Wait for a live holder to
 // release it. It returns ErrLeaseHeld when that holder keeps it.
@@ -75,7 +83,7 @@ func (l *Lease) Acquire(ctx context.Context) (*Held, error) {
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
+		case <-l.clock().After(retryLeaseEvery):
 		}
 	}
 }

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+	testingclock "k8s.io/utils/clock/testing"
+
 	"github.com/joist-dev/joist/pkg/kube"
 	"github.com/joist-dev/joist/test/testenv"
 )
@@ -14,10 +17,9 @@ func TestLease_OneHolderAtATime(t *testing.T) {
 	env := testenv.Kube(t)
 	c := kube.New(env.Client)
 	ctx := context.Background()
-	now := time.Now()
-	clock := func() time.Time { return now }
+	clock := testingclock.NewFakeClock(time.Now())
 	lease := func(holder string) *kube.Lease {
-		return &kube.Lease{Client: c, Namespace: "default", Name: "joist-lease-test", Holder: holder, Duration: time.Minute, Now: clock}
+		return &kube.Lease{Client: c, Namespace: "default", Name: "joist-lease-test", Holder: holder, Duration: time.Minute, Clock: clock}
 	}
 	a, err := lease("a").Acquire(ctx)
 	if err != nil {
@@ -41,7 +43,7 @@ func TestLease_OneHolderAtATime(t *testing.T) {
 	if _, err := lease("a").Acquire(ctx); !errors.Is(err, kube.ErrLeaseHeld) {
 		t.Fatalf("acquire while b holds = %v, want ErrLeaseHeld", err)
 	}
-	now = now.Add(2 * time.Minute)
+	clock.Step(2 * time.Minute)
 	if _, err := lease("a").Acquire(ctx); err != nil {
 		t.Fatalf("acquire after b's lease expired: %v", err)
 	}
@@ -69,4 +71,49 @@ func TestLease_WaitsBrieflyForTheHolder(t *testing.T) {
 	if _, err := (&kube.Lease{Client: c, Namespace: "default", Name: "joist-lease-wait", Holder: "b", Duration: time.Minute, Wait: 5 * time.Second}).Acquire(ctx); err != nil {
 		t.Fatalf("b did not get the lease once a let go: %v", err)
 	}
+}
+
+// TestLease_WaitsOnItsOwnClock: the wait for a live holder is measured
+// and slept on one clock. With a fake clock that nobody steps, Acquire
+// keeps waiting (it neither returns nor spins through real time); stepped
+// past Wait, it gives up with ErrLeaseHeld.
+func TestLease_WaitsOnItsOwnClock(t *testing.T) {
+	env := testenv.Kube(t)
+	c := kube.New(env.Client)
+	ctx := context.Background()
+	clock := testingclock.NewFakeClock(time.Now())
+	lease := func(holder string) *kube.Lease {
+		return &kube.Lease{Client: c, Namespace: "default", Name: "joist-lease-clock", Holder: holder, Duration: time.Minute, Wait: 5 * time.Second, Clock: clock}
+	}
+	if _, err := lease("a").Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := lease("b").Acquire(ctx)
+		done <- err
+	}()
+	// b tried once and waits on the fake clock.
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return clock.HasWaiters(), nil
+	}); err != nil {
+		t.Fatal("Acquire does not wait on its clock")
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Acquire returned %v before its clock reached the wait", err)
+	case <-time.After(time.Second):
+	}
+	for range 30 { // 30 × 200 ms of fake time: past the 5 s wait
+		clock.Step(200 * time.Millisecond)
+		select {
+		case err := <-done:
+			if !errors.Is(err, kube.ErrLeaseHeld) {
+				t.Fatalf("Acquire = %v, want ErrLeaseHeld", err)
+			}
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	t.Fatal("Acquire still waiting after its clock passed the wait")
 }

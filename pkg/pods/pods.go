@@ -5,6 +5,7 @@
 package pods
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -26,7 +27,85 @@ const (
 	AnnotationInstance = "joist.sh/instance-id"
 	// AnnotationNominatedAt is when the plan was made (RFC 3339).
 	AnnotationNominatedAt = "joist.sh/nominated-at"
+	// AnnotationInstanceLabels holds, as a JSON object, the labels of the
+	// planned instance's type that the pod's scheduling constraints name
+	// (InstanceLabelsFor), as the catalog the pod was planned with gives
+	// them. The binder puts them on the node before binding: the kubelet
+	// cannot set them, and the binder has no catalog of its own beyond
+	// the embedded one, which may not know the type.
+	AnnotationInstanceLabels = "joist.sh/instance-labels"
 )
+
+// InstanceLabelsFor is the subset of an instance type's labels that the
+// pod's scheduling constraints name: node selector, node affinity
+// (required and preferred), topology spread and pod (anti-)affinity
+// topology keys. Nil when it names none.
+func InstanceLabelsFor(p *corev1.Pod, typeLabels map[string]string) map[string]string {
+	var out map[string]string
+	use := func(k string) {
+		if v, ok := typeLabels[k]; ok {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	for k := range p.Spec.NodeSelector {
+		use(k)
+	}
+	terms := func(ts []corev1.NodeSelectorTerm) {
+		for _, t := range ts {
+			for _, e := range t.MatchExpressions {
+				use(e.Key)
+			}
+		}
+	}
+	for _, c := range p.Spec.TopologySpreadConstraints {
+		use(c.TopologyKey)
+	}
+	a := p.Spec.Affinity
+	if a == nil {
+		return out
+	}
+	if na := a.NodeAffinity; na != nil {
+		if na.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+			terms(na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms)
+		}
+		for _, pt := range na.PreferredDuringSchedulingIgnoredDuringExecution {
+			terms([]corev1.NodeSelectorTerm{pt.Preference})
+		}
+	}
+	podTerms := func(req []corev1.PodAffinityTerm, pref []corev1.WeightedPodAffinityTerm) {
+		for _, t := range req {
+			use(t.TopologyKey)
+		}
+		for _, t := range pref {
+			use(t.PodAffinityTerm.TopologyKey)
+		}
+	}
+	if pa := a.PodAffinity; pa != nil {
+		podTerms(pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution)
+	}
+	if pa := a.PodAntiAffinity; pa != nil {
+		podTerms(pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution)
+	}
+	return out
+}
+
+// InstanceLabels are the labels recorded on a planned pod
+// (AnnotationInstanceLabels); nil when there are none or they cannot be
+// read.
+func InstanceLabels(p *corev1.Pod) map[string]string {
+	v := p.Annotations[AnnotationInstanceLabels]
+	if v == "" {
+		return nil
+	}
+	var out map[string]string
+	if err := json.Unmarshal([]byte(v), &out); err != nil {
+		return nil
+	}
+	return out
+}
 
 // Provisionable reports whether Joist should find capacity for the pod:
 // kube-scheduler marked it PodScheduled=False/Unschedulable, it has no

@@ -177,7 +177,7 @@ func (p *Provisioner) Reconcile(ctx context.Context) (*Result, error) {
 	if err := p.readForPlanning(ctx, c); err != nil {
 		return nil, err
 	}
-	shared, perPool := fromcatalog.ForPools(p.Catalog, c.spec.Pools)
+	base := fromcatalog.Input(p.Catalog, c.objects)
 	todo := c.todo
 	// Pods that cannot be served are told so after every launch of the
 	// pass, and only so many of them: Events cost API requests, and
@@ -187,12 +187,8 @@ func (p *Provisioner) Reconcile(ctx context.Context) (*Result, error) {
 	for attempt := 0; attempt < maxPlanAttempts && len(todo) > 0; attempt++ {
 		now := p.now()
 		unavailable := func(t, z, ct string) bool { return p.Unavailable.IsUnavailable(now, t, z, ct) }
-		in := scheduling.Input{
-			Pods: todo, Nodes: p.simulatorNodes(c), DaemonSets: c.daemonSets, Pools: c.spec.Pools,
-			InstanceTypes: shared, PoolInstanceTypes: perPool, Region: p.Catalog.Region(), Unavailable: unavailable,
-			PersistentVolumeClaims: c.pvcs, PersistentVolumes: c.pvs, StorageClasses: c.classes,
-			Namespaces: c.namespaces,
-		}
+		in := base
+		in.Pods, in.Nodes, in.Unavailable = todo, p.simulatorNodes(c), unavailable
 		start := time.Now()
 		plan := scheduling.Solve(in)
 		p.Log.Info("planned", "pods", len(todo), "newNodes", len(plan.NewNodes), "unschedulable", len(plan.Unschedulable),
@@ -221,7 +217,7 @@ func (p *Provisioner) Reconcile(ctx context.Context) (*Result, error) {
 				}
 			}
 			if node != nil && pods.NodeReady(node) {
-				b := &binding.Binder{Kube: p.Kube, Log: p.Log}
+				b := &binding.Binder{Kube: p.Kube, Log: p.Log, Metrics: p.Metrics}
 				if _, err := b.BindNode(ctx, node.Name); err != nil {
 					p.Log.Warn("bind onto a Ready node", "node", node.Name, "error", err.Error())
 				}
@@ -336,11 +332,17 @@ func (p *Provisioner) nominate(ctx context.Context, c *cluster, pod *corev1.Pod,
 	if c.moving[pod.UID] {
 		// Still running on a node going away: the plan is its
 		// replacement, which every pass counts (pods.AnnotationReplacement).
-		nominate = func(ctx context.Context, pod *corev1.Pod, instance string, _ time.Time) error {
+		nominate = func(ctx context.Context, pod *corev1.Pod, instance string, _ time.Time, _ map[string]string) error {
 			return p.Kube.NominateReplacement(ctx, pod, instance)
 		}
 	}
-	if err := nominate(ctx, pod, instance, now); err != nil {
+	// The binder labels the node with what the pod selects on, as this
+	// catalog gives it (it may know types the embedded one does not).
+	var labels map[string]string
+	if it, ok := p.Catalog.Lookup(inst.InstanceType); ok {
+		labels = pods.InstanceLabelsFor(pod, it.Labels())
+	}
+	if err := nominate(ctx, pod, instance, now, labels); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return nil // changed since read; the next pass sees the truth
 		}

@@ -121,7 +121,7 @@ func TestReadForPlanning_NamespacesWhenAnAffinitySelectsThem(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cs := fake.NewClientset(team)
 			p := &Provisioner{Kube: kube.New(cs)}
-			c := &cluster{todo: tc.todo, bound: map[string][]*corev1.Pod{"n1": tc.bound}}
+			c := &cluster{spec: &model.Spec{}, todo: tc.todo, bound: map[string][]*corev1.Pod{"n1": tc.bound}}
 			if err := p.readForPlanning(context.Background(), c); err != nil {
 				t.Fatal(err)
 			}
@@ -132,8 +132,8 @@ func TestReadForPlanning_NamespacesWhenAnAffinitySelectsThem(t *testing.T) {
 			if listed != tc.want {
 				t.Fatalf("namespaces listed: %v, want %v", listed, tc.want)
 			}
-			if tc.want && (len(c.namespaces) != 1 || c.namespaces[0].Labels["team"] != "data") {
-				t.Errorf("namespaces read: %v, want data with its labels", c.namespaces)
+			if tc.want && (len(c.objects.Namespaces) != 1 || c.objects.Namespaces[0].Labels["team"] != "data") {
+				t.Errorf("namespaces read: %v, want data with its labels", c.objects.Namespaces)
 			}
 		})
 	}

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,6 +16,7 @@ import (
 	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/pods"
 	"github.com/joist-dev/joist/pkg/scheduling"
+	"github.com/joist-dev/joist/pkg/scheduling/fromcatalog"
 )
 
 // cluster is the truth one reconcile works from.
@@ -34,14 +33,10 @@ type cluster struct {
 	// planned are pending pods waiting for a live instance, by instance.
 	planned map[string][]*corev1.Pod
 	// todo are pending pods no live instance waits for.
-	todo       []*corev1.Pod
-	daemonSets []*appsv1.DaemonSet
-	pvcs       []*corev1.PersistentVolumeClaim
-	pvs        []*corev1.PersistentVolume
-	classes    []*storagev1.StorageClass
-	// namespaces are read only when a pod's affinity selects namespaces
-	// by label (scheduling.ReadsNamespaces).
-	namespaces []*corev1.Namespace
+	todo []*corev1.Pod
+	// objects are what else the simulator reads (ReadCluster), read only
+	// when there is something to plan.
+	objects fromcatalog.Cluster
 	// retiring are nodes going away (Provisioner.Replace): not capacity.
 	retiring map[string]bool
 	// moving are running pods planned as if evicted (by UID): their plan
@@ -265,35 +260,54 @@ func (c *cluster) node(name string) *corev1.Node {
 	return c.byName[name]
 }
 
-// readForPlanning reads what only planning needs: daemonsets, and the
-// volumes when a pod to plan has claims.
+// readForPlanning reads what only planning needs (ReadCluster) for the
+// pods to plan among the bound ones.
 func (p *Provisioner) readForPlanning(ctx context.Context, c *cluster) error {
-	ds, err := p.Kube.AppsV1().DaemonSets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	objs, err := ReadCluster(ctx, p.Kube, c.spec.Pools, c.todo, c.boundGroups()...)
 	if err != nil {
-		return fmt.Errorf("list daemonsets: %w", err)
+		return err
 	}
-	for i := range ds.Items {
-		c.daemonSets = append(c.daemonSets, &ds.Items[i])
-	}
-	if scheduling.ReadsNamespaces(c.allPods()...) {
-		ns, err := p.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return fmt.Errorf("list namespaces: %w", err)
-		}
-		for i := range ns.Items {
-			c.namespaces = append(c.namespaces, &ns.Items[i])
-		}
-	}
-	if needsVolumes(c.todo) {
-		return p.readVolumes(ctx, c)
-	}
+	c.objects = objs
 	return nil
 }
 
-// allPods are the pods to plan and every bound pod, in groups: the terms
-// of both decide a placement.
-func (c *cluster) allPods() [][]*corev1.Pod {
-	groups := [][]*corev1.Pod{c.todo}
+// ReadCluster reads what the simulator needs of a cluster besides pods
+// and nodes (fromcatalog.Cluster) to place the pods of place among those
+// of others: the DaemonSets; the namespaces when a pod's affinity selects
+// namespaces by label (scheduling.ReadsNamespaces); the volumes when a pod
+// to place has claims. The provisioner reads it for the pods it plans,
+// consolidation for the pods of the nodes it would retire, so both plan a
+// pod alike.
+func ReadCluster(ctx context.Context, k *kube.Client, pools []*model.Pool, place []*corev1.Pod, others ...[]*corev1.Pod) (fromcatalog.Cluster, error) {
+	out := fromcatalog.Cluster{Pools: pools}
+	ds, err := k.AppsV1().DaemonSets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return out, fmt.Errorf("list daemonsets: %w", err)
+	}
+	for i := range ds.Items {
+		out.DaemonSets = append(out.DaemonSets, &ds.Items[i])
+	}
+	if scheduling.ReadsNamespaces(append([][]*corev1.Pod{place}, others...)...) {
+		ns, err := k.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return out, fmt.Errorf("list namespaces: %w", err)
+		}
+		for i := range ns.Items {
+			out.Namespaces = append(out.Namespaces, &ns.Items[i])
+		}
+	}
+	if needsVolumes(place) {
+		if err := readVolumes(ctx, k, &out); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// boundGroups are the pods bound to each node: their terms decide a
+// placement as much as those of the pods to plan.
+func (c *cluster) boundGroups() [][]*corev1.Pod {
+	groups := make([][]*corev1.Pod, 0, len(c.bound))
 	for _, ps := range c.bound {
 		groups = append(groups, ps)
 	}
@@ -311,27 +325,27 @@ func needsVolumes(ps []*corev1.Pod) bool {
 	return false
 }
 
-func (p *Provisioner) readVolumes(ctx context.Context, c *cluster) error {
-	pvcs, err := p.Kube.CoreV1().PersistentVolumeClaims(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+func readVolumes(ctx context.Context, k *kube.Client, out *fromcatalog.Cluster) error {
+	pvcs, err := k.CoreV1().PersistentVolumeClaims(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("list persistent volume claims: %w", err)
 	}
 	for i := range pvcs.Items {
-		c.pvcs = append(c.pvcs, &pvcs.Items[i])
+		out.PersistentVolumeClaims = append(out.PersistentVolumeClaims, &pvcs.Items[i])
 	}
-	pvs, err := p.Kube.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
+	pvs, err := k.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("list persistent volumes: %w", err)
 	}
 	for i := range pvs.Items {
-		c.pvs = append(c.pvs, &pvs.Items[i])
+		out.PersistentVolumes = append(out.PersistentVolumes, &pvs.Items[i])
 	}
-	scs, err := p.Kube.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
+	scs, err := k.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("list storage classes: %w", err)
 	}
 	for i := range scs.Items {
-		c.classes = append(c.classes, &scs.Items[i])
+		out.StorageClasses = append(out.StorageClasses, &scs.Items[i])
 	}
 	return nil
 }

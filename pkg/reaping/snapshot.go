@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/joist-dev/joist/pkg/catalog"
 	"github.com/joist-dev/joist/pkg/disruption"
@@ -18,8 +18,10 @@ import (
 
 // consolidationInputs fills what consolidation asks pkg/scheduling
 // beyond nodes and pods — the catalog's instance types (per pool kubelet
-// settings, as the provisioner converts them), the region and the
-// DaemonSets — when some pool consolidates underused nodes. Without them
+// settings), the region, the DaemonSets, and the volumes and namespaces
+// the pods that would move need, read and built as the provisioner does
+// (provisioning.ReadCluster, fromcatalog.Input) — when some pool
+// consolidates underused nodes. Without them
 // (no catalog, or an error) consolidation can only delete.
 func (r *Reaper) consolidationInputs(ctx context.Context, pools []*model.Pool, snap *disruption.Snapshot) error {
 	if r.Catalog == nil || !anyUnderutilized(pools) {
@@ -29,15 +31,15 @@ func (r *Reaper) consolidationInputs(ctx context.Context, pools []*model.Pool, s
 	if err != nil {
 		return fmt.Errorf("reaper: catalog: %w", err)
 	}
-	ds, err := r.Kube.AppsV1().DaemonSets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	var onNodes []*corev1.Pod
+	for _, n := range snap.Nodes {
+		onNodes = append(onNodes, n.Pods...)
+	}
+	objs, err := provisioning.ReadCluster(ctx, r.Kube, pools, onNodes)
 	if err != nil {
-		return fmt.Errorf("reaper: list daemonsets: %w", err)
+		return fmt.Errorf("reaper: %w", err)
 	}
-	for i := range ds.Items {
-		snap.DaemonSets = append(snap.DaemonSets, &ds.Items[i])
-	}
-	snap.InstanceTypes, snap.PoolInstanceTypes = fromcatalog.ForPools(cat, pools)
-	snap.Region = cat.Region()
+	snap.Simulation = fromcatalog.Input(cat, objs)
 	return nil
 }
 

@@ -19,11 +19,11 @@ import (
 // succeed, so retrying them would only storm). When the reconcile fails,
 // every Joist message is reported in batchItemFailures so SQS delivers
 // it again, and after maxReceiveCount moves it to the DLQ.
-func SQS(log *slog.Logger, reconcile func(ctx context.Context, evs []any) error) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+func SQS(log *slog.Logger, reconcile func(ctx context.Context, evs []joistevents.Event) error) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		var resp events.SQSEventResponse
 		var ids []string
-		var parsed []any
+		var parsed []joistevents.Event
 		for _, r := range ev.Records {
 			e, err := joistevents.Parse([]byte(r.Body))
 			if err != nil {

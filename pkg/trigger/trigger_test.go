@@ -23,8 +23,8 @@ func sample(t *testing.T, name string) string {
 
 func TestSQS_DropsForeignMessagesAndReconcilesOnce(t *testing.T) {
 	calls := 0
-	var got []any
-	h := SQS(slog.New(slog.NewTextHandler(io.Discard, nil)), func(_ context.Context, evs []any) error {
+	var got []joistevents.Event
+	h := SQS(slog.New(slog.NewTextHandler(io.Discard, nil)), func(_ context.Context, evs []joistevents.Event) error {
 		calls++
 		got = evs
 		return nil
@@ -50,7 +50,7 @@ func TestSQS_DropsForeignMessagesAndReconcilesOnce(t *testing.T) {
 }
 
 func TestSQS_FailedReconcileReportsEveryJoistMessage(t *testing.T) {
-	h := SQS(slog.New(slog.NewTextHandler(io.Discard, nil)), func(context.Context, []any) error { return errors.New("api server down") })
+	h := SQS(slog.New(slog.NewTextHandler(io.Discard, nil)), func(context.Context, []joistevents.Event) error { return errors.New("api server down") })
 	resp, err := h(context.Background(), events.SQSEvent{Records: []events.SQSMessage{
 		{MessageId: "a", Body: sample(t, "pending-pods.json")},
 		{MessageId: "b", Body: "garbage"},
@@ -69,7 +69,7 @@ func TestSQS_FailedReconcileReportsEveryJoistMessage(t *testing.T) {
 }
 
 func TestSQS_OnlyForeignMessagesSkipTheReconcile(t *testing.T) {
-	h := SQS(slog.New(slog.NewTextHandler(io.Discard, nil)), func(context.Context, []any) error {
+	h := SQS(slog.New(slog.NewTextHandler(io.Discard, nil)), func(context.Context, []joistevents.Event) error {
 		t.Fatal("reconcile ran for a batch with no Joist event")
 		return nil
 	})

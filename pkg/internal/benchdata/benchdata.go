@@ -115,11 +115,11 @@ func FromManifest(data []byte, source string) (scheduling.Input, error) {
 	if len(pools) == 0 {
 		pools = []*model.Pool{specs.DefaultPool()}
 	}
-	shared, per := fromcatalog.ForPools(cat, pools)
-	return scheduling.Input{
-		Pods: wl.Pods, DaemonSets: wl.DaemonSets, Pools: pools,
-		InstanceTypes: shared, PoolInstanceTypes: per, Region: Region,
+	in := fromcatalog.Input(cat, fromcatalog.Cluster{
+		Pools: pools, DaemonSets: wl.DaemonSets,
 		PersistentVolumeClaims: wl.PersistentVolumeClaims, PersistentVolumes: wl.PersistentVolumes,
 		StorageClasses: wl.StorageClasses, Namespaces: wl.Namespaces,
-	}, nil
+	})
+	in.Pods = wl.Pods
+	return in, nil
 }

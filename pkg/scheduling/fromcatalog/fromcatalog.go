@@ -8,6 +8,10 @@ import (
 	"encoding/json"
 	"sort"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+
 	"github.com/joist-dev/joist/pkg/catalog"
 	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/scheduling"
@@ -59,4 +63,33 @@ func ForPools(cat *catalog.Catalog, pools []*model.Pool) ([]*scheduling.Instance
 		per[p.Name] = list
 	}
 	return shared, per
+}
+
+// Cluster is what the simulator reads of a cluster besides the pods it
+// places and the nodes it may place them on: the pools, the DaemonSets
+// every new node runs, the volumes that pin pods to zones and the
+// namespaces whose labels a pod's affinity may select.
+type Cluster struct {
+	Pools                  []*model.Pool
+	DaemonSets             []*appsv1.DaemonSet
+	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
+	PersistentVolumes      []*corev1.PersistentVolume
+	StorageClasses         []*storagev1.StorageClass
+	Namespaces             []*corev1.Namespace
+}
+
+// Input is the simulator's input for a cluster planned against a catalog:
+// the catalog's instance types (per pool kubelet settings, ForPools), its
+// region and the cluster's objects. The provisioner, `joist plan`, the
+// benchmarks and consolidation all build their input here, so a pod is
+// planned alike wherever it is planned; the caller adds the pods, the
+// nodes, the offerings out of capacity and the options.
+func Input(cat *catalog.Catalog, c Cluster) scheduling.Input {
+	shared, per := ForPools(cat, c.Pools)
+	return scheduling.Input{
+		Pools: c.Pools, DaemonSets: c.DaemonSets,
+		InstanceTypes: shared, PoolInstanceTypes: per, Region: cat.Region(),
+		PersistentVolumeClaims: c.PersistentVolumeClaims, PersistentVolumes: c.PersistentVolumes,
+		StorageClasses: c.StorageClasses, Namespaces: c.Namespaces,
+	}
 }

@@ -1,0 +1,77 @@
+package provisioning
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/joist-dev/joist/pkg/catalog"
+	"github.com/joist-dev/joist/pkg/kube"
+	"github.com/joist-dev/joist/pkg/launch"
+	"github.com/joist-dev/joist/pkg/model"
+	"github.com/joist-dev/joist/pkg/pods"
+)
+
+// launchesAs launches every request as one instance of the type given.
+type launchesAs struct{ inst launch.Instance }
+
+func (launchesAs) Instances(context.Context) ([]launch.Instance, error) { return nil, nil }
+func (l launchesAs) Launch(context.Context, launch.Request) (*launch.Instance, error) {
+	i := l.inst
+	return &i, nil
+}
+
+// TestReconcile_PlanCarriesTheLabelsThePodSelectsOn: planned with a
+// catalog that knows a type the embedded one does not (z9.large), a pod
+// that selects on its instance family is nominated with that label
+// (pods.AnnotationInstanceLabels): the binder, which has no live catalog,
+// labels the node from it (binding's TestBinder_LabelsATypeOnlyThePlanKnows).
+func TestReconcile_PlanCarriesTheLabelsThePodSelectsOn(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	if _, ok := catalog.Lookup("z9.large"); ok {
+		t.Fatal("the embedded catalog knows z9.large: pick a type it does not")
+	}
+	z9 := &catalog.InstanceType{Name: "z9.large", Family: "z9", Category: "z", Generation: 9, Size: "large", Arch: "amd64", VCPU: 2, MemoryMiB: 8192, MaxENIs: 3, MaxENIsDefaultCard: 3, IPv4PerENI: 10}
+	cat := catalog.New("us-east-1", []string{"us-east-1a"}, []*catalog.InstanceType{z9},
+		map[string][]catalog.Offering{"z9.large": {{Zone: "us-east-1a", CapacityType: "on-demand", Price: 0.1}}})
+	pool := &model.Pool{Name: "default", API: model.APIV1, NodeClass: "default"}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "z9", Namespace: "default", UID: "z9"},
+		Spec: corev1.PodSpec{NodeSelector: map[string]string{catalog.LabelInstanceFamily: "z9"},
+			Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}}}
+	cs := fake.NewClientset(pod)
+	p := &Provisioner{
+		Cluster: "test", Kube: kube.New(cs), Catalog: cat, Now: func() time.Time { return now },
+		Launcher: launchesAs{launch.Instance{ID: "i-z9", InstanceType: "z9.large", Zone: "us-east-1a", CapacityType: "on-demand", LaunchTime: now}},
+		Specs: func(context.Context) (*model.Spec, error) {
+			return &model.Spec{Pools: []*model.Pool{pool}, NodeClasses: map[string]*model.NodeClass{"default": {Name: "default"}}}, nil
+		},
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	res, err := p.Reconcile(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Launched) != 1 {
+		t.Fatalf("result %+v, want one z9.large launched", res)
+	}
+	got, err := cs.CoreV1().Pods("default").Get(context.Background(), "z9", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pods.PlannedInstance(got) != "i-z9" {
+		t.Fatalf("pod planned onto %q, want i-z9", pods.PlannedInstance(got))
+	}
+	labels := pods.InstanceLabels(got)
+	if len(labels) != 1 || labels[catalog.LabelInstanceFamily] != "z9" {
+		t.Fatalf("plan labels %v (annotation %q), want only the instance family z9", labels, got.Annotations[pods.AnnotationInstanceLabels])
+	}
+}
