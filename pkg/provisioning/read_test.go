@@ -138,3 +138,42 @@ func TestReadForPlanning_NamespacesWhenAnAffinitySelectsThem(t *testing.T) {
 		})
 	}
 }
+
+// TestReadBound_WholeOnlyWhenThePassMayMoveOrReadsTerms: a bound pod is
+// kept in its compact form (scheduling.BoundPod) unless the pass may move
+// it (a replacement waits for it) or reads its terms (pod affinity).
+func TestReadBound_WholeOnlyWhenThePassMayMoveOrReadsTerms(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Spec: corev1.NodeSpec{ProviderID: "aws:///a/i-1"}}
+	pending := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "burst", Namespace: "default"},
+		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}}}
+	anti := &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 1,
+		PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}}}}
+	for _, tc := range []struct {
+		name  string
+		mod   func(*corev1.Pod)
+		whole bool
+	}{
+		{"plain", func(*corev1.Pod) {}, false},
+		{"awaited by a replacement", func(p *corev1.Pod) { p.Annotations = map[string]string{pods.AnnotationReplacement: "i-9"} }, true},
+		{"pod anti-affinity", func(p *corev1.Pod) { p.Spec.Affinity = anti }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bound := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: corev1.PodSpec{NodeName: "n1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+			tc.mod(bound)
+			cs := fake.NewClientset(node, bound, pending)
+			p := &Provisioner{
+				Kube: kube.New(cs), Launcher: instancesOnly([]launch.Instance{{ID: "i-1"}}), Now: func() time.Time { return now },
+				Specs: func(context.Context) (*model.Spec, error) { return &model.Spec{}, nil },
+			}
+			c, err := p.read(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			whole, compact := len(c.bound["n1"]), len(c.compact["n1"])
+			if tc.whole && (whole != 1 || compact != 0) || !tc.whole && (whole != 0 || compact != 1) {
+				t.Fatalf("web: %d whole, %d compact; want whole %v", whole, compact, tc.whole)
+			}
+		})
+	}
+}
