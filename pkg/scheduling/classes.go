@@ -189,8 +189,9 @@ type level struct {
 	// (zone and capacity-type spreads), which need retry rounds.
 	hasRange bool
 	st       relaxState
-	// up caches upgrade searches per bin id.
-	up []upCache
+	// up caches upgrade searches per bin id, shared by the levels whose
+	// searches read the same (growth.go: upCachesFor).
+	up *upCaches
 }
 
 // spread is a hard topology spread constraint of a level.

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Growth: when no paid room is left, the most cost-efficient way to make
@@ -107,13 +108,58 @@ type upCache struct {
 	dp   float64
 }
 
+// upCaches are upgrade answers by bin id.
+type upCaches struct{ e []upCache }
+
+// upCachesFor is the cache of upgrade answers for l, shared with every
+// level whose upgradeFor reads the same: the class's request and, per
+// pool, what the class allows (types, zones, capacity types, custom
+// labels). Classes of one request shape (Deployments of the same pod
+// size) then do not search every open node again.
+func (s *solver) upCachesFor(l *level) *upCaches {
+	var kb strings.Builder
+	for _, v := range l.cls.req {
+		kb.WriteString(strconv.FormatInt(v, 36))
+		kb.WriteByte(',')
+	}
+	for _, cp := range l.pools {
+		kb.WriteByte('|')
+		if !cp.ok {
+			continue
+		}
+		for _, w := range cp.types {
+			kb.WriteString(strconv.FormatUint(w, 36))
+			kb.WriteByte(',')
+		}
+		kb.WriteString(strconv.FormatUint(cp.zoneMask, 36))
+		kb.WriteByte(',')
+		kb.WriteString(strconv.FormatUint(cp.ctMask, 36))
+		if cp.labelAll {
+			kb.WriteString(",a")
+		}
+		if cp.custom != nil {
+			kb.WriteString(",c" + cp.custom.signature())
+		}
+	}
+	k := kb.String()
+	u, ok := s.upShared[k]
+	if !ok {
+		u = &upCaches{}
+		s.upShared[k] = u
+	}
+	return u
+}
+
 // upgradeCached is upgradeFor, remembered per level and bin version: while
 // one class grows one bin, the other bins' answers do not change.
 func (s *solver) upgradeCached(l *level, b *bin, cp *classPool, want int) *growth {
-	for len(l.up) <= b.id {
-		l.up = append(l.up, upCache{})
+	if l.up == nil {
+		l.up = s.upCachesFor(l)
 	}
-	c := &l.up[b.id]
+	for len(l.up.e) <= b.id {
+		l.up.e = append(l.up.e, upCache{})
+	}
+	c := &l.up.e[b.id]
 	// A limited pool's answer also depends on the other nodes' sizes: no
 	// caching there.
 	if s.priceCap > 0 {

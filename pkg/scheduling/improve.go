@@ -253,11 +253,9 @@ func (s *solver) tryRebuild(group []*bin) bool {
 	s.zoneLoad = j.load
 	s.bins = s.bins[:nBins]
 	s.noteShrink()
-	for _, c := range s.classes {
-		for _, l := range c.levels {
-			if len(l.up) > nBins {
-				l.up = l.up[:nBins]
-			}
+	for _, u := range s.upShared {
+		if len(u.e) > nBins {
+			u.e = u.e[:nBins]
 		}
 	}
 	return false

@@ -73,6 +73,8 @@ type solver struct {
 	namespaces  map[string]map[string]string
 
 	bins []*bin
+	// upShared are the upgrade caches by what upgradeFor reads.
+	upShared map[string]*upCaches
 	// live are the bins not closed (live.go): minPending, the smallest
 	// pending request, and minGen, its version; liveLen is how many of
 	// s.bins live has seen; liveStale asks for a rebuild.
@@ -132,6 +134,7 @@ func newSolver(in *Input) *solver {
 		in:           in,
 		keyIdx:       map[string]int{},
 		typeKeys:     map[string]bool{},
+		upShared:     map[string]*upCaches{},
 		groupIdx:     map[string]*group{},
 		namespaces:   map[string]map[string]string{},
 		affinityMemo: map[*corev1.Affinity]uint64{},
