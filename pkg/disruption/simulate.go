@@ -250,7 +250,7 @@ func (c *consolidator) replacement(cmd command, nn scheduling.NewNode, sum float
 		}
 		cheapest, dearest := math.Inf(1), 0.0
 		for _, off := range it.Offerings {
-			if !hasString(nn.Zones, off.Zone) || !hasString(cts, off.CapacityType) || off.Unavailable || c.unavailable(o.Name, off.Zone, off.CapacityType) {
+			if !hasString(nn.Zones, off.Zone) || !hasString(cts, off.CapacityType) || c.unavailable(o.Name, off.Zone, off.CapacityType) {
 				continue
 			}
 			cheapest, dearest = math.Min(cheapest, off.Price), math.Max(dearest, off.Price)
@@ -390,7 +390,7 @@ func (c *consolidator) cheapestFit(cpu, mem int64) float64 {
 				continue
 			}
 			for _, o := range it.Offerings {
-				if !o.Unavailable && !c.unavailable(it.Name, o.Zone, o.CapacityType) && o.Price < best {
+				if !c.unavailable(it.Name, o.Zone, o.CapacityType) && o.Price < best {
 					best = o.Price
 				}
 			}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/joist-dev/joist/pkg/catalog"
 )
 
 // TagCluster is the tag that makes an instance the cluster's
@@ -58,17 +60,12 @@ type Facts struct {
 	RebalanceReplace bool
 }
 
-// Offering is one (instance type, zone, capacity type).
-type Offering struct {
-	InstanceType, Zone, CapacityType string
-}
-
 // Decision is what Decide says.
 type Decision struct {
 	Action Action
 	// Unavailable is the offering to avoid in the replacement's plan (the
 	// spot pool that is being reclaimed, the reservation being taken back).
-	Unavailable *Offering
+	Unavailable *catalog.OfferingKey
 	// Reason says why, for logs and Events.
 	Reason string
 }
@@ -96,10 +93,10 @@ func Decide(m *Message, f Facts) Decision {
 		d = Decision{Action: ActionDelete, Reason: "instance " + m.State}
 	case KindSpotInterruption:
 		d = Decision{Action: ActionReplace, Reason: "spot interruption warning (" + m.Action + ")",
-			Unavailable: &Offering{f.Instance.InstanceType, f.Instance.Zone, "spot"}}
+			Unavailable: &catalog.OfferingKey{InstanceType: f.Instance.InstanceType, Zone: f.Instance.Zone, CapacityType: "spot"}}
 	case KindCapacityReservation:
 		d = Decision{Action: ActionReplace, Reason: "capacity reservation interruption warning (" + m.Action + ")",
-			Unavailable: &Offering{f.Instance.InstanceType, f.Instance.Zone, f.Instance.CapacityType}}
+			Unavailable: &catalog.OfferingKey{InstanceType: f.Instance.InstanceType, Zone: f.Instance.Zone, CapacityType: f.Instance.CapacityType}}
 	case KindScheduledChange:
 		d = Decision{Action: ActionReplace, Reason: "scheduled change " + healthCode(m)}
 	case KindInstanceStopped:

@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/joist-dev/joist/pkg/catalog"
 )
 
 func msg(t *testing.T, file string) *Message {
@@ -45,10 +47,10 @@ func TestDecide(t *testing.T) {
 		file        string
 		facts       Facts
 		want        Action
-		unavailable *Offering
+		unavailable *catalog.OfferingKey
 	}{
-		{"spot warning replaces and avoids the spot offering", spot, Facts{Cluster: "c1", Instance: ours, Node: node}, ActionReplace, &Offering{"m5.large", "us-east-2a", "spot"}},
-		{"capacity reservation warning replaces and avoids the offering", capres, Facts{Cluster: "c1", Instance: &onDemand, Node: node}, ActionReplace, &Offering{"m5.large", "us-east-2a", "on-demand"}},
+		{"spot warning replaces and avoids the spot offering", spot, Facts{Cluster: "c1", Instance: ours, Node: node}, ActionReplace, &catalog.OfferingKey{InstanceType: "m5.large", Zone: "us-east-2a", CapacityType: "spot"}},
+		{"capacity reservation warning replaces and avoids the offering", capres, Facts{Cluster: "c1", Instance: &onDemand, Node: node}, ActionReplace, &catalog.OfferingKey{InstanceType: "m5.large", Zone: "us-east-2a", CapacityType: "on-demand"}},
 		{"scheduled change replaces", health, Facts{Cluster: "c1", Instance: ours, Node: node}, ActionReplace, nil},
 		{"stopping replaces", stoppingMsg, Facts{Cluster: "c1", Instance: &stopping, Node: node}, ActionReplace, nil},
 		{"stopped replaces", stopped, Facts{Cluster: "c1", Instance: &stopping, Node: node}, ActionReplace, nil},
@@ -63,7 +65,7 @@ func TestDecide(t *testing.T) {
 		{"another cluster's instance is a no-op", spot, Facts{Cluster: "c1", Instance: &foreign, Node: node}, ActionNone, nil},
 		{"an untagged instance is a no-op", goneMsg, Facts{Cluster: "c1", Instance: &untagged, Node: node}, ActionNone, nil},
 		{"an instance EC2 does not know is a no-op", spot, Facts{Cluster: "c1", Node: node}, ActionNone, nil},
-		{"spot warning for an unregistered instance still avoids the offering", spot, Facts{Cluster: "c1", Instance: ours}, ActionNone, &Offering{"m5.large", "us-east-2a", "spot"}},
+		{"spot warning for an unregistered instance still avoids the offering", spot, Facts{Cluster: "c1", Instance: ours}, ActionNone, &catalog.OfferingKey{InstanceType: "m5.large", Zone: "us-east-2a", CapacityType: "spot"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := Decide(msg(t, tc.file), tc.facts)

@@ -269,7 +269,7 @@ func (s *solver) preparePoolState(idx int, p *model.Pool) *poolState {
 		}
 		offerStart := len(offerArr)
 		for _, o := range it.Offerings {
-			if o.Unavailable || (s.in.Unavailable != nil && s.in.Unavailable(it.Name, o.Zone, o.CapacityType)) {
+			if s.in.Unavailable != nil && s.in.Unavailable(it.Name, o.Zone, o.CapacityType) {
 				continue
 			}
 			z, zok := s.world.zoneIdx[o.Zone]

@@ -30,12 +30,9 @@ type InstanceType struct {
 type Offering struct {
 	Zone         string
 	CapacityType string
-	// Price is USD per hour.
+	// Price is USD per hour. Whether it can be launched now is
+	// Input.Unavailable's to say.
 	Price float64
-	// Unavailable marks an offering that cannot be launched now (for
-	// example after an insufficient-capacity error). Input.Unavailable is
-	// consulted as well.
-	Unavailable bool
 }
 
 // Node is a node the plan may put pods on without launching anything: an
@@ -87,8 +84,8 @@ type Input struct {
 	PoolInstanceTypes map[string][]*InstanceType
 	// Region fills topology.kubernetes.io/region on new nodes.
 	Region string
-	// Unavailable tells whether an offering must not be used now; nil means
-	// every offering not marked in Offering.Unavailable is usable.
+	// Unavailable tells whether an offering must not be used now (after an
+	// insufficient-capacity error); nil means every offering is usable.
 	Unavailable func(instanceType, zone, capacityType string) bool
 
 	// Volumes: claims, volumes and classes the pods' volumes refer to.

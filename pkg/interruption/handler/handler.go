@@ -165,7 +165,7 @@ func (h *Handler) handle(ctx context.Context, log *slog.Logger, m *interruption.
 func (h *Handler) act(ctx context.Context, log *slog.Logger, m *interruption.Message, f interruption.Facts, d interruption.Decision, received time.Time) error {
 	var unavailable []catalog.OfferingKey
 	if d.Unavailable != nil {
-		unavailable = append(unavailable, catalog.OfferingKey{InstanceType: d.Unavailable.InstanceType, Zone: d.Unavailable.Zone, CapacityType: d.Unavailable.CapacityType})
+		unavailable = append(unavailable, *d.Unavailable)
 	}
 	switch d.Action {
 	case interruption.ActionNone:
