@@ -1,5 +1,10 @@
 package catalog
 
+import (
+	"maps"
+	"slices"
+)
+
 // capacityErrorCodes are the EC2 error codes (from CreateFleet's per-override
 // errors or a RunInstances failure) that mean "this offering cannot be had
 // right now", after which the offering is marked unavailable and the plan is
@@ -24,15 +29,4 @@ func IsCapacityError(code string) bool { return capacityErrorCodes[code] }
 
 // CapacityErrorCodes lists the codes IsCapacityError accepts, sorted, for
 // documentation and for simulators that inject them.
-func CapacityErrorCodes() []string {
-	return []string{
-		"InsufficientFreeAddressesInSubnet",
-		"InsufficientInstanceCapacity",
-		"MaxFleetCountExceeded",
-		"MaxSpotInstanceCountExceeded",
-		"SpotMaxPriceTooLow",
-		"UnfulfillableCapacity",
-		"Unsupported",
-		"VcpuLimitExceeded",
-	}
-}
+func CapacityErrorCodes() []string { return slices.Sorted(maps.Keys(capacityErrorCodes)) }
