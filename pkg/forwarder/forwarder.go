@@ -172,8 +172,9 @@ func (f *Forwarder) Run(ctx context.Context) error {
 	nodeFactory := informers.NewSharedInformerFactoryWithOptions(f.opts.Client, 0,
 		informers.WithTransform(slimNode))
 
-	// Bound pods, slimmed to what tells whether they need their node: a
-	// Joist node whose last such pod goes is reported emptied.
+	// Bound pods, each reduced to a boundPod (key, UID, node, whether it
+	// needs the node): a Joist node whose last such pod goes is reported
+	// emptied.
 	boundFactory := informers.NewSharedInformerFactoryWithOptions(f.opts.Client, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "spec.nodeName!=" }),
 		informers.WithTransform(slimBoundPod))
@@ -247,7 +248,7 @@ func (f *Forwarder) onPodDelete(obj any) {
 }
 
 func (f *Forwarder) onBoundPod(obj any) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := obj.(*boundPod)
 	if !ok {
 		return
 	}
@@ -258,7 +259,7 @@ func (f *Forwarder) onBoundPod(obj any) {
 }
 
 func (f *Forwarder) onBoundPodDelete(obj any) {
-	pod, ok := unwrap(obj).(*corev1.Pod)
+	pod, ok := unwrap(obj).(*boundPod)
 	if !ok {
 		return
 	}

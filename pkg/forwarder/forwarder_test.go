@@ -777,8 +777,8 @@ func TestNodesDeletingEvents(t *testing.T) {
 	}
 }
 
-// boundPod is a pod bound to node; ds makes it a DaemonSet's.
-func boundPod(name, node string, ds bool) *corev1.Pod {
+// boundPodOn is a pod bound to node; ds makes it a DaemonSet's.
+func boundPodOn(name, node string, ds bool) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: k8stypes.UID("uid-" + name)},
 		Spec:       corev1.PodSpec{NodeName: node},
@@ -809,9 +809,9 @@ func TestNodesEmptiedEvents(t *testing.T) {
 		deleted bool         // the pod was deleted
 		flush   bool
 	}
-	finished := boundPod("p1", "a", false)
+	finished := boundPodOn("p1", "a", false)
 	finished.Status.Phase = corev1.PodSucceeded
-	terminating := boundPod("p2", "b", false)
+	terminating := boundPodOn("p2", "b", false)
 	terminating.DeletionTimestamp = &metav1.Time{Time: t0}
 	tests := []struct {
 		name    string
@@ -819,25 +819,25 @@ func TestNodesEmptiedEvents(t *testing.T) {
 		want    [][]string
 	}{
 		{name: "the last pod leaving empties the node",
-			changes: []change{{node: joistNode("a")}, {pod: boundPod("p1", "a", false)}, {pod: boundPod("p2", "a", false), flush: true},
-				{pod: boundPod("p1", "a", false), deleted: true, flush: true}, {pod: boundPod("p2", "a", false), deleted: true}},
+			changes: []change{{node: joistNode("a")}, {pod: boundPodOn("p1", "a", false)}, {pod: boundPodOn("p2", "a", false), flush: true},
+				{pod: boundPodOn("p1", "a", false), deleted: true, flush: true}, {pod: boundPodOn("p2", "a", false), deleted: true}},
 			want: [][]string{{"a"}}},
 		{name: "DaemonSet pods do not hold a node",
-			changes: []change{{node: joistNode("a")}, {pod: boundPod("ds", "a", true)}, {pod: boundPod("p1", "a", false), flush: true}, {pod: boundPod("p1", "a", false), deleted: true}},
+			changes: []change{{node: joistNode("a")}, {pod: boundPodOn("ds", "a", true)}, {pod: boundPodOn("p1", "a", false), flush: true}, {pod: boundPodOn("p1", "a", false), deleted: true}},
 			want:    [][]string{{"a"}}},
 		{name: "a pod finishing or terminating leaves the node",
-			changes: []change{{node: joistNode("a")}, {node: joistNode("b")}, {pod: boundPod("p1", "a", false)}, {pod: boundPod("p2", "b", false), flush: true},
+			changes: []change{{node: joistNode("a")}, {node: joistNode("b")}, {pod: boundPodOn("p1", "a", false)}, {pod: boundPodOn("p2", "b", false), flush: true},
 				{pod: finished}, {pod: terminating}},
 			want: [][]string{{"a", "b"}}},
 		{name: "a node that is not Joist's is not reported",
-			changes: []change{{node: node("a", corev1.ConditionTrue, t0)}, {pod: boundPod("p1", "a", false), flush: true}, {pod: boundPod("p1", "a", false), deleted: true}}},
+			changes: []change{{node: node("a", corev1.ConditionTrue, t0)}, {pod: boundPodOn("p1", "a", false), flush: true}, {pod: boundPodOn("p1", "a", false), deleted: true}}},
 		{name: "a node being deleted is reported deleting, not emptied",
-			changes: []change{{node: joistNode("a")}, {pod: boundPod("p1", "a", false), flush: true}, {node: deletingNode("a", true)}, {pod: boundPod("p1", "a", false), deleted: true}}},
+			changes: []change{{node: joistNode("a")}, {pod: boundPodOn("p1", "a", false), flush: true}, {node: deletingNode("a", true)}, {pod: boundPodOn("p1", "a", false), deleted: true}}},
 		{name: "a node filled again before the flush is not reported",
-			changes: []change{{node: joistNode("a")}, {pod: boundPod("p1", "a", false), flush: true}, {pod: boundPod("p1", "a", false), deleted: true}, {pod: boundPod("p2", "a", false)}}},
+			changes: []change{{node: joistNode("a")}, {pod: boundPodOn("p1", "a", false), flush: true}, {pod: boundPodOn("p1", "a", false), deleted: true}, {pod: boundPodOn("p2", "a", false)}}},
 		{name: "emptied, filled and emptied again is reported twice",
-			changes: []change{{node: joistNode("a")}, {pod: boundPod("p1", "a", false), flush: true}, {pod: boundPod("p1", "a", false), deleted: true, flush: true},
-				{pod: boundPod("p2", "a", false), flush: true}, {pod: boundPod("p2", "a", false), deleted: true}},
+			changes: []change{{node: joistNode("a")}, {pod: boundPodOn("p1", "a", false), flush: true}, {pod: boundPodOn("p1", "a", false), deleted: true, flush: true},
+				{pod: boundPodOn("p2", "a", false), flush: true}, {pod: boundPodOn("p2", "a", false), deleted: true}},
 			want: [][]string{{"a"}, {"a"}}},
 	}
 	for _, tt := range tests {
@@ -851,7 +851,8 @@ func TestNodesEmptiedEvents(t *testing.T) {
 					slim, _ := slimNode(c.node)
 					h.f.onNode(slim, false)
 				case c.deleted:
-					h.f.onBoundPodDelete(c.pod)
+					slim, _ := slimBoundPod(c.pod)
+					h.f.onBoundPodDelete(slim)
 				default:
 					slim, _ := slimBoundPod(c.pod)
 					h.f.onBoundPod(slim)

@@ -5,9 +5,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/joist-dev/joist/events"
+	"github.com/joist-dev/joist/pkg/disruption"
 )
 
 // unschedulable reports whether the scheduler gave up on pod for lack of a
@@ -73,34 +75,39 @@ func slimPod(obj any) (any, error) {
 	}, nil
 }
 
-// slimBoundPod keeps what tells whether a bound pod needs its node
-// (disruption.Reschedulable): its node, phase, deletion, mirror
-// annotation and DaemonSet or Node owner.
+// boundPod is all the forwarder keeps of a bound pod: the informer's key
+// (namespace, name), the UID the outbox counts by, the node, and whether the
+// pod needs that node (disruption.Reschedulable: not finished, not
+// terminating, not a mirror pod, not owned by a DaemonSet or Node). It is
+// ~80 bytes where even an emptied corev1.Pod is 1,240, so the cache of every
+// bound pod in the cluster stays small (docs/forwarder.md, memory).
+type boundPod struct {
+	Namespace, Name string
+	UID             k8stypes.UID
+	Node            string
+	Needs           bool
+}
+
+// GetObjectMeta makes a boundPod an object the informer can key
+// (meta.Accessor): namespace, name and UID, built on demand.
+func (p *boundPod) GetObjectMeta() metav1.Object {
+	return &metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID}
+}
+
+// slimBoundPod reduces a bound pod to a boundPod, deciding once, from the
+// full pod, whether it needs its node.
 func slimBoundPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return obj, nil
 	}
-	slim := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:              pod.Name,
-			Namespace:         pod.Namespace,
-			UID:               pod.UID,
-			ResourceVersion:   pod.ResourceVersion,
-			DeletionTimestamp: pod.DeletionTimestamp,
-		},
-		Spec:   corev1.PodSpec{NodeName: pod.Spec.NodeName},
-		Status: corev1.PodStatus{Phase: pod.Status.Phase},
-	}
-	if v, ok := pod.Annotations[corev1.MirrorPodAnnotationKey]; ok {
-		slim.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: v}
-	}
-	for _, o := range pod.OwnerReferences {
-		if o.Kind == "DaemonSet" || o.Kind == "Node" {
-			slim.OwnerReferences = append(slim.OwnerReferences, metav1.OwnerReference{Kind: o.Kind, Name: o.Name, UID: o.UID, APIVersion: o.APIVersion})
-		}
-	}
-	return slim, nil
+	return &boundPod{
+		Namespace: pod.Namespace,
+		Name:      pod.Name,
+		UID:       pod.UID,
+		Node:      pod.Spec.NodeName,
+		Needs:     disruption.Reschedulable(pod),
+	}, nil
 }
 
 // slimNode keeps only what the forwarder reads: nodes carry large status

@@ -13,7 +13,6 @@ import (
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
 	"github.com/joist-dev/joist/events"
-	"github.com/joist-dev/joist/pkg/disruption"
 )
 
 // outbox is the forwarder's memory: which pods are unschedulable now, which
@@ -172,16 +171,16 @@ func (o *outbox) nodeDeleting(node *corev1.Node, now time.Time) {
 // boundPodChanged takes a bound pod's latest state: a pod that needs its
 // node (disruption.Reschedulable) is counted on it; one that no longer
 // does (finished, terminating) leaves it, as a deleted one does.
-func (o *outbox) boundPodChanged(pod *corev1.Pod, now time.Time) {
-	if pod.Spec.NodeName == "" || !disruption.Reschedulable(pod) {
+func (o *outbox) boundPodChanged(pod *boundPod, now time.Time) {
+	if pod.Node == "" || !pod.Needs {
 		o.boundPodGone(pod.UID, now)
 		return
 	}
-	if prev, ok := o.podNode[pod.UID]; ok && prev == pod.Spec.NodeName {
+	if prev, ok := o.podNode[pod.UID]; ok && prev == pod.Node {
 		return
 	}
 	o.boundPodGone(pod.UID, now)
-	node := pod.Spec.NodeName
+	node := pod.Node
 	if o.podsOn[node] == nil {
 		o.podsOn[node] = map[k8stypes.UID]bool{}
 	}
