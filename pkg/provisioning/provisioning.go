@@ -123,54 +123,26 @@ func (p *Provisioner) now() time.Time {
 // offering out of capacity is marked unavailable and the plan is redone
 // in the same pass without it.
 func (p *Provisioner) Reconcile(ctx context.Context) (*Result, error) {
-	if p.Unavailable == nil {
-		p.Unavailable = catalog.NewUnavailable(0)
-	}
-	if p.Metrics == nil {
-		p.Metrics = metrics.New(p.Cluster, p.Now)
-	}
+	p.setDefaults()
 	res := &Result{Unschedulable: map[string]string{}}
 	if p.Lock != nil {
-		held, err := p.Lock.Acquire(ctx)
-		if errors.Is(err, kube.ErrLeaseHeld) {
-			p.Log.Info("another decider holds the lease; leaving this pass to it", "error", err.Error())
+		release, skipped, err := p.takeLease(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if skipped {
 			res.Skipped = true
 			return res, nil
 		}
-		if err != nil {
-			return nil, fmt.Errorf("take the decider lease: %w", err)
-		}
-		if enc := held.Annotations()[AnnotationUnavailable]; enc != "" {
-			if u, err := catalog.DecodeUnavailable(enc); err == nil {
-				p.Unavailable.Merge(u)
-			} else {
-				p.Log.Warn("ignoring unreadable unavailable-offerings annotation", "error", err.Error())
-			}
-		}
-		defer func() {
-			p.Unavailable.Prune(p.now())
-			enc := p.Unavailable.Encode()
-			if err := held.Release(context.WithoutCancel(ctx), map[string]*string{AnnotationUnavailable: &enc}); err != nil {
-				p.Log.Warn("release the decider lease", "error", err.Error())
-			}
-		}()
+		defer release()
 	}
-	if p.retiring != nil {
-		now := p.now()
-		for _, o := range p.retiring.Unavailable {
-			p.Unavailable.Mark(now, o.InstanceType, o.Zone, o.CapacityType)
-		}
-	}
+	p.markRetiringUnavailable()
 	c, err := p.read(ctx)
 	if err != nil {
 		return nil, err
 	}
 	p.giveUpUnregistered(c, res)
-	res.Pending = len(c.pending)
-	p.Metrics.Gauge(metrics.PendingPods, float64(len(c.pending)), nil)
-	for _, pl := range c.planned {
-		res.AlreadyServed += len(pl)
-	}
+	p.countPending(c, res)
 	if len(c.todo) == 0 {
 		return res, nil
 	}
@@ -185,87 +157,181 @@ func (p *Provisioner) Reconcile(ctx context.Context) (*Result, error) {
 	var failed []failure
 	defer func() { p.reportFailures(ctx, failed) }()
 	for attempt := 0; attempt < maxPlanAttempts && len(todo) > 0; attempt++ {
-		now := p.now()
-		unavailable := func(t, z, ct string) bool { return p.Unavailable.IsUnavailable(now, t, z, ct) }
-		in := base
-		in.Pods, in.Nodes, in.Unavailable = todo, p.simulatorNodes(c), unavailable
-		start := time.Now()
-		plan := scheduling.Solve(in)
-		p.Log.Info("planned", "pods", len(todo), "newNodes", len(plan.NewNodes), "unschedulable", len(plan.Unschedulable),
-			"pricePerHour", plan.TotalPricePerHour, "lowerBoundPricePerHour", plan.LowerBoundPricePerHour, "seconds", time.Since(start).Seconds())
-		p.Metrics.Observe(metrics.SchedulingDuration, time.Since(start).Seconds(), nil)
-		p.Metrics.Gauge(metrics.PodsUnschedulable, float64(len(plan.Unschedulable)), nil)
-		for _, f := range plan.Unschedulable {
-			res.Unschedulable[pods.Key(f.Pod)] = f.Reason
-			failed = append(failed, failure{f.Pod, f.Reason})
+		todo, err = p.planAndLaunch(ctx, c, base, todo, res, &failed)
+		if err != nil {
+			return res, err
 		}
-		// Pods the simulator put on capacity that exists or is coming wait
-		// for that instance; on a node already Ready they are bound now
-		// (no node-ready event will come for it).
-		for _, pl := range plan.Existing {
-			id, node := pl.Node, (*corev1.Node)(nil)
-			if !pl.InFlight {
-				node = c.node(pl.Node)
-				if node == nil || pods.InstanceID(node.Spec.ProviderID) == "" {
-					continue // not an EC2 node Joist can plan onto: kube-scheduler's
-				}
-				id = pods.InstanceID(node.Spec.ProviderID)
-			}
-			for _, pod := range pl.Pods {
-				if err := p.nominate(ctx, c, pod, c.describe(id), now, res); err != nil {
-					return res, err
-				}
-			}
-			if node != nil && pods.NodeReady(node) {
-				b := &binding.Binder{Kube: p.Kube, Log: p.Log, Metrics: p.Metrics}
-				if _, err := b.BindNode(ctx, node.Name); err != nil {
-					p.Log.Warn("bind onto a Ready node", "node", node.Name, "error", err.Error())
-				}
-			}
-		}
-		var retry []*corev1.Pod
-		for _, n := range plan.NewNodes {
-			inst, err := p.launch(ctx, c.spec, n, unavailable)
-			var ce *launch.CapacityError
-			if errors.As(err, &ce) {
-				for _, code := range ce.Codes {
-					p.Metrics.Count(metrics.InstanceLaunchFailures, 1, map[string]string{metrics.DimPool: n.Pool, metrics.DimReason: code})
-				}
-				for _, o := range ce.Offerings {
-					p.Unavailable.Mark(now, o.InstanceType, o.Zone, o.CapacityType)
-				}
-				p.Log.Warn("offerings out of capacity; planning again without them", "pool", n.Pool, "codes", strings.Join(ce.Codes, ","), "offerings", len(ce.Offerings))
-				retry = append(retry, n.Pods...)
-				continue
-			}
-			if err != nil {
-				p.Log.Error("launch failed", "pool", n.Pool, "error", err.Error())
-				p.Metrics.Count(metrics.InstanceLaunchFailures, 1, map[string]string{metrics.DimPool: n.Pool, metrics.DimReason: "Error"})
-				for _, pod := range n.Pods {
-					res.Unschedulable[pods.Key(pod)] = err.Error()
-					failed = append(failed, failure{pod, err.Error()})
-				}
-				continue
-			}
-			res.Launched = append(res.Launched, *inst)
-			for _, o := range inst.Unavailable {
-				p.Unavailable.Mark(now, o.InstanceType, o.Zone, o.CapacityType)
-			}
-			p.recordLaunch(ctx, n, inst, now)
-			p.Log.Info("launched", "pool", n.Pool, "instance", inst.ID, "instanceType", inst.InstanceType, "zone", inst.Zone, "capacityType", inst.CapacityType, "pods", len(n.Pods))
-			// The new instance holds these pods now; a replan in this pass
-			// must see it as in flight.
-			c.instances = append(c.instances, *inst)
-			for _, pod := range n.Pods {
-				if err := p.nominate(ctx, c, pod, *inst, now, res); err != nil {
-					return res, err
-				}
-				c.planned[inst.ID] = append(c.planned[inst.ID], pod)
-			}
-		}
-		todo = retry
 	}
 	return res, nil
+}
+
+// setDefaults fills the fields a Provisioner built without them needs, so
+// that a zero-valued one (as tests build it) still runs a pass.
+func (p *Provisioner) setDefaults() {
+	if p.Unavailable == nil {
+		p.Unavailable = catalog.NewUnavailable(0)
+	}
+	if p.Metrics == nil {
+		p.Metrics = metrics.New(p.Cluster, p.Now)
+	}
+}
+
+// takeLease takes the decider lease so that two passes never decide at
+// once, and merges the unavailable offerings the previous holder kept on
+// it (a cold function would otherwise forget them and launch into the
+// same shortage again). skipped is true when another decider holds it:
+// the pass is left to that one. release prunes the offerings, writes them
+// back onto the Lease and lets it go; the caller defers it.
+func (p *Provisioner) takeLease(ctx context.Context) (release func(), skipped bool, err error) {
+	held, err := p.Lock.Acquire(ctx)
+	if errors.Is(err, kube.ErrLeaseHeld) {
+		p.Log.Info("another decider holds the lease; leaving this pass to it", "error", err.Error())
+		return nil, true, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("take the decider lease: %w", err)
+	}
+	if enc := held.Annotations()[AnnotationUnavailable]; enc != "" {
+		if u, err := catalog.DecodeUnavailable(enc); err == nil {
+			p.Unavailable.Merge(u)
+		} else {
+			p.Log.Warn("ignoring unreadable unavailable-offerings annotation", "error", err.Error())
+		}
+	}
+	return func() {
+		p.Unavailable.Prune(p.now())
+		enc := p.Unavailable.Encode()
+		if err := held.Release(context.WithoutCancel(ctx), map[string]*string{AnnotationUnavailable: &enc}); err != nil {
+			p.Log.Warn("release the decider lease", "error", err.Error())
+		}
+	}, false, nil
+}
+
+// markRetiringUnavailable marks the offerings a Replace pass must avoid
+// (the interrupted nodes' own), once the Lease is held, so that the plan
+// does not put the replacements where the capacity is going away.
+func (p *Provisioner) markRetiringUnavailable() {
+	if p.retiring == nil {
+		return
+	}
+	now := p.now()
+	for _, o := range p.retiring.Unavailable {
+		p.Unavailable.Mark(now, o.InstanceType, o.Zone, o.CapacityType)
+	}
+}
+
+// countPending records how many pods are pending and how many of them an
+// instance already waits for: the pass's result and its pending-pods
+// metric say so even when there is nothing to plan.
+func (p *Provisioner) countPending(c *cluster, res *Result) {
+	res.Pending = len(c.pending)
+	p.Metrics.Gauge(metrics.PendingPods, float64(len(c.pending)), nil)
+	for _, pl := range c.planned {
+		res.AlreadyServed += len(pl)
+	}
+}
+
+// planAndLaunch is one planning attempt: it solves for todo against the
+// offerings available now, nominates the pods placed on existing or
+// coming capacity, and launches the new nodes. It returns the pods whose
+// launch ran out of capacity, to be planned again without those
+// offerings.
+func (p *Provisioner) planAndLaunch(ctx context.Context, c *cluster, base scheduling.Input, todo []*corev1.Pod, res *Result, failed *[]failure) ([]*corev1.Pod, error) {
+	now := p.now()
+	unavailable := func(t, z, ct string) bool { return p.Unavailable.IsUnavailable(now, t, z, ct) }
+	in := base
+	in.Pods, in.Nodes, in.Unavailable = todo, p.simulatorNodes(c), unavailable
+	start := time.Now()
+	plan := scheduling.Solve(in)
+	p.Log.Info("planned", "pods", len(todo), "newNodes", len(plan.NewNodes), "unschedulable", len(plan.Unschedulable),
+		"pricePerHour", plan.TotalPricePerHour, "lowerBoundPricePerHour", plan.LowerBoundPricePerHour, "seconds", time.Since(start).Seconds())
+	p.Metrics.Observe(metrics.SchedulingDuration, time.Since(start).Seconds(), nil)
+	p.Metrics.Gauge(metrics.PodsUnschedulable, float64(len(plan.Unschedulable)), nil)
+	for _, f := range plan.Unschedulable {
+		res.Unschedulable[pods.Key(f.Pod)] = f.Reason
+		*failed = append(*failed, failure{f.Pod, f.Reason})
+	}
+	if err := p.placeOnExisting(ctx, c, plan.Existing, now, res); err != nil {
+		return nil, err
+	}
+	return p.launchNew(ctx, c, plan.NewNodes, now, unavailable, res, failed)
+}
+
+// placeOnExisting handles the pods the simulator put on capacity that
+// exists or is coming: they wait for that instance; on a node already
+// Ready they are bound now (no node-ready event will come for it).
+func (p *Provisioner) placeOnExisting(ctx context.Context, c *cluster, placements []scheduling.Placement, now time.Time, res *Result) error {
+	for _, pl := range placements {
+		id, node := pl.Node, (*corev1.Node)(nil)
+		if !pl.InFlight {
+			node = c.node(pl.Node)
+			if node == nil || pods.InstanceID(node.Spec.ProviderID) == "" {
+				continue // not an EC2 node Joist can plan onto: kube-scheduler's
+			}
+			id = pods.InstanceID(node.Spec.ProviderID)
+		}
+		for _, pod := range pl.Pods {
+			if err := p.nominate(ctx, c, pod, c.describe(id), now, res); err != nil {
+				return err
+			}
+		}
+		if node != nil && pods.NodeReady(node) {
+			b := &binding.Binder{Kube: p.Kube, Log: p.Log, Metrics: p.Metrics}
+			if _, err := b.BindNode(ctx, node.Name); err != nil {
+				p.Log.Warn("bind onto a Ready node", "node", node.Name, "error", err.Error())
+			}
+		}
+	}
+	return nil
+}
+
+// launchNew launches the plan's new nodes and nominates their pods. A
+// capacity failure marks its offerings unavailable and returns the node's
+// pods for a replan in this pass; any other failure makes them
+// unschedulable for this pass. Each launched instance joins the in-flight
+// ones so a replan sees it.
+func (p *Provisioner) launchNew(ctx context.Context, c *cluster, newNodes []scheduling.NewNode, now time.Time, unavailable func(t, z, ct string) bool, res *Result, failed *[]failure) ([]*corev1.Pod, error) {
+	var retry []*corev1.Pod
+	for _, n := range newNodes {
+		inst, err := p.launch(ctx, c.spec, n, unavailable)
+		var ce *launch.CapacityError
+		if errors.As(err, &ce) {
+			for _, code := range ce.Codes {
+				p.Metrics.Count(metrics.InstanceLaunchFailures, 1, map[string]string{metrics.DimPool: n.Pool, metrics.DimReason: code})
+			}
+			for _, o := range ce.Offerings {
+				p.Unavailable.Mark(now, o.InstanceType, o.Zone, o.CapacityType)
+			}
+			p.Log.Warn("offerings out of capacity; planning again without them", "pool", n.Pool, "codes", strings.Join(ce.Codes, ","), "offerings", len(ce.Offerings))
+			retry = append(retry, n.Pods...)
+			continue
+		}
+		if err != nil {
+			p.Log.Error("launch failed", "pool", n.Pool, "error", err.Error())
+			p.Metrics.Count(metrics.InstanceLaunchFailures, 1, map[string]string{metrics.DimPool: n.Pool, metrics.DimReason: "Error"})
+			for _, pod := range n.Pods {
+				res.Unschedulable[pods.Key(pod)] = err.Error()
+				*failed = append(*failed, failure{pod, err.Error()})
+			}
+			continue
+		}
+		res.Launched = append(res.Launched, *inst)
+		for _, o := range inst.Unavailable {
+			p.Unavailable.Mark(now, o.InstanceType, o.Zone, o.CapacityType)
+		}
+		p.recordLaunch(ctx, n, inst, now)
+		p.Log.Info("launched", "pool", n.Pool, "instance", inst.ID, "instanceType", inst.InstanceType, "zone", inst.Zone, "capacityType", inst.CapacityType, "pods", len(n.Pods))
+		// The new instance holds these pods now; a replan in this pass
+		// must see it as in flight.
+		c.instances = append(c.instances, *inst)
+		for _, pod := range n.Pods {
+			if err := p.nominate(ctx, c, pod, *inst, now, res); err != nil {
+				return nil, err
+			}
+			c.planned[inst.ID] = append(c.planned[inst.ID], pod)
+		}
+	}
+	return retry, nil
 }
 
 // MaxFailureEventsPerPass bounds the FailedProvisioning Events one pass

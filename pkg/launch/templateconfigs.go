@@ -1,0 +1,158 @@
+package launch
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/joist-dev/joist/pkg/catalog"
+	"github.com/joist-dev/joist/pkg/model"
+)
+
+// maxTemplateConfigs is CreateFleet's limit on launch template
+// configurations in one request.
+const maxTemplateConfigs = 50
+
+// templateConfigs resolves AMIs and kubelet max pods for the options and
+// returns one launch template configuration per (AMI, max pods), creating
+// the templates as needed, each with its options as overrides.
+func (l *Launcher) templateConfigs(ctx context.Context, cluster Cluster, req Request, opts []Option, subnets map[string]Subnet, labels map[string]string, taints []corev1.Taint) ([]ec2types.FleetLaunchTemplateConfigRequest, error) {
+	pool, nc := req.Pool, req.Class
+	fam := family(nc)
+	keySet := map[ImageKey]bool{}
+	var keys []ImageKey
+	for _, o := range opts {
+		k := ImageKey{Arch: o.Arch, Variant: o.Variant}
+		if !keySet[k] {
+			keySet[k] = true
+			keys = append(keys, k)
+		}
+	}
+	amis, err := l.ResolveAMIs(ctx, nc, cluster.Version, keys)
+	if err != nil {
+		return nil, err
+	}
+	sgs, err := l.SecurityGroups(ctx, nc)
+	if err != nil {
+		return nil, err
+	}
+	profile := nc.InstanceProfile
+	if profile == "" {
+		profile = l.Cluster.InstanceProfile
+	}
+	md := model.MetadataOptions{HTTPEndpoint: "enabled", HTTPProtocolIPv6: "disabled", HTTPPutResponseHopLimit: 2, HTTPTokens: "required"}
+	if nc.MetadataOptions != nil {
+		md = *nc.MetadataOptions
+	}
+	kubelet := pool.Kubelet
+	if kubelet == nil {
+		kubelet = nc.Kubelet
+	}
+	if _, dropped := KubeletLabels(labels); len(dropped) > 0 {
+		l.log().Debug("labels the kubelet sets itself or may not set are left out of the user data", "pool", pool.Name, "labels", dropped)
+	}
+
+	type group struct {
+		ami     AMI
+		maxPods int64
+		opts    []Option
+	}
+	var groups []*group
+	index := map[string]*group{}
+	var unserved []string
+	for _, o := range opts {
+		ami, ok := amis[ImageKey{Arch: o.Arch, Variant: o.Variant}]
+		if !ok {
+			unserved = append(unserved, o.InstanceType)
+			continue
+		}
+		mp := maxPodsFor(req, o, kubelet, nc)
+		if fam == FamilyCustom {
+			mp = 0 // the user's own bootstrap decides
+		}
+		gk := ami.ID + "/" + strconv.FormatInt(mp, 10)
+		g := index[gk]
+		if g == nil {
+			if len(groups) == maxTemplateConfigs {
+				unserved = append(unserved, o.InstanceType)
+				continue
+			}
+			g = &group{ami: ami, maxPods: mp}
+			index[gk] = g
+			groups = append(groups, g)
+		}
+		g.opts = append(g.opts, o)
+	}
+	if len(unserved) > 0 {
+		l.log().Info("instance types left out of the launch: no AMI for their architecture or accelerator, or over CreateFleet's template limit", "pool", pool.Name, "types", dedupe(unserved))
+	}
+	if len(groups) == 0 {
+		return nil, fmt.Errorf("node class %q: no AMI serves any instance-type option (%s)", nc.Name, strings.Join(dedupe(unserved), ", "))
+	}
+	var configs []ec2types.FleetLaunchTemplateConfigRequest
+	for _, g := range groups {
+		userData, err := UserData(fam, cluster, Node{Labels: labels, Taints: taints, MaxPods: g.maxPods, Kubelet: kubelet, InstanceStorePolicy: nc.InstanceStorePolicy}, nc.UserData)
+		if err != nil {
+			return nil, fmt.Errorf("node class %q: user data: %w", nc.Name, err)
+		}
+		name, _, err := l.EnsureTemplate(ctx, TemplateContent{
+			ImageID: g.ami.ID, UserData: userData, SecurityGroups: sgs, InstanceProfile: profile,
+			Metadata: md, BlockDevices: nc.BlockDeviceMappings, AssociatePublicIP: nc.AssociatePublicIP,
+			DetailedMonitoring: nc.DetailedMonitoring, Tags: l.templateTags(nc),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("node class %q: %w", nc.Name, err)
+		}
+		cfg := ec2types.FleetLaunchTemplateConfigRequest{
+			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateName: aws.String(name), Version: aws.String("$Latest")},
+		}
+		for _, o := range g.opts {
+			cfg.Overrides = append(cfg.Overrides, override(o, subnets[o.Zone].ID, g.ami.ID))
+		}
+		configs = append(configs, cfg)
+	}
+	return configs, nil
+}
+
+// maxPodsFor is the pod capacity a node of the option's type gets.
+func maxPodsFor(req Request, o Option, k *model.Kubelet, nc *model.NodeClass) int64 {
+	if req.MaxPods > 0 {
+		return req.MaxPods
+	}
+	if o.MaxPods > 0 {
+		return o.MaxPods
+	}
+	if t, ok := catalog.Lookup(o.InstanceType); ok {
+		return t.MaxPodsFor(k, nc)
+	}
+	return 0
+}
+
+// userTemplateConfig launches from a user-managed template by name.
+func userTemplateConfig(name string, opts []Option, subnets map[string]Subnet) []ec2types.FleetLaunchTemplateConfigRequest {
+	cfg := ec2types.FleetLaunchTemplateConfigRequest{
+		LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateName: aws.String(name), Version: aws.String("$Latest")},
+	}
+	for _, o := range opts {
+		cfg.Overrides = append(cfg.Overrides, override(o, subnets[o.Zone].ID, ""))
+	}
+	return []ec2types.FleetLaunchTemplateConfigRequest{cfg}
+}
+
+func override(o Option, subnetID, imageID string) ec2types.FleetLaunchTemplateOverridesRequest {
+	ov := ec2types.FleetLaunchTemplateOverridesRequest{
+		InstanceType:     ec2types.InstanceType(o.InstanceType),
+		SubnetId:         aws.String(subnetID),
+		AvailabilityZone: aws.String(o.Zone),
+		Priority:         aws.Float64(o.Price),
+	}
+	if imageID != "" {
+		ov.ImageId = aws.String(imageID)
+	}
+	return ov
+}

@@ -1,0 +1,249 @@
+package specs
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
+	sigsjson "sigs.k8s.io/json"
+
+	"github.com/joist-dev/joist/pkg/model"
+)
+
+// kubeletFields are the kubelet settings Joist reads (the ones Karpenter
+// v1.15 parses); any other key of spec.kubelet is passed through.
+type kubeletFields struct {
+	ClusterDNS                  []string          `json:"clusterDNS,omitempty"`
+	MaxPods                     json.RawMessage   `json:"maxPods,omitempty"`
+	PodsPerCore                 *int32            `json:"podsPerCore,omitempty"`
+	SystemReserved              map[string]string `json:"systemReserved,omitempty"`
+	KubeReserved                map[string]string `json:"kubeReserved,omitempty"`
+	EvictionHard                map[string]string `json:"evictionHard,omitempty"`
+	EvictionSoft                map[string]string `json:"evictionSoft,omitempty"`
+	EvictionSoftGracePeriod     map[string]string `json:"evictionSoftGracePeriod,omitempty"`
+	EvictionMaxPodGracePeriod   *int32            `json:"evictionMaxPodGracePeriod,omitempty"`
+	ImageGCHighThresholdPercent *int32            `json:"imageGCHighThresholdPercent,omitempty"`
+	ImageGCLowThresholdPercent  *int32            `json:"imageGCLowThresholdPercent,omitempty"`
+	CPUCFSQuota                 *bool             `json:"cpuCFSQuota,omitempty"`
+}
+
+var kubeletKnownKeys = map[string]bool{
+	"clusterDNS": true, "maxPods": true, "podsPerCore": true, "systemReserved": true, "kubeReserved": true,
+	"evictionHard": true, "evictionSoft": true, "evictionSoftGracePeriod": true, "evictionMaxPodGracePeriod": true,
+	"imageGCHighThresholdPercent": true, "imageGCLowThresholdPercent": true, "cpuCFSQuota": true,
+}
+
+// parseKubelet decodes the fields Joist reads, field by field, so that
+// each wrong type is reported at its own path.
+func parseKubelet(l *errs, kc map[string]json.RawMessage, p *field.Path) kubeletFields {
+	var out kubeletFields
+	for _, k := range sortedKeys(kc) {
+		if !kubeletKnownKeys[k] {
+			continue
+		}
+		one, _ := json.Marshal(map[string]json.RawMessage{k: kc[k]})
+		var single kubeletFields
+		if err := json.Unmarshal(one, &single); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				l.add(p.Child(k), "invalid type: got JSON %s, want %s", te.Value, typeName(te.Type.String()))
+			} else {
+				l.add(p.Child(k), "invalid type: %s", strings.TrimPrefix(err.Error(), "json: "))
+			}
+			continue
+		}
+		merge, _ := json.Marshal(single)
+		_ = json.Unmarshal(merge, &out)
+	}
+	return out
+}
+
+// validateKubeletV1 is Karpenter v1.15's controller-side validation of the
+// open spec.kubelet map (which the CRD cannot check): types of the fields
+// it reads, eviction signals and values, soft/grace pairs, reservable
+// resources, ranges, and the fields Karpenter owns.
+func validateKubeletV1(l *errs, kc map[string]json.RawMessage, p *field.Path) {
+	if len(kc) == 0 {
+		return
+	}
+	if _, ok := kc["registerWithTaints"]; ok {
+		l.add(p.Child("registerWithTaints"), "can't be set, Joist sets it from the pool's taints so the node registers unschedulable until it's ready")
+	}
+	validateKubeletUpstream(l, kc, p)
+	k := parseKubelet(l, kc, p)
+	validateEvictionThresholds(l, k.EvictionHard, p.Child("evictionHard"))
+	validateEvictionThresholds(l, k.EvictionSoft, p.Child("evictionSoft"))
+	if raw, ok := kc["evictionMinimumReclaim"]; ok {
+		var m map[string]string
+		if json.Unmarshal(raw, &m) == nil {
+			validateEvictionThresholds(l, m, p.Child("evictionMinimumReclaim"))
+		} else {
+			l.add(p.Child("evictionMinimumReclaim"), "invalid type: want a map of strings")
+		}
+	}
+	for _, key := range sortedKeys(k.EvictionSoftGracePeriod) {
+		kp := p.Child("evictionSoftGracePeriod").Key(key)
+		if !contains(evictionSignals, key) {
+			l.unsupported(kp, key, evictionSignals)
+		}
+		d, err := time.ParseDuration(k.EvictionSoftGracePeriod[key])
+		switch {
+		case err != nil:
+			l.invalid(kp, k.EvictionSoftGracePeriod[key], "must be a duration")
+		case d < 0:
+			l.invalid(kp, k.EvictionSoftGracePeriod[key], "must not be negative")
+		}
+	}
+	validateSoftPairs(l, k.EvictionSoft, k.EvictionSoftGracePeriod, p)
+	for _, f := range []struct {
+		name string
+		m    map[string]string
+	}{{"kubeReserved", k.KubeReserved}, {"systemReserved", k.SystemReserved}} {
+		for _, key := range sortedKeys(f.m) {
+			kp := p.Child(f.name).Key(key)
+			if !contains(reservedResources, key) {
+				l.unsupported(kp, key, reservedResources)
+			}
+			if strings.HasPrefix(f.m[key], "-") {
+				l.invalid(kp, f.m[key], "must not be negative")
+			}
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    *int32
+	}{{"imageGCHighThresholdPercent", k.ImageGCHighThresholdPercent}, {"imageGCLowThresholdPercent", k.ImageGCLowThresholdPercent}} {
+		if f.v != nil && (*f.v < 0 || *f.v > 100) {
+			l.invalid(p.Child(f.name), *f.v, "must be between 0 and 100")
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    *int32
+	}{{"podsPerCore", k.PodsPerCore}, {"evictionMaxPodGracePeriod", k.EvictionMaxPodGracePeriod}} {
+		if f.v != nil && *f.v < 0 {
+			l.invalid(p.Child(f.name), *f.v, "must not be negative")
+		}
+	}
+	if n, _, ok := maxPods(k.MaxPods); ok && n != nil && *n < 0 {
+		l.invalid(p.Child("maxPods"), *n, "must not be negative")
+	} else if !ok {
+		l.add(p.Child("maxPods"), "invalid type: want an integer or a CEL expression string")
+	}
+	if h, lo := k.ImageGCHighThresholdPercent, k.ImageGCLowThresholdPercent; h != nil && lo != nil && *h <= *lo {
+		l.add(p, "imageGCHighThresholdPercent (%d) must be greater than imageGCLowThresholdPercent (%d)", *h, *lo)
+	}
+}
+
+// validateKubeletUpstream decodes spec.kubelet strictly into the upstream
+// KubeletConfiguration (k8s.io/kubelet v0.37), as Karpenter v1.15 does:
+// an unknown key (a typo such as maxPod) would otherwise be passed to the
+// node and silently ignored. Wrong types of the fields Joist reads are
+// reported by parseKubelet at their own path, so only unknown fields and
+// the types of the other fields are reported here.
+func validateKubeletUpstream(l *errs, kc map[string]json.RawMessage, p *field.Path) {
+	probe := make(map[string]json.RawMessage, len(kc))
+	for k, v := range kc {
+		if kubeletKnownKeys[k] {
+			continue // checked field by field by parseKubelet
+		}
+		probe[k] = v
+	}
+	if len(probe) == 0 {
+		return
+	}
+	raw, err := json.Marshal(probe)
+	if err != nil {
+		l.add(p, "%v", err)
+		return
+	}
+	strict, err := sigsjson.UnmarshalStrict(raw, &kubeletconfigv1beta1.KubeletConfiguration{})
+	if err != nil {
+		var te *json.UnmarshalTypeError
+		if jerr := json.Unmarshal(raw, &kubeletconfigv1beta1.KubeletConfiguration{}); errors.As(jerr, &te) && te.Field != "" {
+			l.add(p.Child(te.Field), "invalid type: got JSON %s, want %s", te.Value, typeName(te.Type.String()))
+			return
+		}
+		l.add(p, "invalid kubelet configuration: %s", strings.TrimPrefix(err.Error(), "json: "))
+		return
+	}
+	for _, se := range strict {
+		path := ""
+		if fp, ok := se.(interface{ FieldPath() string }); ok {
+			path = fp.FieldPath()
+		}
+		if strings.HasPrefix(se.Error(), "unknown field") {
+			l.add(p.Child(path), "unknown field: not a KubeletConfiguration field")
+		} else {
+			l.add(p.Child(path), "%s", strings.Fields(se.Error())[0]+" field")
+		}
+	}
+}
+
+// maxPods reads maxPods: a number, or a CEL expression string.
+func maxPods(raw json.RawMessage) (n *int32, expr string, ok bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return nil, "", true
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, "", false
+		}
+		if v, err := strconv.ParseInt(s, 10, 32); err == nil {
+			return ptrTo(int32(v)), "", true
+		}
+		return nil, s, true
+	}
+	var v int32
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, "", false
+	}
+	return &v, "", true
+}
+
+// kubeletV1ToModel maps a validated spec.kubelet onto the model, keeping
+// the keys Joist does not interpret in Extra.
+func kubeletV1ToModel(kc map[string]json.RawMessage) *model.Kubelet {
+	if len(kc) == 0 {
+		return nil
+	}
+	var l errs
+	k := parseKubelet(&l, kc, nil)
+	n, expr, _ := maxPods(k.MaxPods)
+	out := &model.Kubelet{
+		ClusterDNS:                  k.ClusterDNS,
+		MaxPods:                     n,
+		MaxPodsExpression:           expr,
+		PodsPerCore:                 k.PodsPerCore,
+		SystemReserved:              k.SystemReserved,
+		KubeReserved:                k.KubeReserved,
+		EvictionHard:                k.EvictionHard,
+		EvictionSoft:                k.EvictionSoft,
+		EvictionSoftGracePeriod:     k.EvictionSoftGracePeriod,
+		EvictionMaxPodGracePeriod:   k.EvictionMaxPodGracePeriod,
+		ImageGCHighThresholdPercent: k.ImageGCHighThresholdPercent,
+		ImageGCLowThresholdPercent:  k.ImageGCLowThresholdPercent,
+		CPUCFSQuota:                 k.CPUCFSQuota,
+	}
+	for _, key := range sortedKeys(kc) {
+		if kubeletKnownKeys[key] {
+			continue
+		}
+		var v any
+		if err := json.Unmarshal(kc[key], &v); err != nil {
+			continue
+		}
+		if out.Extra == nil {
+			out.Extra = map[string]any{}
+		}
+		out.Extra[key] = v
+	}
+	return out
+}
