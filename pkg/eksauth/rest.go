@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
 )
 
 // Options says how to reach one cluster's API server.
@@ -40,9 +40,10 @@ type Options struct {
 	// for local experiments; CA is then not required.
 	Insecure bool
 
-	// Now is the clock the token cache uses to decide when to refresh;
-	// nil means time.Now. Tests move it forward to force a refresh.
-	Now func() time.Time
+	// Clock is the clock the token cache uses to decide when to refresh
+	// (nil: the real one). Tests move a k8s.io/utils/clock/testing clock
+	// forward to force a refresh.
+	Clock clock.PassiveClock
 }
 
 // RESTConfig returns a client-go configuration for the cluster that Options
@@ -83,7 +84,7 @@ func RESTConfig(ctx context.Context, o Options) (*rest.Config, error) {
 		cfg.TLSClientConfig.CAData = ca
 	}
 
-	src := NewTokenSource(o.AWS, o.Cluster, o.Now)
+	src := NewTokenSource(o.AWS, o.Cluster, o.Clock)
 	if _, err := src.Token(ctx); err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // apiServer is a TLS server that answers /version like kube-apiserver and
@@ -78,13 +79,13 @@ func serverVersion(t *testing.T, cfg *rest.Config) error {
 
 func TestRESTConfigSendsEKSTokenAndRefreshesItBeforeExpiry(t *testing.T) {
 	srv := newAPIServer(t)
-	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
 	cfg, err := RESTConfig(context.Background(), Options{
 		Cluster:  "prod",
 		Endpoint: srv.URL,
 		CA:       srv.caData(),
 		AWS:      rotatingConfig(),
-		Now:      func() time.Time { return now },
+		Clock:    clk,
 	})
 	if err != nil {
 		t.Fatalf("RESTConfig: %v", err)
@@ -98,7 +99,7 @@ func TestRESTConfigSendsEKSTokenAndRefreshesItBeforeExpiry(t *testing.T) {
 		t.Fatalf("Authorization = %q, want an EKS bearer token", first)
 	}
 
-	now = now.Add(10 * time.Minute)
+	clk.Step(10 * time.Minute)
 	if err := serverVersion(t, cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,7 @@ func TestRESTConfigSendsEKSTokenAndRefreshesItBeforeExpiry(t *testing.T) {
 		t.Error("token changed before it was due for refresh")
 	}
 
-	now = now.Add(5 * time.Minute)
+	clk.Step(5 * time.Minute)
 	if err := serverVersion(t, cfg); err != nil {
 		t.Fatal(err)
 	}

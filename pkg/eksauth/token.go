@@ -22,6 +22,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
@@ -95,20 +97,20 @@ func withClusterID(cluster string) func(*sts.PresignOptions) {
 type TokenSource struct {
 	cfg     aws.Config
 	cluster string
-	now     func() time.Time
+	clock   clock.PassiveClock
 
 	mu      sync.Mutex
 	token   string
 	expires time.Time
 }
 
-// NewTokenSource returns a TokenSource for cluster. now may be nil (then
-// time.Now); tests pass a fake clock to force a refresh.
-func NewTokenSource(cfg aws.Config, cluster string, now func() time.Time) *TokenSource {
-	if now == nil {
-		now = time.Now
+// NewTokenSource returns a TokenSource for cluster. clk may be nil (then
+// the real clock); tests pass a fake clock to force a refresh.
+func NewTokenSource(cfg aws.Config, cluster string, clk clock.PassiveClock) *TokenSource {
+	if clk == nil {
+		clk = clock.RealClock{}
 	}
-	return &TokenSource{cfg: cfg, cluster: cluster, now: now}
+	return &TokenSource{cfg: cfg, cluster: cluster, clock: clk}
 }
 
 // Token returns the cached token, or a new one if the cached one is due for
@@ -116,7 +118,7 @@ func NewTokenSource(cfg aws.Config, cluster string, now func() time.Time) *Token
 func (s *TokenSource) Token(ctx context.Context) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.token != "" && s.now().Before(s.expires) {
+	if s.token != "" && s.clock.Now().Before(s.expires) {
 		return s.token, nil
 	}
 	token, expires, err := Token(ctx, s.cfg, s.cluster)
@@ -125,7 +127,7 @@ func (s *TokenSource) Token(ctx context.Context) (string, error) {
 	}
 	// Token's expiry is measured on the real clock; re-base it on ours so a
 	// fake clock in tests and the real one in production agree.
-	s.token, s.expires = token, s.now().Add(time.Until(expires))
+	s.token, s.expires = token, s.clock.Now().Add(time.Until(expires))
 	return s.token, nil
 }
 

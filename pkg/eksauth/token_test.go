@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 )
@@ -125,8 +127,7 @@ func TestTokenRefusesMissingClusterOrRegion(t *testing.T) {
 }
 
 func TestTokenSourceCachesUntilAMinuteBeforeExpiry(t *testing.T) {
-	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-	clock := func() time.Time { return now }
+	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
 	cfg := rotatingConfig()
 	src := NewTokenSource(cfg, "c", clock)
 
@@ -134,11 +135,11 @@ func TestTokenSourceCachesUntilAMinuteBeforeExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	now = now.Add(13*time.Minute + 50*time.Second)
+	clock.SetTime(clock.Now().Add(13*time.Minute + 50*time.Second))
 	if second, _ := src.Token(context.Background()); second != first {
 		t.Error("token was replaced before it was due")
 	}
-	now = now.Add(15 * time.Second) // past 14 minutes
+	clock.SetTime(clock.Now().Add(15 * time.Second)) // past 14 minutes
 	third, err := src.Token(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
 
 	"github.com/joist-dev/joist/pkg/kube"
 	"github.com/joist-dev/joist/pkg/launch"
@@ -99,7 +100,9 @@ type Collector struct {
 	TemplateMinAge time.Duration
 	Lock           Lock
 	Log            *slog.Logger
-	Now            func() time.Time
+	// Clock is the clock (nil: the real one; tests pass a
+	// k8s.io/utils/clock/testing clock).
+	Clock clock.PassiveClock
 	// RegistrationTimeout overrides DefaultRegistrationTimeout.
 	RegistrationTimeout time.Duration
 }
@@ -135,8 +138,8 @@ func Expired(launched, now time.Time, timeout time.Duration) bool {
 // the error and never stops the rest.
 func (c *Collector) Collect(ctx context.Context) (*Result, error) {
 	now := time.Now()
-	if c.Now != nil {
-		now = c.Now()
+	if c.Clock != nil {
+		now = c.Clock.Now()
 	}
 	tagged, err := c.EC2.Tagged(ctx)
 	if err != nil {

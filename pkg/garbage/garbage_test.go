@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/joist-dev/joist/pkg/kube"
 	"github.com/joist-dev/joist/pkg/launch"
@@ -94,7 +95,7 @@ func TestCollect(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ec2 := &fakeEC2{instances: tc.instances, templates: own, failFor: tc.failFor}
-			c := &Collector{EC2: ec2, Nodes: nodeList{node}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return now }}
+			c := &Collector{EC2: ec2, Nodes: nodeList{node}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Clock: clocktesting.NewFakePassiveClock(now)}
 			res, err := c.Collect(context.Background())
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
@@ -143,7 +144,7 @@ func TestCollectDeletesJoistNodesWhoseInstanceIsGone(t *testing.T) {
 		{ID: "i-other", State: "terminated", Tags: map[string]string{launch.TagCluster: "another"}},
 	}}
 	r := &releaser{}
-	c := &Collector{EC2: ec2, Cluster: "c", Nodes: nodes, Release: r, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return now }}
+	c := &Collector{EC2: ec2, Cluster: "c", Nodes: nodes, Release: r, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Clock: clocktesting.NewFakePassiveClock(now)}
 	res, err := c.Collect(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -208,7 +209,7 @@ func TestCollectDeletesUnusedTemplatesUnderTheLease(t *testing.T) {
 	ec2 := &listAfter{fakeEC2: fakeEC2{instances: []launch.Instance{{ID: "i-a", LaunchTime: now}}},
 		later: []launch.Instance{{ID: "i-a", LaunchTime: now}, {ID: "i-just-launched", LaunchTime: now}}}
 	cl := &cleaner{locked: &locked}
-	c := &Collector{EC2: ec2, Nodes: nodeList{}, Log: log, Now: func() time.Time { return now }, Templates: cl, Lock: lock}
+	c := &Collector{EC2: ec2, Nodes: nodeList{}, Log: log, Clock: clocktesting.NewFakePassiveClock(now), Templates: cl, Lock: lock}
 	res, err := c.Collect(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -31,6 +31,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	"github.com/joist-dev/joist/pkg/catalog"
 	"github.com/joist-dev/joist/pkg/disruption"
@@ -63,7 +64,9 @@ type Reaper struct {
 	// steps, which continue decisions already made).
 	Lock Locker
 	Log  *slog.Logger
-	Now  func() time.Time
+	// Clock is the clock (nil: the real one; tests pass a
+	// k8s.io/utils/clock/testing clock).
+	Clock clock.PassiveClock
 	// Metrics, when set, counts decisions.
 	Metrics *metrics.Recorder
 	// Interval between passes and the Loop's length (defaults above).
@@ -107,8 +110,8 @@ type Result struct {
 }
 
 func (r *Reaper) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
+	if r.Clock != nil {
+		return r.Clock.Now()
 	}
 	return time.Now()
 }

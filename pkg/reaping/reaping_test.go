@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/joist-dev/joist/pkg/disruption"
 	"github.com/joist-dev/joist/pkg/kube"
@@ -97,13 +98,13 @@ func TestKarpenterNodesAreNotJoists(t *testing.T) {
 	labels := map[string]string{model.LabelNodePool: "shared"}
 	karpenterNode(t, c, "karpenters-empty", labels, false)
 	karpenterNode(t, c, "karpenters-deleting", labels, true)
-	clock := time.Now().Add(2 * time.Hour)
+	fc := clocktesting.NewFakeClock(time.Now().Add(2 * time.Hour))
 	ec2 := &fakeEC2{}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	r := &reaping.Reaper{
-		Kube: c, Log: log, Now: func() time.Time { return clock }, Cloud: launched{}, Cluster: "c",
+		Kube: c, Log: log, Clock: fc, Cloud: launched{}, Cluster: "c",
 		Specs:      func(context.Context) (*model.Spec, error) { return &model.Spec{Pools: []*model.Pool{pool}}, nil },
-		Terminator: &termination.Terminator{Kube: c, EC2: ec2, Log: log, Now: func() time.Time { return clock }},
+		Terminator: &termination.Terminator{Kube: c, EC2: ec2, Log: log, Clock: fc},
 	}
 	for range 2 {
 		res, err := r.Pass(ctx)
@@ -113,7 +114,7 @@ func TestKarpenterNodesAreNotJoists(t *testing.T) {
 		if len(res.Stamped)+len(res.Retired)+len(res.Finished)+len(res.InProgress) != 0 {
 			t.Fatalf("pass acted on Karpenter's nodes: %+v", res)
 		}
-		clock = clock.Add(time.Minute)
+		fc.Step(time.Minute)
 	}
 	for _, name := range []string{"karpenters-empty", "karpenters-deleting"} {
 		got, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
@@ -148,11 +149,11 @@ func TestEmptyNodeIsStampedThenRetiredAfterItsTTL(t *testing.T) {
 	if _, err := c.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	clock := time.Now()
+	fc := clocktesting.NewFakeClock(time.Now())
 	ec2 := &fakeEC2{}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	r := &reaping.Reaper{
-		Kube: c, Log: log, Now: func() time.Time { return clock }, Cloud: launched{"i-empty"}, Cluster: "c",
+		Kube: c, Log: log, Clock: fc, Cloud: launched{"i-empty"}, Cluster: "c",
 		Specs:      func(context.Context) (*model.Spec, error) { return &model.Spec{Pools: []*model.Pool{pool}}, nil },
 		Terminator: &termination.Terminator{Kube: c, EC2: ec2, Log: log},
 	}
@@ -164,7 +165,7 @@ func TestEmptyNodeIsStampedThenRetiredAfterItsTTL(t *testing.T) {
 	if !slices.Equal(res.Stamped, []string{"reaping-empty"}) || len(res.Retired) != 0 {
 		t.Fatalf("first pass: %+v, want the node stamped, not retired", res)
 	}
-	if want := clock.Add(ttl).Truncate(time.Second); !res.NextDue.Equal(want) && !res.NextDue.Equal(clock.Add(ttl)) {
+	if want := fc.Now().Add(ttl).Truncate(time.Second); !res.NextDue.Equal(want) && !res.NextDue.Equal(fc.Now().Add(ttl)) {
 		t.Errorf("next due %s, want about %s", res.NextDue, want)
 	}
 	got, _ := c.CoreV1().Nodes().Get(ctx, "reaping-empty", metav1.GetOptions{})
@@ -172,12 +173,12 @@ func TestEmptyNodeIsStampedThenRetiredAfterItsTTL(t *testing.T) {
 		t.Fatalf("node after a pass: annotations %v finalizers %v; want the stamp and the finalizer", got.Annotations, got.Finalizers)
 	}
 
-	clock = clock.Add(ttl - time.Second)
+	fc.Step(ttl - time.Second)
 	if res, _ := r.Pass(ctx); len(res.Retired) != 0 {
 		t.Fatalf("retired before the TTL: %+v", res)
 	}
 
-	clock = clock.Add(2 * time.Second)
+	fc.Step(2 * time.Second)
 	res, err = r.Pass(ctx)
 	if err != nil {
 		t.Fatal(err)

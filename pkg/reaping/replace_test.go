@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/joist-dev/joist/pkg/disruption"
 	"github.com/joist-dev/joist/pkg/kube"
@@ -102,13 +103,13 @@ func TestReplacementFirst_DrainsOnlyOnceTheReplacementIsReady(t *testing.T) {
 	labels := map[string]string{model.LabelNodePool: "aging"}
 	readyNode(t, c, "reaping-old", "i-old", labels)
 	busyPod(t, c, "reaping-replace", "app", "reaping-old")
-	clock := time.Now().Add(2 * time.Hour)
+	fc := clocktesting.NewFakeClock(time.Now().Add(2 * time.Hour))
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	f := &replacer{c: c, id: "i-new"}
 	r := &reaping.Reaper{
-		Kube: c, Log: log, Now: func() time.Time { return clock }, Replace: f.replace, Cloud: launched{"i-old", "i-new"}, Cluster: "c",
+		Kube: c, Log: log, Clock: fc, Replace: f.replace, Cloud: launched{"i-old", "i-new"}, Cluster: "c",
 		Specs:      func(context.Context) (*model.Spec, error) { return &model.Spec{Pools: []*model.Pool{pool}}, nil },
-		Terminator: &termination.Terminator{Kube: c, EC2: &fakeEC2{}, Log: log, Now: func() time.Time { return clock }},
+		Terminator: &termination.Terminator{Kube: c, EC2: &fakeEC2{}, Log: log, Clock: fc},
 	}
 
 	res, err := r.Pass(ctx)
@@ -126,7 +127,7 @@ func TestReplacementFirst_DrainsOnlyOnceTheReplacementIsReady(t *testing.T) {
 		t.Fatalf("replacing %v after %d replacement passes, want reaping-old after 1", res.Replacing, len(f.calls))
 	}
 
-	clock = clock.Add(5 * time.Second)
+	fc.Step(5 * time.Second)
 	if res, err = r.Pass(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +137,7 @@ func TestReplacementFirst_DrainsOnlyOnceTheReplacementIsReady(t *testing.T) {
 	}
 
 	readyNode(t, c, "reaping-new", "i-new", labels)
-	clock = clock.Add(5 * time.Second)
+	fc.Step(5 * time.Second)
 	if _, err = r.Pass(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -156,13 +157,13 @@ func TestReplacementFirst_GracefulGivesUpAfterTheTimeout(t *testing.T) {
 	pool := &model.Pool{Name: "ondemand", API: model.APIV1, Requirements: []model.Requirement{{Key: "karpenter.sh/capacity-type", Operator: "In", Values: []string{"on-demand"}}}}
 	readyNode(t, c, "reaping-drifted", "i-drifted", map[string]string{model.LabelNodePool: "ondemand", "karpenter.sh/capacity-type": "spot"})
 	busyPod(t, c, "reaping-giveup", "app", "reaping-drifted")
-	clock := time.Now()
+	fc := clocktesting.NewFakeClock(time.Now())
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	f := &replacer{c: c, id: "i-never"}
 	r := &reaping.Reaper{
-		Kube: c, Log: log, Now: func() time.Time { return clock }, Replace: f.replace, ReplacementTimeout: time.Minute, Cloud: launched{"i-drifted", "i-never"}, Cluster: "c",
+		Kube: c, Log: log, Clock: fc, Replace: f.replace, ReplacementTimeout: time.Minute, Cloud: launched{"i-drifted", "i-never"}, Cluster: "c",
 		Specs:      func(context.Context) (*model.Spec, error) { return &model.Spec{Pools: []*model.Pool{pool}}, nil },
-		Terminator: &termination.Terminator{Kube: c, EC2: &fakeEC2{}, Log: log, Now: func() time.Time { return clock }},
+		Terminator: &termination.Terminator{Kube: c, EC2: &fakeEC2{}, Log: log, Clock: fc},
 	}
 	res, err := r.Pass(ctx)
 	if err != nil {
@@ -171,7 +172,7 @@ func TestReplacementFirst_GracefulGivesUpAfterTheTimeout(t *testing.T) {
 	if len(res.Retired) != 1 || res.Retired[0].Reason != disruption.ReasonDrifted {
 		t.Fatalf("retired %+v, want the node Drifted", res.Retired)
 	}
-	clock = clock.Add(61 * time.Second)
+	fc.Step(61 * time.Second)
 	if _, err := r.Pass(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/joist-dev/joist/pkg/catalog"
 	"github.com/joist-dev/joist/pkg/disruption"
@@ -80,10 +81,10 @@ func TestConsolidationReplacesWithTheCatalog(t *testing.T) {
 	mkNode("consol-big", "m5.2xlarge", pod("consol-small", "1", nil))
 	mkNode("consol-full", "m5.large", pod("consol-kept", "1500m", map[string]string{disruption.AnnotationDoNotDisrupt: "true"}))
 
-	clock := time.Now()
+	fc := clocktesting.NewFakeClock(time.Now())
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	r := &reaping.Reaper{
-		Kube: c, Log: log, Now: func() time.Time { return clock }, Cloud: launched{"i-consol-big", "i-consol-full"}, Cluster: "c",
+		Kube: c, Log: log, Clock: fc, Cloud: launched{"i-consol-big", "i-consol-full"}, Cluster: "c",
 		Specs:      func(context.Context) (*model.Spec, error) { return &model.Spec{Pools: []*model.Pool{pool}}, nil },
 		Terminator: &termination.Terminator{Kube: c, EC2: &fakeEC2{}, Log: log},
 	}
@@ -109,7 +110,7 @@ func TestConsolidationReplacesWithTheCatalog(t *testing.T) {
 	if command() == "" {
 		t.Fatal("with the catalog the underused node was not stamped")
 	}
-	clock = clock.Add(disruption.ValidationDelay + time.Second)
+	fc.Step(disruption.ValidationDelay + time.Second)
 	res, err := r.Pass(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +159,7 @@ func TestReplacementIsNotEmpty(t *testing.T) {
 	})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	r := &reaping.Reaper{
-		Kube: c, Log: log, Now: time.Now, Cloud: launched{"i-replaced-old", "i-replaced-new"}, Cluster: "c",
+		Kube: c, Log: log, Cloud: launched{"i-replaced-old", "i-replaced-new"}, Cluster: "c",
 		Specs:      func(context.Context) (*model.Spec, error) { return &model.Spec{Pools: []*model.Pool{pool}}, nil },
 		Terminator: &termination.Terminator{Kube: c, EC2: &fakeEC2{}, Log: log},
 	}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/utils/clock"
 
 	"github.com/joist-dev/joist/pkg/specs"
 )
@@ -51,8 +52,9 @@ type CRDStore struct {
 	// Events, when set, receives a Warning Event on each bad object.
 	Events typedcorev1.EventsGetter
 	Logger *slog.Logger
-	// Now is the clock for Event timestamps; time.Now when nil.
-	Now func() time.Time
+	// Clock is the clock for Event timestamps (nil: the real one; tests
+	// pass a k8s.io/utils/clock/testing clock).
+	Clock clock.PassiveClock
 
 	mu   sync.Mutex
 	seen map[string]objectRef // kind/name -> object, from the last Load
@@ -139,8 +141,8 @@ func (s *CRDStore) recordEvent(ctx context.Context, ref objectRef, message strin
 		message = message[:maxMessage-3] + "..."
 	}
 	now := metav1.NewTime(time.Now())
-	if s.Now != nil {
-		now = metav1.NewTime(s.Now())
+	if s.Clock != nil {
+		now = metav1.NewTime(s.Clock.Now())
 	}
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(ref.kind + "\x00" + message))

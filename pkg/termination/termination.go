@@ -39,6 +39,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/clock"
 
 	"github.com/joist-dev/joist/pkg/kube"
 	"github.com/joist-dev/joist/pkg/launch"
@@ -91,8 +92,9 @@ type Terminator struct {
 	Kube *kube.Client
 	EC2  EC2
 	Log  *slog.Logger
-	// Now is the clock (default time.Now).
-	Now func() time.Time
+	// Clock is the clock (nil: the real one; tests pass a
+	// k8s.io/utils/clock/testing clock).
+	Clock clock.PassiveClock
 	// GracePeriod returns the terminationGracePeriod of the node's pool
 	// (nil: wait for PDBs and do-not-disrupt pods forever). Unset: none.
 	GracePeriod func(*corev1.Node) *time.Duration
@@ -141,8 +143,8 @@ type Status struct {
 }
 
 func (t *Terminator) now() time.Time {
-	if t.Now != nil {
-		return t.Now()
+	if t.Clock != nil {
+		return t.Clock.Now()
 	}
 	return time.Now()
 }

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/joist-dev/joist/pkg/kube"
 	"github.com/joist-dev/joist/pkg/termination"
@@ -242,7 +243,7 @@ func TestDoNotDisruptBlocksUntilTheDeadlineThenIsDeleted(t *testing.T) {
 	if want := node.DeletionTimestamp.Add(grace); !deadline.Equal(want) {
 		t.Fatalf("deadline %s, want deletion + 1h = %s", deadline, want)
 	}
-	f.term.Now = func() time.Time { return deadline }
+	f.term.Clock = clocktesting.NewFakePassiveClock(deadline)
 	st = f.step()
 	if len(st.ForceDeleted) != 2 {
 		t.Fatalf("step at the deadline: %+v, want both pods deleted", st)

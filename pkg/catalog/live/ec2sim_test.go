@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 
@@ -35,7 +37,7 @@ func TestCatalogAgainstTheEC2Simulator(t *testing.T) {
 	}
 	clock.Advance(time.Minute)
 	client := ec2.NewFromConfig(awsfake.SDKConfig("ap-northeast-2"), func(o *ec2.Options) { o.BaseEndpoint = aws.String(sim.Start(t)) })
-	p, err := New(client, nil, Options{Region: "ap-northeast-2", Now: clock.Now})
+	p, err := New(client, nil, Options{Region: "ap-northeast-2", Clock: clocktesting.NewFakePassiveClock(clock.Now())})
 	if err != nil {
 		t.Fatal(err)
 	}

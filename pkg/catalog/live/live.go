@@ -21,6 +21,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/joist-dev/joist/pkg/catalog"
 	"github.com/joist-dev/joist/pkg/catalog/internal/awsdata"
 	"github.com/joist-dev/joist/pkg/model"
@@ -68,8 +70,9 @@ type Options struct {
 	PricingBudget time.Duration
 	// PricingTimeout bounds the background on-demand price fetch.
 	PricingTimeout time.Duration
-	// Now is the clock (default time.Now).
-	Now func() time.Time
+	// Clock is the clock (nil: the real one; tests pass a
+	// k8s.io/utils/clock/testing clock).
+	Clock clock.PassiveClock
 }
 
 // Source names where a part of the catalog came from.
@@ -146,8 +149,8 @@ func New(ec2api EC2API, pricingapi PricingAPI, opts Options) (*Provider, error) 
 	setDefault(&opts.SpotTTL, DefaultSpotTTL)
 	setDefault(&opts.PricingBudget, DefaultPricingBudget)
 	setDefault(&opts.PricingTimeout, DefaultPricingTimeout)
-	if opts.Now == nil {
-		opts.Now = time.Now
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
 	}
 	// GovCloud has no Pricing API endpoint of its own and us-east-1's does
 	// not answer for it; the embedded GovCloud prices are recent.
@@ -176,7 +179,7 @@ func (p *Provider) Status() Status {
 // neither has, the embedded data. It fails only when no instance type at
 // all can be offered (for example an unknown region while EC2 is down).
 func (p *Provider) Catalog(ctx context.Context) (*catalog.Catalog, error) {
-	now := p.opts.Now()
+	now := p.opts.Clock.Now()
 	var st Status
 	var errs []string
 	note := func(what string, err error) {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/joist-dev/joist/pkg/catalog"
 	"github.com/joist-dev/joist/pkg/catalog/internal/awsfake"
 	"github.com/joist-dev/joist/pkg/model"
@@ -20,7 +22,7 @@ var start = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 type world struct {
 	ec2     *awsfake.EC2
 	pricing *awsfake.Pricing
-	clock   *fakeClock
+	clock   *clocktesting.FakeClock
 }
 
 func newWorld(t *testing.T) *world {
@@ -51,7 +53,7 @@ func newWorld(t *testing.T) *world {
 	p.Region = "us-east-1"
 	p.Shared["us-east-1"] = map[string]float64{"m5.large": 0.1, "c5.large": 0.09, "m99g.large": 0.08, "m1.small": 0.044}
 	p.Metal["us-east-1"] = map[string]float64{"m5.metal": 5.0}
-	return &world{ec2: f, pricing: p, clock: &fakeClock{now: start}}
+	return &world{ec2: f, pricing: p, clock: clocktesting.NewFakeClock(start)}
 }
 
 func (w *world) provider(t *testing.T, opts Options) *Provider {
@@ -59,7 +61,7 @@ func (w *world) provider(t *testing.T, opts Options) *Provider {
 	if opts.Region == "" {
 		opts.Region = "us-east-1"
 	}
-	opts.Now = w.clock.Now
+	opts.Clock = w.clock
 	if opts.PricingBudget == 0 {
 		opts.PricingBudget = 10 * time.Second
 	}
@@ -229,7 +231,7 @@ func TestCatalogReusesAnswersWithinTheirTTL(t *testing.T) {
 		calls[a] = w.ec2.Count(a)
 	}
 	pricingCalls := w.pricing.Calls()
-	w.clock.Advance(10 * time.Minute)
+	w.clock.Step(10 * time.Minute)
 	if _, err := p.Catalog(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +244,7 @@ func TestCatalogReusesAnswersWithinTheirTTL(t *testing.T) {
 		t.Errorf("Pricing called %d times, want %d", got, pricingCalls)
 	}
 	// Past the spot TTL only spot prices are asked again.
-	w.clock.Advance(DefaultSpotTTL)
+	w.clock.Step(DefaultSpotTTL)
 	if _, err := p.Catalog(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +294,7 @@ func TestCatalogKeepsStaleAnswersWhenARefreshFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.clock.Advance(DefaultOnDemandTTL + time.Minute)
+	w.clock.Step(DefaultOnDemandTTL + time.Minute)
 	for _, a := range []string{"DescribeInstanceTypes", "DescribeInstanceTypeOfferings", "DescribeSpotPriceHistory"} {
 		w.ec2.SetFail(a, "RequestLimitExceeded")
 	}
@@ -365,7 +367,7 @@ func TestAFailedPricingFetchIsNotRetriedAtOnce(t *testing.T) {
 	if n == 0 {
 		t.Fatal("Pricing was never asked")
 	}
-	w.clock.Advance(30 * time.Second)
+	w.clock.Step(30 * time.Second)
 	if _, err := p.Catalog(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +375,7 @@ func TestAFailedPricingFetchIsNotRetriedAtOnce(t *testing.T) {
 		t.Errorf("Pricing asked again %d times within a minute of a failure", got-n)
 	}
 	w.pricing.SetFail("")
-	w.clock.Advance(pricingRetryAfter)
+	w.clock.Step(pricingRetryAfter)
 	if _, err := p.Catalog(ctx); err != nil {
 		t.Fatal(err)
 	}

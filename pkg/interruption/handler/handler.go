@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 
 	"github.com/joist-dev/joist/pkg/catalog"
 	"github.com/joist-dev/joist/pkg/interruption"
@@ -60,12 +61,14 @@ type Handler struct {
 	Release func(ctx context.Context, node *corev1.Node) error
 	Log     *slog.Logger
 	Metrics *metrics.Recorder
-	Now     func() time.Time
+	// Clock is the clock (nil: the real one; tests pass a
+	// k8s.io/utils/clock/testing clock).
+	Clock clock.PassiveClock
 }
 
 func (h *Handler) now() time.Time {
-	if h.Now != nil {
-		return h.Now()
+	if h.Clock != nil {
+		return h.Clock.Now()
 	}
 	return time.Now()
 }
