@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -401,18 +402,16 @@ func (w *world) forwarder(t testing.TB) (syncSeconds float64, peakRSS, rss int64
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
-	for {
+	ready := func(ctx context.Context) (bool, error) {
 		resp, err := http.Get("http://" + addr + "/readyz")
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
+		if err != nil {
+			return false, nil // not listening yet
 		}
-		if time.Since(start) > 10*time.Minute {
-			t.Fatalf("forwarder not ready after %s:\n%s", time.Since(start), out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	}
+	if err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 10*time.Minute, true, ready); err != nil {
+		t.Fatalf("forwarder not ready after %s: %v\n%s", time.Since(start), err, out.String())
 	}
 	syncSeconds = time.Since(start).Seconds()
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
