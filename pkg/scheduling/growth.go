@@ -39,23 +39,33 @@ func (s *solver) bestGrowth(l *level, want int) (*growth, string) {
 			}
 			return ge > be/0.99
 		}
-		if math.Abs(ge-be) > 1e-3*math.Max(math.Abs(ge), math.Abs(be)) {
+		if math.Abs(ge-be) > growTie*math.Max(math.Abs(ge), math.Abs(be)) {
 			return ge > be
 		}
 		return g.dp < best.dp
 	}
 	var excluded []*bin
 retry:
-	for _, b := range s.liveBins() {
-		if b.node != nil || len(b.entries) == 0 || slices.Contains(excluded, b) {
-			continue
+	if cands, ok := s.fastUpgrades(l, want, excluded); ok {
+		// The same sequential rule as the scan below, over the nodes
+		// close enough to the best to matter (growidx.go).
+		for _, g := range cands {
+			if better(g) {
+				best = g
+			}
 		}
-		cp := l.pools[b.pool.idx]
-		if !cp.ok || (s.capPool != nil && b.pool != s.capPool) || s.allowance(l, b, 1, anyType).k == 0 {
-			continue
-		}
-		if g := s.upgradeCached(l, b, cp, want); g != nil && better(g) {
-			best = g
+	} else {
+		for _, b := range s.liveBins() {
+			if b.node != nil || len(b.entries) == 0 || slices.Contains(excluded, b) {
+				continue
+			}
+			cp := l.pools[b.pool.idx]
+			if !cp.ok || (s.capPool != nil && b.pool != s.capPool) || s.allowance(l, b, 1, anyType).k == 0 {
+				continue
+			}
+			if g := s.upgradeCached(l, b, cp, want); g != nil && better(g) {
+				best = g
+			}
 		}
 	}
 	if best != nil && best.b != nil && best.ch.k == 0 {
@@ -378,6 +388,7 @@ func (s *solver) setType(b *bin, typ int) {
 		s.jr.touch(b)
 	}
 	b.ver++
+	s.growDirty(b)
 	ps := b.pool
 	if typ != b.typ {
 		ps.usage.sub(ps.types[b.typ].capv)

@@ -66,9 +66,11 @@ func (s *solver) improve() {
 		}
 		sort.SliceStable(order, func(i, j int) bool { return util(order[i]) < util(order[j]) })
 		improved := false
+		targets := s.roomyBins()
 		for _, b := range order {
-			if len(b.entries) > 0 && s.tryDrain(b) {
+			if len(b.entries) > 0 && s.tryDrain(b, targets) {
 				improved = true
+				s.recheck(targets, b)
 			}
 		}
 		// Merges: the least utilised nodes (a fixed number) into any other.
@@ -396,8 +398,8 @@ func removePorts(have, drop []hostPort) []hostPort {
 
 // tryDrain moves as many of b's pods as fit elsewhere at no cost, then
 // right-sizes b (or drops it when empty). It keeps the result only if the
-// plan got cheaper.
-func (s *solver) tryDrain(b *bin) bool {
+// plan got cheaper. The pods may go to the targets (roomy.go).
+func (s *solver) tryDrain(b *bin, targets *roomy) bool {
 	before := b.offer.price
 	j := s.begin()
 	j.touch(b)
@@ -405,7 +407,7 @@ func (s *solver) tryDrain(b *bin) bool {
 	sort.SliceStable(entries, func(i, k int) bool { return entries[i].l.cls.value > entries[k].l.cls.value })
 	for _, e := range entries {
 		left := e.n
-		for _, t := range s.bins {
+		for _, t := range targets.bins {
 			if left == 0 {
 				break
 			}

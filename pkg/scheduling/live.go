@@ -23,32 +23,31 @@ type openState struct {
 func (s *solver) noteShrink() { s.liveStale = true }
 
 // setMinPending sets the minimum pending request from the classes with
-// pods left and the level being placed (whose class may be one the local
-// search put back).
+// pods left (pendmin.go) and the level being placed (whose class may be
+// one the local search put back).
 func (s *solver) setMinPending(l *level) {
-	m := l.cls.req.clone()
-	for _, c := range s.classes {
-		if c.remaining > 0 && c.err == "" {
-			for i, v := range c.req {
-				m[i] = min(m[i], v)
-			}
-		}
-	}
+	root := s.pendingMin().root()
 	if s.minPending == nil {
-		s.minPending, s.liveStale = m, true
+		s.minPending, s.liveStale = s.dims.zero(), true
+		for i, v := range l.cls.req {
+			s.minPending[i] = min(v, root[i])
+		}
 		return
 	}
 	same := true
-	for i := range m {
-		if m[i] < s.minPending[i] {
+	for i, v := range l.cls.req {
+		m := min(v, root[i])
+		if m < s.minPending[i] {
 			s.liveStale = true
 		}
-		if m[i] != s.minPending[i] {
+		if m != s.minPending[i] {
 			same = false
 		}
 	}
 	if !same {
-		s.minPending = m
+		for i, v := range l.cls.req {
+			s.minPending[i] = min(v, root[i])
+		}
 		s.minGen++
 	}
 }

@@ -12,6 +12,7 @@ func (s *solver) place(l *level, b *bin, ch choice) {
 		s.jr.touch(b)
 	}
 	b.ver++
+	s.growDirty(b)
 	c := l.cls
 	k := ch.k
 	if b.node == nil {
@@ -98,6 +99,8 @@ func (s *solver) pack() {
 			s.pending.addScaled(c.req, int64(c.remaining))
 		}
 	}
+	s.startGrowIndex()
+	defer func() { s.gidx = nil }()
 	for _, c := range s.classes {
 		s.placeClass(c)
 	}
@@ -126,6 +129,7 @@ func (s *solver) pack() {
 func (s *solver) placeClass(c *class) {
 	if c.err != "" {
 		c.failReason = c.err
+		s.classDone(c)
 		return
 	}
 	for c.remaining > 0 {
@@ -136,6 +140,7 @@ func (s *solver) placeClass(c *class) {
 		n, why := s.placeAt(l, c.remaining)
 		c.remaining -= n
 		if c.remaining == 0 {
+			s.classDone(c)
 			return
 		}
 		if !s.relax(c) {

@@ -83,6 +83,8 @@ type solver struct {
 	liveStale    bool
 	minPending   vec
 	minGen       uint32
+	pmin         *pendMin
+	gidx         *growIdx // growidx.go, while packing
 	existingBins []*bin
 
 	affinityMemo map[*corev1.Affinity]uint64

@@ -1,0 +1,285 @@
+package scheduling
+
+import (
+	"container/heap"
+	"math"
+	"sort"
+)
+
+// The growth index: while packing, the open new nodes ordered by an upper
+// bound on the efficiency of their best upgrade for any pending class, so
+// that bestGrowth looks at the few nodes that can win instead of every
+// open node (at 50,000 pods: thousands of nodes at every growth step).
+//
+// Why a bound that ignores the class is enough. An upgrade's efficiency
+// is (u(new) - u(cur)) / dp, u being usefulValue. With k copies of the
+// class fitting (k no more than fit), the room left is worth
+// V(free) - k·value(req), so u = min(V(free), k·value(req) + O), O being
+// the worth of the other pending pods. While O is at least the worth of
+// the biggest type of any pool, u = V(free) for every node and type, and
+// the efficiency is (value(new) - value(cur)) / dp: what upgradeFor
+// ranks types by. The types a class may upgrade a node to hold the
+// node's pods and a pod of the class, so they are among those holding
+// the pods and the smallest pending request; they cost at least the
+// node's cheapest offering of them; so the best of those types over that
+// price bounds every class's upgrade. The current type (and others at no
+// added price) hold no pod of the class here: the packer fills paid room
+// (fillPaid) before it grows, and for classes free of topology and host
+// ports, in pools without minValues, it fills that room to the full.
+//
+// When O falls below that worth (the last pods), for classes with
+// topology, host ports or minValues, in the local search (journaled,
+// price-capped) and under negative prices, bestGrowth scans every open
+// node as before.
+//
+// The bounds are kept lazily: a node that changes is queued (growDirty)
+// and its bound recomputed at the next query; bounds computed for a
+// smaller minimum pending request stay valid (the minimum only grows
+// while packing) and are tightened when they reach the top.
+
+// growIdx is the heap of bounds and the queue of changed nodes.
+type growIdx struct {
+	h      growHeap
+	dirty  []int32
+	queued []bool
+	// min is the smallest pending request the bounds were computed for;
+	// gen is s.minGen then.
+	min  vec
+	gen  uint32
+	vmax float64
+	off  bool // prices or pools rule the index out for this solve
+}
+
+type growItem struct {
+	ub  float64
+	id  int32
+	ver uint32
+	gen uint32
+}
+
+type growHeap []growItem
+
+func (h growHeap) Len() int { return len(h) }
+func (h growHeap) Less(i, j int) bool {
+	if h[i].ub != h[j].ub {
+		return h[i].ub > h[j].ub
+	}
+	return h[i].id < h[j].id
+}
+func (h growHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *growHeap) Push(x any)   { *h = append(*h, x.(growItem)) }
+func (h *growHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// growTie is bestGrowth's tolerance between two upgrades' efficiencies:
+// closer than that, the smaller added price wins.
+const growTie = 1e-3
+
+// tieLow is the lowest efficiency that can still matter to bestGrowth's
+// sequential rule given the efficiencies found: from the best down, each
+// next one within growTie of the one before. A node below that by more
+// than growTie loses to every node above it, so it never takes part
+// (neither beating them nor being beaten by them in a way they are not
+// beaten otherwise): the scan over the nodes above picks the same node.
+func tieLow(effs []float64) float64 {
+	e := append([]float64(nil), effs...)
+	sort.Sort(sort.Reverse(sort.Float64Slice(e)))
+	low := e[0]
+	for _, v := range e[1:] {
+		if v < low*(1-growTie) {
+			break
+		}
+		low = v
+	}
+	return low
+}
+
+// growDirty queues a changed new node for the growth index.
+func (s *solver) growDirty(b *bin) {
+	g := s.gidx
+	if g == nil || b.node != nil {
+		return
+	}
+	for len(g.queued) <= b.id {
+		g.queued = append(g.queued, false)
+	}
+	if !g.queued[b.id] {
+		g.queued[b.id] = true
+		g.dirty = append(g.dirty, int32(b.id))
+	}
+}
+
+// startGrowIndex turns the index on for packing.
+func (s *solver) startGrowIndex() {
+	g := &growIdx{}
+	for _, p := range s.unitPrice {
+		if p < 0 {
+			g.off = true
+		}
+	}
+	for _, ps := range s.pools {
+		if len(ps.minValues) > 0 {
+			g.off = true
+		}
+		for _, t := range ps.types {
+			g.vmax = math.Max(g.vmax, t.value)
+		}
+	}
+	s.gidx = g
+	for _, b := range s.bins {
+		s.growDirty(b)
+	}
+}
+
+// growBound is the upper bound of bin b's upgrade efficiency (-Inf: no
+// type holds its pods and the smallest pending request; +Inf: one does
+// at no added price).
+func (s *solver) growBound(b *bin, minReq vec) float64 {
+	if b.node != nil || len(b.entries) == 0 || b.typ < 0 {
+		return math.Inf(-1)
+	}
+	ps := b.pool
+	cur := ps.types[b.typ]
+	need := b.used.clone()
+	need.add(minReq)
+	ub := math.Inf(-1)
+	for _, i := range s.searchList(b, nil) {
+		if i == b.typ {
+			continue
+		}
+		t := ps.types[i]
+		if need[dimCPU] > t.net[dimCPU] || need[dimMemory] > t.net[dimMemory] || !need.le(t.net) || !b.types.has(i) || t.zoneMask&b.zoneMask == 0 || t.ctMask&b.ctMask == 0 {
+			continue
+		}
+		o, ok := t.price(b.zoneMask, b.ctMask)
+		if !ok {
+			continue
+		}
+		dp := o.price - b.offer.price
+		if dp <= 1e-12 {
+			return math.Inf(1)
+		}
+		ub = math.Max(ub, math.Max(0, (t.value-cur.value)/dp))
+	}
+	return ub
+}
+
+// growRefresh recomputes the queued nodes' bounds, or every node's when
+// the smallest pending request fell (the local search put pods back).
+func (s *solver) growRefresh() {
+	g := s.gidx
+	if g.min != nil {
+		for i, v := range s.minPending {
+			if v < g.min[i] {
+				g.h = g.h[:0]
+				g.dirty = g.dirty[:0]
+				for i := range g.queued {
+					g.queued[i] = false
+				}
+				for _, b := range s.bins {
+					s.growDirty(b)
+				}
+				break
+			}
+		}
+	}
+	if g.min == nil || g.gen != s.minGen {
+		g.min = append(g.min[:0], s.minPending...)
+		g.gen = s.minGen
+	}
+	for _, id := range g.dirty {
+		g.queued[id] = false
+		b := s.bins[id]
+		if ub := s.growBound(b, g.min); !math.IsInf(ub, -1) {
+			heap.Push(&g.h, growItem{ub: ub, id: id, ver: b.ver, gen: g.gen})
+		}
+	}
+	g.dirty = g.dirty[:0]
+}
+
+// fastUpgrades is bestGrowth's search of upgrades through the index: the
+// upgrades of the nodes whose bound reaches the efficiencies that can
+// matter (tieLow), in node order. ok is false when the index does not
+// apply (see above); the caller then scans every open node.
+func (s *solver) fastUpgrades(l *level, want int, excluded []*bin) (cands []*growth, ok bool) {
+	g := s.gidx
+	if g == nil || g.off || s.jr != nil || s.priceCap > 0 || s.capPool != nil || !l.free() {
+		return nil, false
+	}
+	// O: the other pending pods' worth.
+	other := 0.0
+	for i, p := range s.unitPrice {
+		if o := s.pending[i] - int64(want)*l.cls.req[i]; o > 0 {
+			other += p * float64(o)
+		}
+	}
+	if other < g.vmax {
+		return nil, false
+	}
+	s.growRefresh()
+	var popped []growItem
+	maxEff := math.Inf(-1)
+	var effs []float64
+	low := math.Inf(1)
+	defer func() {
+		for _, it := range popped {
+			heap.Push(&g.h, it)
+		}
+	}()
+	for g.h.Len() > 0 {
+		top := g.h[0]
+		b := s.bins[top.id]
+		if top.ver != b.ver {
+			heap.Pop(&g.h) // stale: the node changed and was queued again
+			continue
+		}
+		if top.gen != g.gen {
+			heap.Pop(&g.h)
+			if ub := s.growBound(b, g.min); !math.IsInf(ub, -1) {
+				heap.Push(&g.h, growItem{ub: ub, id: top.id, ver: b.ver, gen: g.gen})
+			}
+			continue
+		}
+		if maxEff > 0 && top.ub < low*(1-2*growTie) {
+			if low = tieLow(effs); top.ub < low*(1-2*growTie) {
+				break
+			}
+		}
+		heap.Pop(&g.h)
+		popped = append(popped, top)
+		if sliceHas(excluded, b) {
+			continue
+		}
+		cp := l.pools[b.pool.idx]
+		if !cp.ok || s.allowance(l, b, 1, anyType).k == 0 {
+			continue
+		}
+		u := s.upgradeCached(l, b, cp, want)
+		if u == nil {
+			continue
+		}
+		if math.IsInf(u.eff, 0) || math.IsNaN(u.eff) {
+			return nil, false
+		}
+		cands = append(cands, u)
+		effs = append(effs, u.eff)
+		if u.eff > maxEff {
+			maxEff, low = u.eff, u.eff
+		}
+	}
+	sort.Slice(cands, func(i, j int) bool { return cands[i].b.id < cands[j].b.id })
+	return cands, true
+}
+
+func sliceHas(bs []*bin, b *bin) bool {
+	for _, x := range bs {
+		if x == b {
+			return true
+		}
+	}
+	return false
+}
