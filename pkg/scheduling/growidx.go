@@ -1,7 +1,6 @@
 package scheduling
 
 import (
-	"container/heap"
 	"math"
 	"sort"
 )
@@ -57,22 +56,51 @@ type growItem struct {
 	gen uint32
 }
 
+// growHeap is a max-heap by bound (ties: node order).
 type growHeap []growItem
 
-func (h growHeap) Len() int { return len(h) }
-func (h growHeap) Less(i, j int) bool {
+func (h growHeap) less(i, j int) bool {
 	if h[i].ub != h[j].ub {
 		return h[i].ub > h[j].ub
 	}
 	return h[i].id < h[j].id
 }
-func (h growHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *growHeap) Push(x any)   { *h = append(*h, x.(growItem)) }
-func (h *growHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+
+func (h *growHeap) push(it growItem) {
+	*h = append(*h, it)
+	a := *h
+	for i := len(a) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !a.less(i, p) {
+			break
+		}
+		a[i], a[p] = a[p], a[i]
+		i = p
+	}
+}
+
+func (h *growHeap) pop() growItem {
+	a := *h
+	top := a[0]
+	n := len(a) - 1
+	a[0] = a[n]
+	a = a[:n]
+	*h = a
+	for i := 0; ; {
+		j := 2*i + 1
+		if j >= n {
+			break
+		}
+		if k := j + 1; k < n && a.less(k, j) {
+			j = k
+		}
+		if !a.less(j, i) {
+			break
+		}
+		a[i], a[j] = a[j], a[i]
+		i = j
+	}
+	return top
 }
 
 // growTie is bestGrowth's tolerance between two upgrades' efficiencies:
@@ -195,7 +223,7 @@ func (s *solver) growRefresh() {
 		g.queued[id] = false
 		b := s.bins[id]
 		if ub := s.growBound(b, g.min); !math.IsInf(ub, -1) {
-			heap.Push(&g.h, growItem{ub: ub, id: id, ver: b.ver, gen: g.gen})
+			g.h.push(growItem{ub: ub, id: id, ver: b.ver, gen: g.gen})
 		}
 	}
 	g.dirty = g.dirty[:0]
@@ -227,20 +255,20 @@ func (s *solver) fastUpgrades(l *level, want int, excluded []*bin) (cands []*gro
 	low := math.Inf(1)
 	defer func() {
 		for _, it := range popped {
-			heap.Push(&g.h, it)
+			g.h.push(it)
 		}
 	}()
-	for g.h.Len() > 0 {
+	for len(g.h) > 0 {
 		top := g.h[0]
 		b := s.bins[top.id]
 		if top.ver != b.ver {
-			heap.Pop(&g.h) // stale: the node changed and was queued again
+			g.h.pop() // stale: the node changed and was queued again
 			continue
 		}
 		if top.gen != g.gen {
-			heap.Pop(&g.h)
+			g.h.pop()
 			if ub := s.growBound(b, g.min); !math.IsInf(ub, -1) {
-				heap.Push(&g.h, growItem{ub: ub, id: top.id, ver: b.ver, gen: g.gen})
+				g.h.push(growItem{ub: ub, id: top.id, ver: b.ver, gen: g.gen})
 			}
 			continue
 		}
@@ -249,7 +277,7 @@ func (s *solver) fastUpgrades(l *level, want int, excluded []*bin) (cands []*gro
 				break
 			}
 		}
-		heap.Pop(&g.h)
+		g.h.pop()
 		popped = append(popped, top)
 		if sliceHas(excluded, b) {
 			continue

@@ -1,7 +1,5 @@
 package scheduling
 
-import "sort"
-
 // Packing: classes biggest first; each level's pods go first where room
 // is paid for (fillPaid), then into the best growth (growth.go), with
 // allowance.go deciding how many a node can take.
@@ -191,11 +189,7 @@ func (s *solver) placeAt(l *level, want int) (int, string) {
 // repeat while they place pods and a spread's minimum may have moved.
 func (s *solver) fillPaid(l *level, want int) int {
 	placed := 0
-	type cand struct {
-		b     *bin
-		slack float64
-	}
-	var cands []cand
+	var cands paidCands
 	for placed < want {
 		progress := false
 		cands = cands[:0]
@@ -211,7 +205,7 @@ func (s *solver) fillPaid(l *level, want int) int {
 				if b.used[dimCPU]+l.cls.req[dimCPU] > net[dimCPU] || b.used[dimMemory]+l.cls.req[dimMemory] > net[dimMemory] {
 					continue
 				}
-				cands = append(cands, cand{b, s.valueOf(net) - s.valueOf(b.used)})
+				cands = append(cands, paidCand{b, b.pool.types[b.typ].value - s.valueOf(b.used), len(cands)})
 				continue
 			}
 			if b.used[dimCPU]+l.cls.req[dimCPU] > b.alloc[dimCPU] {
@@ -224,12 +218,14 @@ func (s *solver) fillPaid(l *level, want int) int {
 				progress = true
 			}
 		}
-		sort.SliceStable(cands, func(i, j int) bool { return cands[i].slack < cands[j].slack })
-		for _, c := range cands {
+		// Tightest first; a heap rather than a sort: most rounds take
+		// the first few of many nodes with room.
+		cands.init()
+		for len(cands) > 0 {
 			if placed == want {
 				break
 			}
-			b := c.b
+			b := cands.pop().b
 			ch := s.allowance(l, b, want-placed, b.typ)
 			if ch.k <= 0 {
 				continue
@@ -268,4 +264,55 @@ func (b *bin) addEntry(l *level, k int) {
 		}
 	}
 	b.entries = append(b.entries, entry{l: l, n: k})
+}
+
+// paidCand is a new node with room for a class: its room's dual value
+// (slack) and its place in node order, which breaks ties.
+type paidCand struct {
+	b     *bin
+	slack float64
+	pos   int
+}
+
+// paidCands are fillPaid's candidates, a heap by (slack, pos).
+type paidCands []paidCand
+
+func (h paidCands) less(i, j int) bool {
+	if h[i].slack != h[j].slack {
+		return h[i].slack < h[j].slack
+	}
+	return h[i].pos < h[j].pos
+}
+
+func (h paidCands) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h paidCands) down(i int) {
+	for {
+		j := 2*i + 1
+		if j >= len(h) {
+			return
+		}
+		if k := j + 1; k < len(h) && h.less(k, j) {
+			j = k
+		}
+		if !h.less(j, i) {
+			return
+		}
+		h[i], h[j] = h[j], h[i]
+		i = j
+	}
+}
+
+func (h *paidCands) pop() paidCand {
+	old := *h
+	top := old[0]
+	n := len(old) - 1
+	old[0] = old[n]
+	*h = old[:n]
+	h.down(0)
+	return top
 }
