@@ -22,7 +22,11 @@
 //   - bound.go: the lower bound (an LP over instance types) whose dual
 //     prices value each resource.
 //   - packing.go, allowance.go, growth.go, live.go, bins.go: the packer:
-//     paid room first, then the most cost-efficient growth.
+//     paid room first, then the most cost-efficient growth; growidx.go
+//     (open nodes by a bound on their upgrade's efficiency, so a growth
+//     step looks at few nodes), pendmin.go (the smallest pending
+//     request), roomy.go (the nodes a drain may move pods to) keep its
+//     cost with classes and nodes rather than their product.
 //   - improve.go: the local search after packing.
 //   - output.go, explain.go: the plan and the reasons for pods left out.
 //   - resources.go, bits.go: resource vectors and bitsets.

@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -23,11 +24,12 @@ import (
 // node's cheapest offering of them; so the best of those types over that
 // price bounds every class's upgrade. The current type (and others at no
 // added price) hold no pod of the class here: the packer fills paid room
-// (fillPaid) before it grows, and for classes free of topology and host
-// ports, in pools without minValues, it fills that room to the full.
+// (fillPaid) before it grows, and for classes free of topology, in pools
+// without minValues, it fills that room to the full (with host ports:
+// one pod on every node with room and no conflict).
 //
 // When O falls below that worth (the last pods), for classes with
-// topology, host ports or minValues, in the local search (journaled,
+// topology, in pools with minValues, in the local search (journaled,
 // price-capped) and under negative prices, bestGrowth scans every open
 // node as before.
 //
@@ -47,6 +49,8 @@ type growIdx struct {
 	gen  uint32
 	vmax float64
 	off  bool // prices or pools rule the index out for this solve
+	// seen are the nodes a search looked at, by their shape (twin).
+	seen map[twinKey]*bin
 }
 
 type growItem struct {
@@ -113,8 +117,7 @@ const growTie = 1e-3
 // than growTie loses to every node above it, so it never takes part
 // (neither beating them nor being beaten by them in a way they are not
 // beaten otherwise): the scan over the nodes above picks the same node.
-func tieLow(effs []float64) float64 {
-	e := append([]float64(nil), effs...)
+func tieLow(e []float64) float64 {
 	sort.Sort(sort.Reverse(sort.Float64Slice(e)))
 	low := e[0]
 	for _, v := range e[1:] {
@@ -235,7 +238,7 @@ func (s *solver) growRefresh() {
 // apply (see above); the caller then scans every open node.
 func (s *solver) fastUpgrades(l *level, want int, excluded []*bin) (cands []*growth, ok bool) {
 	g := s.gidx
-	if g == nil || g.off || s.jr != nil || s.priceCap > 0 || s.capPool != nil || !l.free() {
+	if g == nil || g.off || s.jr != nil || s.priceCap > 0 || s.capPool != nil || !noTopology(l) {
 		return nil, false
 	}
 	// O: the other pending pods' worth.
@@ -253,6 +256,8 @@ func (s *solver) fastUpgrades(l *level, want int, excluded []*bin) (cands []*gro
 	maxEff := math.Inf(-1)
 	var effs []float64
 	low := math.Inf(1)
+	fresh := false // effs below low came since tieLow
+	clear(g.seen)
 	defer func() {
 		for _, it := range popped {
 			g.h.push(it)
@@ -273,13 +278,16 @@ func (s *solver) fastUpgrades(l *level, want int, excluded []*bin) (cands []*gro
 			continue
 		}
 		if maxEff > 0 && top.ub < low*(1-2*growTie) {
-			if low = tieLow(effs); top.ub < low*(1-2*growTie) {
+			if fresh {
+				low, fresh = tieLow(effs), false
+			}
+			if top.ub < low*(1-2*growTie) {
 				break
 			}
 		}
 		g.h.pop()
 		popped = append(popped, top)
-		if sliceHas(excluded, b) {
+		if sliceHas(excluded, b) || g.twin(b) {
 			continue
 		}
 		cp := l.pools[b.pool.idx]
@@ -297,6 +305,8 @@ func (s *solver) fastUpgrades(l *level, want int, excluded []*bin) (cands []*gro
 		effs = append(effs, u.eff)
 		if u.eff > maxEff {
 			maxEff, low = u.eff, u.eff
+		} else if u.eff < low {
+			fresh = true
 		}
 	}
 	sort.Slice(cands, func(i, j int) bool { return cands[i].b.id < cands[j].b.id })
@@ -310,4 +320,51 @@ func sliceHas(bs []*bin, b *bin) bool {
 		}
 	}
 	return false
+}
+
+// noTopology tells whether a level's pods have no topology constraints
+// (host ports they may have: allowance rules out nodes with a conflict,
+// and fillPaid fills every node without one that has room).
+func noTopology(l *level) bool {
+	c := l.cls
+	return len(l.anti) == 0 && len(l.aff) == 0 && len(l.spreads) == 0 && len(c.invAnti) == 0 && len(c.memberOf) == 0
+}
+
+// twinKey is what upgradeFor and allowance read of a node without host
+// ports, its resources and types hashed.
+type twinKey struct {
+	pool, typ     int
+	zones, cts    uint64
+	labelCut      bool
+	custom        *reqs
+	usedH, typesH uint64
+}
+
+// twin tells whether the search already looked at a node of b's shape
+// (of a smaller id: equal bounds pop in node order). Such a node has the
+// same upgrade, efficiency and added price, so b can never beat it under
+// bestGrowth's rule: gpu at 10,000 pods has hundreds of equal nodes.
+func (g *growIdx) twin(b *bin) bool {
+	if len(b.ports) > 0 {
+		return false
+	}
+	k := twinKey{pool: b.pool.idx, typ: b.typ, zones: b.zoneMask, cts: b.ctMask, labelCut: b.labelCut, custom: b.custom}
+	h := uint64(14695981039346656037)
+	for _, v := range b.used {
+		h = (h ^ uint64(v)) * 1099511628211
+	}
+	k.usedH = h
+	for _, w := range b.types {
+		h = (h ^ w) * 1099511628211
+	}
+	k.typesH = h
+	if g.seen == nil {
+		g.seen = map[twinKey]*bin{}
+	}
+	o, ok := g.seen[k]
+	if !ok {
+		g.seen[k] = b
+		return false
+	}
+	return slices.Equal(o.used, b.used) && slices.Equal(o.types, b.types)
 }
