@@ -15,20 +15,20 @@ import (
 // is (u(new) - u(cur)) / dp, u being usefulValue. With k copies of the
 // class fitting (k no more than fit), the room left is worth
 // V(free) - k·value(req), so u = min(V(free), k·value(req) + O), O being
-// the worth of the other pending pods. While O is at least the worth of
-// the biggest type of any pool, u = V(free) for every node and type, and
-// the efficiency is (value(new) - value(cur)) / dp: what upgradeFor
-// ranks types by. The types a class may upgrade a node to hold the
-// node's pods and a pod of the class, so they are among those holding
-// the pods and the smallest pending request; they cost at least the
-// node's cheapest offering of them; so the best of those types over that
-// price bounds every class's upgrade. The current type (and others at no
-// added price) hold no pod of the class here: the packer fills paid room
-// (fillPaid) before it grows, and for classes free of topology, in pools
-// without minValues, it fills that room to the full (with host ports:
-// one pod on every node with room and no conflict).
+// the worth of the other pending pods. Hence u(new) <= V(free new) and,
+// while O is at least V(free cur) (the node's room at its type), u(cur)
+// is V(free cur): the gain is at most value(new) - value(cur), what
+// upgradeFor ranks types by. The types a class may upgrade a node to hold
+// the node's pods and a pod of the class, so they are among those
+// holding the pods and the smallest pending request; they cost at least
+// the node's cheapest offering of them; so the best of those types over
+// that price bounds every class's upgrade. The current type (and others
+// at no added price) hold no pod of the class here: the packer fills
+// paid room (fillPaid) before it grows, and for classes free of
+// topology, in pools without minValues, it fills that room to the full
+// (with host ports: one pod on every node with room and no conflict).
 //
-// When O falls below that worth (the last pods), for classes with
+// When O falls below some node's room (the last pods), for classes with
 // topology, in pools with minValues, in the local search (journaled,
 // price-capped) and under negative prices, bestGrowth scans every open
 // node as before.
@@ -40,15 +40,17 @@ import (
 
 // growIdx is the heap of bounds and the queue of changed nodes.
 type growIdx struct {
-	h      growHeap
+	h growHeap
+	// room holds the worth of each node's room at its type (growItem.ub
+	// is that worth there), to compare the largest with O.
+	room   growHeap
 	dirty  []int32
 	queued []bool
 	// min is the smallest pending request the bounds were computed for;
 	// gen is s.minGen then.
-	min  vec
-	gen  uint32
-	vmax float64
-	off  bool // prices or pools rule the index out for this solve
+	min vec
+	gen uint32
+	off bool // prices or pools rule the index out for this solve
 	// seen are the nodes a search looked at, by their shape (twin).
 	seen map[twinKey]*bin
 }
@@ -144,9 +146,12 @@ func (s *solver) growDirty(b *bin) {
 	}
 }
 
+// growIndexOff makes bestGrowth scan every node (tests compare).
+var growIndexOff bool
+
 // startGrowIndex turns the index on for packing.
 func (s *solver) startGrowIndex() {
-	g := &growIdx{}
+	g := &growIdx{off: growIndexOff}
 	for _, p := range s.unitPrice {
 		if p < 0 {
 			g.off = true
@@ -155,9 +160,6 @@ func (s *solver) startGrowIndex() {
 	for _, ps := range s.pools {
 		if len(ps.minValues) > 0 {
 			g.off = true
-		}
-		for _, t := range ps.types {
-			g.vmax = math.Max(g.vmax, t.value)
 		}
 	}
 	s.gidx = g
@@ -206,7 +208,7 @@ func (s *solver) growRefresh() {
 	if g.min != nil {
 		for i, v := range s.minPending {
 			if v < g.min[i] {
-				g.h = g.h[:0]
+				g.h, g.room = g.h[:0], g.room[:0]
 				g.dirty = g.dirty[:0]
 				for i := range g.queued {
 					g.queued[i] = false
@@ -227,9 +229,14 @@ func (s *solver) growRefresh() {
 		b := s.bins[id]
 		if ub := s.growBound(b, g.min); !math.IsInf(ub, -1) {
 			g.h.push(growItem{ub: ub, id: id, ver: b.ver, gen: g.gen})
+			room := b.pool.types[b.typ].value - s.valueOf(b.used)
+			g.room.push(growItem{ub: room, id: id, ver: b.ver})
 		}
 	}
 	g.dirty = g.dirty[:0]
+	for len(g.room) > 0 && g.room[0].ver != s.bins[g.room[0].id].ver {
+		g.room.pop()
+	}
 }
 
 // fastUpgrades is bestGrowth's search of upgrades through the index: the
@@ -248,10 +255,10 @@ func (s *solver) fastUpgrades(l *level, want int, excluded []*bin) (cands []*gro
 			other += p * float64(o)
 		}
 	}
-	if other < g.vmax {
+	s.growRefresh()
+	if len(g.room) > 0 && other < g.room[0].ub*(1+1e-9)+1e-12 {
 		return nil, false
 	}
-	s.growRefresh()
 	var popped []growItem
 	maxEff := math.Inf(-1)
 	var effs []float64
