@@ -98,6 +98,14 @@ type solver struct {
 	// zone-free choices.
 	zoneLoad []int
 
+	// allCols are the bound's unrestricted columns (allColumns).
+	allCols []lpColumn
+	// needBuf is isOpen's scratch.
+	needBuf vec
+	// optBuf and rankBuf are newNode's scratch.
+	optBuf  []opt
+	rankBuf bitset
+
 	pvcs map[string]*corev1.PersistentVolumeClaim
 	pvs  map[string]*corev1.PersistentVolume
 }
@@ -185,9 +193,6 @@ func (s *solver) setup() {
 		}
 	}
 	s.zoneLoad = make([]int, len(s.world.zones))
-	for _, c := range s.classes {
-		c.req = s.dims.fromList(podRequests(c.pod))
-	}
 	s.buildTopology()
 	s.unitPrice = s.dualPrices()
 	for _, ps := range s.pools {
@@ -272,8 +277,10 @@ func (s *solver) isTypeKey(k string) bool {
 // buildDims collects the resources anybody asks for or limits.
 func (s *solver) buildDims() {
 	extra := map[corev1.ResourceName]bool{}
-	for _, c := range s.classes {
-		for n := range podRequests(c.pod) {
+	requests := make([]corev1.ResourceList, len(s.classes))
+	for i, c := range s.classes {
+		requests[i] = podRequests(c.pod)
+		for n := range requests[i] {
 			extra[n] = true
 		}
 	}
@@ -290,6 +297,9 @@ func (s *solver) buildDims() {
 		}
 	}
 	s.dims = newDims(extra)
+	for i, c := range s.classes {
+		c.req = s.dims.fromList(requests[i])
+	}
 }
 
 // buildWorld indexes every zone and capacity type mentioned anywhere.
