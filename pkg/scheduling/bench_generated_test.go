@@ -61,3 +61,35 @@ func BenchmarkSolve50k(b *testing.B) {
 		b.Run(sh.Name, func(b *testing.B) { benchGenerated(b, sh, 50000) })
 	}
 }
+
+// BenchmarkSolvePrepared shows what preparing the catalog once saves: the
+// same 50-pod solves with the catalog prepared by every solve (cold: the
+// first solve against a catalog, or a caller that prepares nothing) and
+// prepared once (warm: what fromcatalog.Input gives every later solve).
+func BenchmarkSolvePrepared(b *testing.B) {
+	for _, name := range []string{"small-uniform", "many-shapes"} {
+		sh, ok := workloadgen.ShapeByName(name)
+		if !ok {
+			b.Fatalf("no shape %s", name)
+		}
+		in, err := workloadgen.Input(sh, 50, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cold := in
+		cold.Prepared = nil
+		for _, c := range []struct {
+			name string
+			in   scheduling.Input
+		}{{"cold", cold}, {"warm", in}} {
+			b.Run(name+"/50/"+c.name, func(b *testing.B) {
+				b.ReportAllocs()
+				c0 := processCPU()
+				for i := 0; i < b.N; i++ {
+					scheduling.Solve(c.in)
+				}
+				b.ReportMetric(float64((processCPU()-c0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+			})
+		}
+	}
+}

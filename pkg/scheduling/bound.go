@@ -204,8 +204,17 @@ func solveCover(cols []lpColumn, demand []float64) (float64, []float64) {
 }
 
 // columns lists (pool, type) capacity vectors, optionally restricted.
+// Every solve lists them twice or more over the whole catalog, so they
+// take two allocations (the columns and one array of capacities).
 func (s *solver) columns(allowed func(ps *poolState, t *ptype) bool) []lpColumn {
-	var out []lpColumn
+	n, nd := 0, s.dims.n()
+	for _, ps := range s.pools {
+		if ps.ok {
+			n += len(ps.types)
+		}
+	}
+	out := make([]lpColumn, 0, n)
+	caps := make([]float64, n*nd)
 	for _, ps := range s.pools {
 		if !ps.ok {
 			continue
@@ -214,7 +223,8 @@ func (s *solver) columns(allowed func(ps *poolState, t *ptype) bool) []lpColumn 
 			if allowed != nil && !allowed(ps, t) {
 				continue
 			}
-			c := lpColumn{cost: t.minPrice, cap: make([]float64, s.dims.n())}
+			k := len(out) * nd
+			c := lpColumn{cost: t.minPrice, cap: caps[k : k+nd : k+nd]}
 			for i, v := range t.net {
 				c.cap[i] = float64(max(v, 0))
 			}
@@ -222,6 +232,15 @@ func (s *solver) columns(allowed func(ps *poolState, t *ptype) bool) []lpColumn 
 		}
 	}
 	return out
+}
+
+// allColumns are the unrestricted columns: the types do not change after
+// setup, so the bound before packing and the one after share them.
+func (s *solver) allColumns() []lpColumn {
+	if s.allCols == nil {
+		s.allCols = s.columns(nil)
+	}
+	return s.allCols
 }
 
 // existingFree is the room existing and in-flight nodes have left.
@@ -254,7 +273,7 @@ func (s *solver) dualPrices() []float64 {
 	for i := range demand {
 		demand[i] = math.Max(0, demand[i]-float64(free[i]))
 	}
-	_, y := solveCover(s.columns(nil), demand)
+	_, y := solveCover(s.allColumns(), demand)
 	return y
 }
 
@@ -315,7 +334,7 @@ func (s *solver) lowerBound() float64 {
 		}
 		return out
 	}
-	allCols := s.columns(nil)
+	allCols := s.allColumns()
 	best, y := solveCover(allCols, sub(total))
 	// Integrality: when existing room cannot hold everything, some new node
 	// is bought, and it holds at least one pod, so it costs at least the

@@ -15,6 +15,9 @@
 //     scheduling shape; relaxation levels of their preferences.
 //   - compat.go, requirements.go, taints.go, volumes.go: what a class
 //     allows of each pool (types, zones, capacity types, custom labels).
+//   - prepared.go: an instance type list prepared once for many solves
+//     (resources, offerings, label values, price and name orders), which
+//     fromcatalog keeps per catalog.
 //   - pools.go: pools prepared for packing (types net of DaemonSets, the
 //     frontier of undominated types, limits).
 //   - topology.go: topology keys, groups and domains for affinity and

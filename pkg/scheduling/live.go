@@ -58,7 +58,12 @@ func (s *solver) isOpen(b *bin) bool {
 		return b.open.open
 	}
 	open := false
-	need := b.used.clone()
+	// need is scratch (isOpen is asked for every bin of every search).
+	if len(s.needBuf) != len(b.used) {
+		s.needBuf = make(vec, len(b.used))
+	}
+	need := s.needBuf
+	copy(need, b.used)
 	need.add(s.minPending)
 	switch {
 	case b.node != nil:

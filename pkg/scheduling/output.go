@@ -1,8 +1,10 @@
 package scheduling
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"sort"
 	"strings"
@@ -142,16 +144,28 @@ func (s *solver) limitHeadroom(news []*bin) map[*poolState]vec {
 	return out
 }
 
+// opt is an instance type a new node may be, with its cheapest offering
+// there.
+type opt struct {
+	t *ptype
+	o offer
+}
+
 // newNode describes a bin as a node to launch. It reports a failure when
 // the pool's minValues cannot be met by the types that hold the pods.
 func (s *solver) newNode(b *bin, headroom vec) (NewNode, string) {
 	ps := b.pool
 	chosen := ps.types[b.typ]
-	type opt struct {
-		t *ptype
-		o offer
+	// opts and ranks (rankBuf) are scratch, reused by every new node of
+	// the solve.
+	if cap(s.optBuf) < len(ps.types) {
+		s.optBuf = make([]opt, 0, len(ps.types))
 	}
-	var opts []opt
+	if len(s.rankBuf)*64 < len(ps.types) {
+		s.rankBuf = newBitset(len(ps.types))
+	}
+	opts := s.optBuf[:0]
+	defer func() { s.optBuf = opts[:0] }()
 	for i, t := range ps.types {
 		if !b.types.has(i) || !b.used.le(t.net) {
 			continue
@@ -174,12 +188,17 @@ func (s *solver) newNode(b *bin, headroom vec) (NewNode, string) {
 		}
 		opts = append(opts, opt{t, o})
 	}
-	sort.SliceStable(opts, func(i, j int) bool {
-		if opts[i].o.price != opts[j].o.price {
-			return opts[i].o.price < opts[j].o.price
+	// Cheapest first, ties by name: the pool's types come in that order
+	// over its zones and capacity types, so often already sorted.
+	byPrice := func(a, b opt) int {
+		if a.o.price != b.o.price {
+			return cmp.Compare(a.o.price, b.o.price)
 		}
-		return opts[i].t.it.Name < opts[j].t.it.Name
-	})
+		return strings.Compare(a.t.it.Name, b.t.it.Name)
+	}
+	if !slices.IsSortedFunc(opts, byPrice) {
+		slices.SortStableFunc(opts, byPrice)
+	}
 	nn := NewNode{Pool: ps.pool.Name, Taints: append([]corev1.Taint(nil), ps.taints...), Labels: map[string]string{}}
 	nn.InstanceTypeOptions = make([]InstanceTypeOption, 0, len(opts))
 	for _, o := range opts {
@@ -212,16 +231,22 @@ func (s *solver) newNode(b *bin, headroom vec) (NewNode, string) {
 	// Requirements: the pool's type requirements, the instance types, the
 	// zones and capacity types, and custom labels as narrowed.
 	r := ps.typeReqs.clone()
-	ranks := make([]int, len(opts))
-	for i, o := range opts {
-		ranks[i] = o.t.nameRank
+	// The options' names in name order: their places in the pool's name
+	// order, marked and read back in order (cleared on the way).
+	ranks := s.rankBuf
+	for _, o := range opts {
+		ranks.set(o.t.nameRank)
 	}
-	slices.Sort(ranks)
 	names := make([]string, 0, len(opts))
-	for _, rk := range ranks {
-		if n := ps.types[ps.byName[rk]].it.Name; len(names) == 0 || names[len(names)-1] != n {
-			names = append(names, n)
+	for w, word := range ranks {
+		for word != 0 {
+			rk := w*64 + bits.TrailingZeros64(word)
+			word &= word - 1
+			if n := ps.types[ps.byName[rk]].it.Name; len(names) == 0 || names[len(names)-1] != n {
+				names = append(names, n)
+			}
 		}
+		ranks[w] = 0
 	}
 	r.add(corev1.LabelInstanceTypeStable, valueSet{values: names})
 	r.add(corev1.LabelTopologyZone, valueSet{values: nn.Zones})

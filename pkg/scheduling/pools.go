@@ -238,82 +238,7 @@ func (s *solver) preparePoolState(idx int, p *model.Pool) *poolState {
 	if o, ok := s.in.PoolInstanceTypes[p.Name]; ok {
 		list = o
 	}
-	dsList := s.daemonSetsFor(ps)
-	// The types the pool's requirements accept, then their state in a few
-	// allocations (one array of types, one of vectors, one of offers):
-	// every solve prepares every type of the catalog, so this is part of
-	// the fixed cost of a small solve.
-	matched := make([]*InstanceType, 0, len(list))
-	nOffers := 0
-	for _, it := range list {
-		if ps.typeReqs.matchesLabels(it.Labels) {
-			matched = append(matched, it)
-			nOffers += len(it.Offerings)
-		}
-	}
-	nd := s.dims.n()
-	typeArr := make([]ptype, len(matched))
-	vecArr := make([]int64, 3*nd*len(matched))
-	offerArr := make([]offer, 0, nOffers)
-	ps.types = make([]*ptype, 0, len(matched))
-	for k, it := range matched {
-		labels := it.Labels
-		v := vecArr[3*nd*k : 3*nd*(k+1) : 3*nd*(k+1)]
-		t := &typeArr[k]
-		*t = ptype{it: it, net: v[:nd:nd], capv: v[nd : 2*nd : 2*nd], ds: v[2*nd:]}
-		s.dims.fillFromList(t.net, it.Allocatable)
-		if len(it.Capacity) == 0 {
-			copy(t.capv, t.net)
-		} else {
-			s.dims.fillFromList(t.capv, it.Capacity)
-		}
-		offerStart := len(offerArr)
-		for _, o := range it.Offerings {
-			if s.in.Unavailable != nil && s.in.Unavailable(it.Name, o.Zone, o.CapacityType) {
-				continue
-			}
-			z, zok := s.world.zoneIdx[o.Zone]
-			c, cok := s.world.ctIdx[o.CapacityType]
-			if !zok || !cok || !maskHas(ps.zoneMask, z) || !maskHas(ps.ctMask, c) {
-				continue
-			}
-			offerArr = append(offerArr, offer{zone: z, ct: c, price: o.Price})
-			t.offers = offerArr[offerStart:len(offerArr):len(offerArr)]
-			t.zoneMask |= maskOf(z)
-			t.ctMask |= maskOf(c)
-			if len(t.offers) == 1 || o.Price < t.minPrice {
-				t.minPrice = o.Price
-			}
-		}
-		if len(t.offers) == 0 {
-			continue
-		}
-		for _, d := range dsList {
-			if d.compatibleWithType(s, ps, labels) {
-				t.ds.add(d.req)
-			}
-		}
-		t.net.sub(t.ds)
-		if t.net[dimPods] <= 0 || t.net[dimCPU] <= 0 {
-			continue
-		}
-		ps.types = append(ps.types, t)
-	}
-	// Name order, for the options of a new node: the catalog's lists come
-	// sorted by name, so this sorts only when a caller's list is not.
-	byName := append([]*ptype(nil), ps.types...)
-	if !sort.SliceIsSorted(byName, func(i, j int) bool { return byName[i].it.Name < byName[j].it.Name }) {
-		sort.SliceStable(byName, func(i, j int) bool { return byName[i].it.Name < byName[j].it.Name })
-	}
-	for r, t := range byName {
-		t.nameRank = r
-	}
-	sort.SliceStable(ps.types, func(i, j int) bool {
-		if ps.types[i].minPrice != ps.types[j].minPrice {
-			return ps.types[i].minPrice < ps.types[j].minPrice
-		}
-		return ps.types[i].it.Name < ps.types[j].it.Name
-	})
+	s.prepareTypes(ps, s.preparedFor(list))
 	ps.allTypes = newBitset(len(ps.types))
 	ps.byName = make([]int, len(ps.types))
 	for i, t := range ps.types {
@@ -324,12 +249,172 @@ func (s *solver) preparePoolState(idx int, p *model.Pool) *poolState {
 	}
 	ps.frontierBits = newBitset(len(ps.types))
 	s.buildFrontier(ps)
+	return ps
+}
+
+// prepareTypes fills the pool's types from the prepared list: those its
+// requirements accept with an offering it may launch, their allocatable
+// net of DaemonSet overhead, cheapest first. What depends on the list
+// alone (resources, offerings by index, label values, price and name
+// orders) comes prepared, so this costs a pass over the list with few
+// allocations (one array of types, one of vectors, one of offers).
+func (s *solver) prepareTypes(ps *poolState, pl *PreparedTypes) {
+	list := pl.list
+	keep := make([]bool, len(list))
+	pl.matching(ps.typeReqs, keep)
+	dsList := s.daemonSetsFor(ps)
+	// The prepared list's zones and capacity types in the world's indices,
+	// and the pool's masks in the list's.
+	// When they are the same (the nodes add no zone), the prepared
+	// offerings serve as they are.
+	zoneOf, ctOf := make([]int, len(pl.zones)), make([]int, len(pl.cts))
+	var localZones, localCTs uint64
+	same := true
+	for i, z := range pl.zones {
+		zoneOf[i] = s.world.zoneIdx[z]
+		same = same && zoneOf[i] == i
+		if maskHas(ps.zoneMask, zoneOf[i]) {
+			localZones |= maskOf(i)
+		}
+	}
+	for i, c := range pl.cts {
+		ctOf[i] = s.world.ctIdx[c]
+		same = same && ctOf[i] == i
+		if maskHas(ps.ctMask, ctOf[i]) {
+			localCTs |= maskOf(i)
+		}
+	}
+	var po *priceOrder
+	if len(pl.zones) <= 64 && len(pl.cts) <= 64 {
+		po = pl.priceOrder(localZones, localCTs)
+	} else {
+		po = pl.listOrder()
+	}
+	nd, nr := s.dims.n(), len(pl.res)
+	resOf := make([]int, nd)
+	for i, n := range s.dims.names {
+		resOf[i] = -1
+		if r, ok := pl.resAt[n]; ok {
+			resOf[i] = r
+		}
+	}
+	shared := same && s.in.Unavailable == nil && po.zoneMask != nil
+	n, nOffers := 0, 0
+	for _, k := range po.order {
+		if keep[k] {
+			n++
+			if !shared {
+				nOffers += len(pl.offers[k])
+			}
+		}
+	}
+	// Without DaemonSets every type shares one zero overhead.
+	nv := 3
+	var noDS vec
+	if len(dsList) == 0 {
+		nv, noDS = 2, s.dims.zero()
+	}
+	typeArr := make([]ptype, n)
+	vecArr := make([]int64, nv*nd*n)
+	offerArr := make([]offer, 0, nOffers)
+	ps.types = make([]*ptype, 0, n)
+	byList := make([]*ptype, len(list))
+	sorted := true
+	j := 0
+	for _, k := range po.order {
+		if !keep[k] {
+			continue
+		}
+		it := list[k]
+		v := vecArr[nv*nd*j : nv*nd*(j+1) : nv*nd*(j+1)]
+		t := &typeArr[j]
+		j++
+		*t = ptype{it: it, net: v[:nd:nd], capv: v[nd : 2*nd : 2*nd], ds: noDS}
+		if nv == 3 {
+			t.ds = v[2*nd:]
+		}
+		for i, r := range resOf {
+			if r >= 0 {
+				t.net[i] = pl.alloc[k*nr+r]
+				t.capv[i] = pl.capa[k*nr+r]
+			}
+		}
+		if pl.noCap[k] {
+			copy(t.capv, t.net)
+		}
+		if shared {
+			t.offers, t.zoneMask, t.ctMask, t.minPrice = po.offers[k], po.zoneMask[k], po.ctMask[k], po.minPrice[k]
+		} else {
+			offerArr = s.typeOffers(t, ps, pl, k, zoneOf, ctOf, offerArr)
+		}
+		if len(t.offers) == 0 {
+			continue
+		}
+		// An offering out of capacity may make a type dearer than the
+		// prepared order says: then the types are sorted here.
+		if t.minPrice != po.minPrice[k] {
+			sorted = false
+		}
+		for _, d := range dsList {
+			if d.compatibleWithType(s, ps, it.Labels) {
+				t.ds.add(d.req)
+			}
+		}
+		t.net.sub(t.ds)
+		if t.net[dimPods] <= 0 || t.net[dimCPU] <= 0 {
+			continue
+		}
+		ps.types = append(ps.types, t)
+		byList[k] = t
+	}
+	// Name order, for the options of a new node.
+	r := 0
+	for _, k := range pl.byName {
+		if t := byList[k]; t != nil {
+			t.nameRank = r
+			r++
+		}
+	}
+	if !sorted {
+		sort.SliceStable(ps.types, func(i, j int) bool {
+			if ps.types[i].minPrice != ps.types[j].minPrice {
+				return ps.types[i].minPrice < ps.types[j].minPrice
+			}
+			if ps.types[i].it.Name != ps.types[j].it.Name {
+				return ps.types[i].it.Name < ps.types[j].it.Name
+			}
+			return ps.types[i].nameRank < ps.types[j].nameRank
+		})
+	}
 	for _, d := range dsList {
 		if d.anyType {
 			ps.dsPorts = append(ps.dsPorts, d.ports...)
 		}
 	}
-	return ps
+}
+
+// typeOffers fills a type's offerings the pool may launch (in the
+// world's indices) and their zones, capacity types and cheapest price,
+// appending them to arr.
+func (s *solver) typeOffers(t *ptype, ps *poolState, pl *PreparedTypes, k int, zoneOf, ctOf []int, arr []offer) []offer {
+	start := len(arr)
+	for _, o := range pl.offers[k] {
+		z, c := zoneOf[o.zone], ctOf[o.ct]
+		if !maskHas(ps.zoneMask, z) || !maskHas(ps.ctMask, c) {
+			continue
+		}
+		if s.in.Unavailable != nil && s.in.Unavailable(t.it.Name, pl.zones[o.zone], pl.cts[o.ct]) {
+			continue
+		}
+		arr = append(arr, offer{zone: z, ct: c, price: o.price})
+		t.offers = arr[start:len(arr):len(arr)]
+		t.zoneMask |= maskOf(z)
+		t.ctMask |= maskOf(c)
+		if len(t.offers) == 1 || o.price < t.minPrice {
+			t.minPrice = o.price
+		}
+	}
+	return arr
 }
 
 // buildFrontier finds the pool's types that no other type dominates

@@ -40,8 +40,9 @@ type solver struct {
 	plan  Plan
 	dims  *dims
 	world *world
-	// typeKeys memoises isTypeKey.
-	typeKeys map[string]bool
+	// prepared are the instance type lists in their prepared form (from
+	// Input.Prepared, or prepared for this solve).
+	prepared []*PreparedTypes
 	// trial holds, per topology key, the value allowance is trying for an
 	// open new bin (trialUnset: none); pinPods counts pods per pinned
 	// value, to spread ties.
@@ -99,6 +100,14 @@ type solver struct {
 	// zone-free choices.
 	zoneLoad []int
 
+	// allCols are the bound's unrestricted columns (allColumns).
+	allCols []lpColumn
+	// needBuf is isOpen's scratch.
+	needBuf vec
+	// optBuf and rankBuf are newNode's scratch.
+	optBuf  []opt
+	rankBuf bitset
+
 	pvcs map[string]*corev1.PersistentVolumeClaim
 	pvs  map[string]*corev1.PersistentVolume
 }
@@ -135,7 +144,6 @@ func newSolver(in *Input) *solver {
 	return &solver{
 		in:           in,
 		keyIdx:       map[string]int{},
-		typeKeys:     map[string]bool{},
 		upShared:     map[string]*upCaches{},
 		groupIdx:     map[string]*group{},
 		namespaces:   map[string]map[string]string{},
@@ -149,6 +157,7 @@ func newSolver(in *Input) *solver {
 
 // setup prepares everything the packer reads.
 func (s *solver) setup() {
+	s.prepareLists()
 	for _, n := range s.in.Namespaces {
 		l := map[string]string{corev1.LabelMetadataName: n.Name}
 		for k, v := range n.Labels {
@@ -186,9 +195,6 @@ func (s *solver) setup() {
 		}
 	}
 	s.zoneLoad = make([]int, len(s.world.zones))
-	for _, c := range s.classes {
-		c.req = s.dims.fromList(podRequests(c.pod))
-	}
 	s.buildTopology()
 	s.unitPrice = s.dualPrices()
 	for _, ps := range s.pools {
@@ -232,35 +238,51 @@ func (s *solver) typeLists() [][]*InstanceType {
 	return out
 }
 
+// preparedFor returns a list's prepared form: the caller's, when
+// Input.Prepared holds this very list, else one made for this solve.
+func (s *solver) preparedFor(list []*InstanceType) *PreparedTypes {
+	for _, p := range s.prepared {
+		if sameList(p.list, list) {
+			return p
+		}
+	}
+	for _, p := range s.in.Prepared {
+		if p != nil && sameList(p.list, list) {
+			s.prepared = append(s.prepared, p)
+			return p
+		}
+	}
+	p := PrepareTypes(list)
+	s.prepared = append(s.prepared, p)
+	return p
+}
+
+// prepareLists finds or makes every list's prepared form (setup does it
+// first: everything after reads them).
+func (s *solver) prepareLists() {
+	for _, l := range s.typeLists() {
+		s.preparedFor(l)
+	}
+}
+
 // isTypeKey tells whether some instance type sets the label key:
-// requirements on such keys are decided per type. It is asked about a
-// few keys (those of requirements and topology), so it looks them up
-// as asked rather than collecting every label of every type.
+// requirements on such keys are decided per type.
 func (s *solver) isTypeKey(k string) bool {
-	if v, ok := s.typeKeys[k]; ok {
-		return v
-	}
-	found := false
-	for _, list := range s.typeLists() {
-		for _, it := range list {
-			if _, ok := it.Labels[k]; ok {
-				found = true
-				break
-			}
-		}
-		if found {
-			break
+	for _, p := range s.prepared {
+		if p.keys[k] {
+			return true
 		}
 	}
-	s.typeKeys[k] = found
-	return found
+	return false
 }
 
 // buildDims collects the resources anybody asks for or limits.
 func (s *solver) buildDims() {
 	extra := map[corev1.ResourceName]bool{}
-	for _, c := range s.classes {
-		for n := range podRequests(c.pod) {
+	requests := make([]corev1.ResourceList, len(s.classes))
+	for i, c := range s.classes {
+		requests[i] = podRequests(c.pod)
+		for n := range requests[i] {
 			extra[n] = true
 		}
 	}
@@ -277,18 +299,21 @@ func (s *solver) buildDims() {
 		}
 	}
 	s.dims = newDims(extra)
+	for i, c := range s.classes {
+		c.req = s.dims.fromList(requests[i])
+	}
 }
 
 // buildWorld indexes every zone and capacity type mentioned anywhere.
 func (s *solver) buildWorld() {
 	zones := map[string]bool{}
 	cts := map[string]bool{model.CapacityTypeOnDemand: true, model.CapacityTypeSpot: true}
-	for _, list := range s.typeLists() {
-		for _, it := range list {
-			for _, o := range it.Offerings {
-				zones[o.Zone] = true
-				cts[o.CapacityType] = true
-			}
+	for _, p := range s.prepared {
+		for _, z := range p.zones {
+			zones[z] = true
+		}
+		for _, c := range p.cts {
+			cts[c] = true
 		}
 	}
 	for _, n := range s.in.Nodes {

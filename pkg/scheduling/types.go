@@ -82,6 +82,10 @@ type Input struct {
 	// PoolInstanceTypes overrides InstanceTypes for a pool by name, for
 	// pools whose kubelet settings change allocatable.
 	PoolInstanceTypes map[string][]*InstanceType
+	// Prepared are InstanceTypes and PoolInstanceTypes lists prepared
+	// once for many solves (PrepareTypes; fromcatalog.Input fills it). A
+	// list without its prepared form here is prepared for the one solve.
+	Prepared []*PreparedTypes
 	// Region fills topology.kubernetes.io/region on new nodes.
 	Region string
 	// Unavailable tells whether an offering must not be used now (after an

@@ -7,6 +7,7 @@ package fromcatalog
 import (
 	"encoding/json"
 	"sort"
+	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -42,9 +43,16 @@ func InstanceTypes(cat *catalog.Catalog, k *model.Kubelet) []*scheduling.Instanc
 // ForPools fills an Input's instance types for a set of pools: the shared
 // list for pools with default kubelet settings, and a list of their own for
 // pools whose kubelet settings change allocatable (lists are shared between
-// pools with equal settings).
+// pools with equal settings). The lists come from Prepared: callers must
+// not change them.
 func ForPools(cat *catalog.Catalog, pools []*model.Pool) ([]*scheduling.InstanceType, map[string][]*scheduling.InstanceType) {
-	shared := InstanceTypes(cat, nil)
+	shared, per, _ := forPools(cat, pools)
+	return shared, per
+}
+
+func forPools(cat *catalog.Catalog, pools []*model.Pool) ([]*scheduling.InstanceType, map[string][]*scheduling.InstanceType, []*scheduling.PreparedTypes) {
+	shared := Prepared(cat, nil)
+	prepared := []*scheduling.PreparedTypes{shared}
 	per := map[string][]*scheduling.InstanceType{}
 	byConfig := map[string][]*scheduling.InstanceType{}
 	sorted := append([]*model.Pool(nil), pools...)
@@ -53,16 +61,82 @@ func ForPools(cat *catalog.Catalog, pools []*model.Pool) ([]*scheduling.Instance
 		if p.Kubelet == nil {
 			continue
 		}
-		b, _ := json.Marshal(p.Kubelet)
-		key := string(b)
+		key := kubeletKey(p.Kubelet)
 		list, ok := byConfig[key]
 		if !ok {
-			list = InstanceTypes(cat, p.Kubelet)
+			pt := Prepared(cat, p.Kubelet)
+			prepared = append(prepared, pt)
+			list = pt.Types()
 			byConfig[key] = list
 		}
 		per[p.Name] = list
 	}
-	return shared, per
+	return shared.Types(), per, prepared
+}
+
+func kubeletKey(k *model.Kubelet) string {
+	if k == nil {
+		return ""
+	}
+	b, _ := json.Marshal(k)
+	return string(b)
+}
+
+// Prepared returns a catalog's instance types under the given kubelet
+// settings (InstanceTypes), prepared for the simulator
+// (scheduling.PrepareTypes). A function plans against one catalog many
+// times (each provisioning attempt, each consolidation candidate) and
+// preparing the catalog's thousand-odd types was most of a small solve, so
+// the lists of the last few catalogs are kept: a catalog is immutable, and
+// a changed one (the live catalog builds a new one) is a new key. Safe for
+// concurrent use; the lists are shared and must not be changed.
+func Prepared(cat *catalog.Catalog, k *model.Kubelet) *scheduling.PreparedTypes {
+	return cache.get(cat, k)
+}
+
+// maxPrepared bounds the cache: a few kubelet settings of the current
+// catalog and of the one before it.
+const maxPrepared = 8
+
+var cache preparedCache
+
+type preparedKey struct {
+	cat     *catalog.Catalog
+	kubelet string
+}
+
+type preparedEntry struct {
+	key  preparedKey
+	once sync.Once
+	pt   *scheduling.PreparedTypes
+}
+
+// preparedCache holds the newest maxPrepared entries, oldest first.
+type preparedCache struct {
+	mu      sync.Mutex
+	entries []*preparedEntry
+}
+
+func (c *preparedCache) get(cat *catalog.Catalog, k *model.Kubelet) *scheduling.PreparedTypes {
+	key := preparedKey{cat, kubeletKey(k)}
+	c.mu.Lock()
+	var e *preparedEntry
+	for _, x := range c.entries {
+		if x.key == key {
+			e = x
+			break
+		}
+	}
+	if e == nil {
+		e = &preparedEntry{key: key}
+		c.entries = append(c.entries, e)
+		if len(c.entries) > maxPrepared {
+			c.entries = append(c.entries[:0:0], c.entries[1:]...)
+		}
+	}
+	c.mu.Unlock()
+	e.once.Do(func() { e.pt = scheduling.PrepareTypes(InstanceTypes(cat, k)) })
+	return e.pt
 }
 
 // Cluster is what the simulator reads of a cluster besides the pods it
@@ -85,10 +159,10 @@ type Cluster struct {
 // planned alike wherever it is planned; the caller adds the pods, the
 // nodes, the offerings out of capacity and the options.
 func Input(cat *catalog.Catalog, c Cluster) scheduling.Input {
-	shared, per := ForPools(cat, c.Pools)
+	shared, per, prepared := forPools(cat, c.Pools)
 	return scheduling.Input{
 		Pools: c.Pools, DaemonSets: c.DaemonSets,
-		InstanceTypes: shared, PoolInstanceTypes: per, Region: cat.Region(),
+		InstanceTypes: shared, PoolInstanceTypes: per, Prepared: prepared, Region: cat.Region(),
 		PersistentVolumeClaims: c.PersistentVolumeClaims, PersistentVolumes: c.PersistentVolumes,
 		StorageClasses: c.StorageClasses, Namespaces: c.Namespaces,
 	}

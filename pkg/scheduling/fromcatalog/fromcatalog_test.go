@@ -67,3 +67,44 @@ func TestForPoolsSharesListsByKubelet(t *testing.T) {
 		t.Errorf("maxPods override not applied: %s", pods.String())
 	}
 }
+
+// TestPreparedOncePerCatalog checks that the lists of one catalog are
+// prepared once and handed to the simulator with the input, that another
+// catalog (a refreshed live one) gets its own, and that the cache keeps
+// only the newest maxPrepared.
+func TestPreparedOncePerCatalog(t *testing.T) {
+	cat, err := catalog.Offline("us-east-1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ten := int32(10)
+	pools := []*model.Pool{{Name: "plain"}, {Name: "small", Kubelet: &model.Kubelet{MaxPods: &ten}}}
+	in := Input(cat, Cluster{Pools: pools})
+	again := Input(cat, Cluster{Pools: pools})
+	if len(in.Prepared) != 2 || in.Prepared[0] != again.Prepared[0] || in.Prepared[1] != again.Prepared[1] {
+		t.Fatalf("the same catalog was prepared again: %p %p", in.Prepared, again.Prepared)
+	}
+	if got := in.Prepared[0].Types(); len(got) == 0 || &got[0] != &in.InstanceTypes[0] {
+		t.Errorf("prepared list is not the input's shared list")
+	}
+	if got, own := in.Prepared[1].Types(), in.PoolInstanceTypes["small"]; len(got) == 0 || &got[0] != &own[0] {
+		t.Errorf("prepared list is not the pool's own list")
+	}
+	fresh, err := catalog.Offline("us-east-1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if Prepared(fresh, nil) == in.Prepared[0] {
+		t.Fatalf("a new catalog got the old one's types")
+	}
+	for i := 0; i < maxPrepared; i++ {
+		c, err := catalog.Offline("us-east-1", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		Prepared(c, nil)
+	}
+	if Prepared(cat, nil) == in.Prepared[0] {
+		t.Errorf("the cache kept more than %d lists", maxPrepared)
+	}
+}

@@ -186,9 +186,15 @@ func readCase(dir string) (scheduling.Input, error) {
 	if types.Pools == nil {
 		types.Pools = map[string][]*scheduling.InstanceType{} // as fromcatalog.ForPools gives it
 	}
+	// Prepared once, as fromcatalog.Input prepares a catalog for every
+	// solve against it: the timed solves are the repeated ones.
+	prepared := []*scheduling.PreparedTypes{scheduling.PrepareTypes(types.Default)}
+	for _, l := range types.Pools {
+		prepared = append(prepared, scheduling.PrepareTypes(l))
+	}
 	return scheduling.Input{
 		Pods: wl.Pods, DaemonSets: wl.DaemonSets, Pools: pools,
-		InstanceTypes: types.Default, PoolInstanceTypes: types.Pools, Region: wl.Region,
+		InstanceTypes: types.Default, PoolInstanceTypes: types.Pools, Prepared: prepared, Region: wl.Region,
 		PersistentVolumeClaims: wl.PersistentVolumeClaims, PersistentVolumes: wl.PersistentVolumes,
 		StorageClasses: wl.StorageClasses, Namespaces: wl.Namespaces,
 	}, nil
