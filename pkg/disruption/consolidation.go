@@ -55,9 +55,11 @@ func consolidate(s Snapshot, nodes []Node, state func(pool string) (total, disru
 		}
 		for _, pod := range n.Pods {
 			if Reschedulable(pod) {
-				cd.pods = append(cd.pods, pod)
+				cpu, mem := podCPUMem(pod)
+				cd.pods, cd.cpu, cd.mem = cd.pods+1, cd.cpu+cpu, cd.mem+mem
 			}
 		}
+		cd.pods, cd.cpu, cd.mem = cd.pods+n.moving.pods, cd.cpu+n.moving.cpu, cd.mem+n.moving.mem
 		cands = append(cands, cd)
 	}
 	sortCandidates(cands)
@@ -189,14 +191,14 @@ const maxBlockedReports = 3
 // per unit of disruption (price over 1 + pods evicted), highest first;
 // then fewest pods, then name.
 func sortCandidates(cands []*candidate) {
-	ratio := func(c *candidate) float64 { return c.price / float64(1+len(c.pods)) }
+	ratio := func(c *candidate) float64 { return c.price / float64(1+c.pods) }
 	sort.SliceStable(cands, func(i, j int) bool {
 		a, b := cands[i], cands[j]
 		if ra, rb := ratio(a), ratio(b); ra != rb {
 			return ra > rb
 		}
-		if len(a.pods) != len(b.pods) {
-			return len(a.pods) < len(b.pods)
+		if a.pods != b.pods {
+			return a.pods < b.pods
 		}
 		return a.name() < b.name()
 	})

@@ -1,7 +1,6 @@
 package disruption
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -346,11 +345,7 @@ func TestConsolidationRevalidates(t *testing.T) {
 // TestCandidateOrder is Karpenter v1.15's: savings per pod evicted.
 func TestCandidateOrder(t *testing.T) {
 	mk := func(name string, price float64, pods int) *candidate {
-		c := &candidate{n: Node{Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}}, price: price}
-		for i := 0; i < pods; i++ {
-			c.pods = append(c.pods, app(fmt.Sprint(name, i), "1"))
-		}
-		return c
+		return &candidate{n: Node{Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}}, price: price, pods: pods}
 	}
 	cs := []*candidate{mk("cheap-few", 0.1, 1), mk("dear-many", 1.0, 9), mk("dear-few", 1.0, 1), mk("unpriced", 0, 0)}
 	sortCandidates(cs)

@@ -55,10 +55,16 @@ const (
 	TaintDisrupted = "karpenter.sh/disrupted"
 )
 
-// Node is one node of the snapshot with the pods bound to it.
+// Node is one node of the snapshot with the pods bound to it: whole in
+// Pods, or compact in Bound (Add: what a reader of a large cluster keeps).
+// The rules read both alike.
 type Node struct {
 	Node *corev1.Node
 	Pods []*corev1.Pod
+	// Bound are pods kept compact (Add); moving sums up those of them that
+	// would need a new home.
+	Bound  []scheduling.BoundPod
+	moving movingFacts
 }
 
 // Snapshot is the truth a decision reads.
@@ -69,6 +75,12 @@ type Snapshot struct {
 	// Planned counts, per instance id, the pending pods planned onto it
 	// (pods.AnnotationInstance): such a node is about to receive pods.
 	Planned map[string]int
+	// PodsOn reads the pods bound to a node again, whole: consolidation
+	// moves a candidate's pods in its simulation, and a reader that kept
+	// them compact (Node.Add) gives them back this way, for the few nodes
+	// a pass simulates. A node with compact pods to move cannot be
+	// consolidated without it (or when it fails).
+	PodsOn func(node string) ([]*corev1.Pod, error)
 
 	// Simulation is what consolidation asks pkg/scheduling where pods
 	// would go and what a new node would cost: the input the provisioner
@@ -209,6 +221,9 @@ func Reschedulable(p *corev1.Pod) bool {
 
 // Empty reports whether no pod on the node needs a new home.
 func Empty(n Node) bool {
+	if n.moving.pods > 0 {
+		return false
+	}
 	for _, p := range n.Pods {
 		if Reschedulable(p) {
 			return false
@@ -242,13 +257,16 @@ func gracefulBlock(n Node) string {
 	case a[AnnotationDoNotConsolidate] == "true":
 		return "node has " + AnnotationDoNotConsolidate
 	}
+	// The least key among the pods that have it, whole or compact (a
+	// list's order, by key).
+	block := n.moving.block
 	for _, p := range n.Pods {
-		if !Reschedulable(p) {
-			continue
+		if k := pods.Key(p); Reschedulable(p) && doNotDisrupt(p) && (block == "" || k < block) {
+			block = k
 		}
-		if p.Annotations[AnnotationDoNotDisrupt] == "true" || p.Annotations[AnnotationDoNotEvict] == "true" {
-			return "pod " + pods.Key(p) + " has do-not-disrupt"
-		}
+	}
+	if block != "" {
+		return "pod " + block + " has do-not-disrupt"
 	}
 	return ""
 }

@@ -40,8 +40,14 @@ const (
 type candidate struct {
 	n    Node
 	pool *model.Pool
-	// pods are its reschedulable pods.
-	pods []*corev1.Pod
+	// pods counts its reschedulable pods, cpu (milli) and mem (bytes)
+	// their effective requests.
+	pods     int
+	cpu, mem int64
+	// moved are its reschedulable pods whole, once read (movers).
+	moved   []*corev1.Pod
+	readErr error
+	read    bool
 	// price is its $/h by its labels (0: unknown), capacityType and
 	// instanceType its labels.
 	price                      float64
@@ -112,10 +118,18 @@ func newConsolidator(s Snapshot, nodes []Node) *consolidator {
 		if pool == "" {
 			pool = n.Node.Labels[model.LabelProvisionerName]
 		}
+		// Finished pods are left out, whole or compact (Add drops them):
+		// they hold no room, and the scheduler counts them in no spread.
+		var onNode []*corev1.Pod
+		for _, p := range n.Pods {
+			if !Finished(p) {
+				onNode = append(onNode, p)
+			}
+		}
 		c.nodes = append(c.nodes, &scheduling.Node{
 			Name: n.Node.Name, Pool: pool, Labels: n.Node.Labels, Taints: n.Node.Spec.Taints,
 			Unschedulable: n.Node.Spec.Unschedulable, Capacity: n.Node.Status.Capacity,
-			Allocatable: n.Node.Status.Allocatable, Pods: n.Pods,
+			Allocatable: n.Node.Status.Allocatable, Pods: onNode, Bound: n.Bound,
 		})
 	}
 	return c
@@ -174,7 +188,11 @@ func (c *consolidator) simulate(cands []*candidate) (command, string) {
 	priced := true
 	for _, cd := range cands {
 		retired[cd.name()] = true
-		for _, p := range cd.pods {
+		ps, err := c.movers(cd)
+		if err != nil {
+			return command{nodes: cands}, err.Error()
+		}
+		for _, p := range ps {
 			cp := p.DeepCopy()
 			cp.Spec.NodeName = ""
 			move = append(move, cp)
@@ -206,6 +224,34 @@ func (c *consolidator) simulate(cands []*candidate) (command, string) {
 		return cmd, "its price is unknown, so a replacement cannot be shown cheaper"
 	}
 	return c.replacement(cmd, plan.NewNodes[0], sum)
+}
+
+// movers are a candidate's reschedulable pods, whole: from the snapshot,
+// or read again (Snapshot.PodsOn) when some were kept compact (Node.Add).
+// Read once per pass.
+func (c *consolidator) movers(cd *candidate) ([]*corev1.Pod, error) {
+	if cd.read {
+		return cd.moved, cd.readErr
+	}
+	cd.read = true
+	all := cd.n.Pods
+	if cd.n.moving.pods > 0 {
+		if c.s.PodsOn == nil {
+			cd.readErr = fmt.Errorf("its pods were not kept whole and cannot be read again")
+			return nil, cd.readErr
+		}
+		var err error
+		if all, err = c.s.PodsOn(cd.name()); err != nil {
+			cd.readErr = fmt.Errorf("its pods cannot be read: %w", err)
+			return nil, cd.readErr
+		}
+	}
+	for _, p := range all {
+		if Reschedulable(p) {
+			cd.moved = append(cd.moved, p)
+		}
+	}
+	return cd.moved, nil
 }
 
 // replacement prices the one new node a command needs: the instance
@@ -324,7 +370,7 @@ func (c *consolidator) singleNode(cands []*candidate) (command, bool) {
 		if tried == MaxSingleNodeSimulations || c.outOfTime() {
 			break
 		}
-		cpu, mem := requests(cd.pods)
+		cpu, mem := cd.cpu, cd.mem
 		fitsRoom := cpu <= room[0]-c.free(cd.name())[0] && mem <= room[1]-c.free(cd.name())[1]
 		if !fitsRoom && !(cd.price > 0 && c.cheapestFit(cpu, mem) < cd.price) {
 			continue
@@ -337,13 +383,17 @@ func (c *consolidator) singleNode(cands []*candidate) (command, bool) {
 	return command{}, false
 }
 
-// requests is the pods' cpu (milli) and memory (bytes) requests.
-func requests(ps []*corev1.Pod) (cpu, mem int64) {
-	for _, p := range ps {
-		for _, ct := range p.Spec.Containers {
-			cpu += ct.Resources.Requests.Cpu().MilliValue()
-			mem += ct.Resources.Requests.Memory().Value()
-		}
+// requests is the cpu (milli) and memory (bytes) the pods on a node
+// request, whole or compact, sized as the simulator sizes them
+// (scheduling.Requests: a compacted pod keeps its requests as overhead).
+func requests(n *scheduling.Node) (cpu, mem int64) {
+	for _, p := range n.Pods {
+		c, m := podCPUMem(p)
+		cpu, mem = cpu+c, mem+m
+	}
+	for i := range n.Bound {
+		c, m := cpuMem(n.Bound[i].Requests)
+		cpu, mem = cpu+c, mem+m
 	}
 	return cpu, mem
 }
@@ -352,7 +402,7 @@ func requests(ps []*corev1.Pod) (cpu, mem int64) {
 func (c *consolidator) free(name string) [2]int64 {
 	for _, n := range c.nodes {
 		if n.Name == name {
-			cpu, mem := requests(n.Pods)
+			cpu, mem := requests(n)
 			return [2]int64{n.Allocatable.Cpu().MilliValue() - cpu, n.Allocatable.Memory().Value() - mem}
 		}
 	}
@@ -364,7 +414,7 @@ func (c *consolidator) free(name string) [2]int64 {
 func (c *consolidator) freeRoom() [2]int64 {
 	var r [2]int64
 	for _, n := range c.nodes {
-		cpu, mem := requests(n.Pods)
+		cpu, mem := requests(n)
 		r[0] += max(0, n.Allocatable.Cpu().MilliValue()-cpu)
 		r[1] += max(0, n.Allocatable.Memory().Value()-mem)
 	}

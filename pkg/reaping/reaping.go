@@ -30,6 +30,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
@@ -168,13 +169,10 @@ func (r *Reaper) Pass(ctx context.Context) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	// Bound pods are compacted as they arrive: the disruption rules and
-	// consolidation's simulation read no more of them (scheduling.Compact).
-	all, err := r.Kube.AllPods(ctx, func(p *corev1.Pod, in *kube.Interner) {
-		if p.Spec.NodeName != "" {
-			scheduling.Compact(p, in.ResourceList)
-		}
-	})
+	snap := disruption.Snapshot{Now: r.now(), Pools: spec.Pools, Planned: map[string]int{},
+		Declared: spec.Declared, SpecPartial: spec.Partial,
+		PodsOn: func(node string) ([]*corev1.Pod, error) { return r.podsOn(ctx, node) }}
+	onNode, err := r.readPods(ctx, nodes, snap.Planned)
 	if err != nil {
 		return res, err
 	}
@@ -189,21 +187,6 @@ func (r *Reaper) Pass(ctx context.Context) (Result, error) {
 		return nil
 	}
 
-	snap := disruption.Snapshot{Now: r.now(), Pools: spec.Pools, Planned: map[string]int{},
-		Declared: spec.Declared, SpecPartial: spec.Partial}
-	byNode := map[string][]*corev1.Pod{}
-	for _, p := range all {
-		if p.Spec.NodeName != "" {
-			byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
-			// A running pod waiting to move to its node's replacement
-			// keeps that replacement from looking empty.
-			if id := pods.ReplacementInstance(p); id != "" && disruption.Reschedulable(p) {
-				snap.Planned[id]++
-			}
-		} else if id := pods.PlannedInstance(p); id != "" {
-			snap.Planned[id]++
-		}
-	}
 	// Which nodes are Joist's is read from EC2 (termination.Ownership):
 	// without the listing no node is, so nothing is decided or stepped
 	// this pass.
@@ -219,7 +202,12 @@ func (r *Reaper) Pass(ctx context.Context) (Result, error) {
 		if err := r.Terminator.EnsureFinalizer(ctx, n); err != nil {
 			errs = append(errs, err)
 		}
-		snap.Nodes = append(snap.Nodes, disruption.Node{Node: n, Pods: byNode[n.Name]})
+		nd := onNode[n.Name]
+		if nd == nil {
+			nd = &disruption.Node{}
+		}
+		nd.Node = n
+		snap.Nodes = append(snap.Nodes, *nd)
 	}
 
 	if err := r.consolidationInputs(ctx, spec.Pools, &snap); err != nil {
@@ -270,6 +258,71 @@ func (r *Reaper) Pass(ctx context.Context) (Result, error) {
 		}
 	}
 	return res, errors.Join(errs...)
+}
+
+// readPods reads every pod of the cluster, page by page, and keeps of each
+// what the decisions read (disruption.Node.Add: most bound pods as a
+// ~100-byte scheduling.BoundPod), by node; pending pods only count, in
+// planned, onto the instance they are planned for. Every pod of a node
+// waiting for its replacements is kept whole (advanceReplacing reads
+// them all).
+func (r *Reaper) readPods(ctx context.Context, nodes []*corev1.Node, planned map[string]int) (map[string]*disruption.Node, error) {
+	replacing := map[string]bool{}
+	for _, n := range nodes {
+		if !termination.ReplacingSince(n).IsZero() {
+			replacing[n.Name] = true
+		}
+	}
+	onNode := map[string]*disruption.Node{}
+	in := kube.NewInterner()
+	err := r.Kube.EachPod(ctx, "", in, func(p *corev1.Pod) {
+		node := p.Spec.NodeName
+		if node == "" {
+			if id := pods.PlannedInstance(p); id != "" {
+				planned[id]++
+			}
+			return
+		}
+		// A running pod waiting to move to its node's replacement keeps
+		// that replacement from looking empty.
+		if id := pods.ReplacementInstance(p); id != "" && disruption.Reschedulable(p) {
+			planned[id]++
+		}
+		n := onNode[node]
+		if n == nil {
+			n = &disruption.Node{}
+			onNode[node] = n
+		}
+		if replacing[node] {
+			n.AddWhole(p, in.ResourceList)
+		} else {
+			n.Add(p, in.ResourceList)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reaper: %w", err)
+	}
+	return onNode, nil
+}
+
+// podsOn reads the pods bound to a node again, whole (compacted):
+// consolidation moves them in its simulation (disruption.Snapshot.PodsOn).
+func (r *Reaper) podsOn(ctx context.Context, node string) ([]*corev1.Pod, error) {
+	var out []*corev1.Pod
+	in := kube.NewInterner()
+	sel := fields.OneTermEqualSelector("spec.nodeName", node).String()
+	err := r.Kube.EachPod(ctx, sel, in, func(p *corev1.Pod) {
+		if p.Spec.NodeName != node {
+			return
+		}
+		whole := *p
+		scheduling.Compact(&whole, in.ResourceList)
+		out = append(out, &whole)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reaper: %w", err)
+	}
+	return out, nil
 }
 
 func (r *Reaper) decide(ctx context.Context, snap disruption.Snapshot, nodes []*corev1.Node, res *Result) error {

@@ -73,3 +73,15 @@ func (b *BoundPod) Pod() *corev1.Pod {
 	}
 	return p
 }
+
+// Requests is a pod's effective requests as Solve computes them (init
+// containers, native sidecars, pod-level resources and overhead folded
+// in, limits standing in for missing requests), without the "pods" slot:
+// what BoundPod.Requests holds. Readers that size pods outside Solve
+// (pkg/disruption's consolidation prefilter) use it so that a whole pod,
+// a compacted one (Compact) and a BoundPod size alike.
+func Requests(pod *corev1.Pod) corev1.ResourceList {
+	reqs := podRequests(pod)
+	delete(reqs, corev1.ResourcePods)
+	return reqs
+}

@@ -1,0 +1,106 @@
+package disruption
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/joist-dev/joist/pkg/pods"
+	"github.com/joist-dev/joist/pkg/scheduling"
+)
+
+// movingFacts sum up a node's compact pods (Node.Bound) that would need a
+// new home if the node went (Reschedulable): all the rules read of them
+// beyond what consolidation's simulation reads of Bound.
+type movingFacts struct {
+	// pods counts them; cpu (milli) and memory (bytes) are their
+	// effective requests (scheduling.Requests).
+	pods     int
+	cpu, mem int64
+	// block is the least key (namespace/name) of those that carry
+	// do-not-disrupt or do-not-evict, "" when none does.
+	block string
+}
+
+// Add keeps a pod bound to the node in the least the rules read of it, for
+// a reader that holds every pod of a large cluster (pkg/reaping): most
+// pods go to Bound as a scheduling.BoundPod (~100 bytes: namespace,
+// shared labels, shared requests, host ports, DaemonSet owner — what the
+// simulator reads of a pod on a node it does not empty), and what the
+// rules read of them (Reschedulable, do-not-disrupt, their requests) is
+// summed up on the node. Kept whole instead, compacted
+// (scheduling.Compact) and copied out of the caller's page: the pods
+// whose terms a pass reads wherever they are — pod affinity or
+// anti-affinity (the simulator's groups, ReadsNamespaces) and volume
+// claims (which volumes a simulation reads). Finished pods are dropped:
+// no rule and no simulation counts them. A node holding compact pods that
+// consolidation would move needs Snapshot.PodsOn to read them again.
+// shared, when not nil, returns one list for equal request lists.
+func (n *Node) Add(p *corev1.Pod, shared func(corev1.ResourceList) corev1.ResourceList) {
+	if Finished(p) {
+		return
+	}
+	if !readsTerms(p) {
+		if b, ok := scheduling.NewBoundPod(p, shared); ok {
+			n.Bound = append(n.Bound, b)
+			if Reschedulable(p) {
+				cpu, mem := cpuMem(b.Requests)
+				n.moving.pods++
+				n.moving.cpu += cpu
+				n.moving.mem += mem
+				if k := pods.Key(p); doNotDisrupt(p) && (n.moving.block == "" || k < n.moving.block) {
+					n.moving.block = k
+				}
+			}
+			return
+		}
+	}
+	n.AddWhole(p, shared)
+}
+
+// AddWhole keeps a pod bound to the node whole, compacted
+// (scheduling.Compact) and copied out of the caller's page: for the nodes
+// whose every pod a pass reads (a node waiting for its replacements:
+// termination.ReplacementsOf). Finished pods are dropped.
+func (n *Node) AddWhole(p *corev1.Pod, shared func(corev1.ResourceList) corev1.ResourceList) {
+	if Finished(p) {
+		return
+	}
+	whole := *p
+	scheduling.Compact(&whole, shared)
+	n.Pods = append(n.Pods, &whole)
+}
+
+// Finished reports whether a pod has run to its end (Succeeded or
+// Failed): it holds no room and needs no home.
+func Finished(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// readsTerms says whether a pass reads more of the pod than a BoundPod
+// holds even where it stays: its pod (anti-)affinity terms or its volume
+// claims.
+func readsTerms(p *corev1.Pod) bool {
+	if a := p.Spec.Affinity; a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil) {
+		return true
+	}
+	for _, v := range p.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func doNotDisrupt(p *corev1.Pod) bool {
+	return p.Annotations[AnnotationDoNotDisrupt] == "true" || p.Annotations[AnnotationDoNotEvict] == "true"
+}
+
+// cpuMem is a request list's cpu (milli) and memory (bytes).
+func cpuMem(l corev1.ResourceList) (cpu, mem int64) {
+	return l.Cpu().MilliValue(), l.Memory().Value()
+}
+
+// podCPUMem is a pod's effective cpu and memory requests, as the
+// simulator sizes it.
+func podCPUMem(p *corev1.Pod) (cpu, mem int64) {
+	return cpuMem(scheduling.Requests(p))
+}
