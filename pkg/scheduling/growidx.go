@@ -53,6 +53,7 @@ type growIdx struct {
 	off bool // prices or pools rule the index out for this solve
 	// seen are the nodes a search looked at, by their shape (twin).
 	seen map[twinKey]*bin
+	keys []twinMemo // by node id
 }
 
 type growItem struct {
@@ -355,23 +356,37 @@ func (g *growIdx) twin(b *bin) bool {
 	if len(b.ports) > 0 {
 		return false
 	}
-	k := twinKey{pool: b.pool.idx, typ: b.typ, zones: b.zoneMask, cts: b.ctMask, labelCut: b.labelCut, custom: b.custom}
-	h := uint64(14695981039346656037)
-	for _, v := range b.used {
-		h = (h ^ uint64(v)) * 1099511628211
+	for len(g.keys) <= b.id {
+		g.keys = append(g.keys, twinMemo{})
 	}
-	k.usedH = h
-	for _, w := range b.types {
-		h = (h ^ w) * 1099511628211
+	m := &g.keys[b.id]
+	if !m.set || m.ver != b.ver {
+		k := twinKey{pool: b.pool.idx, typ: b.typ, zones: b.zoneMask, cts: b.ctMask, labelCut: b.labelCut, custom: b.custom}
+		h := uint64(14695981039346656037)
+		for _, v := range b.used {
+			h = (h ^ uint64(v)) * 1099511628211
+		}
+		k.usedH = h
+		for _, w := range b.types {
+			h = (h ^ w) * 1099511628211
+		}
+		k.typesH = h
+		*m = twinMemo{key: k, ver: b.ver, set: true}
 	}
-	k.typesH = h
 	if g.seen == nil {
 		g.seen = map[twinKey]*bin{}
 	}
-	o, ok := g.seen[k]
+	o, ok := g.seen[m.key]
 	if !ok {
-		g.seen[k] = b
+		g.seen[m.key] = b
 		return false
 	}
 	return slices.Equal(o.used, b.used) && slices.Equal(o.types, b.types)
+}
+
+// twinMemo is a node's twinKey at a version.
+type twinMemo struct {
+	key twinKey
+	ver uint32
+	set bool
 }
