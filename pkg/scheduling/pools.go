@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"fmt"
 	"math"
 	"sort"
 
@@ -238,7 +239,8 @@ func (s *solver) preparePoolState(idx int, p *model.Pool) *poolState {
 	if o, ok := s.in.PoolInstanceTypes[p.Name]; ok {
 		list = o
 	}
-	s.prepareTypes(ps, s.preparedFor(list))
+	pl := s.preparedFor(list)
+	byList, frontierKey := s.prepareTypes(ps, pl)
 	ps.allTypes = newBitset(len(ps.types))
 	ps.byName = make([]int, len(ps.types))
 	for i, t := range ps.types {
@@ -248,7 +250,19 @@ func (s *solver) preparePoolState(idx int, p *model.Pool) *poolState {
 		ps.allIdx = append(ps.allIdx, i)
 	}
 	ps.frontierBits = newBitset(len(ps.types))
+	if s.keptFrontier(ps, pl, frontierKey, byList) {
+		return ps
+	}
 	s.buildFrontier(ps)
+	if frontierKey != "" {
+		f := make([]int, len(ps.frontier))
+		for k, t := range byList {
+			if t != nil && ps.frontierBits.has(t.idx) {
+				f[sort.SearchInts(ps.frontier, t.idx)] = k
+			}
+		}
+		pl.keepFrontier(frontierKey, f)
+	}
 	return ps
 }
 
@@ -257,8 +271,12 @@ func (s *solver) preparePoolState(idx int, p *model.Pool) *poolState {
 // net of DaemonSet overhead, cheapest first. What depends on the list
 // alone (resources, offerings by index, label values, price and name
 // orders) comes prepared, so this costs a pass over the list with few
-// allocations (one array of types, one of vectors, one of offers).
-func (s *solver) prepareTypes(ps *poolState, pl *PreparedTypes) {
+// allocations (one array of types, one of vectors, one of offers). It
+// returns the types by their place in the list and, when the pool's
+// types depend only on the list, its zones and capacity types, its
+// requirements and the solve's dimensions (no offering out of capacity,
+// no DaemonSet, no limit), the key their frontier is kept under.
+func (s *solver) prepareTypes(ps *poolState, pl *PreparedTypes) (byList []*ptype, frontierKey string) {
 	list := pl.list
 	keep := make([]bool, len(list))
 	pl.matching(ps.typeReqs, keep)
@@ -318,7 +336,7 @@ func (s *solver) prepareTypes(ps *poolState, pl *PreparedTypes) {
 	vecArr := make([]int64, nv*nd*n)
 	offerArr := make([]offer, 0, nOffers)
 	ps.types = make([]*ptype, 0, n)
-	byList := make([]*ptype, len(list))
+	byList = make([]*ptype, len(list))
 	sorted := true
 	j := 0
 	for _, k := range po.order {
@@ -391,6 +409,10 @@ func (s *solver) prepareTypes(ps *poolState, pl *PreparedTypes) {
 			ps.dsPorts = append(ps.dsPorts, d.ports...)
 		}
 	}
+	if shared && sorted && len(dsList) == 0 && !ps.hasLimits {
+		frontierKey = fmt.Sprintf("%x/%x/%s/%v", localZones, localCTs, ps.typeReqs.signature(), s.dims.names)
+	}
+	return byList, frontierKey
 }
 
 // typeOffers fills a type's offerings the pool may launch (in the
@@ -415,6 +437,26 @@ func (s *solver) typeOffers(t *ptype, ps *poolState, pl *PreparedTypes, k int, z
 		}
 	}
 	return arr
+}
+
+// keptFrontier fills the pool's frontier from the prepared list's, when
+// it keeps one under the key (every type of it among the pool's).
+func (s *solver) keptFrontier(ps *poolState, pl *PreparedTypes, key string, byList []*ptype) bool {
+	f, ok := pl.frontierOf(key)
+	if !ok {
+		return false
+	}
+	for _, k := range f {
+		if byList[k] == nil {
+			return false
+		}
+	}
+	for _, k := range f {
+		i := byList[k].idx
+		ps.frontier = append(ps.frontier, i)
+		ps.frontierBits.set(i)
+	}
+	return true
 }
 
 // buildFrontier finds the pool's types that no other type dominates

@@ -46,6 +46,9 @@ type PreparedTypes struct {
 	mu      sync.Mutex
 	columns map[string]*labelColumn
 	orders  map[[2]uint64]*priceOrder
+	// frontiers are pools' frontiers (list indices, cheapest first) by
+	// what decides them (prepareTypes' key).
+	frontiers map[string][]int
 }
 
 // maxPriceOrders bounds the price orders a PreparedTypes keeps: pools
@@ -76,7 +79,7 @@ type priceOrder struct {
 // PreparedTypes).
 func PrepareTypes(list []*InstanceType) *PreparedTypes {
 	p := &PreparedTypes{list: list, resAt: map[corev1.ResourceName]int{}, keys: map[string]bool{},
-		columns: map[string]*labelColumn{}, orders: map[[2]uint64]*priceOrder{}}
+		columns: map[string]*labelColumn{}, orders: map[[2]uint64]*priceOrder{}, frontiers: map[string][]int{}}
 	zones, cts := map[string]bool{}, map[string]bool{}
 	for _, it := range list {
 		for n := range it.Allocatable {
@@ -276,4 +279,24 @@ func (p *PreparedTypes) listOrder() *priceOrder {
 		po.minPrice[k] = math.NaN()
 	}
 	return po
+}
+
+// frontierOf returns the frontier kept under key ("": none).
+func (p *PreparedTypes) frontierOf(key string) ([]int, bool) {
+	if key == "" {
+		return nil, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f, ok := p.frontiers[key]
+	return f, ok
+}
+
+// keepFrontier keeps a frontier, up to maxPriceOrders of them.
+func (p *PreparedTypes) keepFrontier(key string, f []int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.frontiers) < maxPriceOrders {
+		p.frontiers[key] = f
+	}
 }

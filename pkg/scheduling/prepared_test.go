@@ -137,8 +137,10 @@ func gotTypes(ps *poolState) []string {
 // with offerings out of capacity (which reorder the cheapest-first list),
 // a node in a zone the catalog does not offer (other zone indices),
 // DaemonSets on one architecture, per-pool lists and pools restricted to
-// some zones, capacity types and categories.
+// some zones, capacity types and categories; and the frontier, kept by
+// the prepared list, against one found again.
 func TestPreparedPoolTypes(t *testing.T) {
+	kept := 0
 	for seed := int64(1); seed <= 150; seed++ {
 		rnd := rand.New(rand.NewSource(seed))
 		shared, own := randomTypes(rnd), randomTypes(rnd)
@@ -184,11 +186,20 @@ func TestPreparedPoolTypes(t *testing.T) {
 				if !reflect.DeepEqual(got, want) {
 					t.Fatalf("seed %d round %d pool %s:\ngot  %q\nwant %q", seed, round, ps.pool.Name, got, want)
 				}
+				fresh := &poolState{types: ps.types, hasLimits: ps.hasLimits, frontierBits: newBitset(len(ps.types))}
+				s.buildFrontier(fresh)
+				if !reflect.DeepEqual(ps.frontier, fresh.frontier) || !reflect.DeepEqual(ps.frontierBits, fresh.frontierBits) {
+					t.Fatalf("seed %d round %d pool %s: frontier %v, want %v", seed, round, ps.pool.Name, ps.frontier, fresh.frontier)
+				}
 			}
 			if len(s.prepared) != 2 || s.prepared[0] != in.Prepared[0] || s.prepared[1] != in.Prepared[1] {
 				t.Fatalf("seed %d: the input's prepared lists were not used", seed)
 			}
 		}
+		kept += len(in.Prepared[0].frontiers) + len(in.Prepared[1].frontiers)
+	}
+	if kept == 0 {
+		t.Error("no frontier was kept: the test never reused one")
 	}
 }
 
