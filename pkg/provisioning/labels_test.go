@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/joist-dev/joist/pkg/catalog"
 	"github.com/joist-dev/joist/pkg/kube"
@@ -49,7 +50,7 @@ func TestReconcile_PlanCarriesTheLabelsThePodSelectsOn(t *testing.T) {
 		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}}}
 	cs := fake.NewClientset(pod)
 	p := &Provisioner{
-		Cluster: "test", Kube: kube.New(cs), Catalog: cat, Now: func() time.Time { return now },
+		Cluster: "test", Kube: kube.New(cs), Catalog: cat, Clock: clocktesting.NewFakePassiveClock(now),
 		Launcher: launchesAs{launch.Instance{ID: "i-z9", InstanceType: "z9.large", Zone: "us-east-1a", CapacityType: "on-demand", LaunchTime: now}},
 		Specs: func(context.Context) (*model.Spec, error) {
 			return &model.Spec{Pools: []*model.Pool{pool}, NodeClasses: map[string]*model.NodeClass{"default": {Name: "default"}}}, nil

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/joist-dev/joist/pkg/kube"
 	"github.com/joist-dev/joist/pkg/launch"
@@ -63,7 +64,7 @@ func TestRead_BoundPodsOnlyWhenThePassHasSomethingToPlan(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cs := fake.NewClientset(tc.objs...)
 			p := &Provisioner{
-				Kube: kube.New(cs), Launcher: instancesOnly(tc.instances), Now: func() time.Time { return now },
+				Kube: kube.New(cs), Launcher: instancesOnly(tc.instances), Clock: clocktesting.NewFakePassiveClock(now),
 				Specs:    func(context.Context) (*model.Spec, error) { return &model.Spec{}, nil },
 				retiring: tc.retiring,
 			}
@@ -163,7 +164,7 @@ func TestReadBound_WholeOnlyWhenThePassMayMoveOrReadsTerms(t *testing.T) {
 			tc.mod(bound)
 			cs := fake.NewClientset(node, bound, pending)
 			p := &Provisioner{
-				Kube: kube.New(cs), Launcher: instancesOnly([]launch.Instance{{ID: "i-1"}}), Now: func() time.Time { return now },
+				Kube: kube.New(cs), Launcher: instancesOnly([]launch.Instance{{ID: "i-1"}}), Clock: clocktesting.NewFakePassiveClock(now),
 				Specs: func(context.Context) (*model.Spec, error) { return &model.Spec{}, nil },
 			}
 			c, err := p.read(context.Background())

@@ -35,7 +35,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"time"
+
+	"k8s.io/utils/clock"
 
 	"github.com/joist-dev/joist/pkg/catalog/internal/record"
 )
@@ -117,7 +118,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(2)
 	}
-	if err := run(context.Background(), *in, *out, rs, awsClients, time.Now); err != nil {
+	if err := run(context.Background(), *in, *out, rs, awsClients, clock.RealClock{}); err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(1)
 	}
@@ -125,7 +126,7 @@ func main() {
 
 // run converts in and writes out. With regions it refreshes them from AWS
 // through clients before writing.
-func run(ctx context.Context, in, out string, regions []string, clients clientsFunc, now func() time.Time) error {
+func run(ctx context.Context, in, out string, regions []string, clients clientsFunc, c clock.PassiveClock) error {
 	if in == "" {
 		p, err := defaultInput()
 		if err != nil {
@@ -142,7 +143,7 @@ func run(ctx context.Context, in, out string, regions []string, clients clientsF
 		return fmt.Errorf("converting %s: %w", in, err)
 	}
 	if len(regions) > 0 {
-		refreshed, stats, err := refresh(ctx, f, regions, clients, now())
+		refreshed, stats, err := refresh(ctx, f, regions, clients, c.Now())
 		if err != nil {
 			return err
 		}
