@@ -43,7 +43,7 @@ func (c *Converted) YAML() ([]byte, error) {
 	for i, o := range c.Order {
 		b, err := yaml.Marshal(o)
 		if err != nil {
-			return nil, fmt.Errorf("rendering object %d: %w", i+1, err)
+			return nil, fmt.Errorf("render object %d: %w", i+1, err)
 		}
 		if i > 0 {
 			buf.WriteString("---\n")

@@ -136,11 +136,11 @@ func run(ctx context.Context, in, out string, regions []string, clients clientsF
 	}
 	raw, err := os.ReadFile(in)
 	if err != nil {
-		return fmt.Errorf("reading instance-type data: %w", err)
+		return fmt.Errorf("read instance-type data: %w", err)
 	}
 	f, err := convert(raw)
 	if err != nil {
-		return fmt.Errorf("converting %s: %w", in, err)
+		return fmt.Errorf("convert %s: %w", in, err)
 	}
 	if len(regions) > 0 {
 		refreshed, stats, err := refresh(ctx, f, regions, clients, c.Now())
@@ -159,7 +159,7 @@ func run(ctx context.Context, in, out string, regions []string, clients clientsF
 		return err
 	}
 	if err := os.WriteFile(out, b, 0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", out, err)
+		return fmt.Errorf("write %s: %w", out, err)
 	}
 	fmt.Printf("gen: %d instance types from %s -> %s (%d bytes)\n", len(f.Types), in, out, len(b))
 	return nil
@@ -176,7 +176,7 @@ func defaultInput() (string, error) {
 	}
 	dir, err := os.Getwd()
 	if err != nil {
-		return "", fmt.Errorf("finding the working folder: %w", err)
+		return "", fmt.Errorf("find the working folder: %w", err)
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
@@ -196,7 +196,7 @@ func convert(raw []byte) (*record.File, error) {
 	dec.DisallowUnknownFields()
 	var src source
 	if err := dec.Decode(&src); err != nil {
-		return nil, fmt.Errorf("decoding: %w", err)
+		return nil, fmt.Errorf("decode instance-type data: %w", err)
 	}
 	if len(src.InstanceTypes) == 0 {
 		return nil, errors.New("no instance types")
@@ -322,13 +322,13 @@ func encode(f *record.File) ([]byte, error) {
 	var buf bytes.Buffer
 	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
 	if err != nil {
-		return nil, fmt.Errorf("starting gzip: %w", err)
+		return nil, fmt.Errorf("start gzip: %w", err)
 	}
 	if err := json.NewEncoder(zw).Encode(f); err != nil {
-		return nil, fmt.Errorf("encoding catalog: %w", err)
+		return nil, fmt.Errorf("encode catalog: %w", err)
 	}
 	if err := zw.Close(); err != nil {
-		return nil, fmt.Errorf("finishing gzip: %w", err)
+		return nil, fmt.Errorf("finish gzip: %w", err)
 	}
 	return buf.Bytes(), nil
 }
