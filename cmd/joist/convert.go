@@ -67,7 +67,7 @@ func runConvert(stdin io.Reader, stdout, stderr io.Writer, o *convertOptions) er
 	}
 	if o.output != "" {
 		if err := os.WriteFile(o.output, out, 0o644); err != nil {
-			return fmt.Errorf("writing %s: %w", o.output, err)
+			return fmt.Errorf("write %s: %w", o.output, err)
 		}
 	} else if _, err := stdout.Write(out); err != nil {
 		return err

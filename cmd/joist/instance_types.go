@@ -104,7 +104,7 @@ func runInstanceTypes(ctx context.Context, w, stderr io.Writer, o *instanceTypes
 	if o.selector != "" {
 		s, err := labels.Parse(o.selector)
 		if err != nil {
-			return fmt.Errorf("parsing selector %q: %w", o.selector, err)
+			return fmt.Errorf("parse selector %q: %w", o.selector, err)
 		}
 		sel = s
 	}
@@ -116,7 +116,7 @@ func runInstanceTypes(ctx context.Context, w, stderr io.Writer, o *instanceTypes
 		cat, err = catalog.Offline(region, o.zones)
 	}
 	if err != nil {
-		return fmt.Errorf("building the catalog for %s: %w", region, err)
+		return fmt.Errorf("build the catalog for %s: %w", region, err)
 	}
 	// Family, then size by cpu and memory, reads better than name order
 	// (m5.large before m5.12xlarge).
@@ -145,14 +145,14 @@ func runInstanceTypes(ctx context.Context, w, stderr io.Writer, o *instanceTypes
 	case "json":
 		b, err := json.MarshalIndent(rows, "", "  ")
 		if err != nil {
-			return fmt.Errorf("encoding json: %w", err)
+			return fmt.Errorf("encode json: %w", err)
 		}
 		_, err = fmt.Fprintf(w, "%s\n", b)
 		return err
 	case "yaml":
 		b, err := yaml.Marshal(rows)
 		if err != nil {
-			return fmt.Errorf("encoding yaml: %w", err)
+			return fmt.Errorf("encode yaml: %w", err)
 		}
 		_, err = w.Write(b)
 		return err
@@ -200,7 +200,7 @@ func writeInstanceTypeTable(w io.Writer, rows []instanceTypeRow) error {
 			price(r.OnDemandPrice), price(r.SpotPrice))
 	}
 	if err := tw.Flush(); err != nil {
-		return fmt.Errorf("writing table: %w", err)
+		return fmt.Errorf("write table: %w", err)
 	}
 	return nil
 }
@@ -223,7 +223,7 @@ func liveCatalog(ctx context.Context, stderr io.Writer, region string, o *instan
 	defer cancel()
 	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion(region))
 	if err != nil {
-		return nil, fmt.Errorf("loading AWS configuration: %w", err)
+		return nil, fmt.Errorf("load AWS configuration: %w", err)
 	}
 	pricingCfg := cfg.Copy()
 	pricingCfg.Region = live.PricingRegion(region)

@@ -165,7 +165,7 @@ func TestInstanceTypesRejectsBadInput(t *testing.T) {
 		{"no region", []string{}, "no region"},
 		{"unknown region", []string{"--region", "mars-north-1"}, "no instance type has a price"},
 		{"zone of another region", []string{"--region", "us-east-1", "--zones", "eu-west-1a"}, "not in region"},
-		{"bad selector", []string{"--region", "us-east-1", "-l", "a in b"}, "parsing selector"},
+		{"bad selector", []string{"--region", "us-east-1", "-l", "a in b"}, "parse selector"},
 		{"bad output", []string{"--region", "us-east-1", "-o", "xml"}, "unknown output format"},
 		{"arguments", []string{"--region", "us-east-1", "m5.large"}, "unknown command"},
 	}

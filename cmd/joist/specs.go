@@ -70,7 +70,7 @@ func defaultSSMClient(ctx context.Context, region string) (specstore.SSMAPI, err
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("loading AWS configuration: %w", err)
+		return nil, fmt.Errorf("load AWS configuration: %w", err)
 	}
 	return ssm.NewFromConfig(cfg), nil
 }

@@ -160,13 +160,13 @@ func load() *loaded {
 func parse(b []byte) (*loaded, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(b))
 	if err != nil {
-		return nil, fmt.Errorf("opening gzip: %w", err)
+		return nil, fmt.Errorf("open gzip: %w", err)
 	}
 	dec := json.NewDecoder(zr)
 	dec.DisallowUnknownFields()
 	var f record.File
 	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("decoding: %w", err)
+		return nil, fmt.Errorf("decode catalog: %w", err)
 	}
 	stale := map[string]bool{}
 	for _, n := range f.StaleRegionalPrices {

@@ -8,24 +8,27 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 )
 
 // eventually polls cond (in real time) until it holds or 10 s pass.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
+	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }
 
 // watching reports whether the fake client has a watch open on resource:
 // objects created before that would be missed by the fake, which, unlike
-// an API server, does not replay from a resource version.
+// an API server, does not replay from a resource version. The fake stays
+// here because these tests step the forwarder's clock (debounce, flush on
+// shutdown); the API server's part (field selectors of the pending and
+// bound pod watches, watch replay) is integration_test.go's, on a real
+// kube-apiserver.
 func watching(client *fake.Clientset, resource string) bool {
 	for _, a := range client.Actions() {
 		if a.GetVerb() == "watch" && a.GetResource().Resource == resource {

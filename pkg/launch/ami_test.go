@@ -124,7 +124,7 @@ func TestResolveAMIsByAliasPerArchitectureAndVariant(t *testing.T) {
 	if e.ssm.reads != reads {
 		t.Errorf("a second resolution read SSM %d more times; the parameters are cached", e.ssm.reads-reads)
 	}
-	e.clock.Advance(2 * time.Minute)
+	e.clock.Step(2 * time.Minute)
 	if _, err := e.l.ResolveAMIs(e.ctx, nc, "1.32", keys[:1]); err != nil {
 		t.Fatal(err)
 	}

@@ -145,7 +145,7 @@ func TestSubnetsAreCachedAndRefreshed(t *testing.T) {
 	if n := e.sim.Calls("DescribeSubnets"); n != 1 {
 		t.Errorf("DescribeSubnets calls = %d, want 1 within the cache TTL", n)
 	}
-	e.clock.Advance(DefaultCacheTTL + time.Second)
+	e.clock.Step(DefaultCacheTTL + time.Second)
 	if _, err := e.l.Subnets(e.ctx, nc); err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestSubnetsSkipFullSubnetsAndCountInFlightAddresses(t *testing.T) {
 	if _, ok := got[zoneA]; ok {
 		t.Errorf("zone a still offered with both its subnets full: %v", got)
 	}
-	e.clock.Advance(4 * time.Minute)
+	e.clock.Step(4 * time.Minute)
 	if got := pick(); got == "" {
 		t.Error("zone a not offered again after the marks expired")
 	}

@@ -520,7 +520,7 @@ func TestLaunchTemplatesAreReusedAndRecreated(t *testing.T) {
 	if n := e.sim.Calls("CreateLaunchTemplate"); n != 2 {
 		t.Errorf("CreateLaunchTemplate calls = %d, want 2 (one per max pods) for two equal launches", n)
 	}
-	cold := &Launcher{EC2: e.l.EC2, SSM: e.l.SSM, Cluster: e.l.Cluster, Now: e.l.Now, Log: testLogger()}
+	cold := &Launcher{EC2: e.l.EC2, SSM: e.l.SSM, Cluster: e.l.Cluster, Clock: e.l.Clock, Log: testLogger()}
 	if _, err := cold.Launch(e.ctx, serviceRequest(t, "c")); err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 	corev1 "k8s.io/api/core/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/joist-dev/joist/pkg/catalog"
 	"github.com/joist-dev/joist/pkg/model"
@@ -108,7 +109,7 @@ type env struct {
 	ssm    *fakeSSM
 	ec2    *ec2.Client
 	l      *Launcher
-	clock  *ec2sim.ManualClock
+	clock  *clocktesting.FakeClock
 	// images maps an SSM parameter to the image it names.
 	images map[string]string
 	ctx    context.Context
@@ -118,7 +119,7 @@ var testTypeNames = []string{"t3.large", "t3.xlarge", "m5.large", "c6g.large", "
 
 func newEnv(t *testing.T, version string, opts ...func(*ec2sim.Options)) *env {
 	t.Helper()
-	clock := ec2sim.NewManualClock(time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC))
+	clock := clocktesting.NewFakeClock(time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC))
 	o := ec2sim.Options{Region: testRegion, Zones: []string{zoneA, zoneB, zoneC}, InstanceTypes: simTypes(t, testTypeNames...), Clock: clock, RequireKnownImages: true}
 	for _, f := range opts {
 		f(&o)
@@ -133,7 +134,7 @@ func newEnv(t *testing.T, version string, opts ...func(*ec2sim.Options)) *env {
 	})
 	e.ec2 = client
 	e.l = &Launcher{
-		EC2: client, SSM: e.ssm, Now: clock.Now, Log: testLogger(),
+		EC2: client, SSM: e.ssm, Clock: clock, Log: testLogger(),
 		Cluster: Cluster{
 			Name: testCluster, Endpoint: "https://ABCD.gr7.ap-northeast-2.eks.amazonaws.com", CA: "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg==",
 			Version: version, ServiceCIDR: "10.100.0.0/16", InstanceProfile: "KarpenterNodeInstanceProfile-" + testCluster,

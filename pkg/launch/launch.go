@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"k8s.io/utils/clock"
 )
 
 // Tags Joist puts on everything it launches. The cluster tag is what IAM
@@ -102,8 +103,10 @@ type Launcher struct {
 	EKS     EKSAPI
 	Cluster Cluster
 	Log     *slog.Logger
-	// Now is the clock (tests pass their own).
-	Now func() time.Time
+	// Clock is the clock that ages the caches and stamps what the
+	// Launcher records (nil: the real one; tests pass a
+	// k8s.io/utils/clock/testing clock).
+	Clock clock.PassiveClock
 	// CacheTTL overrides DefaultCacheTTL.
 	CacheTTL time.Duration
 	// SubnetFullTTL is how long a subnet that reported
@@ -135,8 +138,8 @@ type Launcher struct {
 }
 
 func (l *Launcher) now() time.Time {
-	if l.Now != nil {
-		return l.Now()
+	if l.Clock != nil {
+		return l.Clock.Now()
 	}
 	return time.Now()
 }

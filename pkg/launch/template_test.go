@@ -53,7 +53,7 @@ func TestDeleteUnusedTemplatesKeepsWhatLiveInstancesUse(t *testing.T) {
 	if err != nil || len(deleted) != 0 {
 		t.Fatalf("young templates: deleted %v, %v; want none", deleted, err)
 	}
-	e.clock.Advance(10 * time.Minute)
+	e.clock.Step(10 * time.Minute)
 	deleted, err = e.l.DeleteUnusedTemplates(e.ctx, live, 5*time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +221,7 @@ func TestTerminateRefusesOtherClustersInstances(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other := &Launcher{EC2: e.l.EC2, SSM: e.l.SSM, Cluster: e.l.Cluster, Now: e.l.Now}
+	other := &Launcher{EC2: e.l.EC2, SSM: e.l.SSM, Cluster: e.l.Cluster, Clock: e.l.Clock}
 	other.Cluster.Name = "other-cluster"
 	theirs, err := other.Launch(e.ctx, serviceRequest(t, "theirs"))
 	if err != nil {

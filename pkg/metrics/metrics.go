@@ -32,6 +32,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // Namespace is the CloudWatch namespace of every Joist metric.
@@ -213,7 +215,7 @@ const maxReportedErrors = 10
 // it, so that metrics can never fail the work they measure.
 type Recorder struct {
 	cluster string
-	now     func() time.Time
+	clock   clock.PassiveClock
 
 	mu      sync.Mutex
 	groups  map[string]*group
@@ -223,13 +225,14 @@ type Recorder struct {
 }
 
 // New returns an empty Recorder for cluster, the value of DimCluster on
-// every metric. now is the clock that stamps flushed lines (time.Now in a
-// function, a fixed clock in tests).
-func New(cluster string, now func() time.Time) *Recorder {
-	if now == nil {
-		now = time.Now
+// every metric. c is the clock that stamps flushed lines and ends
+// ObserveSince (nil: the real one; tests pass a k8s.io/utils/clock/testing
+// clock), the same injected clock the rest of Joist uses.
+func New(cluster string, c clock.PassiveClock) *Recorder {
+	if c == nil {
+		c = clock.RealClock{}
 	}
-	return &Recorder{cluster: cleanValue(cluster), now: now, groups: map[string]*group{}, kinds: map[string]kind{}}
+	return &Recorder{cluster: cleanValue(cluster), clock: c, groups: map[string]*group{}, kinds: map[string]kind{}}
 }
 
 // Count adds value (≥ 0) to a counter. Counts with the same name and
@@ -261,7 +264,7 @@ func (r *Recorder) Observe(name string, seconds float64, dims map[string]string)
 
 // ObserveSince observes the time from start to the Recorder's clock.
 func (r *Recorder) ObserveSince(name string, start time.Time, dims map[string]string) {
-	r.Observe(name, r.now().Sub(start).Seconds(), dims)
+	r.Observe(name, r.clock.Since(start).Seconds(), dims)
 }
 
 func (r *Recorder) fail(err error) {
@@ -441,7 +444,7 @@ func (r *Recorder) Flush(w io.Writer) error {
 		errs = append(errs, fmt.Errorf("%d metric groups: the recorder has no cluster name", len(groups)))
 		groups = nil
 	}
-	ts := r.now().UnixMilli()
+	ts := r.clock.Now().UnixMilli()
 	for _, key := range sortedKeys(groups) {
 		for _, line := range groups[key].lines(r.cluster, ts) {
 			if _, err := w.Write(line); err != nil {

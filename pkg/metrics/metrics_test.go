@@ -13,12 +13,15 @@ import (
 	"testing"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/joist-dev/joist/pkg/metrics"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 123_000_000, time.UTC)
 
-func clock() time.Time { return t0 }
+// clock stamps every line at t0.
+var clock = clocktesting.NewFakePassiveClock(t0)
 
 // emfLine is one parsed line, after checkEMF found it valid.
 type emfLine struct {
@@ -576,7 +579,7 @@ func TestMetricNames_FollowKarpentersConvention(t *testing.T) {
 }
 
 func ExampleRecorder() {
-	r := metrics.New("prod", func() time.Time { return time.UnixMilli(1767225600000) })
+	r := metrics.New("prod", clocktesting.NewFakePassiveClock(time.UnixMilli(1767225600000)))
 	r.Count(metrics.NodesCreated, 1, map[string]string{metrics.DimPool: "default", metrics.DimCapacityType: "on-demand", metrics.DimInstanceType: "t3.large"})
 	r.Gauge(metrics.PendingPods, 3, nil)
 	var out strings.Builder

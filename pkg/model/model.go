@@ -32,6 +32,31 @@ const (
 	CapacityTypeSpot     = "spot"
 )
 
+// NormalizedLabelKeys maps deprecated and provider-specific label keys
+// onto the key Karpenter (and so Joist) schedules with. Karpenter
+// normalises requirement keys before validating and defaulting them, so a
+// v1alpha5 requirement on beta.kubernetes.io/arch counts as an arch
+// requirement, and a pod asking for the EBS CSI zone key constrains the
+// zone. The spec reader and the simulator both read this one list.
+var NormalizedLabelKeys = map[string]string{
+	corev1.LabelFailureDomainBetaZone:   corev1.LabelTopologyZone,
+	corev1.LabelFailureDomainBetaRegion: corev1.LabelTopologyRegion,
+	"beta.kubernetes.io/arch":           corev1.LabelArchStable,
+	"beta.kubernetes.io/os":             corev1.LabelOSStable,
+	corev1.LabelInstanceType:            corev1.LabelInstanceTypeStable,
+	// Added by the AWS provider in the v1 era.
+	"topology.ebs.csi.aws.com/zone": corev1.LabelTopologyZone,
+}
+
+// NormalizeLabelKey returns the key k stands for (k itself when it is not
+// a deprecated or provider-specific alias).
+func NormalizeLabelKey(k string) string {
+	if n, ok := NormalizedLabelKeys[k]; ok {
+		return n
+	}
+	return k
+}
+
 // API generation a pool was read from. It decides which pool label a node
 // carries (karpenter.sh/provisioner-name or karpenter.sh/nodepool).
 const (

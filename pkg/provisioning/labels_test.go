@@ -10,10 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/joist-dev/joist/pkg/catalog"
-	"github.com/joist-dev/joist/pkg/kube"
 	"github.com/joist-dev/joist/pkg/launch"
 	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/pods"
@@ -33,6 +32,9 @@ func (l launchesAs) Launch(context.Context, launch.Request) (*launch.Instance, e
 // that selects on its instance family is nominated with that label
 // (pods.AnnotationInstanceLabels): the binder, which has no live catalog,
 // labels the node from it (binding's TestBinder_LabelsATypeOnlyThePlanKnows).
+//
+// On the real API server: the pass finds the pod by field selector and
+// nominates it with a patch the API server applies.
 func TestReconcile_PlanCarriesTheLabelsThePodSelectsOn(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	if _, ok := catalog.Lookup("z9.large"); ok {
@@ -42,14 +44,15 @@ func TestReconcile_PlanCarriesTheLabelsThePodSelectsOn(t *testing.T) {
 	cat := catalog.New("us-east-1", []string{"us-east-1a"}, []*catalog.InstanceType{z9},
 		map[string][]catalog.Offering{"z9.large": {{Zone: "us-east-1a", CapacityType: "on-demand", Price: 0.1}}})
 	pool := &model.Pool{Name: "default", API: model.APIV1, NodeClass: "default"}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "z9", Namespace: "default", UID: "z9"},
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "z9", Namespace: "default"},
 		Spec: corev1.PodSpec{NodeSelector: map[string]string{catalog.LabelInstanceFamily: "z9"},
-			Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+			Containers: []corev1.Container{{Name: "c", Image: "pause", Resources: corev1.ResourceRequirements{
 				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}}}
-	cs := fake.NewClientset(pod)
+	a := newAPIServer(t)
+	a.pod(pod)
 	p := &Provisioner{
-		Cluster: "test", Kube: kube.New(cs), Catalog: cat, Now: func() time.Time { return now },
+		Cluster: "test", Kube: a.Kube, Catalog: cat, Clock: clocktesting.NewFakePassiveClock(now),
 		Launcher: launchesAs{launch.Instance{ID: "i-z9", InstanceType: "z9.large", Zone: "us-east-1a", CapacityType: "on-demand", LaunchTime: now}},
 		Specs: func(context.Context) (*model.Spec, error) {
 			return &model.Spec{Pools: []*model.Pool{pool}, NodeClasses: map[string]*model.NodeClass{"default": {Name: "default"}}}, nil
@@ -63,7 +66,7 @@ func TestReconcile_PlanCarriesTheLabelsThePodSelectsOn(t *testing.T) {
 	if len(res.Launched) != 1 {
 		t.Fatalf("result %+v, want one z9.large launched", res)
 	}
-	got, err := cs.CoreV1().Pods("default").Get(context.Background(), "z9", metav1.GetOptions{})
+	got, err := a.Kube.CoreV1().Pods("default").Get(context.Background(), "z9", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

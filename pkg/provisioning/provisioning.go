@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/clock"
 
 	"github.com/joist-dev/joist/pkg/binding"
 	"github.com/joist-dev/joist/pkg/catalog"
@@ -61,7 +62,9 @@ type Provisioner struct {
 	Catalog  *catalog.Catalog
 	Launcher Launcher
 	Log      *slog.Logger
-	Now      func() time.Time
+	// Clock is the clock (nil: the real one; tests pass a
+	// k8s.io/utils/clock/testing clock).
+	Clock clock.PassiveClock
 	// Unavailable holds offerings that recently ran out of capacity.
 	Unavailable *catalog.Unavailable
 	// Lock, when set, is taken before deciding and released after.
@@ -112,8 +115,8 @@ type Result struct {
 }
 
 func (p *Provisioner) now() time.Time {
-	if p.Now != nil {
-		return p.Now()
+	if p.Clock != nil {
+		return p.Clock.Now()
 	}
 	return time.Now()
 }
@@ -172,7 +175,7 @@ func (p *Provisioner) setDefaults() {
 		p.Unavailable = catalog.NewUnavailable(0)
 	}
 	if p.Metrics == nil {
-		p.Metrics = metrics.New(p.Cluster, p.Now)
+		p.Metrics = metrics.New(p.Cluster, p.Clock)
 	}
 }
 

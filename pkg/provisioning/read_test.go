@@ -2,15 +2,13 @@ package provisioning
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/joist-dev/joist/pkg/kube"
 	"github.com/joist-dev/joist/pkg/launch"
@@ -25,21 +23,16 @@ func (instancesOnly) Launch(context.Context, launch.Request) (*launch.Instance, 
 	panic("read launches nothing")
 }
 
-// boundListed reports whether the pass listed the bound pods.
-func boundListed(cs *fake.Clientset) bool {
-	for _, a := range cs.Actions() {
-		if l, ok := a.(k8stesting.ListAction); ok && a.GetResource().Resource == "pods" &&
-			strings.Contains(l.GetListRestrictions().Fields.String(), "spec.nodeName!=") {
-			return true
-		}
-	}
-	return false
-}
+// boundSelector is the field selector of the list of bound pods
+// (kube.Client.BoundPods).
+const boundSelector = "spec.nodeName!="
 
+// TestRead_BoundPodsOnlyWhenThePassHasSomethingToPlan runs on the real API
+// server: the pass tells pending from bound pods by field selectors
+// (spec.nodeName= and !=), which client-go's fake ignores (there the bound
+// pod would also be listed as pending).
 func TestRead_BoundPodsOnlyWhenThePassHasSomethingToPlan(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Spec: corev1.NodeSpec{ProviderID: "aws:///a/i-1"}}
-	bound := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: corev1.PodSpec{NodeName: "n1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 	pending := func(annotations map[string]string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "burst", Namespace: "default", Annotations: annotations},
 			Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}}}
@@ -48,22 +41,27 @@ func TestRead_BoundPodsOnlyWhenThePassHasSomethingToPlan(t *testing.T) {
 	stale := launch.Instance{ID: "i-3", LaunchTime: now.Add(-time.Hour)}
 	cases := []struct {
 		name      string
-		objs      []runtime.Object
+		pending   *corev1.Pod
 		instances []launch.Instance
 		retiring  *Retiring
 		want      bool
 	}{
-		{"nothing pending", []runtime.Object{node, bound}, []launch.Instance{{ID: "i-1"}}, nil, false},
-		{"pending pod planned onto a live instance", []runtime.Object{node, bound, pending(map[string]string{pods.AnnotationInstance: "i-2"})}, []launch.Instance{{ID: "i-1"}, fresh}, nil, false},
-		{"a pod to plan", []runtime.Object{node, bound, pending(nil)}, []launch.Instance{{ID: "i-1"}}, nil, true},
-		{"nodes going away", []runtime.Object{node, bound}, []launch.Instance{{ID: "i-1"}}, &Retiring{Nodes: []string{"n1"}}, true},
-		{"an instance that never registered", []runtime.Object{node, bound}, []launch.Instance{{ID: "i-1"}, stale}, nil, true},
+		{"nothing pending", nil, []launch.Instance{{ID: "i-1"}}, nil, false},
+		{"pending pod planned onto a live instance", pending(map[string]string{pods.AnnotationInstance: "i-2"}), []launch.Instance{{ID: "i-1"}, fresh}, nil, false},
+		{"a pod to plan", pending(nil), []launch.Instance{{ID: "i-1"}}, nil, true},
+		{"nodes going away", nil, []launch.Instance{{ID: "i-1"}}, &Retiring{Nodes: []string{"n1"}}, true},
+		{"an instance that never registered", nil, []launch.Instance{{ID: "i-1"}, stale}, nil, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cs := fake.NewClientset(tc.objs...)
+			a := newAPIServer(t)
+			a.node(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Spec: corev1.NodeSpec{ProviderID: "aws:///a/i-1"}})
+			a.pod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: corev1.PodSpec{NodeName: "n1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}})
+			if tc.pending != nil {
+				a.pod(tc.pending)
+			}
 			p := &Provisioner{
-				Kube: kube.New(cs), Launcher: instancesOnly(tc.instances), Now: func() time.Time { return now },
+				Kube: a.Kube, Launcher: instancesOnly(tc.instances), Clock: clocktesting.NewFakePassiveClock(now),
 				Specs:    func(context.Context) (*model.Spec, error) { return &model.Spec{}, nil },
 				retiring: tc.retiring,
 			}
@@ -71,8 +69,13 @@ func TestRead_BoundPodsOnlyWhenThePassHasSomethingToPlan(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := boundListed(cs); got != tc.want {
+			if got := a.listed("pods", boundSelector); got != tc.want {
 				t.Fatalf("bound pods listed: %v, want %v", got, tc.want)
+			}
+			// The API server applies spec.nodeName!=: the pending pod
+			// is not read as bound (to no node).
+			if n := len(c.bound[""]) + len(c.compact[""]); n != 0 {
+				t.Fatalf("%d pods read as bound to no node, want none", n)
 			}
 			// A pod of a node going away is kept whole (the pass moves
 			// it); any other in its compact form.
@@ -90,7 +93,10 @@ func TestRead_BoundPodsOnlyWhenThePassHasSomethingToPlan(t *testing.T) {
 // TestReadForPlanning_NamespacesWhenAnAffinitySelectsThem: a pod whose
 // affinity (or a bound pod whose anti-affinity) selects namespaces by
 // label has the namespaces read, with their labels, for the simulator;
-// other passes do not read them.
+// other passes do not read them. What is checked is whether the pass asks
+// (Joist's decision) and what it keeps of the answer; the list carries no
+// selector the API server would apply, so client-go's fake, whose action
+// log shows the asking directly, stays.
 func TestReadForPlanning_NamespacesWhenAnAffinitySelectsThem(t *testing.T) {
 	team := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "data", Labels: map[string]string{"team": "data"}}}
 	withSelector := func(name string, anti bool) *corev1.Pod {
@@ -141,10 +147,10 @@ func TestReadForPlanning_NamespacesWhenAnAffinitySelectsThem(t *testing.T) {
 
 // TestReadBound_WholeOnlyWhenThePassMayMoveOrReadsTerms: a bound pod is
 // kept in its compact form (scheduling.BoundPod) unless the pass may move
-// it (a replacement waits for it) or reads its terms (pod affinity).
+// it (a replacement waits for it) or reads its terms (pod affinity). On
+// the real API server, which selects the bound pods by spec.nodeName.
 func TestReadBound_WholeOnlyWhenThePassMayMoveOrReadsTerms(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Spec: corev1.NodeSpec{ProviderID: "aws:///a/i-1"}}
 	pending := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "burst", Namespace: "default"},
 		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}}}
 	anti := &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 1,
@@ -161,9 +167,12 @@ func TestReadBound_WholeOnlyWhenThePassMayMoveOrReadsTerms(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			bound := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: corev1.PodSpec{NodeName: "n1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 			tc.mod(bound)
-			cs := fake.NewClientset(node, bound, pending)
+			a := newAPIServer(t)
+			a.node(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Spec: corev1.NodeSpec{ProviderID: "aws:///a/i-1"}})
+			a.pod(bound)
+			a.pod(pending)
 			p := &Provisioner{
-				Kube: kube.New(cs), Launcher: instancesOnly([]launch.Instance{{ID: "i-1"}}), Now: func() time.Time { return now },
+				Kube: a.Kube, Launcher: instancesOnly([]launch.Instance{{ID: "i-1"}}), Clock: clocktesting.NewFakePassiveClock(now),
 				Specs: func(context.Context) (*model.Spec, error) { return &model.Spec{}, nil },
 			}
 			c, err := p.read(context.Background())

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/joist-dev/joist/pkg/catalog"
 	"github.com/joist-dev/joist/pkg/kube"
@@ -76,9 +77,9 @@ func TestReconcile_PodsBoundOntoAReadyNodeAreCounted(t *testing.T) {
 	if _, err := c.CoreV1().Pods("default").UpdateStatus(ctx, pending, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	rec := metrics.New("test", func() time.Time { return now })
+	rec := metrics.New("test", clocktesting.NewFakePassiveClock(now))
 	p := &Provisioner{
-		Cluster: "test", Kube: c, Catalog: cat, Now: func() time.Time { return now },
+		Cluster: "test", Kube: c, Catalog: cat, Clock: clocktesting.NewFakePassiveClock(now),
 		Launcher: instancesOnly([]launch.Instance{{ID: "i-ready", InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "on-demand", LaunchTime: now.Add(-time.Hour)}}),
 		Specs:    func(context.Context) (*model.Spec, error) { return &model.Spec{Pools: []*model.Pool{pool}}, nil },
 		Log:      slog.New(slog.NewTextHandler(io.Discard, nil)),

@@ -277,7 +277,7 @@ func (s *solver) newNode(b *bin, headroom vec) (NewNode, string) {
 		}
 		distinct := map[string]bool{}
 		for _, o := range opts {
-			if v, ok := o.t.it.Labels[normalizeKey(q.Key)]; ok {
+			if v, ok := o.t.it.Labels[model.NormalizeLabelKey(q.Key)]; ok {
 				distinct[v] = true
 			}
 		}

@@ -142,7 +142,7 @@ func (s *solver) preparePool(idx int, p *model.Pool) *poolState {
 	ps := s.preparePoolState(idx, p)
 	for _, q := range p.Requirements {
 		if q.MinValues != nil && *q.MinValues > 1 {
-			ps.minValues = append(ps.minValues, minValue{normalizeKey(q.Key), *q.MinValues})
+			ps.minValues = append(ps.minValues, minValue{model.NormalizeLabelKey(q.Key), *q.MinValues})
 		}
 	}
 	return ps

@@ -19,23 +19,11 @@ const (
 	opLte = "Lte"
 )
 
-// normalizedKeys maps deprecated and provider-specific label keys to the
-// key Karpenter uses for them, so a pod asking for the EBS CSI zone key or
-// a beta label constrains the same thing as the stable key.
-var normalizedKeys = map[string]string{
-	"failure-domain.beta.kubernetes.io/zone":   corev1.LabelTopologyZone,
-	"failure-domain.beta.kubernetes.io/region": corev1.LabelTopologyRegion,
-	"beta.kubernetes.io/arch":                  corev1.LabelArchStable,
-	"beta.kubernetes.io/os":                    corev1.LabelOSStable,
-	"beta.kubernetes.io/instance-type":         corev1.LabelInstanceTypeStable,
-	"topology.ebs.csi.aws.com/zone":            corev1.LabelTopologyZone,
-}
-
 // aliasesOf lists, for a normalized key, the keys that normalize to it,
 // in a fixed order.
 var aliasesOf = func() map[string][]string {
 	m := map[string][]string{}
-	for alias, norm := range normalizedKeys {
+	for alias, norm := range model.NormalizedLabelKeys {
 		m[norm] = append(m[norm], alias)
 	}
 	for _, v := range m {
@@ -43,13 +31,6 @@ var aliasesOf = func() map[string][]string {
 	}
 	return m
 }()
-
-func normalizeKey(k string) string {
-	if n, ok := normalizedKeys[k]; ok {
-		return n
-	}
-	return k
-}
 
 // valueSet is what one label key may be on a node: either absent (when
 // allowAbsent) or present with a value from the set. The set is a finite
@@ -310,7 +291,7 @@ func (r *reqs) addNodeSelectorRequirements(in []corev1.NodeSelectorRequirement) 
 			ok = false
 			s = valueSet{} // matches nothing
 		}
-		r.add(normalizeKey(q.Key), s)
+		r.add(model.NormalizeLabelKey(q.Key), s)
 	}
 	return ok
 }
@@ -324,7 +305,7 @@ func (r *reqs) addModel(in []model.Requirement) bool {
 			ok = false
 			s = valueSet{}
 		}
-		r.add(normalizeKey(q.Key), s)
+		r.add(model.NormalizeLabelKey(q.Key), s)
 	}
 	return ok
 }
@@ -337,7 +318,7 @@ func (r *reqs) addLabels(labels map[string]string) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		r.add(normalizeKey(k), valueSet{values: []string{labels[k]}})
+		r.add(model.NormalizeLabelKey(k), valueSet{values: []string{labels[k]}})
 	}
 }
 
@@ -418,7 +399,7 @@ func LabelsStillSatisfy(in []model.Requirement, labels map[string]string) bool {
 		if !good {
 			continue
 		}
-		k := normalizeKey(q.Key)
+		k := model.NormalizeLabelKey(q.Key)
 		_, present := labels[k]
 		for _, alias := range aliasesOf[k] {
 			if _, ok := labels[alias]; ok {

@@ -43,7 +43,7 @@ type keyInfo struct {
 }
 
 func (s *solver) keyID(name string) int {
-	name = normalizeKey(name)
+	name = model.NormalizeLabelKey(name)
 	if id, ok := s.keyIdx[name]; ok {
 		return id
 	}

@@ -14,6 +14,7 @@ import (
 	v1 "github.com/joist-dev/joist/pkg/apis/v1"
 	"github.com/joist-dev/joist/pkg/apis/v1alpha1"
 	"github.com/joist-dev/joist/pkg/apis/v1alpha5"
+	"github.com/joist-dev/joist/pkg/model"
 )
 
 // ConvertOptions fill what a v1 EC2NodeClass requires and a v1alpha1
@@ -43,7 +44,7 @@ func (c *Converted) YAML() ([]byte, error) {
 	for i, o := range c.Order {
 		b, err := yaml.Marshal(o)
 		if err != nil {
-			return nil, fmt.Errorf("rendering object %d: %w", i+1, err)
+			return nil, fmt.Errorf("render object %d: %w", i+1, err)
 		}
 		if i > 0 {
 			buf.WriteString("---\n")
@@ -209,7 +210,7 @@ func (c *Converted) convertProvisioner(p *v1alpha5.Provisioner) *v1.NodePool {
 	t.Spec.StartupTaints = s.StartupTaints
 	t.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{}
 	for _, r := range s.Requirements {
-		key := normalizeKey(r.Key)
+		key := model.NormalizeLabelKey(r.Key)
 		if why := restrictedV1(key); why != "" {
 			c.warn("Provisioner %q: requirement on %q dropped, v1 refuses it (%s)", p.Name, key, why)
 			continue
@@ -249,60 +250,26 @@ func (c *Converted) convertProvisioner(p *v1alpha5.Provisioner) *v1.NodePool {
 	return np
 }
 
-// setKubelet writes v1alpha5 kubelet settings as the open v1 map.
+// setKubelet writes v1alpha5 kubelet settings as the open v1 map: the
+// model's reading of them (kubeletV1Alpha5ToModel), keyed as spec.kubelet
+// keys them, so the field list is the model's alone.
 func (c *Converted) setKubelet(nc *v1.EC2NodeClass, kc *v1alpha5.KubeletConfiguration) {
-	if kc == nil {
+	k := kubeletV1Alpha5ToModel(kc)
+	if k == nil {
 		return
 	}
-	m := map[string]any{}
-	if len(kc.ClusterDNS) > 0 {
-		m["clusterDNS"] = kc.ClusterDNS
-	}
-	if kc.MaxPods != nil {
-		m["maxPods"] = *kc.MaxPods
-	}
-	if kc.PodsPerCore != nil {
-		m["podsPerCore"] = *kc.PodsPerCore
-	}
-	if r := resourceListToMap(kc.SystemReserved); r != nil {
-		m["systemReserved"] = r
-	}
-	if r := resourceListToMap(kc.KubeReserved); r != nil {
-		m["kubeReserved"] = r
-	}
-	if len(kc.EvictionHard) > 0 {
-		m["evictionHard"] = kc.EvictionHard
-	}
-	if len(kc.EvictionSoft) > 0 {
-		m["evictionSoft"] = kc.EvictionSoft
-	}
-	if len(kc.EvictionSoftGracePeriod) > 0 {
-		g := map[string]string{}
-		for k, d := range kc.EvictionSoftGracePeriod {
-			g[k] = d.Duration.String()
+	raw, _ := json.Marshal(k)
+	var all map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &all)
+	for key := range all {
+		if !kubeletKnownKeys[key] {
+			delete(all, key)
 		}
-		m["evictionSoftGracePeriod"] = g
 	}
-	if kc.EvictionMaxPodGracePeriod != nil {
-		m["evictionMaxPodGracePeriod"] = *kc.EvictionMaxPodGracePeriod
-	}
-	if kc.ImageGCHighThresholdPercent != nil {
-		m["imageGCHighThresholdPercent"] = *kc.ImageGCHighThresholdPercent
-	}
-	if kc.ImageGCLowThresholdPercent != nil {
-		m["imageGCLowThresholdPercent"] = *kc.ImageGCLowThresholdPercent
-	}
-	if kc.CPUCFSQuota != nil {
-		m["cpuCFSQuota"] = *kc.CPUCFSQuota
-	}
-	if len(m) == 0 {
+	if len(all) == 0 {
 		return
 	}
-	nc.Spec.Kubelet = map[string]json.RawMessage{}
-	for k, v := range m {
-		b, _ := json.Marshal(v)
-		nc.Spec.Kubelet[k] = b
-	}
+	nc.Spec.Kubelet = all
 }
 
 // convertAWS writes v1alpha1 AWS settings as an EC2NodeClass.

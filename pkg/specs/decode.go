@@ -152,7 +152,7 @@ func splitDocuments(data []byte) ([]document, error) {
 			return docs, nil
 		}
 		if err != nil {
-			return docs, fmt.Errorf("reading YAML: %w", err)
+			return docs, fmt.Errorf("read YAML: %w", err)
 		}
 		raw, err := yaml.YAMLToJSONStrict(chunk)
 		var problem error
@@ -223,7 +223,7 @@ func listItems(raw []byte) ([][]byte, bool, error) {
 		Items []json.RawMessage `json:"items"`
 	}
 	if err := json.Unmarshal(raw, &l); err != nil {
-		return nil, true, fmt.Errorf("reading %s items: %w", h.Kind, err)
+		return nil, true, fmt.Errorf("read %s items: %w", h.Kind, err)
 	}
 	items := make([][]byte, 0, len(l.Items))
 	for _, it := range l.Items {

@@ -55,6 +55,29 @@ func validateEC2NodeClass(nc *v1.EC2NodeClass) errs {
 	spec := field.NewPath("spec")
 	s := &nc.Spec
 
+	validateSubnetTerms(&l, s, spec)
+	validateSecurityGroupTerms(&l, s, spec)
+	validateCapacityReservationTerms(&l, s, spec)
+	validatePlacement(&l, s, spec)
+	validateAMITerms(&l, nc, spec)
+
+	validateIdentity(&l, s, spec)
+	validateTags(&l, s, spec)
+	validateKubeletV1(&l, s.Kubelet, spec.Child("kubelet"))
+
+	validateBlockDevices(&l, s, spec)
+	if s.InstanceStorePolicy != nil && !contains(storePolicies, *s.InstanceStorePolicy) {
+		l.unsupported(spec.Child("instanceStorePolicy"), *s.InstanceStorePolicy, storePolicies)
+	}
+
+	validateNetworkInterfaces(&l, s, spec)
+	validateInstanceOptions(&l, s, spec)
+	return l
+}
+
+// validateSubnetTerms checks spec.subnetSelectorTerms: present, at most 30,
+// each term by tags or by one id.
+func validateSubnetTerms(l *errs, s *v1.EC2NodeClassSpec, spec *field.Path) {
 	sp := spec.Child("subnetSelectorTerms")
 	switch {
 	case s.SubnetSelectorTerms == nil:
@@ -75,9 +98,13 @@ func validateEC2NodeClass(nc *v1.EC2NodeClass) errs {
 		if t.ID != "" && !subnetIDRe.MatchString(t.ID) {
 			l.invalid(ip.Child("id"), t.ID, "must match %s", subnetIDRe)
 		}
-		validateTagTerm(&l, t.Tags, ip.Child("tags"))
+		validateTagTerm(l, t.Tags, ip.Child("tags"))
 	}
+}
 
+// validateSecurityGroupTerms checks spec.securityGroupSelectorTerms:
+// present, at most 30, each term by tags, by one id or by one name.
+func validateSecurityGroupTerms(l *errs, s *v1.EC2NodeClassSpec, spec *field.Path) {
 	gp := spec.Child("securityGroupSelectorTerms")
 	switch {
 	case s.SecurityGroupSelectorTerms == nil:
@@ -101,9 +128,14 @@ func validateEC2NodeClass(nc *v1.EC2NodeClass) errs {
 		if t.ID != "" && !sgIDRe.MatchString(t.ID) {
 			l.invalid(ip.Child("id"), t.ID, "must match %s", sgIDRe)
 		}
-		validateTagTerm(&l, t.Tags, ip.Child("tags"))
+		validateTagTerm(l, t.Tags, ip.Child("tags"))
 	}
+}
 
+// validateCapacityReservationTerms checks
+// spec.capacityReservationSelectorTerms: at most 30, each term by one id or
+// by tags, owner and match criteria.
+func validateCapacityReservationTerms(l *errs, s *v1.EC2NodeClassSpec, spec *field.Path) {
 	cp := spec.Child("capacityReservationSelectorTerms")
 	if len(s.CapacityReservationSelectorTerms) > 30 {
 		l.add(cp, "must have at most 30 items (got %d)", len(s.CapacityReservationSelectorTerms))
@@ -125,9 +157,13 @@ func validateEC2NodeClass(nc *v1.EC2NodeClass) errs {
 		if t.InstanceMatchCriteria != "" && !contains(matchCriteria, t.InstanceMatchCriteria) {
 			l.unsupported(ip.Child("instanceMatchCriteria"), t.InstanceMatchCriteria, matchCriteria)
 		}
-		validateTagTerm(&l, t.Tags, ip.Child("tags"))
+		validateTagTerm(l, t.Tags, ip.Child("tags"))
 	}
+}
 
+// validatePlacement checks the placement group selector (a name or an id)
+// and the IP prefix count.
+func validatePlacement(l *errs, s *v1.EC2NodeClassSpec, spec *field.Path) {
 	if pg := s.PlacementGroupSelector; pg != nil {
 		pp := spec.Child("placementGroupSelector")
 		switch {
@@ -146,9 +182,11 @@ func validateEC2NodeClass(nc *v1.EC2NodeClass) errs {
 	if s.IPPrefixCount != nil && *s.IPPrefixCount < 0 {
 		l.invalid(spec.Child("ipPrefixCount"), *s.IPPrefixCount, "must not be negative")
 	}
+}
 
-	validateAMITerms(&l, nc, spec)
-
+// validateIdentity checks that the node gets exactly one of a role or an
+// instance profile.
+func validateIdentity(l *errs, s *v1.EC2NodeClassSpec, spec *field.Path) {
 	hasRole, hasProfile := s.Role != "", s.InstanceProfile != nil
 	if hasRole == hasProfile {
 		l.add(spec, "must specify exactly one of ['role', 'instanceProfile']")
@@ -156,7 +194,11 @@ func validateEC2NodeClass(nc *v1.EC2NodeClass) errs {
 	if hasProfile && *s.InstanceProfile == "" {
 		l.add(spec.Child("instanceProfile"), "instanceProfile cannot be empty")
 	}
+}
 
+// validateTags rejects empty tag keys and the tags Kubernetes, EKS and
+// Karpenter keep for themselves.
+func validateTags(l *errs, s *v1.EC2NodeClassSpec, spec *field.Path) {
 	for _, k := range sortedKeys(s.Tags) {
 		tp := spec.Child("tags").Key(k)
 		switch {
@@ -168,9 +210,11 @@ func validateEC2NodeClass(nc *v1.EC2NodeClass) errs {
 			l.add(tp, "tag contains a restricted tag matching %s", k)
 		}
 	}
+}
 
-	validateKubeletV1(&l, s.Kubelet, spec.Child("kubelet"))
-
+// validateBlockDevices checks spec.blockDeviceMappings: at most 50, one root
+// volume, and each EBS volume's size, type and initialization rate.
+func validateBlockDevices(l *errs, s *v1.EC2NodeClassSpec, spec *field.Path) {
 	bp := spec.Child("blockDeviceMappings")
 	if len(s.BlockDeviceMappings) > 50 {
 		l.add(bp, "must have at most 50 items (got %d)", len(s.BlockDeviceMappings))
@@ -211,11 +255,12 @@ func validateEC2NodeClass(nc *v1.EC2NodeClass) errs {
 	if roots > 1 {
 		l.add(bp, "must have only one blockDeviceMappings with rootVolume")
 	}
+}
 
-	if s.InstanceStorePolicy != nil && !contains(storePolicies, *s.InstanceStorePolicy) {
-		l.unsupported(spec.Child("instanceStorePolicy"), *s.InstanceStorePolicy, storePolicies)
-	}
-
+// validateNetworkInterfaces checks spec.networkInterfaces: at most 150, a
+// primary interface, no duplicate card and device pairs, and at most one EFA
+// device per card.
+func validateNetworkInterfaces(l *errs, s *v1.EC2NodeClassSpec, spec *field.Path) {
 	np := spec.Child("networkInterfaces")
 	if n := len(s.NetworkInterfaces); n > 150 {
 		l.add(np, "must have at most 150 items (got %d)", n)
@@ -261,7 +306,11 @@ func validateEC2NodeClass(nc *v1.EC2NodeClass) errs {
 			l.add(np, "networkInterfaces must not have duplicate networkCardIndex and deviceIndex pairs, and can have at most one efa device per network card")
 		}
 	}
+}
 
+// validateInstanceOptions checks the instance options: metadata service,
+// enclaves, connection tracking and nested virtualisation.
+func validateInstanceOptions(l *errs, s *v1.EC2NodeClassSpec, spec *field.Path) {
 	if m := s.MetadataOptions; m != nil {
 		mp := spec.Child("metadataOptions")
 		if m.HTTPEndpoint != nil && !contains(enabledDisabled, *m.HTTPEndpoint) {
@@ -297,7 +346,6 @@ func validateEC2NodeClass(nc *v1.EC2NodeClass) errs {
 	if c := s.CPUOptions; c != nil && c.NestedVirtualization != nil && !contains(enabledDisabled, *c.NestedVirtualization) {
 		l.unsupported(spec.Child("cpuOptions", "nestedVirtualization"), *c.NestedVirtualization, enabledDisabled)
 	}
-	return l
 }
 
 func validateAMITerms(l *errs, nc *v1.EC2NodeClass, spec *field.Path) {

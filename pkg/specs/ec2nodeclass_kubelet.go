@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -15,39 +16,37 @@ import (
 	"github.com/joist-dev/joist/pkg/model"
 )
 
-// kubeletFields are the kubelet settings Joist reads (the ones Karpenter
-// v1.15 parses); any other key of spec.kubelet is passed through.
-type kubeletFields struct {
-	ClusterDNS                  []string          `json:"clusterDNS,omitempty"`
-	MaxPods                     json.RawMessage   `json:"maxPods,omitempty"`
-	PodsPerCore                 *int32            `json:"podsPerCore,omitempty"`
-	SystemReserved              map[string]string `json:"systemReserved,omitempty"`
-	KubeReserved                map[string]string `json:"kubeReserved,omitempty"`
-	EvictionHard                map[string]string `json:"evictionHard,omitempty"`
-	EvictionSoft                map[string]string `json:"evictionSoft,omitempty"`
-	EvictionSoftGracePeriod     map[string]string `json:"evictionSoftGracePeriod,omitempty"`
-	EvictionMaxPodGracePeriod   *int32            `json:"evictionMaxPodGracePeriod,omitempty"`
-	ImageGCHighThresholdPercent *int32            `json:"imageGCHighThresholdPercent,omitempty"`
-	ImageGCLowThresholdPercent  *int32            `json:"imageGCLowThresholdPercent,omitempty"`
-	CPUCFSQuota                 *bool             `json:"cpuCFSQuota,omitempty"`
+// kubeletKnownKeys are the spec.kubelet keys Joist reads (the ones
+// Karpenter v1.15 parses): the JSON fields of model.Kubelet, which owns
+// the list, less those that are no spec.kubelet key (maxPods' CEL form,
+// v1alpha5's containerRuntime, and the pass-through). Any other key is
+// passed through in Extra.
+var kubeletKnownKeys = kubeletWireKeys()
+
+func kubeletWireKeys() map[string]bool {
+	notWire := map[string]bool{"maxPodsExpression": true, "containerRuntime": true, "extra": true}
+	keys := map[string]bool{}
+	t := reflect.TypeFor[model.Kubelet]()
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && !notWire[name] {
+			keys[name] = true
+		}
+	}
+	return keys
 }
 
-var kubeletKnownKeys = map[string]bool{
-	"clusterDNS": true, "maxPods": true, "podsPerCore": true, "systemReserved": true, "kubeReserved": true,
-	"evictionHard": true, "evictionSoft": true, "evictionSoftGracePeriod": true, "evictionMaxPodGracePeriod": true,
-	"imageGCHighThresholdPercent": true, "imageGCLowThresholdPercent": true, "cpuCFSQuota": true,
-}
-
-// parseKubelet decodes the fields Joist reads, field by field, so that
-// each wrong type is reported at its own path.
-func parseKubelet(l *errs, kc map[string]json.RawMessage, p *field.Path) kubeletFields {
-	var out kubeletFields
+// parseKubelet decodes the fields Joist reads into the model, field by
+// field, so that each wrong type is reported at its own path. maxPods
+// (a number or a CEL expression) is read by maxPods from kc itself.
+func parseKubelet(l *errs, kc map[string]json.RawMessage, p *field.Path) model.Kubelet {
+	var out model.Kubelet
 	for _, k := range sortedKeys(kc) {
-		if !kubeletKnownKeys[k] {
+		if !kubeletKnownKeys[k] || k == "maxPods" {
 			continue
 		}
 		one, _ := json.Marshal(map[string]json.RawMessage{k: kc[k]})
-		var single kubeletFields
+		var single model.Kubelet
 		if err := json.Unmarshal(one, &single); err != nil {
 			var te *json.UnmarshalTypeError
 			if errors.As(err, &te) {
@@ -130,7 +129,7 @@ func validateKubeletV1(l *errs, kc map[string]json.RawMessage, p *field.Path) {
 			l.invalid(p.Child(f.name), *f.v, "must not be negative")
 		}
 	}
-	if n, _, ok := maxPods(k.MaxPods); ok && n != nil && *n < 0 {
+	if n, _, ok := maxPods(kc["maxPods"]); ok && n != nil && *n < 0 {
 		l.invalid(p.Child("maxPods"), *n, "must not be negative")
 	} else if !ok {
 		l.add(p.Child("maxPods"), "invalid type: want an integer or a CEL expression string")
@@ -215,23 +214,8 @@ func kubeletV1ToModel(kc map[string]json.RawMessage) *model.Kubelet {
 		return nil
 	}
 	var l errs
-	k := parseKubelet(&l, kc, nil)
-	n, expr, _ := maxPods(k.MaxPods)
-	out := &model.Kubelet{
-		ClusterDNS:                  k.ClusterDNS,
-		MaxPods:                     n,
-		MaxPodsExpression:           expr,
-		PodsPerCore:                 k.PodsPerCore,
-		SystemReserved:              k.SystemReserved,
-		KubeReserved:                k.KubeReserved,
-		EvictionHard:                k.EvictionHard,
-		EvictionSoft:                k.EvictionSoft,
-		EvictionSoftGracePeriod:     k.EvictionSoftGracePeriod,
-		EvictionMaxPodGracePeriod:   k.EvictionMaxPodGracePeriod,
-		ImageGCHighThresholdPercent: k.ImageGCHighThresholdPercent,
-		ImageGCLowThresholdPercent:  k.ImageGCLowThresholdPercent,
-		CPUCFSQuota:                 k.CPUCFSQuota,
-	}
+	out := parseKubelet(&l, kc, nil)
+	out.MaxPods, out.MaxPodsExpression, _ = maxPods(kc["maxPods"])
 	for _, key := range sortedKeys(kc) {
 		if kubeletKnownKeys[key] {
 			continue
@@ -245,5 +229,5 @@ func kubeletV1ToModel(kc map[string]json.RawMessage) *model.Kubelet {
 		}
 		out.Extra[key] = v
 	}
-	return out
+	return &out
 }

@@ -27,7 +27,7 @@ func ReadFiles(paths []string, recursive bool, stdin io.Reader) ([]Object, []err
 		if p == "-" {
 			data, err := io.ReadAll(stdin)
 			if err != nil {
-				problems = append(problems, fmt.Errorf("reading standard input: %w", err))
+				problems = append(problems, fmt.Errorf("read standard input: %w", err))
 				continue
 			}
 			o, err := Decode(data, "<stdin>")
@@ -118,7 +118,7 @@ func ParameterName(cluster, kind, name string) string {
 func (o Object) Document() (string, error) {
 	b, err := yaml.JSONToYAML(o.Raw)
 	if err != nil {
-		return "", fmt.Errorf("rendering %s %q: %w", o.Kind, o.Name, err)
+		return "", fmt.Errorf("render %s %q: %w", o.Kind, o.Name, err)
 	}
 	return string(b), nil
 }

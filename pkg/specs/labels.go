@@ -20,27 +20,6 @@ const (
 	labelNodeClass          = "karpenter.k8s.aws/ec2nodeclass"
 )
 
-// normalizedLabels maps deprecated label keys onto the keys Karpenter (and
-// so Joist) schedules with. Karpenter normalises requirement keys before
-// validating and defaulting them, so a v1alpha5 requirement on
-// beta.kubernetes.io/arch counts as an arch requirement.
-var normalizedLabels = map[string]string{
-	corev1.LabelFailureDomainBetaZone:   corev1.LabelTopologyZone,
-	corev1.LabelFailureDomainBetaRegion: corev1.LabelTopologyRegion,
-	"beta.kubernetes.io/arch":           corev1.LabelArchStable,
-	"beta.kubernetes.io/os":             corev1.LabelOSStable,
-	corev1.LabelInstanceType:            corev1.LabelInstanceTypeStable,
-	// Added by the AWS provider in the v1 era.
-	"topology.ebs.csi.aws.com/zone": corev1.LabelTopologyZone,
-}
-
-func normalizeKey(key string) string {
-	if n, ok := normalizedLabels[key]; ok {
-		return n
-	}
-	return key
-}
-
 // awsInstanceLabelsV1Alpha5 are the karpenter.k8s.aws labels a v1alpha5
 // Provisioner may use: v0.20's set plus the ones later v1alpha5 releases
 // registered, so that manifests from any v1alpha5 release read unchanged.

@@ -235,7 +235,7 @@ func validateRequirementV1(l *errs, r v1.NodeSelectorRequirementWithMinValues, p
 		if r.MinValues != nil && len(r.Values) < *r.MinValues {
 			l.add(p.Child("values"), "requirements with 'minValues' must have at least that many values specified in the 'values' field")
 		}
-		if known, ok := wellKnownValuesV1[normalizeKey(r.Key)]; ok && len(r.Values) > 0 {
+		if known, ok := wellKnownValuesV1[model.NormalizeLabelKey(r.Key)]; ok && len(r.Values) > 0 {
 			valid := 0
 			for _, v := range r.Values {
 				if contains(known, v) {
@@ -274,7 +274,7 @@ func nodePoolToPool(np *v1.NodePool) *model.Pool {
 	}
 	for _, r := range t.Spec.Requirements {
 		pool.Requirements = append(pool.Requirements, model.Requirement{
-			Key: normalizeKey(r.Key), Operator: string(r.Operator), Values: append([]string(nil), r.Values...), MinValues: r.MinValues,
+			Key: model.NormalizeLabelKey(r.Key), Operator: string(r.Operator), Values: append([]string(nil), r.Values...), MinValues: r.MinValues,
 		})
 	}
 	if len(np.Spec.Limits) > 0 {

@@ -29,7 +29,7 @@ func InlineNodeClassName(provisioner string) string { return "provisioner:" + pr
 func defaultProvisioner(p *v1alpha5.Provisioner) {
 	has := map[string]bool{}
 	for _, r := range p.Spec.Requirements {
-		has[normalizeKey(r.Key)] = true
+		has[model.NormalizeLabelKey(r.Key)] = true
 	}
 	add := func(key string, op corev1.NodeSelectorOperator, values ...string) {
 		p.Spec.Requirements = append(p.Spec.Requirements, corev1.NodeSelectorRequirement{Key: key, Operator: op, Values: values})
@@ -138,7 +138,7 @@ func validateLabelsV1Alpha5(l *errs, labels map[string]string, p *field.Path) {
 }
 
 func validateRequirementV1Alpha5(l *errs, r corev1.NodeSelectorRequirement, p *field.Path) {
-	key := normalizeKey(r.Key)
+	key := model.NormalizeLabelKey(r.Key)
 	if key == labelProvisionerName {
 		l.add(p.Child("key"), "label %q is restricted", key)
 	} else if why := restrictedV1Alpha5(key); why != "" {
@@ -259,7 +259,7 @@ func provisionerToPool(p *v1alpha5.Provisioner) *model.Pool {
 func requirementsToModel(reqs []corev1.NodeSelectorRequirement) []model.Requirement {
 	out := make([]model.Requirement, 0, len(reqs))
 	for _, r := range reqs {
-		out = append(out, model.Requirement{Key: normalizeKey(r.Key), Operator: string(r.Operator), Values: append([]string(nil), r.Values...)})
+		out = append(out, model.Requirement{Key: model.NormalizeLabelKey(r.Key), Operator: string(r.Operator), Values: append([]string(nil), r.Values...)})
 	}
 	return out
 }

@@ -78,7 +78,7 @@ func (s *CRDStore) Load(ctx context.Context) ([]specs.Object, []error, error) {
 			if apierrors.IsNotFound(err) {
 				continue
 			}
-			return nil, nil, fmt.Errorf("listing %s: %w", r.GVR.GroupResource(), err)
+			return nil, nil, fmt.Errorf("list %s: %w", r.GVR.GroupResource(), err)
 		}
 		for i := range list.Items {
 			item := &list.Items[i]

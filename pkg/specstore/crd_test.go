@@ -28,6 +28,11 @@ func unstructuredOf(t *testing.T, raw []byte, uid string) *unstructured.Unstruct
 	return u
 }
 
+// fakeDynamic is client-go's fake dynamic client. The fake stays for what
+// one shared API server with every CRD installed cannot show: a kind whose
+// CRD is missing (NotFound) and a refused list. Listing the four kinds
+// through a real kube-apiserver, its schema checks, and the Warning Event
+// on a bad object are TestCRDStoreOnAPIServer's (pkg/specstore/integration).
 func fakeDynamic(t *testing.T, objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
 	t.Helper()
 	lists := map[schema.GroupVersionResource]string{}
@@ -65,7 +70,7 @@ func TestCRDStoreFailsWhenTheAPIFails(t *testing.T) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "karpenter.sh", Resource: "provisioners"}, "", nil)
 	})
 	_, err := Read(context.Background(), &CRDStore{Client: dyn})
-	if err == nil || !strings.HasPrefix(err.Error(), "listing provisioners.karpenter.sh: ") {
+	if err == nil || !strings.HasPrefix(err.Error(), "list provisioners.karpenter.sh: ") {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -72,7 +72,7 @@ func (s *SSMStore) list(ctx context.Context) ([]ssmtypes.Parameter, error) {
 	for {
 		out, err := s.Client.GetParametersByPath(ctx, in)
 		if err != nil {
-			return nil, fmt.Errorf("reading SSM parameters under %s: %w", Prefix(s.Cluster), err)
+			return nil, fmt.Errorf("read SSM parameters under %s: %w", Prefix(s.Cluster), err)
 		}
 		params = append(params, out.Parameters...)
 		if aws.ToString(out.NextToken) == "" {
@@ -139,7 +139,7 @@ func (s *SSMStore) Push(ctx context.Context, objs []specs.Object, opts PushOptio
 			Description: aws.String(fmt.Sprintf("Joist spec: %s %s", o.Kind, o.Name)),
 		})
 		if err != nil {
-			return written, nil, fmt.Errorf("writing %s: %w", name, err)
+			return written, nil, fmt.Errorf("write %s: %w", name, err)
 		}
 		written = append(written, name)
 	}
@@ -158,7 +158,7 @@ func (s *SSMStore) Push(ctx context.Context, objs []specs.Object, opts PushOptio
 		if _, err := s.Client.DeleteParameter(ctx, &ssm.DeleteParameterInput{Name: p.Name}); err != nil {
 			var nf *ssmtypes.ParameterNotFound
 			if !errors.As(err, &nf) {
-				return written, deleted, fmt.Errorf("deleting %s: %w", name, err)
+				return written, deleted, fmt.Errorf("delete %s: %w", name, err)
 			}
 		}
 		deleted = append(deleted, name)

@@ -169,7 +169,7 @@ func TestSSMStoreFailsOnlyWhenSSMCannotBeRead(t *testing.T) {
 	f := newFakeSSM()
 	f.failGet = fmt.Errorf("AccessDenied")
 	_, err := Read(context.Background(), &SSMStore{Client: f, Cluster: "c"})
-	if err == nil || err.Error() != "reading SSM parameters under /joist/c/: AccessDenied" {
+	if err == nil || err.Error() != "read SSM parameters under /joist/c/: AccessDenied" {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -474,7 +474,7 @@ func get(s Setting) string {
 
 // Metrics starts an invocation's metrics; Flush writes them as EMF lines
 // on stdout, where CloudWatch Logs turns them into metrics.
-func (e *Env) Metrics() *metrics.Recorder { return metrics.New(e.Cluster, time.Now) }
+func (e *Env) Metrics() *metrics.Recorder { return metrics.New(e.Cluster, nil) }
 
 // Flush writes m to stdout, logging (never failing on) what it refused.
 func (e *Env) Flush(m *metrics.Recorder) {

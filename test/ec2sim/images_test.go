@@ -7,11 +7,12 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func TestDescribeImages(t *testing.T) {
 	start := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
-	f := newFixture(t, Options{Clock: NewManualClock(start)})
+	f := newFixture(t, Options{Clock: clocktesting.NewFakeClock(start)})
 	const amazon = "602401143452"
 	x86New := f.sim.AddImage(ImageSpec{Name: "amazon-eks-node-al2023-x86_64-standard-1.34-v20261101", Architecture: "x86_64",
 		OwnerID: amazon, OwnerAlias: "amazon", CreationDate: start.Add(-24 * time.Hour), Public: true,

@@ -28,7 +28,7 @@ type blockDevice struct {
 
 // instance is one simulated EC2 instance. Its state is not driven by
 // timers: advance() moves it along whenever someone looks, from the clock,
-// so a ManualClock gives fully deterministic transitions.
+// so a stepped fake clock gives fully deterministic transitions.
 type instance struct {
 	id, reservationID, instanceType string
 	zone, zoneID, subnetID, vpcID   string

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 const testAMI = "ami-0123456789abcdef0"
@@ -150,7 +151,7 @@ func TestDescribeInstancesPagination(t *testing.T) {
 // An instance walks pending -> running -> shutting-down -> terminated ->
 // gone on the simulator's clock, giving its address back on the way.
 func TestInstanceLifecycle(t *testing.T) {
-	clock := NewManualClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
+	clock := clocktesting.NewFakeClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
 	f := newFixture(t, Options{Clock: clock, BootDelay: 30 * time.Second, ShutdownDelay: 10 * time.Second, TerminatedRetention: time.Hour})
 	subnetA := f.seeded.SubnetIDs[zoneA]
 	free := func() int32 {
@@ -188,7 +189,7 @@ func TestInstanceLifecycle(t *testing.T) {
 		{time.Minute, nil, "InvalidInstanceID.NotFound", before},
 	}
 	for i, st := range steps {
-		clock.Advance(st.advance)
+		clock.Step(st.advance)
 		if st.act != nil {
 			st.act()
 		}
@@ -239,14 +240,14 @@ func TestTerminateInstances(t *testing.T) {
 }
 
 func TestStuckAndExternallyTerminatedInstances(t *testing.T) {
-	clock := NewManualClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
+	clock := clocktesting.NewFakeClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
 	f := newFixture(t, Options{Clock: clock, BootDelay: time.Second})
 	f.sim.StickNextLaunches(1)
 	stuck := f.launch(t, "t3.large", zoneA, OnDemand, nil)
 	normal := f.launch(t, "t3.large", zoneA, Spot, nil)
 	late := f.launch(t, "t3.large", zoneA, OnDemand, nil)
 	mustNil(t, f.sim.StickPending(late))
-	clock.Advance(time.Hour)
+	clock.Step(time.Hour)
 	states := map[string]string{}
 	for _, in := range f.sim.Instances() {
 		states[in.ID] = in.State
@@ -272,14 +273,14 @@ func TestStuckAndExternallyTerminatedInstances(t *testing.T) {
 
 // Right after a launch EC2 may not know the instance yet.
 func TestVisibilityLag(t *testing.T) {
-	clock := NewManualClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
+	clock := clocktesting.NewFakeClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
 	f := newFixture(t, Options{Clock: clock, VisibilityLag: 2 * time.Second})
 	id := f.launch(t, "t3.large", zoneA, OnDemand, nil)
 	_, err := f.ec2.DescribeInstances(f.ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
 	wantCode(t, err, "InvalidInstanceID.NotFound")
 	_, err = f.ec2.CreateTags(f.ctx, &ec2.CreateTagsInput{Resources: []string{id}, Tags: []types.Tag{{Key: aws.String("a"), Value: aws.String("b")}}})
 	wantCode(t, err, "InvalidInstanceID.NotFound")
-	clock.Advance(2 * time.Second)
+	clock.Step(2 * time.Second)
 	_, err = f.ec2.DescribeInstances(f.ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
 	mustNil(t, err)
 }

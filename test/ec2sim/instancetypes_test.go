@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func TestDescribeInstanceTypes(t *testing.T) {
@@ -124,11 +125,11 @@ func TestDescribeInstanceTypeOfferings(t *testing.T) {
 
 func TestDescribeSpotPriceHistory(t *testing.T) {
 	start := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
-	clock := NewManualClock(start)
+	clock := clocktesting.NewFakeClock(start)
 	f := newFixture(t, Options{Clock: clock})
-	clock.Advance(time.Hour)
+	clock.Step(time.Hour)
 	mustNil(t, f.sim.SetSpotPrice("t3.large", zoneA, 0.035))
-	clock.Advance(time.Hour)
+	clock.Step(time.Hour)
 
 	cases := []struct {
 		name string

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // DefaultAccountID is the account the simulator pretends to be, the same one
@@ -51,46 +53,16 @@ type Options struct {
 	// care about AMIs need not seed them.
 	RequireKnownImages bool
 	// Clock drives every state transition and timestamp. Default: the real
-	// clock. Use a *ManualClock to step time in tests.
-	Clock Clock
-}
-
-// Clock tells the simulator what time it is.
-type Clock interface{ Now() time.Time }
-
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
-
-// ManualClock is a Clock that moves only when told, so tests can walk an
-// instance through pending, running, shutting-down and gone deterministically.
-type ManualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-// NewManualClock returns a clock stopped at start.
-func NewManualClock(start time.Time) *ManualClock { return &ManualClock{now: start} }
-
-// Now returns the clock's current time.
-func (c *ManualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// Advance moves the clock forward by d.
-func (c *ManualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+	// clock. Tests step a k8s.io/utils/clock/testing FakeClock, the clock
+	// Joist's own code takes.
+	Clock clock.PassiveClock
 }
 
 // Sim is an in-memory EC2 for one account and region. It is an http.Handler
 // speaking the EC2 Query API; every method is safe for concurrent use.
 type Sim struct {
 	opts  Options
-	clock Clock
+	clock clock.PassiveClock
 	start time.Time
 
 	mu  sync.Mutex
@@ -160,14 +132,14 @@ func New(opts Options) *Sim {
 	if opts.TerminatedRetention == 0 {
 		opts.TerminatedRetention = time.Hour
 	}
-	clock := opts.Clock
-	if clock == nil {
-		clock = realClock{}
+	c := opts.Clock
+	if c == nil {
+		c = clock.RealClock{}
 	}
 	s := &Sim{
 		opts:           opts,
-		clock:          clock,
-		start:          clock.Now(),
+		clock:          c,
+		start:          c.Now(),
 		seq:            map[string]uint64{},
 		vpcs:           map[string]*vpc{},
 		subnets:        map[string]*subnet{},

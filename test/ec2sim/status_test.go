@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // statuses reads DescribeInstanceStatus through the SDK's paginator.
@@ -38,7 +39,7 @@ func (f *fixture) statuses(t *testing.T, in *ec2.DescribeInstanceStatusInput) (m
 // retirement shows as an instance-retirement event; pending instances
 // appear only with IncludeAllInstances, their checks not applicable.
 func TestDescribeInstanceStatus(t *testing.T) {
-	clock := NewManualClock(time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC))
+	clock := clocktesting.NewFakeClock(time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC))
 	f := newFixture(t, Options{Clock: clock, BootDelay: 30 * time.Second})
 	healthy := f.launch(t, "t3.large", zoneA, OnDemand, nil)
 	sick := f.launch(t, "t3.large", zoneA, OnDemand, nil)
@@ -47,7 +48,7 @@ func TestDescribeInstanceStatus(t *testing.T) {
 	if err := f.sim.Impair(sick); err == nil {
 		t.Fatal("a pending instance was impaired")
 	}
-	clock.Advance(30 * time.Second)
+	clock.Step(30 * time.Second)
 	late := f.launch(t, "t3.large", zoneC, OnDemand, nil)
 	mustNil(t, f.sim.Impair(sick))
 	mustNil(t, f.sim.ImpairSystem(host))

@@ -35,7 +35,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"time"
+
+	"k8s.io/utils/clock"
 
 	"github.com/joist-dev/joist/pkg/catalog/internal/record"
 )
@@ -117,7 +118,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(2)
 	}
-	if err := run(context.Background(), *in, *out, rs, awsClients, time.Now); err != nil {
+	if err := run(context.Background(), *in, *out, rs, awsClients, clock.RealClock{}); err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(1)
 	}
@@ -125,7 +126,7 @@ func main() {
 
 // run converts in and writes out. With regions it refreshes them from AWS
 // through clients before writing.
-func run(ctx context.Context, in, out string, regions []string, clients clientsFunc, now func() time.Time) error {
+func run(ctx context.Context, in, out string, regions []string, clients clientsFunc, c clock.PassiveClock) error {
 	if in == "" {
 		p, err := defaultInput()
 		if err != nil {
@@ -135,14 +136,14 @@ func run(ctx context.Context, in, out string, regions []string, clients clientsF
 	}
 	raw, err := os.ReadFile(in)
 	if err != nil {
-		return fmt.Errorf("reading instance-type data: %w", err)
+		return fmt.Errorf("read instance-type data: %w", err)
 	}
 	f, err := convert(raw)
 	if err != nil {
-		return fmt.Errorf("converting %s: %w", in, err)
+		return fmt.Errorf("convert %s: %w", in, err)
 	}
 	if len(regions) > 0 {
-		refreshed, stats, err := refresh(ctx, f, regions, clients, now())
+		refreshed, stats, err := refresh(ctx, f, regions, clients, c.Now())
 		if err != nil {
 			return err
 		}
@@ -158,7 +159,7 @@ func run(ctx context.Context, in, out string, regions []string, clients clientsF
 		return err
 	}
 	if err := os.WriteFile(out, b, 0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", out, err)
+		return fmt.Errorf("write %s: %w", out, err)
 	}
 	fmt.Printf("gen: %d instance types from %s -> %s (%d bytes)\n", len(f.Types), in, out, len(b))
 	return nil
@@ -175,7 +176,7 @@ func defaultInput() (string, error) {
 	}
 	dir, err := os.Getwd()
 	if err != nil {
-		return "", fmt.Errorf("finding the working folder: %w", err)
+		return "", fmt.Errorf("find the working folder: %w", err)
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
@@ -195,7 +196,7 @@ func convert(raw []byte) (*record.File, error) {
 	dec.DisallowUnknownFields()
 	var src source
 	if err := dec.Decode(&src); err != nil {
-		return nil, fmt.Errorf("decoding: %w", err)
+		return nil, fmt.Errorf("decode instance-type data: %w", err)
 	}
 	if len(src.InstanceTypes) == 0 {
 		return nil, errors.New("no instance types")
@@ -321,13 +322,13 @@ func encode(f *record.File) ([]byte, error) {
 	var buf bytes.Buffer
 	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
 	if err != nil {
-		return nil, fmt.Errorf("starting gzip: %w", err)
+		return nil, fmt.Errorf("start gzip: %w", err)
 	}
 	if err := json.NewEncoder(zw).Encode(f); err != nil {
-		return nil, fmt.Errorf("encoding catalog: %w", err)
+		return nil, fmt.Errorf("encode catalog: %w", err)
 	}
 	if err := zw.Close(); err != nil {
-		return nil, fmt.Errorf("finishing gzip: %w", err)
+		return nil, fmt.Errorf("finish gzip: %w", err)
 	}
 	return buf.Bytes(), nil
 }

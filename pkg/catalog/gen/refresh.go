@@ -34,7 +34,7 @@ type clientsFunc func(ctx context.Context, region string) (awsdata.EC2API, awsda
 func awsClients(ctx context.Context, region string) (awsdata.EC2API, awsdata.PricingAPI, error) {
 	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion(region))
 	if err != nil {
-		return nil, nil, fmt.Errorf("loading the AWS configuration for %s: %w", region, err)
+		return nil, nil, fmt.Errorf("load the AWS configuration for %s: %w", region, err)
 	}
 	if cfg.Credentials == nil {
 		return nil, nil, fmt.Errorf("no AWS credentials for %s: -refresh-regions needs credentials from the default chain (environment, shared config or SSO profile, IMDS)", region)
@@ -189,7 +189,7 @@ func refresh(ctx context.Context, f *record.File, regions []string, clients clie
 		}
 		lr, err := fetchRegion(ctx, e, p, region, now)
 		if err != nil {
-			return nil, nil, fmt.Errorf("refreshing %s: %w", region, err)
+			return nil, nil, fmt.Errorf("refresh %s: %w", region, err)
 		}
 		live = append(live, *lr)
 	}

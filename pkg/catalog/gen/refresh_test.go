@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/joist-dev/joist/pkg/catalog/internal/awsfake"
 	"github.com/joist-dev/joist/pkg/catalog/internal/record"
 )
@@ -310,7 +312,7 @@ func TestRefreshFromAWSEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := run(context.Background(), in, out, regions, awsClients, func() time.Time { return now }); err != nil {
+	if err := run(context.Background(), in, out, regions, awsClients, clocktesting.NewFakePassiveClock(now)); err != nil {
 		t.Fatal(err)
 	}
 	f := readOutput(t, out)
@@ -413,7 +415,7 @@ func TestRefreshFailsClearly(t *testing.T) {
 			}
 			awsEnv(t, serve(t, regionRouter{"us-east-1": east, "eu-west-1": west}), serve(t, p), tc.credentials)
 			out := filepath.Join(t.TempDir(), "out.json.gz")
-			err := run(context.Background(), in, out, []string{"us-east-1"}, awsClients, func() time.Time { return now })
+			err := run(context.Background(), in, out, []string{"us-east-1"}, awsClients, clocktesting.NewFakePassiveClock(now))
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
 			}

@@ -22,7 +22,7 @@ import (
 // decide the offerings; on-demand prices come from the embedded data (no
 // Pricing client, as in GovCloud or when the role lacks pricing:GetProducts).
 func TestCatalogAgainstTheEC2Simulator(t *testing.T) {
-	clock := ec2sim.NewManualClock(start)
+	clock := clocktesting.NewFakeClock(start)
 	sim := ec2sim.New(ec2sim.Options{
 		Region: "ap-northeast-2",
 		Clock:  clock,
@@ -31,11 +31,11 @@ func TestCatalogAgainstTheEC2Simulator(t *testing.T) {
 			{Name: "m6g.large", Arch: "arm64", VCPU: 2, MemoryMiB: 8192, MaxENIs: 3, IPv4PerENI: 10, Hypervisor: "nitro", OnDemandPrice: 0.094, Zones: []string{"ap-northeast-2a"}},
 		},
 	})
-	clock.Advance(time.Minute)
+	clock.Step(time.Minute)
 	if err := sim.SetSpotPrice("m5.large", "ap-northeast-2b", 0.05); err != nil {
 		t.Fatal(err)
 	}
-	clock.Advance(time.Minute)
+	clock.Step(time.Minute)
 	client := ec2.NewFromConfig(awsfake.SDKConfig("ap-northeast-2"), func(o *ec2.Options) { o.BaseEndpoint = aws.String(sim.Start(t)) })
 	p, err := New(client, nil, Options{Region: "ap-northeast-2", Clock: clocktesting.NewFakePassiveClock(clock.Now())})
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"os"
 	"reflect"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	corev1 "k8s.io/api/core/v1"
@@ -83,7 +82,7 @@ func newRig(t *testing.T, tags map[string]string, poolAnnotations map[string]str
 			return nil
 		},
 		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Metrics: metrics.New("c1", time.Now),
+		Metrics: metrics.New("c1", nil),
 	}
 	return r
 }

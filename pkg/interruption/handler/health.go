@@ -107,7 +107,7 @@ func (h *Handler) Invoke(ctx context.Context, payload json.RawMessage) (any, err
 	case in.Records != nil:
 		var ev events.SQSEvent
 		if err := json.Unmarshal(payload, &ev); err != nil {
-			return nil, fmt.Errorf("interruption: reading the SQS batch: %w", err)
+			return nil, fmt.Errorf("interruption: read the SQS batch: %w", err)
 		}
 		return h.HandleSQS(ctx, ev)
 	case in.Source == "aws.events" && in.DetailType == "Scheduled Event":
