@@ -73,27 +73,19 @@ func (c *Client) listPods(ctx context.Context, fieldSelector string, reduce bool
 }
 
 func (c *Client) listPodsWith(ctx context.Context, fieldSelector string, in *Interner, each func(*corev1.Pod)) ([]*corev1.Pod, error) {
-	reduce := in != nil
 	var out []*corev1.Pod
-	opts := metav1.ListOptions{FieldSelector: fieldSelector, Limit: PageSize}
-	for {
-		list, err := c.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
-		if err != nil {
-			return nil, fmt.Errorf("list pods (%s): %w", fieldSelector, err)
+	keep := func(p *corev1.Pod) {
+		if each != nil {
+			each(p)
 		}
-		for i := range list.Items {
-			if reduce {
-				ReducePod(&list.Items[i], in)
-			}
-			if each != nil {
-				each(&list.Items[i])
-			}
-			out = append(out, &list.Items[i])
+		out = append(out, p)
+	}
+	if in != nil {
+		if err := c.EachPod(ctx, fieldSelector, in, keep); err != nil {
+			return nil, err
 		}
-		if list.Continue == "" {
-			break
-		}
-		opts.Continue = list.Continue
+	} else if err := c.eachPodTyped(ctx, metav1.ListOptions{FieldSelector: fieldSelector, Limit: PageSize}, keep); err != nil {
+		return nil, fmt.Errorf("list pods (%s): %w", fieldSelector, err)
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]

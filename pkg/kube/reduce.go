@@ -245,21 +245,39 @@ func (in *Interner) tolerations(ts []corev1.Toleration) []corev1.Toleration {
 
 // EachPod lists pods page by page (PageSize at a time) and hands each
 // one, reduced (ReducePod), to f; nothing of a page is kept but what f
-// keeps. The list is a consistent read (no resourceVersion): the API
-// server serves it from its watch cache once it has caught up with etcd
-// (consistent reads from cache, on by default since Kubernetes 1.31), and
-// every page of one list is of the same revision.
+// keeps. The pages are read as protobuf and the fields ReducePod drops
+// are dropped before they are decoded (podwire.go). The list is a
+// consistent read (no resourceVersion): the API server serves it from its
+// watch cache once it has caught up with etcd (consistent reads from
+// cache, on by default since Kubernetes 1.31), and every page of one list
+// is of the same revision.
 func (c *Client) EachPod(ctx context.Context, fieldSelector string, in *Interner, f func(*corev1.Pod)) error {
 	opts := metav1.ListOptions{FieldSelector: fieldSelector, Limit: PageSize}
+	var err error
+	if rc := c.restClient(); rc != nil {
+		err = eachPodWire(ctx, rc, opts, in, f)
+	} else {
+		err = c.eachPodTyped(ctx, opts, func(p *corev1.Pod) {
+			ReducePod(p, in)
+			f(p)
+		})
+	}
+	if err != nil {
+		return fmt.Errorf("list pods (%s): %w", fieldSelector, err)
+	}
+	return nil
+}
+
+// eachPodTyped lists pods page by page through the typed clientset and
+// hands each one, whole, to f.
+func (c *Client) eachPodTyped(ctx context.Context, opts metav1.ListOptions, f func(*corev1.Pod)) error {
 	for {
 		list, err := c.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
 		if err != nil {
-			return fmt.Errorf("list pods (%s): %w", fieldSelector, err)
+			return err
 		}
 		for i := range list.Items {
-			p := &list.Items[i]
-			ReducePod(p, in)
-			f(p)
+			f(&list.Items[i])
 		}
 		if list.Continue == "" {
 			return nil

@@ -502,3 +502,15 @@ func running(p *corev1.Pod) corev1.PodStatus {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// AppPod is the generator's j-th Deployment replica on nodeName, as
+// written (the API server defaults it): for the pod read's tests and
+// benchmarks (pkg/kube), which want the benchmark's shapes.
+func AppPod(j int, nodeName string) *corev1.Pod { return appPod(j, nodeName) }
+
+// DaemonSetPod is the generator's pod of the DaemonSet ds on nodeName.
+func DaemonSetPod(ds, nodeName string) *corev1.Pod { return dsPod(ds, nodeName) }
+
+// Running is the status the generator writes for p, as a kubelet would
+// for a running pod.
+func Running(p *corev1.Pod) corev1.PodStatus { return running(p) }
