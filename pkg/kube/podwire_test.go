@@ -358,7 +358,7 @@ func TestFilterPod_DropsOnlyWhatReducePodDrops(t *testing.T) {
 		}
 		p.UID, p.ResourceVersion, p.CreationTimestamp = types.UID("uid-"+p.Name), "42", metav1.Now()
 		p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1",
-			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:phase":{}}}`)}, Subresource: "status"}}
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:phase":{}}}`), Subresource: "status"}}
 		p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug", Image: "busybox"}}}
 		whole, err := p.Marshal()
 		if err != nil {

@@ -81,20 +81,6 @@ func (d *dims) fromList(rl corev1.ResourceList) vec {
 	return v
 }
 
-// fillFromList converts a resource list into v (zeroed, of the
-// dimensions' length), looking up each dimension: lists are small maps,
-// and walking one costs more than a few lookups.
-func (d *dims) fillFromList(v vec, rl corev1.ResourceList) {
-	if len(rl) == 0 {
-		return
-	}
-	for i, n := range d.names {
-		if q, ok := rl[n]; ok {
-			v[i] = quantityValue(n, q)
-		}
-	}
-}
-
 // toList converts back, leaving zero entries out except cpu and memory.
 func (d *dims) toList(v vec) corev1.ResourceList {
 	rl := corev1.ResourceList{}
