@@ -23,10 +23,11 @@ type Option struct {
 	Zone         string
 	CapacityType string
 	Price        float64
-	// MaxPods is the pod capacity the plan sized the type with. Zero
-	// means Launch works it out from the catalog and the pool's kubelet
-	// settings, the way the planner does; the node is told the number so
-	// it never disagrees with the plan.
+	// MaxPods is the pod capacity the plan sized the type with (the
+	// provisioner sets it from the catalog it planned with). Zero means
+	// Launch works it out from the embedded catalog and the pool's kubelet
+	// settings; the node is told the number so it never disagrees with the
+	// plan.
 	MaxPods int64
 }
 

@@ -461,7 +461,7 @@ func (p *Provisioner) launch(ctx context.Context, spec *model.Spec, n scheduling
 	if !ok {
 		return nil, fmt.Errorf("pool %q: node class %q not found", pool.Name, pool.NodeClass)
 	}
-	opts := launchOptions(p.Catalog, n, unavailable)
+	opts := launchOptions(p.Catalog, n, pool, nc, unavailable)
 	if len(opts) == 0 {
 		return nil, fmt.Errorf("pool %q: no launchable offering left for the planned node", pool.Name)
 	}

@@ -460,8 +460,16 @@ func poolLabels(p *model.Pool) map[string]string {
 
 // launchOptions are every offering CreateFleet may pick for a new node:
 // each instance-type option in each of the node's zones and capacity
-// types that the catalog offers and that is not marked unavailable.
-func launchOptions(cat *catalog.Catalog, n scheduling.NewNode, unavailable func(t, z, ct string) bool) []launch.Option {
+// types that the catalog offers and that is not marked unavailable. Each
+// carries its pod capacity from the same catalog the plan was made with
+// (the pool's kubelet settings, else the node class's, as the launch reads
+// them), so the node is told the number the plan sized it with even for a
+// type only the live catalog knows.
+func launchOptions(cat *catalog.Catalog, n scheduling.NewNode, pool *model.Pool, nc *model.NodeClass, unavailable func(t, z, ct string) bool) []launch.Option {
+	kubelet := pool.Kubelet
+	if kubelet == nil && nc != nil {
+		kubelet = nc.Kubelet
+	}
 	zones := map[string]bool{}
 	for _, z := range n.Zones {
 		zones[z] = true
@@ -490,6 +498,7 @@ func launchOptions(cat *catalog.Catalog, n scheduling.NewNode, unavailable func(
 			out = append(out, launch.Option{
 				InstanceType: o.Name, Arch: t.Arch, Variant: variant,
 				Zone: off.Zone, CapacityType: off.CapacityType, Price: off.Price,
+				MaxPods: t.MaxPodsFor(kubelet, nc),
 			})
 		}
 	}

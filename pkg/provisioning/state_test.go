@@ -50,6 +50,35 @@ func TestWithoutStartupTaints(t *testing.T) {
 	}
 }
 
+// The options carry the pod capacity of the catalog the plan was made
+// with, under the pool's kubelet settings, else the node class's: the
+// launch would otherwise look the type up in the embedded catalog.
+func TestLaunchOptions_CarryThePlansPodCapacity(t *testing.T) {
+	cat, err := catalog.Offline("ap-northeast-2", []string{"a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := scheduling.NewNode{Zones: []string{"ap-northeast-2a"}, CapacityTypes: []string{"on-demand"},
+		InstanceTypeOptions: []scheduling.InstanceTypeOption{{Name: "m5.large"}}}
+	none := func(string, string, string) bool { return false }
+	forty, thirty := int32(40), int32(30)
+	for _, tc := range []struct {
+		name string
+		pool *model.Pool
+		nc   *model.NodeClass
+		want int64
+	}{
+		{"defaults: the ENI-limited density", &model.Pool{}, &model.NodeClass{}, 29},
+		{"the pool's kubelet", &model.Pool{Kubelet: &model.Kubelet{MaxPods: &forty}}, &model.NodeClass{Kubelet: &model.Kubelet{MaxPods: &thirty}}, 40},
+		{"the node class's kubelet when the pool has none", &model.Pool{}, &model.NodeClass{Kubelet: &model.Kubelet{MaxPods: &thirty}}, 30},
+	} {
+		opts := launchOptions(cat, n, tc.pool, tc.nc, none)
+		if len(opts) != 1 || opts[0].MaxPods != tc.want {
+			t.Errorf("%s: options %+v, want one with MaxPods %d", tc.name, opts, tc.want)
+		}
+	}
+}
+
 func TestLaunchOptions_EveryAllowedAvailableOffering(t *testing.T) {
 	cat, err := catalog.Offline("ap-northeast-2", []string{"a", "b", "c"})
 	if err != nil {
@@ -61,9 +90,12 @@ func TestLaunchOptions_EveryAllowedAvailableOffering(t *testing.T) {
 	}
 	unavailable := func(it, z, ct string) bool { return it == "t3.large" && z == "ap-northeast-2a" }
 	var got []string
-	for _, o := range launchOptions(cat, n, unavailable) {
+	for _, o := range launchOptions(cat, n, &model.Pool{}, &model.NodeClass{}, unavailable) {
 		if o.Arch != "amd64" || o.Variant != "standard" || o.Price <= 0 {
 			t.Errorf("option %+v: want amd64, standard, a price", o)
+		}
+		if ct, _ := cat.Lookup(o.InstanceType); o.MaxPods != ct.MaxPodsFor(nil, &model.NodeClass{}) || o.MaxPods == 0 {
+			t.Errorf("option %+v: want the catalog's pod capacity %d", o, ct.MaxPodsFor(nil, &model.NodeClass{}))
 		}
 		got = append(got, o.InstanceType+"/"+o.Zone+"/"+o.CapacityType)
 	}
