@@ -64,50 +64,13 @@ type growItem struct {
 }
 
 // growHeap is a max-heap by bound (ties: node order).
-type growHeap []growItem
+type growHeap = heapOf[growItem]
 
-func (h growHeap) less(i, j int) bool {
-	if h[i].ub != h[j].ub {
-		return h[i].ub > h[j].ub
+func (a growItem) before(b growItem) bool {
+	if a.ub != b.ub {
+		return a.ub > b.ub
 	}
-	return h[i].id < h[j].id
-}
-
-func (h *growHeap) push(it growItem) {
-	*h = append(*h, it)
-	a := *h
-	for i := len(a) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !a.less(i, p) {
-			break
-		}
-		a[i], a[p] = a[p], a[i]
-		i = p
-	}
-}
-
-func (h *growHeap) pop() growItem {
-	a := *h
-	top := a[0]
-	n := len(a) - 1
-	a[0] = a[n]
-	a = a[:n]
-	*h = a
-	for i := 0; ; {
-		j := 2*i + 1
-		if j >= n {
-			break
-		}
-		if k := j + 1; k < n && a.less(k, j) {
-			j = k
-		}
-		if !a.less(j, i) {
-			break
-		}
-		a[i], a[j] = a[j], a[i]
-		i = j
-	}
-	return top
+	return a.id < b.id
 }
 
 // growTie is bestGrowth's tolerance between two upgrades' efficiencies:

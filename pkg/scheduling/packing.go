@@ -275,44 +275,11 @@ type paidCand struct {
 }
 
 // paidCands are fillPaid's candidates, a heap by (slack, pos).
-type paidCands []paidCand
+type paidCands = heapOf[paidCand]
 
-func (h paidCands) less(i, j int) bool {
-	if h[i].slack != h[j].slack {
-		return h[i].slack < h[j].slack
+func (a paidCand) before(b paidCand) bool {
+	if a.slack != b.slack {
+		return a.slack < b.slack
 	}
-	return h[i].pos < h[j].pos
-}
-
-func (h paidCands) init() {
-	for i := len(h)/2 - 1; i >= 0; i-- {
-		h.down(i)
-	}
-}
-
-func (h paidCands) down(i int) {
-	for {
-		j := 2*i + 1
-		if j >= len(h) {
-			return
-		}
-		if k := j + 1; k < len(h) && h.less(k, j) {
-			j = k
-		}
-		if !h.less(j, i) {
-			return
-		}
-		h[i], h[j] = h[j], h[i]
-		i = j
-	}
-}
-
-func (h *paidCands) pop() paidCand {
-	old := *h
-	top := old[0]
-	n := len(old) - 1
-	old[0] = old[n]
-	*h = old[:n]
-	h.down(0)
-	return top
+	return a.pos < b.pos
 }
