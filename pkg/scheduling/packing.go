@@ -277,6 +277,7 @@ type paidCand struct {
 // paidCands are fillPaid's candidates, a heap by (slack, pos).
 type paidCands = heapOf[paidCand]
 
+//lint:ignore U1000 called through heapOf's type constraint, which staticcheck does not follow
 func (a paidCand) before(b paidCand) bool {
 	if a.slack != b.slack {
 		return a.slack < b.slack
