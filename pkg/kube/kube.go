@@ -65,14 +65,6 @@ func (c *Client) PodsOnNode(ctx context.Context, node string) ([]*corev1.Pod, er
 // Joist's decisions read (ReducePod), and then hands each pod to each
 // (when not nil) before keeping it.
 func (c *Client) listPods(ctx context.Context, fieldSelector string, reduce bool, each func(*corev1.Pod)) ([]*corev1.Pod, error) {
-	var in *Interner
-	if reduce {
-		in = NewInterner()
-	}
-	return c.listPodsWith(ctx, fieldSelector, in, each)
-}
-
-func (c *Client) listPodsWith(ctx context.Context, fieldSelector string, in *Interner, each func(*corev1.Pod)) ([]*corev1.Pod, error) {
 	var out []*corev1.Pod
 	keep := func(p *corev1.Pod) {
 		if each != nil {
@@ -80,8 +72,8 @@ func (c *Client) listPodsWith(ctx context.Context, fieldSelector string, in *Int
 		}
 		out = append(out, p)
 	}
-	if in != nil {
-		if err := c.EachPod(ctx, fieldSelector, in, keep); err != nil {
+	if reduce {
+		if err := c.EachPod(ctx, fieldSelector, NewInterner(), keep); err != nil {
 			return nil, err
 		}
 	} else if err := c.eachPodTyped(ctx, metav1.ListOptions{FieldSelector: fieldSelector, Limit: PageSize}, keep); err != nil {
@@ -210,16 +202,4 @@ func (c *Client) LabelNode(ctx context.Context, name string, labels map[string]s
 		return nil, fmt.Errorf("label node %s: %w", name, err)
 	}
 	return n, nil
-}
-
-// AllPods lists every pod of the cluster (bound, pending, finished),
-// reduced (ReducePod) and then handed to each (when not nil) as it
-// arrives, before it is kept.
-func (c *Client) AllPods(ctx context.Context, each func(*corev1.Pod, *Interner)) ([]*corev1.Pod, error) {
-	in := NewInterner()
-	var f func(*corev1.Pod)
-	if each != nil {
-		f = func(p *corev1.Pod) { each(p, in) }
-	}
-	return c.listPodsWith(ctx, "", in, f)
 }

@@ -276,17 +276,6 @@ func TestEachPod_SameAsTypedRead(t *testing.T) {
 		}
 		sameReads(t, fmt.Sprintf("EachPod(%q)", sel), want, got)
 	}
-	all, err := c.AllPods(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]*corev1.Pod{}
-	for _, p := range all {
-		if p.Namespace == ns {
-			got[p.Name] = p
-		}
-	}
-	sameReads(t, "AllPods", typedRead(t, env.Client, ns, ""), got)
 
 	var ct string
 	if _, err := env.Client.CoreV1().RESTClient().Get().Resource("pods").Namespace(ns).

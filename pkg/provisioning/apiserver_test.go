@@ -35,7 +35,7 @@ func newAPIServer(t *testing.T) *apiServer {
 	cfg := rest.CopyConfig(testenv.Kube(t).Config)
 	a := &apiServer{t: t}
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		return testenv.RoundTripFunc(func(r *http.Request) (*http.Response, error) {
 			a.mu.Lock()
 			a.sent = append(a.sent, r)
 			a.mu.Unlock()
@@ -49,10 +49,6 @@ func newAPIServer(t *testing.T) *apiServer {
 	a.cs, a.Kube = cs, kube.New(cs)
 	return a
 }
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // listed reports whether a list of resource was sent whose field selector
 // contains selector ("" for any list of it).

@@ -36,13 +36,13 @@ type replacer struct {
 
 func (f *replacer) replace(ctx context.Context, r provisioning.Retiring) (*provisioning.Result, error) {
 	f.calls = append(f.calls, r.Nodes)
-	all, err := f.c.AllPods(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{pods.AnnotationReplacement: f.id}}})
-	for _, p := range all {
-		if slices.Contains(r.Nodes, p.Spec.NodeName) {
+	for _, node := range r.Nodes {
+		on, err := f.c.PodsOnNode(ctx, node)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range on {
 			if _, err := f.c.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 				return nil, err
 			}

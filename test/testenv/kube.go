@@ -3,6 +3,7 @@ package testenv
 import (
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -196,3 +197,11 @@ func dirExists(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.IsDir()
 }
+
+// RoundTripFunc is an http.RoundTripper made of a function: tests wrap a
+// client's transport with it (rest.Config.Wrap) to see or alter the
+// requests a client sends to the API server.
+type RoundTripFunc func(*http.Request) (*http.Response, error)
+
+// RoundTrip calls f.
+func (f RoundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

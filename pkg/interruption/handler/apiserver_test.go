@@ -20,10 +20,6 @@ import (
 // TestMain stops the API server the precondition test starts.
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
 // TestHandleSQS_TerminatedLeavesANodeRegisteredAgainUnderTheSameName runs
 // on the real API server, which enforces the delete's UID precondition
 // (client-go's fake, which the other tests here use, ignores it): a node
@@ -50,7 +46,7 @@ func TestHandleSQS_TerminatedLeavesANodeRegisteredAgainUnderTheSameName(t *testi
 	var again *corev1.Node
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		return testenv.RoundTripFunc(func(r *http.Request) (*http.Response, error) {
 			if r.Method == http.MethodDelete && strings.HasSuffix(r.URL.Path, "/nodes/"+name) {
 				once.Do(func() {
 					if err := env.Client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
