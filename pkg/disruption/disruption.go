@@ -205,7 +205,7 @@ func Retiring(n *corev1.Node) bool {
 // Reschedulable reports whether a pod would need a new home if its node
 // went: not finished, not terminating, not a DaemonSet's or a static pod.
 func Reschedulable(p *corev1.Pod) bool {
-	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || p.DeletionTimestamp != nil {
+	if pods.Finished(p) || p.DeletionTimestamp != nil {
 		return false
 	}
 	if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror {

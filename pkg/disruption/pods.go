@@ -35,7 +35,7 @@ type movingFacts struct {
 // consolidation would move needs Snapshot.PodsOn to read them again.
 // shared, when not nil, returns one list for equal request lists.
 func (n *Node) Add(p *corev1.Pod, shared func(corev1.ResourceList) corev1.ResourceList) {
-	if Finished(p) {
+	if pods.Finished(p) {
 		return
 	}
 	if !readsTerms(p) {
@@ -61,18 +61,12 @@ func (n *Node) Add(p *corev1.Pod, shared func(corev1.ResourceList) corev1.Resour
 // whose every pod a pass reads (a node waiting for its replacements:
 // termination.ReplacementsOf). Finished pods are dropped.
 func (n *Node) AddWhole(p *corev1.Pod, shared func(corev1.ResourceList) corev1.ResourceList) {
-	if Finished(p) {
+	if pods.Finished(p) {
 		return
 	}
 	whole := *p
 	scheduling.Compact(&whole, shared)
 	n.Pods = append(n.Pods, &whole)
-}
-
-// Finished reports whether a pod has run to its end (Succeeded or
-// Failed): it holds no room and needs no home.
-func Finished(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
 
 // readsTerms says whether a pass reads more of the pod than a BoundPod

@@ -122,7 +122,7 @@ func newConsolidator(s Snapshot, nodes []Node) *consolidator {
 		// they hold no room, and the scheduler counts them in no spread.
 		var onNode []*corev1.Pod
 		for _, p := range n.Pods {
-			if !Finished(p) {
+			if !pods.Finished(p) {
 				onNode = append(onNode, p)
 			}
 		}

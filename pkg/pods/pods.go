@@ -170,6 +170,12 @@ func Requests(p *corev1.Pod) corev1.ResourceList {
 	return r
 }
 
+// Finished reports whether a pod has run to its end (Succeeded or
+// Failed): it holds no room on its node and needs no new home.
+func Finished(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
 // Key is namespace/name, for logs and maps.
 func Key(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
 

@@ -147,7 +147,7 @@ func (p *Provisioner) readBound(ctx context.Context, c *cluster) error {
 	sel := fields.OneTermNotEqualSelector("spec.nodeName", "").String()
 	in := kube.NewInterner()
 	err := p.Kube.EachPod(ctx, sel, in, func(bp *corev1.Pod) {
-		if bp.Status.Phase == corev1.PodSucceeded || bp.Status.Phase == corev1.PodFailed {
+		if pods.Finished(bp) {
 			return
 		}
 		node := bp.Spec.NodeName

@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/joist-dev/joist/pkg/pods"
 )
 
 // Tier is a drain tier. Karpenter drains in this order, each tier only
@@ -87,7 +89,7 @@ func DoNotDisrupt(p *corev1.Pod) bool {
 // Classify decides what the drain does with p at now, given the node's
 // termination deadline (zero: none).
 func Classify(p *corev1.Pod, now, deadline time.Time) Disposition {
-	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+	if pods.Finished(p) {
 		return Ignore
 	}
 	if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror || ownedBy(p, "Node") {
