@@ -133,7 +133,7 @@ func (b *Binder) BindAll(ctx context.Context) (Result, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return total, fmt.Errorf("bind: %v", errs)
+		return total, fmt.Errorf("bind planned pods: %w", errors.Join(errs...))
 	}
 	return total, nil
 }

@@ -3,10 +3,13 @@ package binding_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/joist-dev/joist/pkg/binding"
 	"github.com/joist-dev/joist/pkg/kube"
@@ -303,5 +307,49 @@ func TestBinder_LabelsATypeOnlyThePlanKnows(t *testing.T) {
 	}
 	if _, ok := node.Labels["team.example.com/owner"]; ok {
 		t.Fatalf("node labels %v: a pod's annotation set a label that is no instance-type label", node.Labels)
+	}
+}
+
+// TestBinder_BindAllBindsEveryReadyNodesPlanAndKeepsTheCause: the safety
+// net's pass binds the pods planned onto every Ready node, leaves pods
+// planned onto instances that have no node yet, and a bind that fails comes
+// back with its cause (callers test it with errors.Is/As, e.g. for a
+// Forbidden from RBAC) while the other binds still happen.
+func TestBinder_BindAllBindsEveryReadyNodesPlanAndKeepsTheCause(t *testing.T) {
+	c := fixture(t, "all", "node-all", "i-all")
+	ctx := context.Background()
+	plannedPod(t, c, "all", "a", "100m", "i-all")
+	plannedPod(t, c, "all", "refused", "100m", "i-all")
+	plannedPod(t, c, "all", "waits", "100m", "i-no-node-yet")
+
+	errRefused := fmt.Errorf("connection refused for this test")
+	cfg := rest.CopyConfig(testenv.Kube(t).Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return testenv.RoundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/namespaces/all/pods/refused/binding") {
+				return nil, errRefused
+			}
+			return rt.RoundTrip(r)
+		})
+	})
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := (&binding.Binder{Kube: kube.New(cs), Log: quiet()}).BindAll(ctx)
+	if !errors.Is(err, errRefused) {
+		t.Fatalf("err = %v, want the failed bind's cause in the chain", err)
+	}
+	if res.Bound < 1 {
+		t.Fatalf("result %+v, want pod a bound despite the failure", res)
+	}
+	for name, want := range map[string]string{"a": "node-all", "refused": "", "waits": ""} {
+		p, err := c.CoreV1().Pods("all").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Spec.NodeName != want {
+			t.Errorf("pod %s on %q, want %q", name, p.Spec.NodeName, want)
+		}
 	}
 }
