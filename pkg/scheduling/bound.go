@@ -336,6 +336,11 @@ func (s *solver) lowerBound() float64 {
 	}
 	allCols := s.allColumns()
 	best, y := solveCover(allCols, sub(total))
+	// Pods' shapes: what the resource LP's mixing of families cannot
+	// reach (shapebound.go).
+	if v := s.shapeBound(y); v > best {
+		best = v
+	}
 	// Integrality: when existing room cannot hold everything, some new node
 	// is bought, and it holds at least one pod, so it costs at least the
 	// cheapest type that fits the smallest such pod.

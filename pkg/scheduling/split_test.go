@@ -101,14 +101,7 @@ func TestGeneratedUnconstrainedNearBound(t *testing.T) {
 				}
 				r := plan.TotalPricePerHour / plan.LowerBoundPricePerHour
 				t.Logf("%d nodes $%.2f/h bound $%.2f/h ratio %.3f", len(plan.NewNodes), plan.TotalPricePerHour, plan.LowerBoundPricePerHour, r)
-				limit := 1.10
-				if sh.Name == "few-big" {
-					// Not met yet: few big pods are planned at up to
-					// 1.16× (docs/scheduling.md); held there so it
-					// does not get worse.
-					limit = 1.16
-				}
-				if r > limit {
+				if r > 1.10 {
 					t.Errorf("%.3f× the bound ($%.2f/h against $%.2f/h)", r, plan.TotalPricePerHour, plan.LowerBoundPricePerHour)
 				}
 			})

@@ -1,0 +1,344 @@
+package scheduling
+
+import (
+	"encoding/binary"
+	"math"
+	"sort"
+)
+
+// The shape bound: a lower bound that sees each pod's shape, where the
+// resource LP (bound.go) pools all requests into one demand vector.
+//
+// The resource LP may cover memory with one family and CPU with another,
+// as if a pod's CPU and memory could sit on different nodes. When every
+// pod asks more memory per CPU than the c family has (few big pods at 2
+// to 4 GiB per CPU against c's 1.8), no plan can fill a c node's CPU, and
+// the LP's c/m mixture is out of reach: its bound is then about 8% under
+// any plan (`few-big` in docs/scheduling.md).
+//
+// The LP with one variable per (class, type) pair sees that:
+//
+//	minimise   Σ_t price_t · n_t
+//	subject to Σ_i req_{i,r} · x_{i,t} ≤ net_{t,r} · n_t   for every t, r
+//	           Σ_t x_{i,t} ≥ N_i                            for every class i
+//
+// (x_{i,t}: pods of class i on nodes of type t, only for types the class
+// may use; n_t: nodes of type t). Any plan of new nodes is a feasible
+// (x, n), so its optimum bounds every plan. Its dual is
+//
+//	maximise   Σ_i N_i · π_i
+//	subject to π_i ≤ req_i · w_t   for every type t class i may use
+//	           net_t · w_t ≤ price_t, w_t ≥ 0   for every type t
+//
+// so any prices w_t per type, each within its type's price, give the
+// bound Σ_i N_i · min_t req_i · w_t (weak duality: no LP solve needed,
+// and rounding can only lower it once each w_t is checked feasible). The
+// w_t are found by coordinate ascent from the resource LP's duals (scaled
+// up to each type's price, so the bound starts no lower than the LP's),
+// trying for each type prices that put its whole price on one resource or
+// split it between two. Only frontier types are searched: a dominated
+// type takes its dominator's w, which is within its own price (it has no
+// more of anything and costs no less), and a class that may use it may
+// use the dominator when no label requirement cuts the frontier
+// (classPool.labelAll; otherwise the shape bound is not used).
+
+// shapeBoundCells caps groups × frontier types, so the bound's cost stays
+// small beside the packing on inputs of thousands of distinct pod shapes.
+const shapeBoundCells = 50_000
+
+// shapeBound is the bound above, or 0 where it does not apply: existing
+// or in-flight nodes (their free room would need its own prices), or a
+// class whose label requirements cut a pool's frontier. y are the
+// resource LP's duals.
+func (s *solver) shapeBound(y []float64) float64 {
+	if len(s.existingBins) > 0 {
+		return 0
+	}
+	nd := s.dims.n()
+	type col struct {
+		t    *ptype
+		pool int
+	}
+	var cols []col
+	for _, ps := range s.pools {
+		if !ps.ok {
+			continue
+		}
+		idx := ps.frontier
+		if len(idx) == 0 {
+			idx = ps.allIdx
+		}
+		for _, i := range idx {
+			cols = append(cols, col{ps.types[i], ps.idx})
+		}
+	}
+	// Groups: placed pods by request and usable frontier types.
+	type group struct {
+		req     []float64
+		n       float64
+		allowed []bool
+	}
+	var groups []*group
+	byKey := map[string]*group{}
+	var kb []byte
+	total := make([]float64, nd)
+	for _, c := range s.classes {
+		placed := len(c.pods) - c.remaining
+		if placed == 0 || len(c.levels) == 0 {
+			continue
+		}
+		l := c.levels[len(c.levels)-1]
+		for r, v := range c.req {
+			total[r] += float64(placed) * float64(max(v, 0))
+		}
+		// Key: the request and, per pool, the types the class may use
+		// (which decide its usable columns).
+		kb = kb[:0]
+		for _, v := range c.req {
+			kb = binary.LittleEndian.AppendUint64(kb, uint64(v))
+		}
+		for _, cp := range l.pools {
+			kb = append(kb, '|')
+			if cp.ok && !cp.labelAll {
+				return 0
+			}
+			if cp.ok {
+				for _, x := range cp.types {
+					kb = binary.LittleEndian.AppendUint64(kb, x)
+				}
+			}
+		}
+		if h, ok := byKey[string(kb)]; ok {
+			h.n += float64(placed)
+			continue
+		}
+		g := &group{req: make([]float64, nd), n: float64(placed), allowed: make([]bool, len(cols))}
+		for r, v := range c.req {
+			g.req[r] = float64(max(v, 0))
+		}
+		usable := false
+		for k, cl := range cols {
+			cp := l.pools[cl.pool]
+			if cp.ok && cp.types.has(cl.t.idx) && c.req.le(cl.t.net) {
+				g.allowed[k], usable = true, true
+			}
+		}
+		if !usable {
+			return 0
+		}
+		byKey[string(kb)] = g
+		groups = append(groups, g)
+		if len(groups)*len(cols) > shapeBoundCells {
+			return 0
+		}
+	}
+	if len(groups) == 0 {
+		return 0
+	}
+	var used []int // requested resources
+	for r, v := range total {
+		if v > 0 {
+			used = append(used, r)
+		}
+	}
+	// candidates calls f with each candidate price vector of column k (in
+	// a buffer f must copy to keep).
+	buf := make([]float64, nd)
+	candidates := func(k int, f func(w []float64)) {
+		t := cols[k].t
+		cost := t.minPrice
+		emit := func() {
+			feasiblePrices(buf, t)
+			f(buf)
+		}
+		clear(buf)
+		yv := 0.0
+		for r := range y {
+			yv += max(y[r], 0) * float64(max(t.net[r], 0))
+		}
+		if yv > 0 {
+			for r := range y {
+				buf[r] = max(y[r], 0) * cost / yv
+			}
+			emit()
+		}
+		for a, ra := range used {
+			if t.net[ra] <= 0 {
+				continue
+			}
+			clear(buf)
+			buf[ra] = cost / float64(t.net[ra])
+			emit()
+			for _, rb := range used[a+1:] {
+				if t.net[rb] <= 0 {
+					continue
+				}
+				for _, lam := range [...]float64{0.25, 0.5, 0.75} {
+					clear(buf)
+					buf[ra] = lam * cost / float64(t.net[ra])
+					buf[rb] = (1 - lam) * cost / float64(t.net[rb])
+					emit()
+				}
+			}
+		}
+	}
+	dot := func(a, b []float64) float64 {
+		x := 0.0
+		for i := range a {
+			x += a[i] * b[i]
+		}
+		return x
+	}
+	// Start: each column's candidate worth most for the total demand: its
+	// whole price on one resource or the scaled duals (a split between
+	// two resources is worth a mean of the two prices alone, never more).
+	w := make([][]float64, len(cols))
+	for k, cl := range cols {
+		t := cl.t
+		best, bestR := -1.0, -1
+		for _, r := range used {
+			if t.net[r] > 0 {
+				if v := total[r] * t.minPrice / float64(t.net[r]); v > best {
+					best, bestR = v, r
+				}
+			}
+		}
+		yv, yt := 0.0, 0.0
+		for r := range y {
+			yv += max(y[r], 0) * float64(max(t.net[r], 0))
+			yt += max(y[r], 0) * total[r]
+		}
+		w[k] = make([]float64, nd)
+		switch {
+		case yv > 0 && yt*t.minPrice/yv > best:
+			for r := range y {
+				w[k][r] = max(y[r], 0) * t.minPrice / yv
+			}
+		case bestR >= 0:
+			w[k][bestR] = t.minPrice / float64(t.net[bestR])
+		default:
+			return 0
+		}
+		feasiblePrices(w[k], t)
+	}
+	// val[g][k] = req_g · w_k; per group the smallest two over its types
+	// (values and columns), so that a column's change is scored without a
+	// pass over every type.
+	val := make([][]float64, len(groups))
+	type least struct {
+		v1, v2 float64
+		k1, k2 int
+	}
+	lo := make([]least, len(groups))
+	recompute := func(gi int) {
+		m := least{math.Inf(1), math.Inf(1), -1, -1}
+		for j, v := range val[gi] {
+			if !groups[gi].allowed[j] {
+				continue
+			}
+			if v < m.v1 {
+				m.v2, m.k2 = m.v1, m.k1
+				m.v1, m.k1 = v, j
+			} else if v < m.v2 {
+				m.v2, m.k2 = v, j
+			}
+		}
+		lo[gi] = m
+	}
+	for gi, g := range groups {
+		val[gi] = make([]float64, len(cols))
+		for k := range cols {
+			val[gi][k] = dot(g.req, w[k])
+		}
+		recompute(gi)
+	}
+	// Ascent over the columns some group finds cheapest: raising any
+	// other column's prices cannot raise a group's minimum.
+	others := make([]float64, len(groups))
+	for sweep := 0; sweep < 3; sweep++ {
+		changed := false
+		var active []int
+		seen := map[int]bool{}
+		for gi := range groups {
+			if k := lo[gi].k1; !seen[k] {
+				seen[k] = true
+				active = append(active, k)
+			}
+		}
+		sort.Ints(active)
+		for _, k := range active {
+			for gi := range groups {
+				others[gi] = lo[gi].v1
+				if lo[gi].k1 == k {
+					others[gi] = lo[gi].v2
+				}
+			}
+			score := func(wk []float64) float64 {
+				x := 0.0
+				for gi, g := range groups {
+					o := others[gi]
+					if g.allowed[k] {
+						o = math.Min(o, dot(g.req, wk))
+					}
+					x += g.n * o
+				}
+				return x
+			}
+			cur := score(w[k])
+			moved := false
+			candidates(k, func(c []float64) {
+				if v := score(c); v > cur*(1+1e-9) {
+					cur, moved = v, true
+					w[k] = append(w[k][:0], c...)
+				}
+			})
+			if !moved {
+				continue
+			}
+			changed = true
+			for gi, g := range groups {
+				if !g.allowed[k] {
+					continue
+				}
+				v := dot(g.req, w[k])
+				val[gi][k] = v
+				m := &lo[gi]
+				switch {
+				case m.k1 == k || m.k2 == k:
+					recompute(gi)
+				case v < m.v1:
+					m.v2, m.k2, m.v1, m.k1 = m.v1, m.k1, v, k
+				case v < m.v2:
+					m.v2, m.k2 = v, k
+				}
+			}
+		}
+		if !changed {
+			break
+		}
+	}
+	bound := 0.0
+	for gi, g := range groups {
+		recompute(gi)
+		bound += g.n * lo[gi].v1
+	}
+	if math.IsInf(bound, 0) || math.IsNaN(bound) {
+		return 0
+	}
+	return bound
+}
+
+// feasiblePrices scales prices w for type t down, if rounding put them
+// over, so that its capacity at them is worth no more than its price (the
+// dual constraint the bound rests on).
+func feasiblePrices(w []float64, t *ptype) {
+	v := 0.0
+	for r := range w {
+		v += w[r] * float64(max(t.net[r], 0))
+	}
+	if v > t.minPrice {
+		for r := range w {
+			w[r] *= t.minPrice / v * (1 - 1e-12)
+		}
+	}
+}

@@ -1,0 +1,101 @@
+package scheduling_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// TestShapeBoundSeesPodShapes: pods of 1 CPU and 3 GiB on c (about 2 GiB
+// per CPU) and m (4 GiB per CPU) types. The resource LP covers the
+// demand's CPU and memory with a c/m mixture at about $1.36/h for 30
+// pods, but no node can hold that mixture: on a c node memory runs out at
+// 10 pods of 16 CPU. Per pod, an m.4xlarge (15.9 CPU allocatable, $0.80)
+// is cheapest, at $0.80/15.9; the shape bound is 30 times that, and every
+// plan costs at least that much.
+func TestShapeBoundSeesPodShapes(t *testing.T) {
+	in := input(pods("web", 30, "1", "3Gi"), pool("default", withReq("karpenter.k8s.aws/instance-category", "In", "c", "m")))
+	plan := solve(t, in)
+	want := 30 * 0.80 / 15.9
+	if math.Abs(plan.LowerBoundPricePerHour-want) > 1e-6 {
+		t.Errorf("bound $%.4f/h, want $%.4f/h", plan.LowerBoundPricePerHour, want)
+	}
+	if plan.TotalPricePerHour < plan.LowerBoundPricePerHour {
+		t.Errorf("plan $%.4f/h under its bound $%.4f/h", plan.TotalPricePerHour, plan.LowerBoundPricePerHour)
+	}
+}
+
+// TestBoundAtMostOptimum: on small random workloads whose cheapest plan
+// can be found by trying every way to group the pods onto nodes, the
+// reported bound (the shape bound included) is never above it. Pools of c
+// and m types only, so that the search sees every type the solver may use.
+func TestBoundAtMostOptimum(t *testing.T) {
+	types := testInstanceTypes()
+	var specs []typeSpec
+	for _, s := range testTypeSpecs {
+		if s.category == "c" || s.category == "m" {
+			specs = append(specs, s)
+		}
+	}
+	rnd := rand.New(rand.NewSource(1))
+	cases := 300
+	if testing.Short() {
+		cases = 50
+	}
+	above := 0
+	for i := 0; i < cases; i++ {
+		n := 1 + rnd.Intn(7)
+		var ps []*corev1.Pod
+		cpu := make([]int64, n) // millicores
+		mem := make([]int64, n) // MiB
+		for k := 0; k < n; k++ {
+			cpu[k] = 250 * int64(1+rnd.Intn(24))
+			mem[k] = 256 * int64(1+rnd.Intn(96))
+			ps = append(ps, pods(fmt.Sprintf("p%d", k), 1, fmt.Sprintf("%dm", cpu[k]), fmt.Sprintf("%dMi", mem[k]))...)
+		}
+		in := input(ps, pool("default", withReq("karpenter.k8s.aws/instance-category", "In", "c", "m")))
+		in.InstanceTypes = types
+		plan := solve(t, in)
+		if len(plan.Unschedulable) > 0 {
+			t.Fatalf("case %d: unschedulable: %s", i, plan.Unschedulable[0].Reason)
+		}
+		// cost[m]: the cheapest type holding the pods of mask m.
+		full := 1<<n - 1
+		cost := make([]float64, full+1)
+		for m := 1; m <= full; m++ {
+			var c, g, p int64
+			for k := 0; k < n; k++ {
+				if m&(1<<k) != 0 {
+					c, g, p = c+cpu[k], g+mem[k], p+1
+				}
+			}
+			cost[m] = math.Inf(1)
+			for _, s := range specs {
+				if c <= s.cpu*1000-100 && g <= s.memGi*1024-512 && p <= s.pods && s.od < cost[m] {
+					cost[m] = s.od
+				}
+			}
+		}
+		// best[m]: the cheapest grouping of mask m's pods onto nodes.
+		best := make([]float64, full+1)
+		for m := 1; m <= full; m++ {
+			low := m & -m
+			best[m] = math.Inf(1)
+			for sub := m; sub > 0; sub = (sub - 1) & m {
+				if sub&low != 0 {
+					best[m] = math.Min(best[m], cost[sub]+best[m^sub])
+				}
+			}
+		}
+		if plan.LowerBoundPricePerHour > best[full]+1e-9 {
+			t.Errorf("case %d (%d pods, cpu %v, mem %v): bound $%.4f/h above the optimum $%.4f/h", i, n, cpu, mem, plan.LowerBoundPricePerHour, best[full])
+		}
+		if plan.LowerBoundPricePerHour > best[full]*0.999 {
+			above++
+		}
+	}
+	t.Logf("bound within 0.1%% of the optimum in %d of %d cases", above, cases)
+}
