@@ -100,8 +100,10 @@ type solver struct {
 	// zone-free choices.
 	zoneLoad []int
 
-	// allCols are the bound's unrestricted columns (allColumns).
+	// allCols are the bound's unrestricted columns (allColumns), and full
+	// their LP solved before packing (dualPrices).
 	allCols []lpColumn
+	full    cover
 	// needBuf is isOpen's scratch.
 	needBuf vec
 	// optBuf and rankBuf are newNode's scratch.
