@@ -46,14 +46,19 @@ type PreparedTypes struct {
 	mu      sync.Mutex
 	columns map[string]*labelColumn
 	orders  map[[2]uint64]*priceOrder
-	// frontiers are pools' frontiers (list indices, cheapest first) by
-	// what decides them (prepareTypes' key).
-	frontiers map[string][]int
+	// poolTypes are pools' types and frontiers by what decides them
+	// (poolTypesKey).
+	poolTypes map[string]*keptTypes
 }
 
 // maxPriceOrders bounds the price orders a PreparedTypes keeps: pools
 // allow few distinct sets of zones and capacity types.
 const maxPriceOrders = 64
+
+// maxPoolTypes bounds the pool types a PreparedTypes keeps (each is a
+// copy of the types a pool accepts: a few hundred KB at most for a
+// catalog): pools differ in few ways that matter to their types.
+const maxPoolTypes = 16
 
 // labelColumn is one label key's value on every type of a list: the
 // distinct values, and for each type the index of its value (-1: absent).
@@ -79,7 +84,7 @@ type priceOrder struct {
 // PreparedTypes).
 func PrepareTypes(list []*InstanceType) *PreparedTypes {
 	p := &PreparedTypes{list: list, resAt: map[corev1.ResourceName]int{}, keys: map[string]bool{},
-		columns: map[string]*labelColumn{}, orders: map[[2]uint64]*priceOrder{}, frontiers: map[string][]int{}}
+		columns: map[string]*labelColumn{}, orders: map[[2]uint64]*priceOrder{}, poolTypes: map[string]*keptTypes{}}
 	zones, cts := map[string]bool{}, map[string]bool{}
 	for _, it := range list {
 		for n := range it.Allocatable {
@@ -281,22 +286,22 @@ func (p *PreparedTypes) listOrder() *priceOrder {
 	return po
 }
 
-// frontierOf returns the frontier kept under key ("": none).
-func (p *PreparedTypes) frontierOf(key string) ([]int, bool) {
+// poolTypesOf returns the pool types kept under key ("": none).
+func (p *PreparedTypes) poolTypesOf(key string) (*keptTypes, bool) {
 	if key == "" {
 		return nil, false
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	f, ok := p.frontiers[key]
-	return f, ok
+	k, ok := p.poolTypes[key]
+	return k, ok
 }
 
-// keepFrontier keeps a frontier, up to maxPriceOrders of them.
-func (p *PreparedTypes) keepFrontier(key string, f []int) {
+// keepPoolTypes keeps a pool's types, up to maxPoolTypes of them.
+func (p *PreparedTypes) keepPoolTypes(key string, k *keptTypes) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.frontiers) < maxPriceOrders {
-		p.frontiers[key] = f
+	if len(p.poolTypes) < maxPoolTypes {
+		p.poolTypes[key] = k
 	}
 }

@@ -148,6 +148,9 @@ func TestPreparedPoolTypes(t *testing.T) {
 			Prepared: []*PreparedTypes{PrepareTypes(shared), PrepareTypes(own)}}
 		in.Pools = []*model.Pool{
 			{Name: "all"},
+			// Like "all" but with a limit: the same types, every one on
+			// its frontier.
+			{Name: "capped", Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000")}},
 			{Name: "own", Requirements: []model.Requirement{{Key: corev1.LabelArchStable, Operator: "In", Values: []string{"amd64"}}}},
 			{Name: "narrow", Requirements: []model.Requirement{
 				{Key: corev1.LabelTopologyZone, Operator: "In", Values: []string{"z-1b", "z-1c"}},
@@ -186,6 +189,11 @@ func TestPreparedPoolTypes(t *testing.T) {
 				if !reflect.DeepEqual(got, want) {
 					t.Fatalf("seed %d round %d pool %s:\ngot  %q\nwant %q", seed, round, ps.pool.Name, got, want)
 				}
+				for i, tp := range ps.types {
+					if tp.idx != i || ps.byName[tp.nameRank] != i || !ps.allTypes.has(i) || ps.allIdx[i] != i {
+						t.Fatalf("seed %d round %d pool %s: type %d has index %d, name rank %d", seed, round, ps.pool.Name, i, tp.idx, tp.nameRank)
+					}
+				}
 				fresh := &poolState{types: ps.types, hasLimits: ps.hasLimits, frontierBits: newBitset(len(ps.types))}
 				s.buildFrontier(fresh)
 				if !reflect.DeepEqual(ps.frontier, fresh.frontier) || !reflect.DeepEqual(ps.frontierBits, fresh.frontierBits) {
@@ -196,10 +204,10 @@ func TestPreparedPoolTypes(t *testing.T) {
 				t.Fatalf("seed %d: the input's prepared lists were not used", seed)
 			}
 		}
-		kept += len(in.Prepared[0].frontiers) + len(in.Prepared[1].frontiers)
+		kept += len(in.Prepared[0].poolTypes) + len(in.Prepared[1].poolTypes)
 	}
 	if kept == 0 {
-		t.Error("no frontier was kept: the test never reused one")
+		t.Error("no pool types were kept: the test never reused them")
 	}
 }
 
