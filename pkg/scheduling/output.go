@@ -165,7 +165,7 @@ func (s *solver) newNode(b *bin, headroom vec) (NewNode, string) {
 		s.rankBuf = newBitset(len(ps.types))
 	}
 	opts := s.optBuf[:0]
-	defer func() { s.optBuf = opts[:0] }()
+	defer func() { s.optBuf = s.optBuf[:0] }()
 	for i, t := range ps.types {
 		if !b.types.has(i) || !b.used.le(t.net) {
 			continue
@@ -188,24 +188,12 @@ func (s *solver) newNode(b *bin, headroom vec) (NewNode, string) {
 		}
 		opts = append(opts, opt{t, o})
 	}
-	// Cheapest first, ties by name: the pool's types come in that order
-	// over its zones and capacity types, so often already sorted.
-	byPrice := func(a, b opt) int {
-		if a.o.price != b.o.price {
-			return cmp.Compare(a.o.price, b.o.price)
-		}
-		return strings.Compare(a.t.it.Name, b.t.it.Name)
-	}
-	if !slices.IsSortedFunc(opts, byPrice) {
-		slices.SortStableFunc(opts, byPrice)
-	}
+	// New nodes holding alike pods often have the same options: those
+	// share one list (and one list of names), built once.
+	sh := s.sharedOpts(ps, opts)
+	opts = sh.opts
 	nn := NewNode{Pool: ps.pool.Name, Taints: append([]corev1.Taint(nil), ps.taints...), Labels: map[string]string{}}
-	nn.InstanceTypeOptions = make([]InstanceTypeOption, 0, len(opts))
-	for _, o := range opts {
-		nn.InstanceTypeOptions = append(nn.InstanceTypeOptions, InstanceTypeOption{
-			Name: o.t.it.Name, Zone: s.world.zones[o.o.zone], CapacityType: s.world.cts[o.o.ct], PricePerHour: o.o.price,
-		})
-	}
+	nn.InstanceTypeOptions = sh.options
 	if len(opts) > 0 {
 		c := opts[0]
 		nn.Cheapest = Launch{InstanceType: c.t.it.Name, Zone: s.world.zones[c.o.zone], CapacityType: s.world.cts[c.o.ct], PricePerHour: c.o.price}
@@ -231,24 +219,7 @@ func (s *solver) newNode(b *bin, headroom vec) (NewNode, string) {
 	// Requirements: the pool's type requirements, the instance types, the
 	// zones and capacity types, and custom labels as narrowed.
 	r := ps.typeReqs.clone()
-	// The options' names in name order: their places in the pool's name
-	// order, marked and read back in order (cleared on the way).
-	ranks := s.rankBuf
-	for _, o := range opts {
-		ranks.set(o.t.nameRank)
-	}
-	names := make([]string, 0, len(opts))
-	for w, word := range ranks {
-		for word != 0 {
-			rk := w*64 + bits.TrailingZeros64(word)
-			word &= word - 1
-			if n := ps.types[ps.byName[rk]].it.Name; len(names) == 0 || names[len(names)-1] != n {
-				names = append(names, n)
-			}
-		}
-		ranks[w] = 0
-	}
-	r.add(corev1.LabelInstanceTypeStable, valueSet{values: names})
+	r.add(corev1.LabelInstanceTypeStable, valueSet{values: sh.names})
 	r.add(corev1.LabelTopologyZone, valueSet{values: nn.Zones})
 	r.add(model.LabelCapacityType, valueSet{values: nn.CapacityTypes})
 	for _, k := range b.custom.keys {
@@ -286,4 +257,92 @@ func (s *solver) newNode(b *bin, headroom vec) (NewNode, string) {
 		}
 	}
 	return nn, ""
+}
+
+// optList is a list of options as a new node's output gives them: opts
+// cheapest first (ties by name), as InstanceTypeOptions, and the types'
+// names in name order, once each. Nodes with the same options share one
+// (key: each option's type index, zone and capacity type, in type order).
+type optList struct {
+	key     []int32
+	opts    []opt
+	options []InstanceTypeOption
+	names   []string
+}
+
+// sharedOpts returns the option list for opts (scratch, in the pool's
+// type order), made on its first use in the solve.
+func (s *solver) sharedOpts(ps *poolState, opts []opt) *optList {
+	h := uint64(14695981039346656037)
+	mix := func(v int) {
+		h ^= uint64(v)
+		h *= 1099511628211
+	}
+	mix(ps.idx)
+	for _, o := range opts {
+		mix(o.t.idx)
+		mix(o.o.zone<<8 | o.o.ct)
+	}
+	if s.optLists == nil {
+		s.optLists = map[uint64][]*optList{}
+	}
+	for _, l := range s.optLists[h] {
+		if l.matches(ps, opts) {
+			return l
+		}
+	}
+	l := &optList{key: make([]int32, 0, 3*len(opts)+1), opts: slices.Clone(opts)}
+	l.key = append(l.key, int32(ps.idx))
+	for _, o := range opts {
+		l.key = append(l.key, int32(o.t.idx), int32(o.o.zone), int32(o.o.ct))
+	}
+	s.optLists[h] = append(s.optLists[h], l)
+	// Cheapest first, ties by name: the pool's types come in that order
+	// over its zones and capacity types, so often already sorted.
+	byPrice := func(a, b opt) int {
+		if a.o.price != b.o.price {
+			return cmp.Compare(a.o.price, b.o.price)
+		}
+		return strings.Compare(a.t.it.Name, b.t.it.Name)
+	}
+	if !slices.IsSortedFunc(l.opts, byPrice) {
+		slices.SortStableFunc(l.opts, byPrice)
+	}
+	l.options = make([]InstanceTypeOption, 0, len(l.opts))
+	for _, o := range l.opts {
+		l.options = append(l.options, InstanceTypeOption{
+			Name: o.t.it.Name, Zone: s.world.zones[o.o.zone], CapacityType: s.world.cts[o.o.ct], PricePerHour: o.o.price,
+		})
+	}
+	// The names in name order: the types' places in the pool's name
+	// order, marked and read back in order (cleared on the way).
+	ranks := s.rankBuf
+	for _, o := range l.opts {
+		ranks.set(o.t.nameRank)
+	}
+	l.names = make([]string, 0, len(l.opts))
+	for w, word := range ranks {
+		for word != 0 {
+			rk := w*64 + bits.TrailingZeros64(word)
+			word &= word - 1
+			if n := ps.types[ps.byName[rk]].it.Name; len(l.names) == 0 || l.names[len(l.names)-1] != n {
+				l.names = append(l.names, n)
+			}
+		}
+		ranks[w] = 0
+	}
+	return l
+}
+
+func (l *optList) matches(ps *poolState, opts []opt) bool {
+	if len(l.key) != 3*len(opts)+1 || l.key[0] != int32(ps.idx) {
+		return false
+	}
+	for i, o := range opts {
+		k := l.key[1+3*i:]
+		if k[0] != int32(o.t.idx) || k[1] != int32(o.o.zone) || k[2] != int32(o.o.ct) {
+			return false
+		}
+	}
+	return true
 }

@@ -106,9 +106,11 @@ type solver struct {
 	full    cover
 	// needBuf is isOpen's scratch.
 	needBuf vec
-	// optBuf and rankBuf are newNode's scratch.
-	optBuf  []opt
-	rankBuf bitset
+	// optBuf and rankBuf are newNode's scratch, and optLists the option
+	// lists made so far, by a hash of their key (sharedOpts).
+	optBuf   []opt
+	rankBuf  bitset
+	optLists map[uint64][]*optList
 
 	pvcs map[string]*corev1.PersistentVolumeClaim
 	pvs  map[string]*corev1.PersistentVolume

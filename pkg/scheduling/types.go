@@ -156,7 +156,8 @@ type NewNode struct {
 	// Taints are the pool's taints (startup taints not included).
 	Taints []corev1.Taint
 	// InstanceTypeOptions are every type that holds the node's pods and
-	// DaemonSets, cheapest first; CreateFleet picks among them.
+	// DaemonSets, cheapest first; CreateFleet picks among them. Read only:
+	// new nodes of a plan with the same options share one list.
 	InstanceTypeOptions []InstanceTypeOption
 	// Cheapest is the offering the plan's price assumes.
 	Cheapest Launch
