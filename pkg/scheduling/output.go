@@ -240,7 +240,7 @@ func (s *solver) newNode(b *bin, headroom vec) (NewNode, string) {
 	if len(nn.CapacityTypes) == 1 {
 		nn.Labels[model.LabelCapacityType] = nn.CapacityTypes[0]
 	}
-	nn.Requirements = r.toModel()
+	nn.Requirements = r.toModel(sh.names)
 	// minValues: the options must offer enough distinct values.
 	for _, q := range ps.pool.Requirements {
 		if q.MinValues == nil {
@@ -331,6 +331,7 @@ func (s *solver) sharedOpts(ps *poolState, opts []opt) *optList {
 		}
 		ranks[w] = 0
 	}
+	l.names = l.names[:len(l.names):len(l.names)]
 	return l
 }
 

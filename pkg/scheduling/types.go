@@ -149,6 +149,7 @@ type NewNode struct {
 	Pool string
 	// Requirements are the node's requirements: the pool's, narrowed by the
 	// pods it holds (zone, capacity type, instance types, custom labels).
+	// Read only: the instance type names are shared like the options.
 	Requirements []model.Requirement
 	// Labels are the labels the node gets beyond those of its instance type
 	// and offering: pool labels and single-valued requirements.
