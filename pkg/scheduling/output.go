@@ -156,13 +156,9 @@ type opt struct {
 func (s *solver) newNode(b *bin, headroom vec) (NewNode, string) {
 	ps := b.pool
 	chosen := ps.types[b.typ]
-	// opts and ranks (rankBuf) are scratch, reused by every new node of
-	// the solve.
+	// opts is scratch, reused by every new node of the solve.
 	if cap(s.optBuf) < len(ps.types) {
 		s.optBuf = make([]opt, 0, len(ps.types))
-	}
-	if len(s.rankBuf)*64 < len(ps.types) {
-		s.rankBuf = newBitset(len(ps.types))
 	}
 	opts := s.optBuf[:0]
 	defer func() { s.optBuf = s.optBuf[:0] }()
@@ -190,12 +186,11 @@ func (s *solver) newNode(b *bin, headroom vec) (NewNode, string) {
 	}
 	// New nodes holding alike pods often have the same options: those
 	// share one list (and one list of names), built once.
-	sh := s.sharedOpts(ps, opts)
-	opts = sh.opts
+	sh := s.sharedOpts(ps, b.zoneMask, b.ctMask, opts)
 	nn := NewNode{Pool: ps.pool.Name, Taints: append([]corev1.Taint(nil), ps.taints...), Labels: map[string]string{}}
 	nn.InstanceTypeOptions = sh.options
 	if len(opts) > 0 {
-		c := opts[0]
+		c := sh.cheapest
 		nn.Cheapest = Launch{InstanceType: c.t.it.Name, Zone: s.world.zones[c.o.zone], CapacityType: s.world.cts[c.o.ct], PricePerHour: c.o.price}
 		req := b.used.clone()
 		req.add(c.t.ds)
@@ -259,42 +254,53 @@ func (s *solver) newNode(b *bin, headroom vec) (NewNode, string) {
 	return nn, ""
 }
 
-// optList is a list of options as a new node's output gives them: opts
-// cheapest first (ties by name), as InstanceTypeOptions, and the types'
-// names in name order, once each. Nodes with the same options share one
-// (key: each option's type index, zone and capacity type, in type order).
+// optList is a list of options as a new node's output gives them:
+// options cheapest first (ties by name), the cheapest's offering, and the
+// types' names in name order, once each. Nodes with the same options
+// share one. The options are decided by the pool, the node's zones and
+// capacity types (each type's offering is its cheapest there) and which
+// types hold the node: that is the key (nodes with other masks but the
+// same options only miss a share).
 type optList struct {
-	key     []int32
-	opts    []opt
-	options []InstanceTypeOption
-	names   []string
+	pool             int
+	zoneMask, ctMask uint64
+	types            bitset
+	cheapest         opt
+	options          []InstanceTypeOption
+	names            []string
 }
 
-// sharedOpts returns the option list for opts (scratch, in the pool's
-// type order), made on its first use in the solve.
-func (s *solver) sharedOpts(ps *poolState, opts []opt) *optList {
+// sharedOpts returns the option list for a node of pool ps with the zone
+// and capacity type masks, whose options are opts (scratch, in the pool's
+// type order; sorted here when the list is new), made on its first use in
+// the solve.
+func (s *solver) sharedOpts(ps *poolState, zoneMask, ctMask uint64, opts []opt) *optList {
+	if len(s.rankBuf)*64 < len(ps.types) {
+		s.rankBuf = newBitset(len(ps.types))
+	}
+	ranks := s.rankBuf
 	h := uint64(14695981039346656037)
-	mix := func(v int) {
-		h ^= uint64(v)
+	mix := func(v uint64) {
+		h ^= v
 		h *= 1099511628211
 	}
-	mix(ps.idx)
+	mix(uint64(ps.idx))
+	mix(zoneMask)
+	mix(ctMask)
 	for _, o := range opts {
-		mix(o.t.idx)
-		mix(o.o.zone<<8 | o.o.ct)
+		mix(uint64(o.t.idx))
 	}
 	if s.optLists == nil {
 		s.optLists = map[uint64][]*optList{}
 	}
 	for _, l := range s.optLists[h] {
-		if l.matches(ps, opts) {
+		if l.pool == ps.idx && l.zoneMask == zoneMask && l.ctMask == ctMask && l.holds(opts) {
 			return l
 		}
 	}
-	l := &optList{key: make([]int32, 0, 3*len(opts)+1), opts: slices.Clone(opts)}
-	l.key = append(l.key, int32(ps.idx))
+	l := &optList{pool: ps.idx, zoneMask: zoneMask, ctMask: ctMask, types: newBitset(len(ps.types))}
 	for _, o := range opts {
-		l.key = append(l.key, int32(o.t.idx), int32(o.o.zone), int32(o.o.ct))
+		l.types.set(o.t.idx)
 	}
 	s.optLists[h] = append(s.optLists[h], l)
 	// Cheapest first, ties by name: the pool's types come in that order
@@ -305,22 +311,22 @@ func (s *solver) sharedOpts(ps *poolState, opts []opt) *optList {
 		}
 		return strings.Compare(a.t.it.Name, b.t.it.Name)
 	}
-	if !slices.IsSortedFunc(l.opts, byPrice) {
-		slices.SortStableFunc(l.opts, byPrice)
+	if !slices.IsSortedFunc(opts, byPrice) {
+		slices.SortStableFunc(opts, byPrice)
 	}
-	l.options = make([]InstanceTypeOption, 0, len(l.opts))
-	for _, o := range l.opts {
-		l.options = append(l.options, InstanceTypeOption{
-			Name: o.t.it.Name, Zone: s.world.zones[o.o.zone], CapacityType: s.world.cts[o.o.ct], PricePerHour: o.o.price,
-		})
+	if len(opts) > 0 {
+		l.cheapest = opts[0]
+	}
+	l.options = make([]InstanceTypeOption, len(opts))
+	for i, o := range opts {
+		l.options[i] = InstanceTypeOption{Name: o.t.it.Name, Zone: s.world.zones[o.o.zone], CapacityType: s.world.cts[o.o.ct], PricePerHour: o.o.price}
 	}
 	// The names in name order: the types' places in the pool's name
 	// order, marked and read back in order (cleared on the way).
-	ranks := s.rankBuf
-	for _, o := range l.opts {
+	for _, o := range opts {
 		ranks.set(o.t.nameRank)
 	}
-	l.names = make([]string, 0, len(l.opts))
+	l.names = make([]string, 0, len(opts))
 	for w, word := range ranks {
 		for word != 0 {
 			rk := w*64 + bits.TrailingZeros64(word)
@@ -335,13 +341,17 @@ func (s *solver) sharedOpts(ps *poolState, opts []opt) *optList {
 	return l
 }
 
-func (l *optList) matches(ps *poolState, opts []opt) bool {
-	if len(l.key) != 3*len(opts)+1 || l.key[0] != int32(ps.idx) {
+// holds tells whether the list's types are exactly opts' (in type order).
+func (l *optList) holds(opts []opt) bool {
+	n := 0
+	for _, w := range l.types {
+		n += bits.OnesCount64(w)
+	}
+	if n != len(opts) {
 		return false
 	}
-	for i, o := range opts {
-		k := l.key[1+3*i:]
-		if k[0] != int32(o.t.idx) || k[1] != int32(o.o.zone) || k[2] != int32(o.o.ct) {
+	for _, o := range opts {
+		if !l.types.has(o.t.idx) {
 			return false
 		}
 	}

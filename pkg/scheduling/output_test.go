@@ -15,8 +15,8 @@ import (
 
 // TestNewNodesShareOnlyEqualOptions checks that new nodes sharing option
 // lists (sharedOpts) get what each would get alone: one pod per node
-// (hostname anti-affinity) of a few sizes on random catalogs, so some
-// nodes have the same options and others not.
+// (hostname anti-affinity) of a few sizes, some pinned to a zone, on
+// random catalogs, so some nodes have the same options and others not.
 func TestNewNodesShareOnlyEqualOptions(t *testing.T) {
 	shared, distinct := 0, 0
 	for seed := int64(1); seed <= 40; seed++ {
@@ -32,6 +32,10 @@ func TestNewNodesShareOnlyEqualOptions(t *testing.T) {
 			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 				RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
 					TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}}}}}
+			if i%3 == 0 {
+				// Pinned to a zone: the same types, other offerings.
+				p.Spec.NodeSelector = map[string]string{corev1.LabelTopologyZone: []string{"z-1a", "z-1b", "z-1c"}[rnd.Intn(3)]}
+			}
 			pods = append(pods, p)
 		}
 		in := Input{Pods: pods, Pools: []*model.Pool{{Name: "all"}}, InstanceTypes: list}
