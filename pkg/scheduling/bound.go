@@ -219,8 +219,8 @@ func solveCover(cols []lpColumn, demand []float64) (float64, []float64) {
 }
 
 // columns lists (pool, type) capacity vectors, optionally restricted.
-// Every solve lists them twice or more over the whole catalog, so they
-// take two allocations (the columns and one array of capacities).
+// Every solve lists them twice or more over the whole catalog, so the
+// capacities are the pools' (lpCaps), made once.
 func (s *solver) columns(allowed func(ps *poolState, t *ptype) bool) []lpColumn {
 	n, nd := 0, s.dims.n()
 	for _, ps := range s.pools {
@@ -229,24 +229,35 @@ func (s *solver) columns(allowed func(ps *poolState, t *ptype) bool) []lpColumn 
 		}
 	}
 	out := make([]lpColumn, 0, n)
-	caps := make([]float64, n*nd)
 	for _, ps := range s.pools {
 		if !ps.ok {
 			continue
 		}
+		caps := ps.lpCaps(nd)
 		for _, t := range ps.types {
 			if allowed != nil && !allowed(ps, t) {
 				continue
 			}
-			k := len(out) * nd
-			c := lpColumn{cost: t.minPrice, cap: caps[k : k+nd : k+nd]}
-			for i, v := range t.net {
-				c.cap[i] = float64(max(v, 0))
-			}
-			out = append(out, c)
+			k := t.idx * nd
+			out = append(out, lpColumn{cost: t.minPrice, cap: caps[k : k+nd : k+nd]})
 		}
 	}
 	return out
+}
+
+// lpCaps are the pool's types' allocatable as the bound's columns read
+// it (type i at [i*nd:]), made on first use; kept pool types keep them
+// too (read only).
+func (ps *poolState) lpCaps(nd int) []float64 {
+	if ps.capf == nil {
+		ps.capf = make([]float64, len(ps.types)*nd)
+		for i, t := range ps.types {
+			for d, v := range t.net {
+				ps.capf[i*nd+d] = float64(max(v, 0))
+			}
+		}
+	}
+	return ps.capf
 }
 
 // allColumns are the unrestricted columns: the types do not change after

@@ -3,7 +3,6 @@ package scheduling
 import (
 	"fmt"
 	"math"
-	"slices"
 	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -38,8 +37,13 @@ type poolState struct {
 	typeReqs *reqs // requirements on instance-type label keys
 	zoneMask uint64
 	ctMask   uint64
-	// types are the launchable types, cheapest first.
-	types    []*ptype
+	// types are the launchable types, cheapest first (shared with other
+	// solves when kept in the prepared list: read only), and values their
+	// worth at this solve's dual prices (see bound.go).
+	types  []*ptype
+	values []float64
+	// capf are the types' capacities as the bound reads them (lpCaps).
+	capf     []float64
 	allTypes bitset
 	// frontier are the types no other type dominates (as much of every
 	// resource, no dearer in any zone and capacity type); cheapest and
@@ -85,8 +89,6 @@ type ptype struct {
 	zoneMask uint64
 	ctMask   uint64
 	minPrice float64
-	// eff is value/price under the bound's dual prices (see bound.go).
-	value float64
 }
 
 // dominates tells whether a is at least as good as b for every purpose:
@@ -260,6 +262,7 @@ func (s *solver) preparePoolState(idx int, p *model.Pool) *poolState {
 	ps.frontierBits = newBitset(len(ps.types))
 	s.buildFrontier(ps)
 	if key != "" {
+		ps.lpCaps(s.dims.n())
 		pl.keepPoolTypes(key, keptTypesOf(ps))
 	}
 	return ps
@@ -453,10 +456,10 @@ func (s *solver) typeOffers(t *ptype, ps *poolState, pl *PreparedTypes, k int, z
 
 // keptTypes are a pool's types as prepareTypes and buildFrontier made
 // them, kept in the prepared list for later solves of pools of the same
-// key (poolTypesKey). They are read only: each solve copies the types
-// (it writes their values) and shares the rest.
+// key (poolTypesKey), which share them (read only).
 type keptTypes struct {
-	types    []ptype
+	types    []*ptype
+	capf     []float64
 	allTypes bitset
 	frontier []int
 	fBits    bitset
@@ -465,22 +468,13 @@ type keptTypes struct {
 }
 
 func keptTypesOf(ps *poolState) *keptTypes {
-	k := &keptTypes{types: make([]ptype, len(ps.types)), allTypes: ps.allTypes, frontier: ps.frontier,
+	return &keptTypes{types: ps.types, capf: ps.capf, allTypes: ps.allTypes, frontier: ps.frontier,
 		fBits: ps.frontierBits, allIdx: ps.allIdx, byName: ps.byName}
-	for i, t := range ps.types {
-		k.types[i] = *t
-	}
-	return k
 }
 
-// fill gives the pool the kept types: its own copy of the types, the
-// rest shared.
+// fill gives the pool the kept types.
 func (k *keptTypes) fill(ps *poolState) {
-	arr := slices.Clone(k.types)
-	ps.types = make([]*ptype, len(arr))
-	for i := range arr {
-		ps.types[i] = &arr[i]
-	}
+	ps.types, ps.capf = k.types, k.capf
 	ps.allTypes, ps.frontier, ps.frontierBits, ps.allIdx, ps.byName = k.allTypes, k.frontier, k.fBits, k.allIdx, k.byName
 }
 

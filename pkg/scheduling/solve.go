@@ -202,8 +202,9 @@ func (s *solver) setup() {
 	s.buildTopology()
 	s.unitPrice = s.dualPrices()
 	for _, ps := range s.pools {
-		for _, t := range ps.types {
-			t.value = s.valueOf(t.net)
+		ps.values = make([]float64, len(ps.types))
+		for i, t := range ps.types {
+			ps.values[i] = s.valueOf(t.net)
 		}
 	}
 	for _, c := range s.classes {
