@@ -62,11 +62,8 @@ func TestLowerBoundReusesOnlyItsOwnLP(t *testing.T) {
 		list := randomTypes(rnd)
 		var pods []*corev1.Pod
 		for i := 0; i < 5+rnd.Intn(40); i++ {
-			p := &corev1.Pod{}
-			p.Name, p.Namespace = fmt.Sprintf("p%02d", i), "default"
-			p.Spec.Containers = []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-				corev1.ResourceCPU:    *resource.NewMilliQuantity(int64(100+rnd.Intn(1500)), resource.DecimalSI),
-				corev1.ResourceMemory: *resource.NewQuantity(int64(1+rnd.Intn(1024))<<20, resource.BinarySI)}}}}
+			p := cpuPod(i, int64(100+rnd.Intn(1500)))
+			p.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory] = *resource.NewQuantity(int64(1+rnd.Intn(1024))<<20, resource.BinarySI)
 			pods = append(pods, p)
 		}
 		in := Input{Pods: pods, Pools: []*model.Pool{{Name: "all"}}, InstanceTypes: list}
@@ -106,4 +103,13 @@ func TestLowerBoundReusesOnlyItsOwnLP(t *testing.T) {
 	if reused == 0 || fresh == 0 {
 		t.Errorf("the LP before packing was reused in %d cases, not in %d: both must happen", reused, fresh)
 	}
+}
+
+// cpuPod is pod p<i> of namespace default requesting milli millicores.
+func cpuPod(i int, milli int64) *corev1.Pod {
+	p := &corev1.Pod{}
+	p.Name, p.Namespace = fmt.Sprintf("p%02d", i), "default"
+	p.Spec.Containers = []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+		corev1.ResourceCPU: *resource.NewMilliQuantity(milli, resource.DecimalSI)}}}}
+	return p
 }

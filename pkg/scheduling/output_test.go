@@ -1,13 +1,11 @@
 package scheduling
 
 import (
-	"fmt"
 	"math/rand"
 	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/joist-dev/joist/pkg/model"
@@ -24,11 +22,8 @@ func TestNewNodesShareOnlyEqualOptions(t *testing.T) {
 		list := randomTypes(rnd)
 		var pods []*corev1.Pod
 		for i := 0; i < 12; i++ {
-			p := &corev1.Pod{}
-			p.Name, p.Namespace = fmt.Sprintf("p%02d", i), "default"
+			p := cpuPod(i, int64(500*(1+rnd.Intn(3))))
 			p.Labels = map[string]string{"app": "x"}
-			p.Spec.Containers = []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-				corev1.ResourceCPU: *resource.NewMilliQuantity(int64(500*(1+rnd.Intn(3))), resource.DecimalSI)}}}}
 			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 				RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
 					TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}}}}}
