@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -297,17 +298,35 @@ func (s *solver) listIndices(ps *poolState, pl *PreparedTypes) listIdx {
 	return x
 }
 
-// poolTypesKey is what decides a pool's types, when that is the prepared
-// list alone: its zones and capacity types, its requirements on type
-// labels, the solve's dimensions and whether it has limits (its frontier
-// then keeps every type), with no offering out of capacity and no
-// DaemonSet; "" otherwise. Solves of pools with the same key get the same
-// types, so they are kept in the prepared list (keptTypes).
+// poolTypesKey is what decides a pool's types besides the prepared list:
+// its zones and capacity types, its requirements on type labels, the
+// solve's dimensions, whether it has limits (its frontier then keeps
+// every type) and the DaemonSets it runs (their requests, host ports and
+// node requirements, and what those are checked against: the pool's
+// other requirements and the solve's zones, capacity types and type
+// label keys), with no offering out of capacity; "" otherwise. Solves of
+// pools with the same key get the same types, so they are kept in the
+// prepared list (keptTypes).
 func (s *solver) poolTypesKey(ps *poolState, pl *PreparedTypes, x listIdx, dsList []*dsInfo) string {
-	if !x.same || s.in.Unavailable != nil || len(pl.zones) > 64 || len(pl.cts) > 64 || len(dsList) > 0 {
+	if !x.same || s.in.Unavailable != nil || len(pl.zones) > 64 || len(pl.cts) > 64 {
 		return ""
 	}
-	return fmt.Sprintf("%x/%x/%s/%v/%t", x.localZones, x.localCTs, ps.typeReqs.signature(), s.dims.names, ps.hasLimits)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%x/%x/%s/%v/%t", x.localZones, x.localCTs, ps.typeReqs.signature(), s.dims.names, ps.hasLimits)
+	if len(dsList) > 0 {
+		fmt.Fprintf(&b, "/ds %x/%x/%q/%q/%s", ps.zoneMask, ps.ctMask, s.world.zones, s.world.cts, ps.custom.signature())
+		for _, d := range dsList {
+			fmt.Fprintf(&b, "|%v/%v/%d:", d.req, d.ports, len(d.terms))
+			for _, t := range d.terms {
+				b.WriteString(t.signature())
+				for _, k := range t.keys {
+					fmt.Fprintf(&b, "%t", s.isTypeKey(k))
+				}
+				b.WriteByte(';')
+			}
+		}
+	}
+	return b.String()
 }
 
 // prepareTypes fills the pool's types from the prepared list: those its
@@ -460,6 +479,7 @@ func (s *solver) typeOffers(t *ptype, ps *poolState, pl *PreparedTypes, k int, z
 type keptTypes struct {
 	types    []*ptype
 	capf     []float64
+	dsPorts  []hostPort
 	allTypes bitset
 	frontier []int
 	fBits    bitset
@@ -468,13 +488,13 @@ type keptTypes struct {
 }
 
 func keptTypesOf(ps *poolState) *keptTypes {
-	return &keptTypes{types: ps.types, capf: ps.capf, allTypes: ps.allTypes, frontier: ps.frontier,
+	return &keptTypes{types: ps.types, capf: ps.capf, dsPorts: ps.dsPorts, allTypes: ps.allTypes, frontier: ps.frontier,
 		fBits: ps.frontierBits, allIdx: ps.allIdx, byName: ps.byName}
 }
 
 // fill gives the pool the kept types.
 func (k *keptTypes) fill(ps *poolState) {
-	ps.types, ps.capf = k.types, k.capf
+	ps.types, ps.capf, ps.dsPorts = k.types, k.capf, k.dsPorts
 	ps.allTypes, ps.frontier, ps.frontierBits, ps.allIdx, ps.byName = k.allTypes, k.frontier, k.fBits, k.allIdx, k.byName
 }
 

@@ -177,7 +177,18 @@ func TestPreparedPoolTypes(t *testing.T) {
 				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")}}}}
 			in.DaemonSets = []*appsv1.DaemonSet{ds}
 		}
-		for round := 0; round < 2; round++ { // the second finds the price orders cached
+		// The second round finds the price orders and pool types kept; the
+		// third runs another DaemonSet, which must not get them, and the
+		// fourth finds those of the third.
+		for round := 0; round < 4; round++ {
+			if round == 2 {
+				ds := &appsv1.DaemonSet{}
+				ds.Spec.Template.Spec.NodeSelector = map[string]string{corev1.LabelArchStable: "amd64"}
+				ds.Spec.Template.Spec.Containers = []corev1.Container{{
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("300m")}},
+					Ports:     []corev1.ContainerPort{{HostPort: 9100, ContainerPort: 9100, Protocol: corev1.ProtocolTCP}}}}
+				in.DaemonSets = []*appsv1.DaemonSet{ds}
+			}
 			s := newSolver(&in)
 			s.setup()
 			for _, ps := range s.pools {
@@ -188,6 +199,13 @@ func TestPreparedPoolTypes(t *testing.T) {
 				want, got := wantTypes(s, ps, list), gotTypes(ps)
 				if !reflect.DeepEqual(got, want) {
 					t.Fatalf("seed %d round %d pool %s:\ngot  %q\nwant %q", seed, round, ps.pool.Name, got, want)
+				}
+				withDS := false
+				for _, tp := range ps.types {
+					withDS = withDS || tp.ds[dimCPU] > 0
+				}
+				if wantPorts := round >= 2 && withDS; wantPorts != (len(ps.dsPorts) > 0) {
+					t.Fatalf("seed %d round %d pool %s: DaemonSet host ports %v", seed, round, ps.pool.Name, ps.dsPorts)
 				}
 				for i, tp := range ps.types {
 					if tp.idx != i || ps.byName[tp.nameRank] != i || !ps.allTypes.has(i) || ps.allIdx[i] != i {
