@@ -47,18 +47,18 @@ type PreparedTypes struct {
 	columns map[string]*labelColumn
 	orders  map[[2]uint64]*priceOrder
 	// poolTypes are pools' types and frontiers by what decides them
-	// (poolTypesKey).
+	// (poolTypesKey), poolOrder their keys oldest first.
 	poolTypes map[string]*keptTypes
+	poolOrder []string
 }
 
 // maxPriceOrders bounds the price orders a PreparedTypes keeps: pools
 // allow few distinct sets of zones and capacity types.
 const maxPriceOrders = 64
 
-// maxPoolTypes bounds the pool types a PreparedTypes keeps (each is a
-// copy of the types a pool accepts: a few hundred KB at most for a
-// catalog): pools differ in few ways that matter to their types.
-const maxPoolTypes = 16
+// maxPoolTypes bounds the pool types a PreparedTypes keeps (each is the
+// types a pool accepts: a few hundred KB at most for a catalog).
+const maxPoolTypes = 32
 
 // labelColumn is one label key's value on every type of a list: the
 // distinct values, and for each type the index of its value (-1: absent).
@@ -297,11 +297,19 @@ func (p *PreparedTypes) poolTypesOf(key string) (*keptTypes, bool) {
 	return k, ok
 }
 
-// keepPoolTypes keeps a pool's types, up to maxPoolTypes of them.
+// keepPoolTypes keeps a pool's types, up to maxPoolTypes of them: the
+// oldest go first, so the pools solved now stay kept however many shapes
+// came before.
 func (p *PreparedTypes) keepPoolTypes(key string, k *keptTypes) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.poolTypes) < maxPoolTypes {
-		p.poolTypes[key] = k
+	if _, ok := p.poolTypes[key]; ok {
+		return
 	}
+	if len(p.poolOrder) >= maxPoolTypes {
+		delete(p.poolTypes, p.poolOrder[0])
+		p.poolOrder = p.poolOrder[1:]
+	}
+	p.poolTypes[key] = k
+	p.poolOrder = append(p.poolOrder, key)
 }

@@ -282,3 +282,21 @@ func TestSolveWithPreparedIsSolveWithout(t *testing.T) {
 		}
 	}
 }
+
+// TestKeptPoolTypesOldestGo checks that a full prepared list keeps the
+// newest pool types (the pools solved now), dropping the oldest.
+func TestKeptPoolTypesOldestGo(t *testing.T) {
+	p := PrepareTypes(nil)
+	for i := 0; i <= maxPoolTypes; i++ {
+		p.keepPoolTypes(fmt.Sprint(i), &keptTypes{})
+	}
+	if _, ok := p.poolTypesOf(fmt.Sprint(maxPoolTypes)); !ok {
+		t.Error("the newest pool types were not kept")
+	}
+	if _, ok := p.poolTypesOf("0"); ok {
+		t.Error("the oldest pool types were not dropped")
+	}
+	if len(p.poolTypes) != maxPoolTypes || len(p.poolOrder) != maxPoolTypes {
+		t.Errorf("%d pool types kept (%d in order), want %d", len(p.poolTypes), len(p.poolOrder), maxPoolTypes)
+	}
+}
