@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -62,19 +63,24 @@ func solveCover(cols []lpColumn, demand []float64) (float64, []float64) {
 	}
 	bigM := 1e6 * math.Max(maxCost, 1)
 	// Columns: 0..n-1 types, n..n+m-1 surplus (−e_i, cost 0), n+m..n+2m-1
-	// artificial (e_i, cost M).
-	col := func(j int, out []float64) {
-		for i := range out {
-			out[i] = 0
+	// artificial (e_i, cost M). The types' normalized columns are computed
+	// once (every pricing pass reads them all) into one array, type j at
+	// [j*m:].
+	norm := make([]float64, n*m)
+	for j, c := range cols {
+		for i, r := range rows {
+			norm[j*m+i] = c.cap[r] / demand[r]
 		}
+	}
+	col := func(j int, out []float64) {
 		switch {
 		case j < n:
-			for i, r := range rows {
-				out[i] = cols[j].cap[r] / demand[r]
-			}
+			copy(out, norm[j*m:(j+1)*m])
 		case j < n+m:
+			clear(out)
 			out[j-n] = -1
 		default:
+			clear(out)
 			out[j-n-m] = 1
 		}
 	}
@@ -89,16 +95,15 @@ func solveCover(cols []lpColumn, demand []float64) (float64, []float64) {
 	}
 	basis := make([]int, m)
 	binv := make([][]float64, m)
+	binvArr := make([]float64, m*m)
 	xb := make([]float64, m)
+	isBasic := make([]bool, n+2*m)
 	for i := range basis {
 		basis[i] = n + m + i
-		binv[i] = make([]float64, m)
+		binv[i] = binvArr[i*m : (i+1)*m : (i+1)*m]
 		binv[i][i] = 1
 		xb[i] = 1
-	}
-	isBasic := map[int]bool{}
-	for _, j := range basis {
-		isBasic[j] = true
+		isBasic[basis[i]] = true
 	}
 	a := make([]float64, m)
 	d := make([]float64, m)
@@ -114,7 +119,22 @@ func solveCover(cols []lpColumn, demand []float64) (float64, []float64) {
 			dual[k] = v
 		}
 		enter, best := -1, -1e-9
-		for j := 0; j < n+2*m; j++ {
+		// The types' reduced costs, read from the normalized array.
+		for j := 0; j < n; j++ {
+			if isBasic[j] {
+				continue
+			}
+			cj := cols[j].cost
+			rc := cj
+			for i, v := range norm[j*m : (j+1)*m] {
+				rc -= dual[i] * v
+			}
+			// Scale-free comparison: reduced cost relative to the cost.
+			if score := rc / math.Max(cj, 1e-9); score < best {
+				best, enter = score, j
+			}
+		}
+		for j := n; j < n+2*m; j++ {
 			if isBasic[j] {
 				continue
 			}
@@ -123,13 +143,8 @@ func solveCover(cols []lpColumn, demand []float64) (float64, []float64) {
 			for i := 0; i < m; i++ {
 				rc -= dual[i] * a[i]
 			}
-			// Scale-free comparison: reduced cost relative to the cost.
-			score := rc / math.Max(cost(j), 1e-9)
-			if j >= n {
-				score = rc
-			}
-			if score < best {
-				best, enter = score, j
+			if rc < best {
+				best, enter = rc, j
 			}
 		}
 		if enter < 0 {
@@ -170,7 +185,7 @@ func solveCover(cols []lpColumn, demand []float64) (float64, []float64) {
 			}
 			xb[i] -= f * xb[leave]
 		}
-		delete(isBasic, basis[leave])
+		isBasic[basis[leave]] = false
 		basis[leave] = enter
 		isBasic[enter] = true
 	}
@@ -204,8 +219,8 @@ func solveCover(cols []lpColumn, demand []float64) (float64, []float64) {
 }
 
 // columns lists (pool, type) capacity vectors, optionally restricted.
-// Every solve lists them twice or more over the whole catalog, so they
-// take two allocations (the columns and one array of capacities).
+// Every solve lists them twice or more over the whole catalog, so the
+// capacities are the pools' (lpCaps), made once.
 func (s *solver) columns(allowed func(ps *poolState, t *ptype) bool) []lpColumn {
 	n, nd := 0, s.dims.n()
 	for _, ps := range s.pools {
@@ -214,24 +229,35 @@ func (s *solver) columns(allowed func(ps *poolState, t *ptype) bool) []lpColumn 
 		}
 	}
 	out := make([]lpColumn, 0, n)
-	caps := make([]float64, n*nd)
 	for _, ps := range s.pools {
 		if !ps.ok {
 			continue
 		}
+		caps := ps.lpCaps(nd)
 		for _, t := range ps.types {
 			if allowed != nil && !allowed(ps, t) {
 				continue
 			}
-			k := len(out) * nd
-			c := lpColumn{cost: t.minPrice, cap: caps[k : k+nd : k+nd]}
-			for i, v := range t.net {
-				c.cap[i] = float64(max(v, 0))
-			}
-			out = append(out, c)
+			k := t.idx * nd
+			out = append(out, lpColumn{cost: t.minPrice, cap: caps[k : k+nd : k+nd]})
 		}
 	}
 	return out
+}
+
+// lpCaps are the pool's types' allocatable as the bound's columns read
+// it (type i at [i*nd:]), made on first use; kept pool types keep them
+// too (read only).
+func (ps *poolState) lpCaps(nd int) []float64 {
+	if ps.capf == nil {
+		ps.capf = make([]float64, len(ps.types)*nd)
+		for i, t := range ps.types {
+			for d, v := range t.net {
+				ps.capf[i*nd+d] = float64(max(v, 0))
+			}
+		}
+	}
+	return ps.capf
 }
 
 // allColumns are the unrestricted columns: the types do not change after
@@ -273,8 +299,27 @@ func (s *solver) dualPrices() []float64 {
 	for i := range demand {
 		demand[i] = math.Max(0, demand[i]-float64(free[i]))
 	}
-	_, y := solveCover(s.allColumns(), demand)
-	return y
+	s.full = s.coverAll(demand)
+	return s.full.y
+}
+
+// cover is a solved LP over all columns: its demand, optimum and duals.
+type cover struct {
+	demand []float64
+	bound  float64
+	y      []float64
+}
+
+// coverAll solves the LP over all columns for a demand, or returns the
+// solve before packing when the demand is the same: the columns do not
+// change, so neither does the answer (the demands are sums of integers,
+// exact in float64 whatever the order, so equal plans compare equal).
+func (s *solver) coverAll(demand []float64) cover {
+	if s.full.demand != nil && slices.Equal(s.full.demand, demand) {
+		return s.full
+	}
+	b, y := solveCover(s.allColumns(), demand)
+	return cover{demand: demand, bound: b, y: y}
 }
 
 // lowerBound is the bound for the pods the plan places. Besides the LP over
@@ -335,7 +380,8 @@ func (s *solver) lowerBound() float64 {
 		return out
 	}
 	allCols := s.allColumns()
-	best, y := solveCover(allCols, sub(total))
+	full := s.coverAll(sub(total))
+	best, y := full.bound, full.y
 	// Pods' shapes: what the resource LP's mixing of families cannot
 	// reach (shapebound.go).
 	if v := s.shapeBound(y); v > best {
@@ -362,9 +408,15 @@ func (s *solver) lowerBound() float64 {
 				if !cp.ok {
 					continue
 				}
+				// Types come cheapest first: the first that fits is
+				// the pool's cheapest for the class.
 				for j, t := range ps.types {
-					if cp.types.has(j) && c.req.le(t.net) && t.minPrice < cheapest {
+					if t.minPrice >= cheapest {
+						break
+					}
+					if cp.types.has(j) && c.req.le(t.net) {
 						cheapest = t.minPrice
+						break
 					}
 				}
 			}

@@ -1,8 +1,16 @@
 package scheduling
 
 import (
+	"fmt"
 	"math"
+	"math/rand"
+	"slices"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/joist-dev/joist/pkg/model"
 )
 
 // A covering LP with a known optimum: cpu 10, memory 40.
@@ -39,4 +47,69 @@ func TestSolveCoverEdgeCases(t *testing.T) {
 	if math.Abs(b-7.5) > 1e-9 || math.Abs(y[0]-0.75) > 1e-9 {
 		t.Errorf("single column: %v %v", b, y)
 	}
+}
+
+// TestLowerBoundReusesOnlyItsOwnLP checks the bound after packing against
+// one computed with nothing kept from before packing: the same whether
+// the LP before packing is reused (every pod placed on new nodes: the same
+// demand) or not (pods placed on an existing node's room, which the bound
+// after packing no longer counts free: another demand), on random
+// catalogs and pods.
+func TestLowerBoundReusesOnlyItsOwnLP(t *testing.T) {
+	reused, fresh := 0, 0
+	for seed := int64(1); seed <= 60; seed++ {
+		rnd := rand.New(rand.NewSource(seed))
+		list := randomTypes(rnd)
+		var pods []*corev1.Pod
+		for i := 0; i < 5+rnd.Intn(40); i++ {
+			p := cpuPod(i, int64(100+rnd.Intn(1500)))
+			p.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory] = *resource.NewQuantity(int64(1+rnd.Intn(1024))<<20, resource.BinarySI)
+			pods = append(pods, p)
+		}
+		in := Input{Pods: pods, Pools: []*model.Pool{{Name: "all"}}, InstanceTypes: list}
+		if seed%2 == 0 {
+			alloc := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi"),
+				corev1.ResourcePods: resource.MustParse("20")}
+			in.Nodes = []*Node{{Name: "old", Labels: map[string]string{corev1.LabelHostname: "old"}, Allocatable: alloc}}
+		}
+		s := newSolver(&in)
+		s.setup()
+		s.pack()
+		s.improve()
+		got := s.lowerBound()
+		if d := s.coverAll(s.full.demand); d.bound != s.full.bound {
+			t.Fatalf("seed %d: the same demand was not answered from the LP before packing", seed)
+		}
+		total := make([]float64, s.dims.n())
+		for _, c := range s.classes {
+			for i, v := range c.req {
+				total[i] += float64(v) * float64(len(c.pods)-c.remaining)
+			}
+		}
+		free := s.existingFree()
+		for i := range total {
+			total[i] = math.Max(0, total[i]-float64(free[i]))
+		}
+		if slices.Equal(total, s.full.demand) {
+			reused++
+		} else {
+			fresh++
+		}
+		s.full = cover{}
+		if want := s.lowerBound(); got != want {
+			t.Errorf("seed %d: bound %v, %v with nothing kept", seed, got, want)
+		}
+	}
+	if reused == 0 || fresh == 0 {
+		t.Errorf("the LP before packing was reused in %d cases, not in %d: both must happen", reused, fresh)
+	}
+}
+
+// cpuPod is pod p<i> of namespace default requesting milli millicores.
+func cpuPod(i int, milli int64) *corev1.Pod {
+	p := &corev1.Pod{}
+	p.Name, p.Namespace = fmt.Sprintf("p%02d", i), "default"
+	p.Spec.Containers = []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+		corev1.ResourceCPU: *resource.NewMilliQuantity(milli, resource.DecimalSI)}}}}
+	return p
 }

@@ -141,7 +141,7 @@ func (s *solver) growBound(b *bin, minReq vec) float64 {
 		return math.Inf(-1)
 	}
 	ps := b.pool
-	cur := ps.types[b.typ]
+	curValue := ps.values[b.typ]
 	need := b.used.clone()
 	need.add(minReq)
 	ub := math.Inf(-1)
@@ -161,7 +161,7 @@ func (s *solver) growBound(b *bin, minReq vec) float64 {
 		if dp <= 1e-12 {
 			return math.Inf(1)
 		}
-		ub = math.Max(ub, math.Max(0, (t.value-cur.value)/dp))
+		ub = math.Max(ub, math.Max(0, (ps.values[i]-curValue)/dp))
 	}
 	return ub
 }
@@ -194,7 +194,7 @@ func (s *solver) growRefresh() {
 		b := s.bins[id]
 		if ub := s.growBound(b, g.min); !math.IsInf(ub, -1) {
 			g.h.push(growItem{ub: ub, id: id, ver: b.ver, gen: g.gen})
-			room := b.pool.types[b.typ].value - s.valueOf(b.used)
+			room := b.pool.values[b.typ] - s.valueOf(b.used)
 			g.room.push(growItem{ub: room, id: id, ver: b.ver})
 		}
 	}

@@ -232,7 +232,7 @@ func (s *solver) upgradeFor(l *level, b *bin, cp *classPool) *growth {
 		dp := o.price - b.offer.price
 		eff := math.Inf(1)
 		if dp > 1e-12 {
-			eff = (t.value - curValue) / dp
+			eff = (ps.values[i] - curValue) / dp
 		}
 		if best >= 0 {
 			if math.Abs(eff-bestEff) <= 0.01*math.Max(math.Abs(eff), math.Abs(bestEff)) {

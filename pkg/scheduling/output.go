@@ -156,16 +156,12 @@ type opt struct {
 func (s *solver) newNode(b *bin, headroom vec) (NewNode, string) {
 	ps := b.pool
 	chosen := ps.types[b.typ]
-	// opts and ranks (rankBuf) are scratch, reused by every new node of
-	// the solve.
+	// opts is scratch, reused by every new node of the solve.
 	if cap(s.optBuf) < len(ps.types) {
 		s.optBuf = make([]opt, 0, len(ps.types))
 	}
-	if len(s.rankBuf)*64 < len(ps.types) {
-		s.rankBuf = newBitset(len(ps.types))
-	}
 	opts := s.optBuf[:0]
-	defer func() { s.optBuf = opts[:0] }()
+	defer func() { s.optBuf = s.optBuf[:0] }()
 	for i, t := range ps.types {
 		if !b.types.has(i) || !b.used.le(t.net) {
 			continue
@@ -188,26 +184,13 @@ func (s *solver) newNode(b *bin, headroom vec) (NewNode, string) {
 		}
 		opts = append(opts, opt{t, o})
 	}
-	// Cheapest first, ties by name: the pool's types come in that order
-	// over its zones and capacity types, so often already sorted.
-	byPrice := func(a, b opt) int {
-		if a.o.price != b.o.price {
-			return cmp.Compare(a.o.price, b.o.price)
-		}
-		return strings.Compare(a.t.it.Name, b.t.it.Name)
-	}
-	if !slices.IsSortedFunc(opts, byPrice) {
-		slices.SortStableFunc(opts, byPrice)
-	}
+	// New nodes holding alike pods often have the same options: those
+	// share one list (and one list of names), built once.
+	sh := s.sharedOpts(ps, b.zoneMask, b.ctMask, opts)
 	nn := NewNode{Pool: ps.pool.Name, Taints: append([]corev1.Taint(nil), ps.taints...), Labels: map[string]string{}}
-	nn.InstanceTypeOptions = make([]InstanceTypeOption, 0, len(opts))
-	for _, o := range opts {
-		nn.InstanceTypeOptions = append(nn.InstanceTypeOptions, InstanceTypeOption{
-			Name: o.t.it.Name, Zone: s.world.zones[o.o.zone], CapacityType: s.world.cts[o.o.ct], PricePerHour: o.o.price,
-		})
-	}
+	nn.InstanceTypeOptions = sh.options
 	if len(opts) > 0 {
-		c := opts[0]
+		c := sh.cheapest
 		nn.Cheapest = Launch{InstanceType: c.t.it.Name, Zone: s.world.zones[c.o.zone], CapacityType: s.world.cts[c.o.ct], PricePerHour: c.o.price}
 		req := b.used.clone()
 		req.add(c.t.ds)
@@ -231,24 +214,7 @@ func (s *solver) newNode(b *bin, headroom vec) (NewNode, string) {
 	// Requirements: the pool's type requirements, the instance types, the
 	// zones and capacity types, and custom labels as narrowed.
 	r := ps.typeReqs.clone()
-	// The options' names in name order: their places in the pool's name
-	// order, marked and read back in order (cleared on the way).
-	ranks := s.rankBuf
-	for _, o := range opts {
-		ranks.set(o.t.nameRank)
-	}
-	names := make([]string, 0, len(opts))
-	for w, word := range ranks {
-		for word != 0 {
-			rk := w*64 + bits.TrailingZeros64(word)
-			word &= word - 1
-			if n := ps.types[ps.byName[rk]].it.Name; len(names) == 0 || names[len(names)-1] != n {
-				names = append(names, n)
-			}
-		}
-		ranks[w] = 0
-	}
-	r.add(corev1.LabelInstanceTypeStable, valueSet{values: names})
+	r.add(corev1.LabelInstanceTypeStable, valueSet{values: sh.names})
 	r.add(corev1.LabelTopologyZone, valueSet{values: nn.Zones})
 	r.add(model.LabelCapacityType, valueSet{values: nn.CapacityTypes})
 	for _, k := range b.custom.keys {
@@ -269,7 +235,7 @@ func (s *solver) newNode(b *bin, headroom vec) (NewNode, string) {
 	if len(nn.CapacityTypes) == 1 {
 		nn.Labels[model.LabelCapacityType] = nn.CapacityTypes[0]
 	}
-	nn.Requirements = r.toModel()
+	nn.Requirements = r.toModel(sh.names)
 	// minValues: the options must offer enough distinct values.
 	for _, q := range ps.pool.Requirements {
 		if q.MinValues == nil {
@@ -286,4 +252,108 @@ func (s *solver) newNode(b *bin, headroom vec) (NewNode, string) {
 		}
 	}
 	return nn, ""
+}
+
+// optList is a list of options as a new node's output gives them:
+// options cheapest first (ties by name), the cheapest's offering, and the
+// types' names in name order, once each. Nodes with the same options
+// share one. The options are decided by the pool, the node's zones and
+// capacity types (each type's offering is its cheapest there) and which
+// types hold the node: that is the key (nodes with other masks but the
+// same options only miss a share).
+type optList struct {
+	pool             int
+	zoneMask, ctMask uint64
+	types            bitset
+	cheapest         opt
+	options          []InstanceTypeOption
+	names            []string
+}
+
+// sharedOpts returns the option list for a node of pool ps with the zone
+// and capacity type masks, whose options are opts (scratch, in the pool's
+// type order; sorted here when the list is new), made on its first use in
+// the solve.
+func (s *solver) sharedOpts(ps *poolState, zoneMask, ctMask uint64, opts []opt) *optList {
+	if len(s.rankBuf)*64 < len(ps.types) {
+		s.rankBuf = newBitset(len(ps.types))
+	}
+	ranks := s.rankBuf
+	h := uint64(14695981039346656037)
+	mix := func(v uint64) {
+		h ^= v
+		h *= 1099511628211
+	}
+	mix(uint64(ps.idx))
+	mix(zoneMask)
+	mix(ctMask)
+	for _, o := range opts {
+		mix(uint64(o.t.idx))
+	}
+	if s.optLists == nil {
+		s.optLists = map[uint64][]*optList{}
+	}
+	for _, l := range s.optLists[h] {
+		if l.pool == ps.idx && l.zoneMask == zoneMask && l.ctMask == ctMask && l.holds(opts) {
+			return l
+		}
+	}
+	l := &optList{pool: ps.idx, zoneMask: zoneMask, ctMask: ctMask, types: newBitset(len(ps.types))}
+	for _, o := range opts {
+		l.types.set(o.t.idx)
+	}
+	s.optLists[h] = append(s.optLists[h], l)
+	// Cheapest first, ties by name: the pool's types come in that order
+	// over its zones and capacity types, so often already sorted.
+	byPrice := func(a, b opt) int {
+		if a.o.price != b.o.price {
+			return cmp.Compare(a.o.price, b.o.price)
+		}
+		return strings.Compare(a.t.it.Name, b.t.it.Name)
+	}
+	if !slices.IsSortedFunc(opts, byPrice) {
+		slices.SortStableFunc(opts, byPrice)
+	}
+	if len(opts) > 0 {
+		l.cheapest = opts[0]
+	}
+	l.options = make([]InstanceTypeOption, len(opts))
+	for i, o := range opts {
+		l.options[i] = InstanceTypeOption{Name: o.t.it.Name, Zone: s.world.zones[o.o.zone], CapacityType: s.world.cts[o.o.ct], PricePerHour: o.o.price}
+	}
+	// The names in name order: the types' places in the pool's name
+	// order, marked and read back in order (cleared on the way).
+	for _, o := range opts {
+		ranks.set(o.t.nameRank)
+	}
+	l.names = make([]string, 0, len(opts))
+	for w, word := range ranks {
+		for word != 0 {
+			rk := w*64 + bits.TrailingZeros64(word)
+			word &= word - 1
+			if n := ps.types[ps.byName[rk]].it.Name; len(l.names) == 0 || l.names[len(l.names)-1] != n {
+				l.names = append(l.names, n)
+			}
+		}
+		ranks[w] = 0
+	}
+	l.names = l.names[:len(l.names):len(l.names)]
+	return l
+}
+
+// holds tells whether the list's types are exactly opts' (in type order).
+func (l *optList) holds(opts []opt) bool {
+	n := 0
+	for _, w := range l.types {
+		n += bits.OnesCount64(w)
+	}
+	if n != len(opts) {
+		return false
+	}
+	for _, o := range opts {
+		if !l.types.has(o.t.idx) {
+			return false
+		}
+	}
+	return true
 }

@@ -205,7 +205,7 @@ func (s *solver) fillPaid(l *level, want int) int {
 				if b.used[dimCPU]+l.cls.req[dimCPU] > net[dimCPU] || b.used[dimMemory]+l.cls.req[dimMemory] > net[dimMemory] {
 					continue
 				}
-				cands = append(cands, paidCand{b, b.pool.types[b.typ].value - s.valueOf(b.used), len(cands)})
+				cands = append(cands, paidCand{b, b.pool.values[b.typ] - s.valueOf(b.used), len(cands)})
 				continue
 			}
 			if b.used[dimCPU]+l.cls.req[dimCPU] > b.alloc[dimCPU] {

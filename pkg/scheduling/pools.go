@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -37,8 +38,13 @@ type poolState struct {
 	typeReqs *reqs // requirements on instance-type label keys
 	zoneMask uint64
 	ctMask   uint64
-	// types are the launchable types, cheapest first.
-	types    []*ptype
+	// types are the launchable types, cheapest first (shared with other
+	// solves when kept in the prepared list: read only), and values their
+	// worth at this solve's dual prices (see bound.go).
+	types  []*ptype
+	values []float64
+	// capf are the types' capacities as the bound reads them (lpCaps).
+	capf     []float64
 	allTypes bitset
 	// frontier are the types no other type dominates (as much of every
 	// resource, no dearer in any zone and capacity type); cheapest and
@@ -84,8 +90,6 @@ type ptype struct {
 	zoneMask uint64
 	ctMask   uint64
 	minPrice float64
-	// eff is value/price under the bound's dual prices (see bound.go).
-	value float64
 }
 
 // dominates tells whether a is at least as good as b for every purpose:
@@ -240,7 +244,14 @@ func (s *solver) preparePoolState(idx int, p *model.Pool) *poolState {
 		list = o
 	}
 	pl := s.preparedFor(list)
-	byList, frontierKey := s.prepareTypes(ps, pl)
+	lx := s.listIndices(ps, pl)
+	dsList := s.daemonSetsFor(ps)
+	key := s.poolTypesKey(ps, pl, lx, dsList)
+	if pt, ok := pl.poolTypesOf(key); ok {
+		pt.fill(ps)
+		return ps
+	}
+	s.prepareTypes(ps, pl, lx, dsList)
 	ps.allTypes = newBitset(len(ps.types))
 	ps.byName = make([]int, len(ps.types))
 	for i, t := range ps.types {
@@ -250,20 +261,72 @@ func (s *solver) preparePoolState(idx int, p *model.Pool) *poolState {
 		ps.allIdx = append(ps.allIdx, i)
 	}
 	ps.frontierBits = newBitset(len(ps.types))
-	if s.keptFrontier(ps, pl, frontierKey, byList) {
-		return ps
-	}
 	s.buildFrontier(ps)
-	if frontierKey != "" {
-		f := make([]int, len(ps.frontier))
-		for k, t := range byList {
-			if t != nil && ps.frontierBits.has(t.idx) {
-				f[sort.SearchInts(ps.frontier, t.idx)] = k
-			}
-		}
-		pl.keepFrontier(frontierKey, f)
+	if key != "" {
+		ps.lpCaps(s.dims.n())
+		pl.keepPoolTypes(key, keptTypesOf(ps))
 	}
 	return ps
+}
+
+// listIdx maps a prepared list's zones and capacity types to the world's:
+// zoneOf and ctOf by the list's indices, the pool's zones and capacity
+// types in the list's indices, and whether the two agree (the nodes add no
+// zone, so the prepared offerings serve as they are).
+type listIdx struct {
+	zoneOf, ctOf         []int
+	localZones, localCTs uint64
+	same                 bool
+}
+
+func (s *solver) listIndices(ps *poolState, pl *PreparedTypes) listIdx {
+	x := listIdx{zoneOf: make([]int, len(pl.zones)), ctOf: make([]int, len(pl.cts)), same: true}
+	for i, z := range pl.zones {
+		x.zoneOf[i] = s.world.zoneIdx[z]
+		x.same = x.same && x.zoneOf[i] == i
+		if maskHas(ps.zoneMask, x.zoneOf[i]) {
+			x.localZones |= maskOf(i)
+		}
+	}
+	for i, c := range pl.cts {
+		x.ctOf[i] = s.world.ctIdx[c]
+		x.same = x.same && x.ctOf[i] == i
+		if maskHas(ps.ctMask, x.ctOf[i]) {
+			x.localCTs |= maskOf(i)
+		}
+	}
+	return x
+}
+
+// poolTypesKey is what decides a pool's types besides the prepared list:
+// its zones and capacity types, its requirements on type labels, the
+// solve's dimensions, whether it has limits (its frontier then keeps
+// every type) and the DaemonSets it runs (their requests, host ports and
+// node requirements, and what those are checked against: the pool's
+// other requirements and the solve's zones, capacity types and type
+// label keys), with no offering out of capacity; "" otherwise. Solves of
+// pools with the same key get the same types, so they are kept in the
+// prepared list (keptTypes).
+func (s *solver) poolTypesKey(ps *poolState, pl *PreparedTypes, x listIdx, dsList []*dsInfo) string {
+	if !x.same || s.in.Unavailable != nil || len(pl.zones) > 64 || len(pl.cts) > 64 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%x/%x/%s/%v/%t", x.localZones, x.localCTs, ps.typeReqs.signature(), s.dims.names, ps.hasLimits)
+	if len(dsList) > 0 {
+		fmt.Fprintf(&b, "/ds %x/%x/%q/%q/%s", ps.zoneMask, ps.ctMask, s.world.zones, s.world.cts, ps.custom.signature())
+		for _, d := range dsList {
+			fmt.Fprintf(&b, "|%v/%v/%d:", d.req, d.ports, len(d.terms))
+			for _, t := range d.terms {
+				b.WriteString(t.signature())
+				for _, k := range t.keys {
+					fmt.Fprintf(&b, "%t", s.isTypeKey(k))
+				}
+				b.WriteByte(';')
+			}
+		}
+	}
+	return b.String()
 }
 
 // prepareTypes fills the pool's types from the prepared list: those its
@@ -271,37 +334,12 @@ func (s *solver) preparePoolState(idx int, p *model.Pool) *poolState {
 // net of DaemonSet overhead, cheapest first. What depends on the list
 // alone (resources, offerings by index, label values, price and name
 // orders) comes prepared, so this costs a pass over the list with few
-// allocations (one array of types, one of vectors, one of offers). It
-// returns the types by their place in the list and, when the pool's
-// types depend only on the list, its zones and capacity types, its
-// requirements and the solve's dimensions (no offering out of capacity,
-// no DaemonSet, no limit), the key their frontier is kept under.
-func (s *solver) prepareTypes(ps *poolState, pl *PreparedTypes) (byList []*ptype, frontierKey string) {
+// allocations (one array of types, one of vectors, one of offers).
+func (s *solver) prepareTypes(ps *poolState, pl *PreparedTypes, x listIdx, dsList []*dsInfo) {
 	list := pl.list
 	keep := make([]bool, len(list))
 	pl.matching(ps.typeReqs, keep)
-	dsList := s.daemonSetsFor(ps)
-	// The prepared list's zones and capacity types in the world's indices,
-	// and the pool's masks in the list's.
-	// When they are the same (the nodes add no zone), the prepared
-	// offerings serve as they are.
-	zoneOf, ctOf := make([]int, len(pl.zones)), make([]int, len(pl.cts))
-	var localZones, localCTs uint64
-	same := true
-	for i, z := range pl.zones {
-		zoneOf[i] = s.world.zoneIdx[z]
-		same = same && zoneOf[i] == i
-		if maskHas(ps.zoneMask, zoneOf[i]) {
-			localZones |= maskOf(i)
-		}
-	}
-	for i, c := range pl.cts {
-		ctOf[i] = s.world.ctIdx[c]
-		same = same && ctOf[i] == i
-		if maskHas(ps.ctMask, ctOf[i]) {
-			localCTs |= maskOf(i)
-		}
-	}
+	zoneOf, ctOf, localZones, localCTs, same := x.zoneOf, x.ctOf, x.localZones, x.localCTs, x.same
 	var po *priceOrder
 	if len(pl.zones) <= 64 && len(pl.cts) <= 64 {
 		po = pl.priceOrder(localZones, localCTs)
@@ -336,7 +374,7 @@ func (s *solver) prepareTypes(ps *poolState, pl *PreparedTypes) (byList []*ptype
 	vecArr := make([]int64, nv*nd*n)
 	offerArr := make([]offer, 0, nOffers)
 	ps.types = make([]*ptype, 0, n)
-	byList = make([]*ptype, len(list))
+	byList := make([]*ptype, len(list))
 	sorted := true
 	j := 0
 	for _, k := range po.order {
@@ -409,10 +447,6 @@ func (s *solver) prepareTypes(ps *poolState, pl *PreparedTypes) (byList []*ptype
 			ps.dsPorts = append(ps.dsPorts, d.ports...)
 		}
 	}
-	if shared && sorted && len(dsList) == 0 && !ps.hasLimits {
-		frontierKey = fmt.Sprintf("%x/%x/%s/%v", localZones, localCTs, ps.typeReqs.signature(), s.dims.names)
-	}
-	return byList, frontierKey
 }
 
 // typeOffers fills a type's offerings the pool may launch (in the
@@ -439,24 +473,29 @@ func (s *solver) typeOffers(t *ptype, ps *poolState, pl *PreparedTypes, k int, z
 	return arr
 }
 
-// keptFrontier fills the pool's frontier from the prepared list's, when
-// it keeps one under the key (every type of it among the pool's).
-func (s *solver) keptFrontier(ps *poolState, pl *PreparedTypes, key string, byList []*ptype) bool {
-	f, ok := pl.frontierOf(key)
-	if !ok {
-		return false
-	}
-	for _, k := range f {
-		if byList[k] == nil {
-			return false
-		}
-	}
-	for _, k := range f {
-		i := byList[k].idx
-		ps.frontier = append(ps.frontier, i)
-		ps.frontierBits.set(i)
-	}
-	return true
+// keptTypes are a pool's types as prepareTypes and buildFrontier made
+// them, kept in the prepared list for later solves of pools of the same
+// key (poolTypesKey), which share them (read only).
+type keptTypes struct {
+	types    []*ptype
+	capf     []float64
+	dsPorts  []hostPort
+	allTypes bitset
+	frontier []int
+	fBits    bitset
+	allIdx   []int
+	byName   []int
+}
+
+func keptTypesOf(ps *poolState) *keptTypes {
+	return &keptTypes{types: ps.types, capf: ps.capf, dsPorts: ps.dsPorts, allTypes: ps.allTypes, frontier: ps.frontier,
+		fBits: ps.frontierBits, allIdx: ps.allIdx, byName: ps.byName}
+}
+
+// fill gives the pool the kept types.
+func (k *keptTypes) fill(ps *poolState) {
+	ps.types, ps.capf, ps.dsPorts = k.types, k.capf, k.dsPorts
+	ps.allTypes, ps.frontier, ps.frontierBits, ps.allIdx, ps.byName = k.allTypes, k.frontier, k.fBits, k.allIdx, k.byName
 }
 
 // buildFrontier finds the pool's types that no other type dominates

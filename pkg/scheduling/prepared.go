@@ -46,14 +46,19 @@ type PreparedTypes struct {
 	mu      sync.Mutex
 	columns map[string]*labelColumn
 	orders  map[[2]uint64]*priceOrder
-	// frontiers are pools' frontiers (list indices, cheapest first) by
-	// what decides them (prepareTypes' key).
-	frontiers map[string][]int
+	// poolTypes are pools' types and frontiers by what decides them
+	// (poolTypesKey), poolOrder their keys oldest first.
+	poolTypes map[string]*keptTypes
+	poolOrder []string
 }
 
 // maxPriceOrders bounds the price orders a PreparedTypes keeps: pools
 // allow few distinct sets of zones and capacity types.
 const maxPriceOrders = 64
+
+// maxPoolTypes bounds the pool types a PreparedTypes keeps (each is the
+// types a pool accepts: a few hundred KB at most for a catalog).
+const maxPoolTypes = 32
 
 // labelColumn is one label key's value on every type of a list: the
 // distinct values, and for each type the index of its value (-1: absent).
@@ -79,7 +84,7 @@ type priceOrder struct {
 // PreparedTypes).
 func PrepareTypes(list []*InstanceType) *PreparedTypes {
 	p := &PreparedTypes{list: list, resAt: map[corev1.ResourceName]int{}, keys: map[string]bool{},
-		columns: map[string]*labelColumn{}, orders: map[[2]uint64]*priceOrder{}, frontiers: map[string][]int{}}
+		columns: map[string]*labelColumn{}, orders: map[[2]uint64]*priceOrder{}, poolTypes: map[string]*keptTypes{}}
 	zones, cts := map[string]bool{}, map[string]bool{}
 	for _, it := range list {
 		for n := range it.Allocatable {
@@ -281,22 +286,30 @@ func (p *PreparedTypes) listOrder() *priceOrder {
 	return po
 }
 
-// frontierOf returns the frontier kept under key ("": none).
-func (p *PreparedTypes) frontierOf(key string) ([]int, bool) {
+// poolTypesOf returns the pool types kept under key ("": none).
+func (p *PreparedTypes) poolTypesOf(key string) (*keptTypes, bool) {
 	if key == "" {
 		return nil, false
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	f, ok := p.frontiers[key]
-	return f, ok
+	k, ok := p.poolTypes[key]
+	return k, ok
 }
 
-// keepFrontier keeps a frontier, up to maxPriceOrders of them.
-func (p *PreparedTypes) keepFrontier(key string, f []int) {
+// keepPoolTypes keeps a pool's types, up to maxPoolTypes of them: the
+// oldest go first, so the pools solved now stay kept however many shapes
+// came before.
+func (p *PreparedTypes) keepPoolTypes(key string, k *keptTypes) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.frontiers) < maxPriceOrders {
-		p.frontiers[key] = f
+	if _, ok := p.poolTypes[key]; ok {
+		return
 	}
+	if len(p.poolOrder) >= maxPoolTypes {
+		delete(p.poolTypes, p.poolOrder[0])
+		p.poolOrder = p.poolOrder[1:]
+	}
+	p.poolTypes[key] = k
+	p.poolOrder = append(p.poolOrder, key)
 }

@@ -148,6 +148,9 @@ func TestPreparedPoolTypes(t *testing.T) {
 			Prepared: []*PreparedTypes{PrepareTypes(shared), PrepareTypes(own)}}
 		in.Pools = []*model.Pool{
 			{Name: "all"},
+			// Like "all" but with a limit: the same types, every one on
+			// its frontier.
+			{Name: "capped", Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000")}},
 			{Name: "own", Requirements: []model.Requirement{{Key: corev1.LabelArchStable, Operator: "In", Values: []string{"amd64"}}}},
 			{Name: "narrow", Requirements: []model.Requirement{
 				{Key: corev1.LabelTopologyZone, Operator: "In", Values: []string{"z-1b", "z-1c"}},
@@ -174,7 +177,18 @@ func TestPreparedPoolTypes(t *testing.T) {
 				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")}}}}
 			in.DaemonSets = []*appsv1.DaemonSet{ds}
 		}
-		for round := 0; round < 2; round++ { // the second finds the price orders cached
+		// The second round finds the price orders and pool types kept; the
+		// third runs another DaemonSet, which must not get them, and the
+		// fourth finds those of the third.
+		for round := 0; round < 4; round++ {
+			if round == 2 {
+				ds := &appsv1.DaemonSet{}
+				ds.Spec.Template.Spec.NodeSelector = map[string]string{corev1.LabelArchStable: "amd64"}
+				ds.Spec.Template.Spec.Containers = []corev1.Container{{
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("300m")}},
+					Ports:     []corev1.ContainerPort{{HostPort: 9100, ContainerPort: 9100, Protocol: corev1.ProtocolTCP}}}}
+				in.DaemonSets = []*appsv1.DaemonSet{ds}
+			}
 			s := newSolver(&in)
 			s.setup()
 			for _, ps := range s.pools {
@@ -186,6 +200,18 @@ func TestPreparedPoolTypes(t *testing.T) {
 				if !reflect.DeepEqual(got, want) {
 					t.Fatalf("seed %d round %d pool %s:\ngot  %q\nwant %q", seed, round, ps.pool.Name, got, want)
 				}
+				withDS := false
+				for _, tp := range ps.types {
+					withDS = withDS || tp.ds[dimCPU] > 0
+				}
+				if wantPorts := round >= 2 && withDS; wantPorts != (len(ps.dsPorts) > 0) {
+					t.Fatalf("seed %d round %d pool %s: DaemonSet host ports %v", seed, round, ps.pool.Name, ps.dsPorts)
+				}
+				for i, tp := range ps.types {
+					if tp.idx != i || ps.byName[tp.nameRank] != i || !ps.allTypes.has(i) || ps.allIdx[i] != i {
+						t.Fatalf("seed %d round %d pool %s: type %d has index %d, name rank %d", seed, round, ps.pool.Name, i, tp.idx, tp.nameRank)
+					}
+				}
 				fresh := &poolState{types: ps.types, hasLimits: ps.hasLimits, frontierBits: newBitset(len(ps.types))}
 				s.buildFrontier(fresh)
 				if !reflect.DeepEqual(ps.frontier, fresh.frontier) || !reflect.DeepEqual(ps.frontierBits, fresh.frontierBits) {
@@ -196,10 +222,10 @@ func TestPreparedPoolTypes(t *testing.T) {
 				t.Fatalf("seed %d: the input's prepared lists were not used", seed)
 			}
 		}
-		kept += len(in.Prepared[0].frontiers) + len(in.Prepared[1].frontiers)
+		kept += len(in.Prepared[0].poolTypes) + len(in.Prepared[1].poolTypes)
 	}
 	if kept == 0 {
-		t.Error("no frontier was kept: the test never reused one")
+		t.Error("no pool types were kept: the test never reused them")
 	}
 }
 
@@ -254,5 +280,23 @@ func TestSolveWithPreparedIsSolveWithout(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("solve %d with the list prepared: %+v, want %+v", i, got, want)
 		}
+	}
+}
+
+// TestKeptPoolTypesOldestGo checks that a full prepared list keeps the
+// newest pool types (the pools solved now), dropping the oldest.
+func TestKeptPoolTypesOldestGo(t *testing.T) {
+	p := PrepareTypes(nil)
+	for i := 0; i <= maxPoolTypes; i++ {
+		p.keepPoolTypes(fmt.Sprint(i), &keptTypes{})
+	}
+	if _, ok := p.poolTypesOf(fmt.Sprint(maxPoolTypes)); !ok {
+		t.Error("the newest pool types were not kept")
+	}
+	if _, ok := p.poolTypesOf("0"); ok {
+		t.Error("the oldest pool types were not dropped")
+	}
+	if len(p.poolTypes) != maxPoolTypes || len(p.poolOrder) != maxPoolTypes {
+		t.Errorf("%d pool types kept (%d in order), want %d", len(p.poolTypes), len(p.poolOrder), maxPoolTypes)
 	}
 }

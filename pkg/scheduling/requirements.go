@@ -344,13 +344,23 @@ func (r *reqs) matchesLabels(labels map[string]string) bool {
 }
 
 // toModel renders the requirements for a plan.
-func (r *reqs) toModel() []model.Requirement {
-	var out []model.Requirement
+//
+// Values are copied, except a list given as shared (read only, its
+// capacity its length), used as it is where a set's values are that very
+// list: a new node's instance type names, shared by nodes with the same
+// options.
+func (r *reqs) toModel(shared []string) []model.Requirement {
+	if len(r.keys) == 0 {
+		return nil
+	}
+	out := make([]model.Requirement, 0, len(r.keys))
 	for _, k := range r.keys {
 		s := r.sets[k]
 		switch {
 		case !s.complement && len(s.values) == 0 && s.allowAbsent:
 			out = append(out, model.Requirement{Key: k, Operator: string(corev1.NodeSelectorOpDoesNotExist)})
+		case !s.complement && len(s.values) > 0 && len(shared) > 0 && &s.values[0] == &shared[0] && len(s.values) == len(shared):
+			out = append(out, model.Requirement{Key: k, Operator: string(corev1.NodeSelectorOpIn), Values: shared})
 		case !s.complement:
 			out = append(out, model.Requirement{Key: k, Operator: string(corev1.NodeSelectorOpIn), Values: append([]string(nil), s.values...)})
 		default:

@@ -102,8 +102,32 @@ func TestReqsNormalizeAndMatchLabels(t *testing.T) {
 	if r.matchesLabels(map[string]string{corev1.LabelTopologyZone: "z2"}) {
 		t.Error("wrong zone matched")
 	}
-	m := r.toModel()
+	m := r.toModel(nil)
 	if len(m) != 1 || m[0].Operator != "In" || m[0].Key != corev1.LabelTopologyZone {
 		t.Errorf("toModel %+v", m)
+	}
+}
+
+// TestToModelSharesOnlyTheSharedList checks that toModel hands out the
+// shared list itself only for the set holding that very list, and copies
+// any other (equal or not), so no requirement aliases a set's values.
+func TestToModelSharesOnlyTheSharedList(t *testing.T) {
+	names := []string{"a.large", "b.large"}
+	r := newReqs()
+	r.add(corev1.LabelInstanceTypeStable, valueSet{values: names})
+	equal := []string{"a.large", "b.large"}
+	r.add("example.com/other", valueSet{values: equal})
+	m := r.toModel(names)
+	if len(m) != 2 {
+		t.Fatalf("toModel %+v", m)
+	}
+	for _, q := range m {
+		shared := &q.Values[0] == &names[0]
+		if want := q.Key == corev1.LabelInstanceTypeStable; shared != want {
+			t.Errorf("%s: values shared %t, want %t", q.Key, shared, want)
+		}
+		if &q.Values[0] == &equal[0] {
+			t.Errorf("%s: a set's own values handed out", q.Key)
+		}
 	}
 }

@@ -100,13 +100,17 @@ type solver struct {
 	// zone-free choices.
 	zoneLoad []int
 
-	// allCols are the bound's unrestricted columns (allColumns).
+	// allCols are the bound's unrestricted columns (allColumns), and full
+	// their LP solved before packing (dualPrices).
 	allCols []lpColumn
+	full    cover
 	// needBuf is isOpen's scratch.
 	needBuf vec
-	// optBuf and rankBuf are newNode's scratch.
-	optBuf  []opt
-	rankBuf bitset
+	// optBuf and rankBuf are newNode's scratch, and optLists the option
+	// lists made so far, by a hash of their key (sharedOpts).
+	optBuf   []opt
+	rankBuf  bitset
+	optLists map[uint64][]*optList
 
 	pvcs map[string]*corev1.PersistentVolumeClaim
 	pvs  map[string]*corev1.PersistentVolume
@@ -198,8 +202,9 @@ func (s *solver) setup() {
 	s.buildTopology()
 	s.unitPrice = s.dualPrices()
 	for _, ps := range s.pools {
-		for _, t := range ps.types {
-			t.value = s.valueOf(t.net)
+		ps.values = make([]float64, len(ps.types))
+		for i, t := range ps.types {
+			ps.values[i] = s.valueOf(t.net)
 		}
 	}
 	for _, c := range s.classes {

@@ -149,6 +149,7 @@ type NewNode struct {
 	Pool string
 	// Requirements are the node's requirements: the pool's, narrowed by the
 	// pods it holds (zone, capacity type, instance types, custom labels).
+	// Read only: the instance type names are shared like the options.
 	Requirements []model.Requirement
 	// Labels are the labels the node gets beyond those of its instance type
 	// and offering: pool labels and single-valued requirements.
@@ -156,7 +157,8 @@ type NewNode struct {
 	// Taints are the pool's taints (startup taints not included).
 	Taints []corev1.Taint
 	// InstanceTypeOptions are every type that holds the node's pods and
-	// DaemonSets, cheapest first; CreateFleet picks among them.
+	// DaemonSets, cheapest first; CreateFleet picks among them. Read only:
+	// new nodes of a plan with the same options share one list.
 	InstanceTypeOptions []InstanceTypeOption
 	// Cheapest is the offering the plan's price assumes.
 	Cheapest Launch
