@@ -16,6 +16,9 @@ import (
 // cluster is, and only the reduced objects are kept (docs/scale.md).
 const PageSize = 500
 
+// podPageSize is PageSize, but for tests of reads of several pages.
+var podPageSize int64 = PageSize
+
 // lastApplied is kubectl's copy of the whole object as applied: often the
 // largest annotation, read by nothing in Joist.
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
@@ -252,7 +255,7 @@ func (in *Interner) tolerations(ts []corev1.Toleration) []corev1.Toleration {
 // cache, on by default since Kubernetes 1.31), and every page of one list
 // is of the same revision.
 func (c *Client) EachPod(ctx context.Context, fieldSelector string, in *Interner, f func(*corev1.Pod)) error {
-	opts := metav1.ListOptions{FieldSelector: fieldSelector, Limit: PageSize}
+	opts := metav1.ListOptions{FieldSelector: fieldSelector, Limit: podPageSize}
 	var err error
 	if rc := c.restClient(); rc != nil {
 		err = eachPodWire(ctx, rc, opts, in, f)
