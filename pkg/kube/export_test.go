@@ -8,8 +8,7 @@ func PodPage(body []byte, in *Interner, f func(*corev1.Pod)) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var buf []byte
-	return cont, podPage(body, list, &buf, in, f)
+	return cont, podPage(body, list, &podReader{in: in}, f)
 }
 
 // FilterPod is filterPod, for tests of what it drops.

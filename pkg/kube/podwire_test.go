@@ -550,3 +550,53 @@ func TestEachPod_StopsAtAFailedPage(t *testing.T) {
 		t.Errorf("%d lists, want 3 (none after the failed one)", l)
 	}
 }
+
+// TestPodPage_ReplicasShareWhatTheyHaveInCommon checks that the pods of a
+// protobuf page that carry the same labels, scheduling terms and
+// container resources (a Deployment's replicas) hold one copy of each,
+// decoded once, and that what differs between them is still their own.
+func TestPodPage_ReplicasShareWhatTheyHaveInCommon(t *testing.T) {
+	list := &corev1.PodList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"}}
+	for i := 0; i < 3; i++ {
+		p := scale.AppPod(i, fmt.Sprintf("node-%d", i))
+		p.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}}
+		p.Spec.NodeSelector = map[string]string{"kubernetes.io/os": "linux"}
+		list.Items = append(list.Items, *p)
+	}
+	list.Items[2].Labels = map[string]string{"app": "other"}
+	var body bytes.Buffer
+	if err := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme).Encode(list, &body); err != nil {
+		t.Fatal(err)
+	}
+	var got []*corev1.Pod
+	if _, err := kube.PodPage(body.Bytes(), kube.NewInterner(), func(p *corev1.Pod) { got = append(got, p) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 {
+		t.Fatalf("%d pods, want 3", len(got))
+	}
+	same := func(a, b any) bool { return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer() }
+	a, b, c := got[0], got[1], got[2]
+	for what, shared := range map[string]bool{
+		"labels":             same(a.Labels, b.Labels),
+		"node selector":      same(a.Spec.NodeSelector, b.Spec.NodeSelector),
+		"tolerations":        same(a.Spec.Tolerations, b.Spec.Tolerations),
+		"spread terms":       same(a.Spec.TopologySpreadConstraints, b.Spec.TopologySpreadConstraints),
+		"requests":           same(a.Spec.Containers[0].Resources.Requests, b.Spec.Containers[0].Resources.Requests),
+		"sidecar's requests": same(a.Spec.Containers[1].Resources.Requests, c.Spec.Containers[1].Resources.Requests),
+	} {
+		if !shared {
+			t.Errorf("the replicas do not share their %s", what)
+		}
+	}
+	if same(a.Labels, c.Labels) || c.Labels["app"] != "other" || a.Name == b.Name || a.Spec.NodeName == b.Spec.NodeName {
+		t.Errorf("what differs is shared: labels %v and %v, names %s and %s", a.Labels, c.Labels, a.Name, b.Name)
+	}
+	for i, p := range got {
+		want := list.Items[i].DeepCopy()
+		kube.ReducePod(want, nil)
+		if !reflect.DeepEqual(p, want) {
+			t.Errorf("pod %d differs from the whole pod reduced (- whole, + read):\n%s", i, diff.Diff(want, p))
+		}
+	}
+}
