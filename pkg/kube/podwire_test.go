@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
 	"reflect"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
@@ -19,8 +22,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 
 	"github.com/joist-dev/joist/pkg/kube"
 	"github.com/joist-dev/joist/test/scale"
@@ -315,7 +320,7 @@ func TestPodPage_ContinuesAndFallsBackToJSON(t *testing.T) {
 				t.Fatalf("asked for %s, got %s", accept, ct)
 			}
 			n := 0
-			cont, err := kube.PodPage(body, ct, in, func(p *corev1.Pod) { got[p.Name] = p; n++ })
+			cont, err := kube.PodPage(body, in, func(p *corev1.Pod) { got[p.Name] = p; n++ })
 			if err != nil {
 				t.Fatalf("%s page %d: %v", accept, pages, err)
 			}
@@ -446,7 +451,7 @@ func BenchmarkPodPage(b *testing.B) {
 			return l.Continue, nil
 		}},
 		{"wire", func(f func(*corev1.Pod)) (string, error) {
-			return kube.PodPage(page, protobufType, kube.NewInterner(), f)
+			return kube.PodPage(page, kube.NewInterner(), f)
 		}},
 	} {
 		b.Run(read.name, func(b *testing.B) {
@@ -460,5 +465,138 @@ func BenchmarkPodPage(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// pagedClient is a client of the API server, reading two pods a page,
+// whose pod lists are counted; fail, when it returns true for the nth
+// list, makes that list fail.
+func pagedClient(t *testing.T, fail func(n int) bool) (*kube.Client, *atomic.Int32) {
+	t.Helper()
+	t.Cleanup(kube.SetPodPageSize(2))
+	cfg := rest.CopyConfig(testenv.Kube(t).Config)
+	lists := new(atomic.Int32)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return testenv.RoundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/pods") {
+				if n := int(lists.Add(1)); fail != nil && fail(n) {
+					return nil, fmt.Errorf("list %d refused by the test", n)
+				}
+			}
+			return rt.RoundTrip(r)
+		})
+	})
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kube.New(cs), lists
+}
+
+// TestEachPod_ReadsOnePageAhead checks that EachPod asks for the next page
+// while the caller still handles the current one (the API server's and
+// the client's work overlap), but never more than one page ahead (a read
+// holds two pages at most), and still gives the typed read's pods.
+func TestEachPod_ReadsOnePageAhead(t *testing.T) {
+	env := testenv.Kube(t)
+	ns, n := createShapes(t, env.Client)
+	want := typedRead(t, env.Client, ns, "")
+	c, lists := pagedClient(t, nil)
+	got := map[string]*corev1.Pod{}
+	seen := 0
+	err := c.EachPod(context.Background(), "", kube.NewInterner(), func(p *corev1.Pod) {
+		seen++
+		page := (seen + 1) / 2 // the page this pod came in
+		if seen == 1 {
+			// The next page is asked for while this one is handled.
+			if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+				return lists.Load() >= 2, nil
+			}); err != nil {
+				t.Errorf("the second page was not asked for while the first was handled: %d lists", lists.Load())
+			}
+		}
+		if l := int(lists.Load()); l > page+1 {
+			t.Errorf("handling page %d, %d pages were asked for: more than one ahead", page, l)
+		}
+		if p.Namespace == ns {
+			got[p.Name] = p
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := int(lists.Load()); l < n/2 {
+		t.Fatalf("%d lists for %d pods or more, two a page", l, n)
+	}
+	sameReads(t, "EachPod, two pods a page", want, got)
+}
+
+// TestEachPod_StopsAtAFailedPage checks that a page that cannot be read
+// ends the read with its error, after the pages before it were handed
+// over, and that no page is asked for after it.
+func TestEachPod_StopsAtAFailedPage(t *testing.T) {
+	env := testenv.Kube(t)
+	createShapes(t, env.Client)
+	c, lists := pagedClient(t, func(n int) bool { return n == 3 })
+	seen := 0
+	err := c.EachPod(context.Background(), "", kube.NewInterner(), func(*corev1.Pod) { seen++ })
+	if err == nil || !strings.Contains(err.Error(), "list 3 refused by the test") {
+		t.Fatalf("EachPod: %v; want the third list's error", err)
+	}
+	if seen != 4 {
+		t.Errorf("%d pods handed over before the failed page, want the 4 of the first two pages", seen)
+	}
+	if l := lists.Load(); l != 3 {
+		t.Errorf("%d lists, want 3 (none after the failed one)", l)
+	}
+}
+
+// TestPodPage_ReplicasShareWhatTheyHaveInCommon checks that the pods of a
+// protobuf page that carry the same labels, scheduling terms and
+// container resources (a Deployment's replicas) hold one copy of each,
+// decoded once, and that what differs between them is still their own.
+func TestPodPage_ReplicasShareWhatTheyHaveInCommon(t *testing.T) {
+	list := &corev1.PodList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"}}
+	for i := 0; i < 3; i++ {
+		p := scale.AppPod(i, fmt.Sprintf("node-%d", i))
+		p.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}}
+		p.Spec.NodeSelector = map[string]string{"kubernetes.io/os": "linux"}
+		list.Items = append(list.Items, *p)
+	}
+	list.Items[2].Labels = map[string]string{"app": "other"}
+	var body bytes.Buffer
+	if err := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme).Encode(list, &body); err != nil {
+		t.Fatal(err)
+	}
+	var got []*corev1.Pod
+	if _, err := kube.PodPage(body.Bytes(), kube.NewInterner(), func(p *corev1.Pod) { got = append(got, p) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 {
+		t.Fatalf("%d pods, want 3", len(got))
+	}
+	same := func(a, b any) bool { return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer() }
+	a, b, c := got[0], got[1], got[2]
+	for what, shared := range map[string]bool{
+		"labels":             same(a.Labels, b.Labels),
+		"node selector":      same(a.Spec.NodeSelector, b.Spec.NodeSelector),
+		"tolerations":        same(a.Spec.Tolerations, b.Spec.Tolerations),
+		"spread terms":       same(a.Spec.TopologySpreadConstraints, b.Spec.TopologySpreadConstraints),
+		"requests":           same(a.Spec.Containers[0].Resources.Requests, b.Spec.Containers[0].Resources.Requests),
+		"sidecar's requests": same(a.Spec.Containers[1].Resources.Requests, c.Spec.Containers[1].Resources.Requests),
+	} {
+		if !shared {
+			t.Errorf("the replicas do not share their %s", what)
+		}
+	}
+	if same(a.Labels, c.Labels) || c.Labels["app"] != "other" || a.Name == b.Name || a.Spec.NodeName == b.Spec.NodeName {
+		t.Errorf("what differs is shared: labels %v and %v, names %s and %s", a.Labels, c.Labels, a.Name, b.Name)
+	}
+	for i, p := range got {
+		want := list.Items[i].DeepCopy()
+		kube.ReducePod(want, nil)
+		if !reflect.DeepEqual(p, want) {
+			t.Errorf("pod %d differs from the whole pod reduced (- whole, + read):\n%s", i, diff.Diff(want, p))
+		}
 	}
 }

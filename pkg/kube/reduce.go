@@ -16,6 +16,9 @@ import (
 // cluster is, and only the reduced objects are kept (docs/scale.md).
 const PageSize = 500
 
+// podPageSize is PageSize, but for tests of reads of several pages.
+var podPageSize int64 = PageSize
+
 // lastApplied is kubectl's copy of the whole object as applied: often the
 // largest annotation, read by nothing in Joist.
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
@@ -33,8 +36,13 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // (resourceVersion, UID) read. Strings repeated across pods (namespaces,
 // node names, label keys and values) are shared through in when it is
 // not nil.
-func ReducePod(p *corev1.Pod, in *Interner) {
-	reduceMeta(&p.ObjectMeta, in)
+func ReducePod(p *corev1.Pod, in *Interner) { reducePod(p, in, false) }
+
+// reducePod is ReducePod; shared says that the pod's labels, node
+// selector, affinity, tolerations and spread terms are shared already
+// (podReader), so they are left as they are.
+func reducePod(p *corev1.Pod, in *Interner, shared bool) {
+	reduceMeta(&p.ObjectMeta, in, shared)
 	s := &p.Spec
 	s.InitContainers = reduceContainers(s.InitContainers, in)
 	s.Containers = reduceContainers(s.Containers, in)
@@ -51,6 +59,19 @@ func ReducePod(p *corev1.Pod, in *Interner) {
 	s.SchedulerName = in.str(s.SchedulerName)
 	s.PriorityClassName = in.str(s.PriorityClassName)
 	s.ImagePullSecrets, s.HostAliases, s.DNSConfig, s.SecurityContext, s.ReadinessGates = nil, nil, nil, nil, nil
+	if !shared {
+		reduceTerms(s, in)
+	}
+	st := p.Status
+	p.Status = corev1.PodStatus{Phase: st.Phase, Conditions: st.Conditions, NominatedNodeName: st.NominatedNodeName, QOSClass: st.QOSClass}
+	for i := range p.Status.Conditions {
+		p.Status.Conditions[i].Message = ""
+	}
+}
+
+// reduceTerms shares the spec's node selector, tolerations, affinity and
+// spread terms through in.
+func reduceTerms(s *corev1.PodSpec, in *Interner) {
 	s.NodeSelector = in.stringMap(s.NodeSelector, "")
 	s.Tolerations = in.tolerations(s.Tolerations)
 	if s.Affinity != nil && in != nil {
@@ -71,11 +92,6 @@ func ReducePod(p *corev1.Pod, in *Interner) {
 		if b != nil {
 			s.TopologySpreadConstraints = internBy(in.spreads, b, s.TopologySpreadConstraints)
 		}
-	}
-	st := p.Status
-	p.Status = corev1.PodStatus{Phase: st.Phase, Conditions: st.Conditions, NominatedNodeName: st.NominatedNodeName, QOSClass: st.QOSClass}
-	for i := range p.Status.Conditions {
-		p.Status.Conditions[i].Message = ""
 	}
 }
 
@@ -100,15 +116,19 @@ func reduceContainers(cs []corev1.Container, in *Interner) []corev1.Container {
 // managed fields, kubectl's last-applied copy and the images it holds
 // (often the largest part of a node).
 func ReduceNode(n *corev1.Node, in *Interner) {
-	reduceMeta(&n.ObjectMeta, in)
+	reduceMeta(&n.ObjectMeta, in, false)
 	n.Status.Images = nil
 }
 
-func reduceMeta(m *metav1.ObjectMeta, in *Interner) {
+// reduceMeta drops the managed fields and kubectl's copy and shares the
+// rest through in; the labels only when they are not shared already.
+func reduceMeta(m *metav1.ObjectMeta, in *Interner, sharedLabels bool) {
 	m.ManagedFields = nil
 	m.Namespace = in.str(m.Namespace)
 	m.GenerateName = in.str(m.GenerateName)
-	m.Labels = in.stringMap(m.Labels, "")
+	if !sharedLabels {
+		m.Labels = in.stringMap(m.Labels, "")
+	}
 	m.Annotations = in.stringMap(m.Annotations, lastApplied)
 	for i := range m.OwnerReferences {
 		o := &m.OwnerReferences[i]
@@ -131,7 +151,14 @@ type Interner struct {
 	// affinities and spreads by their protobuf encoding.
 	affinities map[string]*corev1.Affinity
 	spreads    map[string][]corev1.TopologySpreadConstraint
-	key        strings.Builder
+	// wire holds what the protobuf read decoded once, by encoding
+	// (podReader).
+	wire struct {
+		labels    map[string]map[string]string
+		terms     map[string]*corev1.PodSpec
+		resources map[string]corev1.ResourceRequirements
+	}
+	key strings.Builder
 }
 
 // internBy returns the value m holds for the encoding key, or keeps v as
@@ -252,7 +279,7 @@ func (in *Interner) tolerations(ts []corev1.Toleration) []corev1.Toleration {
 // cache, on by default since Kubernetes 1.31), and every page of one list
 // is of the same revision.
 func (c *Client) EachPod(ctx context.Context, fieldSelector string, in *Interner, f func(*corev1.Pod)) error {
-	opts := metav1.ListOptions{FieldSelector: fieldSelector, Limit: PageSize}
+	opts := metav1.ListOptions{FieldSelector: fieldSelector, Limit: podPageSize}
 	var err error
 	if rc := c.restClient(); rc != nil {
 		err = eachPodWire(ctx, rc, opts, in, f)

@@ -96,10 +96,12 @@ func main() {
 	_, alloc0 := read()
 	// JOIST_PASS_PROFILE names a directory for a heap profile written at
 	// each new peak (live objects as of the last collection) and a CPU
-	// profile of the pass.
+	// profile of the pass, each named for the process (one per pass of a
+	// run: pass-<pid>-cpu.pprof, pass-<pid>-heap.pprof).
 	profile := os.Getenv("JOIST_PASS_PROFILE")
 	if profile != "" {
-		f, err := os.Create(profile + "/cpu.pprof")
+		profile = fmt.Sprintf("%s/pass-%d-", profile, os.Getpid())
+		f, err := os.Create(profile + "cpu.pprof")
 		if err == nil {
 			_ = pprof.StartCPUProfile(f)
 			defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
@@ -115,7 +117,7 @@ func main() {
 				peak.Store(h)
 				if profile != "" && h > written+written/5 {
 					written = h
-					if f, err := os.Create(profile + "/heap.pprof"); err == nil {
+					if f, err := os.Create(profile + "heap.pprof"); err == nil {
 						_ = pprof.Lookup("heap").WriteTo(f, 0)
 						_ = f.Close()
 					}
