@@ -54,6 +54,8 @@ type growIdx struct {
 	// seen are the nodes a search looked at, by their shape (twin).
 	seen map[twinKey]*bin
 	keys []twinMemo // by node id
+	// paid is fillPaid's list of nodes with paid room (paidroom.go).
+	paid paidRoom
 }
 
 type growItem struct {
@@ -96,10 +98,15 @@ func tieLow(e []float64) float64 {
 	return low
 }
 
-// growDirty queues a changed new node for the growth index.
+// growDirty queues a changed node for the growth index (new nodes) and
+// the list of nodes with paid room (paidroom.go).
 func (s *solver) growDirty(b *bin) {
 	g := s.gidx
-	if g == nil || b.node != nil {
+	if g == nil {
+		return
+	}
+	g.paid.paidDirty(b)
+	if b.node != nil {
 		return
 	}
 	for len(g.queued) <= b.id {
