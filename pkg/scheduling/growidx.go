@@ -52,7 +52,7 @@ type growIdx struct {
 	gen uint32
 	off bool // prices or pools rule the index out for this solve
 	// groups are the nodes in the heap by shape (twins), grp each node's
-	// group (nil: none, or a node with host ports, alone in the heap).
+	// group (nil: none, or a node alone in the heap after a hash collision).
 	groups map[twinKey]*twinGroup
 	grp    []*twinGroup
 	// popped, effs and cands are fastUpgrades' scratch.
@@ -326,14 +326,17 @@ func noTopology(l *level) bool {
 	return len(l.anti) == 0 && len(l.aff) == 0 && len(l.spreads) == 0 && len(c.invAnti) == 0 && len(c.memberOf) == 0
 }
 
-// twinKey is what upgradeFor and allowance read of a node without host
-// ports, its resources and types hashed.
+// twinKey is what upgradeFor and allowance read of a node, its
+// resources, types and host ports hashed (equal nodes have them equal in
+// the same order).
 type twinKey struct {
 	pool, typ     int
 	zones, cts    uint64
 	labelCut      bool
 	custom        *reqs
 	usedH, typesH uint64
+	portsH        uint64
+	ports         int
 }
 
 // twinGroup is the nodes of one shape (twinKey, with equal resources
@@ -359,18 +362,18 @@ func keyOf(b *bin) twinKey {
 		h = (h ^ w) * 1099511628211
 	}
 	k.typesH = h
+	for _, p := range b.ports {
+		h = (h ^ uint64(p.port)) * 1099511628211
+	}
+	k.portsH, k.ports = h, len(b.ports)
 	return k
 }
 
 // joinGroup puts b (just given a bound) in its shape's group and tells
-// whether b now leads it, so the heap needs an item for b. A node with
-// host ports, or whose key is taken by a group of another shape (hash
-// collision), stays alone.
+// whether b now leads it, so the heap needs an item for b. A node whose
+// key is taken by a group of another shape (hash collision) stays alone.
 func (s *solver) joinGroup(b *bin) bool {
 	g := s.gidx
-	if len(b.ports) > 0 {
-		return true
-	}
 	k := keyOf(b)
 	if g.groups == nil {
 		g.groups = map[twinKey]*twinGroup{}
@@ -379,7 +382,7 @@ func (s *solver) joinGroup(b *bin) bool {
 	if !ok {
 		grp = &twinGroup{key: k}
 		g.groups[k] = grp
-	} else if o := s.bins[grp.ids[0]]; !slices.Equal(o.used, b.used) || !slices.Equal(o.types, b.types) {
+	} else if o := s.bins[grp.ids[0]]; !slices.Equal(o.used, b.used) || !slices.Equal(o.types, b.types) || !slices.Equal(o.ports, b.ports) {
 		return true
 	}
 	id := int32(b.id)
