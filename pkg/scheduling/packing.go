@@ -207,7 +207,7 @@ func (s *solver) fillPaid(l *level, want int) int {
 	for placed < want {
 		progress := false
 		cands = cands[:0]
-		for _, b := range s.paidBins() {
+		for _, b := range s.paidBins(l) {
 			if placed == want {
 				break
 			}
