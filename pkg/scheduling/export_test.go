@@ -3,3 +3,13 @@ package scheduling
 // SetGrowIndex turns the growth index (growidx.go) on or off, for the
 // test that plans are the same either way.
 func SetGrowIndex(on bool) { growIndexOff = !on }
+
+// SetPaidScan makes placeAt look for paid room after every growth step
+// (all) or not after those of classes without topology (the default), for
+// the test that plans are the same either way.
+func SetPaidScan(all bool) { paidScanAll = all }
+
+// SetPaidIndex turns fillPaid's list of nodes with paid room
+// (paidroom.go) on or off, for the test that plans are the same either
+// way.
+func SetPaidIndex(on bool) { paidIndexOff = !on }

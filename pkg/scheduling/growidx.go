@@ -51,9 +51,16 @@ type growIdx struct {
 	min vec
 	gen uint32
 	off bool // prices or pools rule the index out for this solve
-	// seen are the nodes a search looked at, by their shape (twin).
-	seen map[twinKey]*bin
-	keys []twinMemo // by node id
+	// groups are the nodes in the heap by shape (twins), grp each node's
+	// group (nil: none, or a node alone in the heap after a hash collision).
+	groups map[twinKey]*twinGroup
+	grp    []*twinGroup
+	// popped, effs and cands are fastUpgrades' scratch.
+	popped []growItem
+	effs   []float64
+	cands  []*growth
+	// paid is fillPaid's list of nodes with paid room (paidroom.go).
+	paid paidRoom
 }
 
 type growItem struct {
@@ -96,10 +103,15 @@ func tieLow(e []float64) float64 {
 	return low
 }
 
-// growDirty queues a changed new node for the growth index.
+// growDirty queues a changed node for the growth index (new nodes) and
+// the list of nodes with paid room (paidroom.go).
 func (s *solver) growDirty(b *bin) {
 	g := s.gidx
-	if g == nil || b.node != nil {
+	if g == nil {
+		return
+	}
+	g.paid.paidDirty(b)
+	if b.node != nil {
 		return
 	}
 	for len(g.queued) <= b.id {
@@ -178,6 +190,8 @@ func (s *solver) growRefresh() {
 				for i := range g.queued {
 					g.queued[i] = false
 				}
+				clear(g.groups)
+				clear(g.grp)
 				for _, b := range s.bins {
 					s.growDirty(b)
 				}
@@ -192,8 +206,11 @@ func (s *solver) growRefresh() {
 	for _, id := range g.dirty {
 		g.queued[id] = false
 		b := s.bins[id]
+		s.leaveGroup(b)
 		if ub := s.growBound(b, g.min); !math.IsInf(ub, -1) {
-			g.h.push(growItem{ub: ub, id: id, ver: b.ver, gen: g.gen})
+			if s.joinGroup(b) {
+				g.h.push(growItem{ub: ub, id: id, ver: b.ver, gen: g.gen})
+			}
 			room := b.pool.values[b.typ] - s.valueOf(b.used)
 			g.room.push(growItem{ub: room, id: id, ver: b.ver})
 		}
@@ -224,28 +241,31 @@ func (s *solver) fastUpgrades(l *level, want int, excluded []*bin) (cands []*gro
 	if len(g.room) > 0 && other < g.room[0].ub*(1+1e-9)+1e-12 {
 		return nil, false
 	}
-	var popped []growItem
+	popped := g.popped[:0]
+	cands = g.cands[:0]
+	effs := g.effs[:0]
 	maxEff := math.Inf(-1)
-	var effs []float64
 	low := math.Inf(1)
 	fresh := false // effs below low came since tieLow
-	clear(g.seen)
 	defer func() {
 		for _, it := range popped {
 			g.h.push(it)
 		}
+		g.popped, g.cands, g.effs = popped[:0], cands[:0], effs[:0]
 	}()
 	for len(g.h) > 0 {
 		top := g.h[0]
 		b := s.bins[top.id]
-		if top.ver != b.ver {
-			g.h.pop() // stale: the node changed and was queued again
+		if top.ver != b.ver || !g.leads(b) {
+			g.h.pop() // stale: the node changed and was queued again, or another node leads its group
 			continue
 		}
 		if top.gen != g.gen {
 			g.h.pop()
 			if ub := s.growBound(b, g.min); !math.IsInf(ub, -1) {
 				g.h.push(growItem{ub: ub, id: top.id, ver: b.ver, gen: g.gen})
+			} else {
+				g.dropGroup(b)
 			}
 			continue
 		}
@@ -259,8 +279,12 @@ func (s *solver) fastUpgrades(l *level, want int, excluded []*bin) (cands []*gro
 		}
 		g.h.pop()
 		popped = append(popped, top)
-		if sliceHas(excluded, b) || g.twin(b) {
-			continue
+		if sliceHas(excluded, b) {
+			// The group's next node not excluded stands for it.
+			b = g.firstNotIn(b, s.bins, excluded)
+			if b == nil {
+				continue
+			}
 		}
 		cp := l.pools[b.pool.idx]
 		if !cp.ok || s.allowance(l, b, 1, anyType).k == 0 {
@@ -302,55 +326,131 @@ func noTopology(l *level) bool {
 	return len(l.anti) == 0 && len(l.aff) == 0 && len(l.spreads) == 0 && len(c.invAnti) == 0 && len(c.memberOf) == 0
 }
 
-// twinKey is what upgradeFor and allowance read of a node without host
-// ports, its resources and types hashed.
+// twinKey is what upgradeFor and allowance read of a node, its
+// resources, types and host ports hashed (equal nodes have them equal in
+// the same order).
 type twinKey struct {
 	pool, typ     int
 	zones, cts    uint64
 	labelCut      bool
 	custom        *reqs
 	usedH, typesH uint64
+	portsH        uint64
+	ports         int
 }
 
-// twin tells whether the search already looked at a node of b's shape
-// (of a smaller id: equal bounds pop in node order). Such a node has the
-// same upgrade, efficiency and added price, so b can never beat it under
-// bestGrowth's rule: gpu at 10,000 pods has hundreds of equal nodes.
-func (g *growIdx) twin(b *bin) bool {
-	if len(b.ports) > 0 {
-		return false
-	}
-	for len(g.keys) <= b.id {
-		g.keys = append(g.keys, twinMemo{})
-	}
-	m := &g.keys[b.id]
-	if !m.set || m.ver != b.ver {
-		k := twinKey{pool: b.pool.idx, typ: b.typ, zones: b.zoneMask, cts: b.ctMask, labelCut: b.labelCut, custom: b.custom}
-		h := uint64(14695981039346656037)
-		for _, v := range b.used {
-			h = (h ^ uint64(v)) * 1099511628211
-		}
-		k.usedH = h
-		for _, w := range b.types {
-			h = (h ^ w) * 1099511628211
-		}
-		k.typesH = h
-		*m = twinMemo{key: k, ver: b.ver, set: true}
-	}
-	if g.seen == nil {
-		g.seen = map[twinKey]*bin{}
-	}
-	o, ok := g.seen[m.key]
-	if !ok {
-		g.seen[m.key] = b
-		return false
-	}
-	return slices.Equal(o.used, b.used) && slices.Equal(o.types, b.types)
-}
-
-// twinMemo is a node's twinKey at a version.
-type twinMemo struct {
+// twinGroup is the nodes of one shape (twinKey, with equal resources
+// and types) in the heap, by id. Such nodes have the same bound, upgrade,
+// efficiency and added price, so only the first can win bestGrowth's rule
+// (a later equal one never beats it): the heap holds one item per group,
+// for its first node. gpu at 50,000 pods has thousands of equal nodes,
+// which the search popped and skipped at every growth step.
+type twinGroup struct {
 	key twinKey
-	ver uint32
-	set bool
+	ids []int32 // ascending
+}
+
+// keyOf is b's twinKey.
+func keyOf(b *bin) twinKey {
+	k := twinKey{pool: b.pool.idx, typ: b.typ, zones: b.zoneMask, cts: b.ctMask, labelCut: b.labelCut, custom: b.custom}
+	h := uint64(14695981039346656037)
+	for _, v := range b.used {
+		h = (h ^ uint64(v)) * 1099511628211
+	}
+	k.usedH = h
+	for _, w := range b.types {
+		h = (h ^ w) * 1099511628211
+	}
+	k.typesH = h
+	for _, p := range b.ports {
+		h = (h ^ uint64(p.port)) * 1099511628211
+	}
+	k.portsH, k.ports = h, len(b.ports)
+	return k
+}
+
+// joinGroup puts b (just given a bound) in its shape's group and tells
+// whether b now leads it, so the heap needs an item for b. A node whose
+// key is taken by a group of another shape (hash collision) stays alone.
+func (s *solver) joinGroup(b *bin) bool {
+	g := s.gidx
+	k := keyOf(b)
+	if g.groups == nil {
+		g.groups = map[twinKey]*twinGroup{}
+	}
+	grp, ok := g.groups[k]
+	if !ok {
+		grp = &twinGroup{key: k}
+		g.groups[k] = grp
+	} else if o := s.bins[grp.ids[0]]; !slices.Equal(o.used, b.used) || !slices.Equal(o.types, b.types) || !slices.Equal(o.ports, b.ports) {
+		return true
+	}
+	id := int32(b.id)
+	at, _ := slices.BinarySearch(grp.ids, id)
+	grp.ids = slices.Insert(grp.ids, at, id)
+	for len(g.grp) <= b.id {
+		g.grp = append(g.grp, nil)
+	}
+	g.grp[b.id] = grp
+	return at == 0
+}
+
+// leaveGroup takes a changed node out of its group; when it led the
+// group, the next node leads and gets the heap item.
+func (s *solver) leaveGroup(b *bin) {
+	g := s.gidx
+	if b.id >= len(g.grp) || g.grp[b.id] == nil {
+		return
+	}
+	grp := g.grp[b.id]
+	g.grp[b.id] = nil
+	at, _ := slices.BinarySearch(grp.ids, int32(b.id))
+	grp.ids = slices.Delete(grp.ids, at, at+1)
+	if len(grp.ids) == 0 {
+		delete(g.groups, grp.key)
+		return
+	}
+	if at == 0 {
+		n := s.bins[grp.ids[0]]
+		if ub := s.growBound(n, g.min); !math.IsInf(ub, -1) {
+			g.h.push(growItem{ub: ub, id: int32(n.id), ver: n.ver, gen: g.gen})
+		} else {
+			g.dropGroupOf(grp)
+		}
+	}
+}
+
+// leads tells whether b is first in its group (or alone).
+func (g *growIdx) leads(b *bin) bool {
+	return b.id >= len(g.grp) || g.grp[b.id] == nil || g.grp[b.id].ids[0] == int32(b.id)
+}
+
+// dropGroup forgets b's group: its nodes have no upgrade left for any
+// pending class (their bound fell to -Inf); each comes back when it
+// changes.
+func (g *growIdx) dropGroup(b *bin) {
+	if b.id < len(g.grp) && g.grp[b.id] != nil {
+		g.dropGroupOf(g.grp[b.id])
+	}
+}
+
+func (g *growIdx) dropGroupOf(grp *twinGroup) {
+	for _, id := range grp.ids {
+		g.grp[id] = nil
+	}
+	delete(g.groups, grp.key)
+}
+
+// firstNotIn is the first node of b's group not among excluded (b itself
+// when alone and not excluded), nil if none.
+func (g *growIdx) firstNotIn(b *bin, bins []*bin, excluded []*bin) *bin {
+	if b.id >= len(g.grp) || g.grp[b.id] == nil {
+		return nil // alone, and excluded
+	}
+	for _, id := range g.grp[b.id].ids {
+		if n := bins[id]; !sliceHas(excluded, n) {
+			return n
+		}
+	}
+	return nil
 }

@@ -31,11 +31,31 @@ func planShape(p scheduling.Plan) string {
 // one the scan over every open node makes. Every generated shape, at
 // sizes where steps tie between many equal nodes.
 func TestGrowIndexSamePlans(t *testing.T) {
+	samePlans(t, "the growth index", scheduling.SetGrowIndex)
+}
+
+// TestSkipPaidSamePlans: placeAt does not look for paid room after a
+// growth step for classes without topology (packing.go); every plan is
+// the one looking after every step makes.
+func TestSkipPaidSamePlans(t *testing.T) {
+	samePlans(t, "paid room skipped after growth", func(on bool) { scheduling.SetPaidScan(!on) })
+}
+
+// TestPaidIndexSamePlans: fillPaid's list of nodes with paid room
+// (paidroom.go) holds every node that can take a pending pod, so every
+// plan is the one the scan over every open node makes.
+func TestPaidIndexSamePlans(t *testing.T) {
+	samePlans(t, "the paid room list", scheduling.SetPaidIndex)
+}
+
+// samePlans solves every generated shape with a shortcut of the packer
+// off (set(false)) and on, and wants the same plans.
+func samePlans(t *testing.T, what string, set func(on bool)) {
 	sizes := []int{60, 400, 1500}
 	if testing.Short() {
 		sizes = []int{400}
 	}
-	defer scheduling.SetGrowIndex(true)
+	defer set(true)
 	for _, sh := range workloadgen.Shapes {
 		for _, n := range sizes {
 			t.Run(fmt.Sprintf("%s/%d", sh.Name, n), func(t *testing.T) {
@@ -43,12 +63,12 @@ func TestGrowIndexSamePlans(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				scheduling.SetGrowIndex(false)
+				set(false)
 				want := scheduling.Solve(in)
-				scheduling.SetGrowIndex(true)
+				set(true)
 				got := scheduling.Solve(in)
 				if a, b := planShape(got), planShape(want); a != b {
-					t.Errorf("plan with the index differs from the full scan's:\n%s\n--- full scan:\n%s", a, b)
+					t.Errorf("plan with %s differs from the full scan's:\n%s\n--- full scan:\n%s", what, a, b)
 				}
 				if len(got.NewNodes) == 0 {
 					t.Fatal("no new nodes: the case does not exercise growth")

@@ -1,0 +1,187 @@
+package scheduling
+
+import "slices"
+
+// Paid room while packing. fillPaid looks for nodes whose room at their
+// current type (paid for) takes a pod of the class being placed. Most open
+// nodes have none: each new node is sized to the cheapest type holding
+// its pods. Few big pods at 50,000 pods make 5,000 classes and thousands
+// of open nodes, and a pass over every open node per class was a fifth of
+// the solve. paidRoom keeps the open nodes with paid room for the
+// smallest pending request (minPending): no other node can take a pod of
+// any pending class, since every class's request is at least that.
+//
+// Packing changes a node only by placing pods on it (less room) and by
+// giving it a bigger type (more room); both queue it (growDirty). A query
+// re-checks the listed nodes and the queued ones, so its cost follows
+// them, not the open nodes. The list is rebuilt from every node when the
+// minimum falls. Outside packing (the local search takes pods off nodes)
+// fillPaid scans the open nodes as before.
+
+// paidRoom is, per pool (and one for the existing nodes), the ordered
+// list of nodes with paid room and the queue of nodes changed since the
+// last query. Per pool because a class looks only at the pools it may use:
+// gpu at 50,000 pods has 5,000 GPU nodes with room for small pods that
+// may not go there.
+type paidRoom struct {
+	lists []paidList // 0: existing nodes; 1+i: new nodes of pool i
+	min   vec        // minPending at the last query (nil: rebuild)
+	// add, spare and merged are scratch.
+	add, spare, merged []*bin
+}
+
+// paidList is one pool's nodes with paid room.
+type paidList struct {
+	bins   []*bin
+	in     []bool // by bin id: on bins
+	dirty  []int32
+	queued []bool
+}
+
+// paidIndexOff makes fillPaid scan every open node (tests compare).
+var paidIndexOff bool
+
+// listOf is the index of b's list.
+func listOf(b *bin) int {
+	if b.node != nil {
+		return 0
+	}
+	return 1 + b.pool.idx
+}
+
+// paidDirty queues a changed node.
+func (p *paidRoom) paidDirty(b *bin) {
+	for len(p.lists) <= listOf(b) {
+		p.lists = append(p.lists, paidList{})
+	}
+	q := &p.lists[listOf(b)]
+	for len(q.queued) <= b.id {
+		q.queued = append(q.queued, false)
+	}
+	if !q.queued[b.id] {
+		q.queued[b.id] = true
+		q.dirty = append(q.dirty, int32(b.id))
+	}
+}
+
+// hasPaidRoom tells whether b is open and holds minPending more at its
+// current type (an existing node: its allocatable).
+func (s *solver) hasPaidRoom(b *bin) bool {
+	if b.node == nil && (len(b.entries) == 0 || b.typ < 0) {
+		return false
+	}
+	return s.hasRoom(b, s.minPending) && s.isOpen(b)
+}
+
+// paidBins are the bins, in order, that may have paid room for a pod of
+// level l: every open bin outside packing.
+func (s *solver) paidBins(l *level) []*bin {
+	g := s.gidx
+	if g == nil || paidIndexOff {
+		return s.liveBins()
+	}
+	p := &g.paid
+	for len(p.lists) < 1+len(s.pools) {
+		p.lists = append(p.lists, paidList{})
+	}
+	fell := p.min == nil
+	for i, v := range p.min {
+		if s.minPending[i] < v {
+			fell = true
+		}
+	}
+	if fell {
+		p.min = append(p.min[:0], s.minPending...)
+		for i := range p.lists {
+			q := &p.lists[i]
+			q.bins = q.bins[:0]
+			for _, id := range q.dirty {
+				q.queued[id] = false
+			}
+			q.dirty = q.dirty[:0]
+		}
+		for _, b := range s.bins {
+			q := &p.lists[listOf(b)]
+			for len(q.in) <= b.id {
+				q.in = append(q.in, false)
+			}
+			q.in[b.id] = s.hasPaidRoom(b)
+			if q.in[b.id] {
+				q.bins = append(q.bins, b)
+			}
+		}
+	}
+	copy(p.min, s.minPending)
+	var out []*bin
+	n := 0
+	for i := range p.lists {
+		if i > 0 && !l.pools[i-1].ok {
+			continue
+		}
+		if bs := s.refreshPaid(&p.lists[i]); len(bs) > 0 {
+			n++
+			if n == 1 {
+				out = bs
+				continue
+			}
+			if n == 2 {
+				p.merged = append(p.merged[:0], out...)
+			}
+			p.merged = append(p.merged, bs...)
+		}
+	}
+	if n > 1 {
+		slices.SortFunc(p.merged, func(a, b *bin) int { return a.id - b.id })
+		out = p.merged
+	}
+	return out
+}
+
+// refreshPaid brings one list up to date: the queued nodes not listed
+// that now have room join it, the listed ones without room leave.
+func (s *solver) refreshPaid(q *paidList) []*bin {
+	p := &s.gidx.paid
+	for len(q.in) < len(s.bins) {
+		q.in = append(q.in, false)
+	}
+	p.add = p.add[:0]
+	for _, id := range q.dirty {
+		q.queued[id] = false
+		if b := s.bins[id]; !q.in[id] && s.hasPaidRoom(b) {
+			p.add = append(p.add, b)
+		}
+	}
+	q.dirty = q.dirty[:0]
+	sortBinsByID(p.add)
+	// Merge them into the listed nodes still with room.
+	out := p.spare[:0]
+	i := 0
+	for _, b := range q.bins {
+		for i < len(p.add) && p.add[i].id < b.id {
+			out = append(out, p.add[i])
+			q.in[p.add[i].id] = true
+			i++
+		}
+		if s.hasPaidRoom(b) {
+			out = append(out, b)
+		} else {
+			q.in[b.id] = false
+		}
+	}
+	for ; i < len(p.add); i++ {
+		out = append(out, p.add[i])
+		q.in[p.add[i].id] = true
+	}
+	q.bins, p.spare = out, q.bins
+	return q.bins
+}
+
+// sortBinsByID sorts a few bins by id (insertion sort: the queue between
+// two queries is a handful of nodes).
+func sortBinsByID(bs []*bin) {
+	for i := 1; i < len(bs); i++ {
+		for j := i; j > 0 && bs[j].id < bs[j-1].id; j-- {
+			bs[j], bs[j-1] = bs[j-1], bs[j]
+		}
+	}
+}
