@@ -131,7 +131,7 @@ func (s *solver) paidBins(l *level) []*bin {
 		}
 	}
 	if n > 1 {
-		slices.SortFunc(p.merged, func(a, b *bin) int { return a.id - b.id })
+		slices.SortFunc(p.merged, byID)
 		out = p.merged
 	}
 	return out
@@ -152,7 +152,7 @@ func (s *solver) refreshPaid(q *paidList) []*bin {
 		}
 	}
 	q.dirty = q.dirty[:0]
-	sortBinsByID(p.add)
+	slices.SortFunc(p.add, byID)
 	// Merge them into the listed nodes still with room.
 	out := p.spare[:0]
 	i := 0
@@ -176,12 +176,5 @@ func (s *solver) refreshPaid(q *paidList) []*bin {
 	return q.bins
 }
 
-// sortBinsByID sorts a few bins by id (insertion sort: the queue between
-// two queries is a handful of nodes).
-func sortBinsByID(bs []*bin) {
-	for i := 1; i < len(bs); i++ {
-		for j := i; j > 0 && bs[j].id < bs[j-1].id; j-- {
-			bs[j], bs[j-1] = bs[j-1], bs[j]
-		}
-	}
-}
+// byID orders bins by id (node order).
+func byID(a, b *bin) int { return a.id - b.id }

@@ -151,15 +151,7 @@ func (s *solver) shapeBound(y []float64) float64 {
 			feasiblePrices(buf, t)
 			f(buf)
 		}
-		clear(buf)
-		yv := 0.0
-		for r := range y {
-			yv += max(y[r], 0) * float64(max(t.net[r], 0))
-		}
-		if yv > 0 {
-			for r := range y {
-				buf[r] = max(y[r], 0) * cost / yv
-			}
+		if scaledDuals(buf, y, t) > 0 {
 			emit()
 		}
 		for a, ra := range used {
@@ -203,21 +195,13 @@ func (s *solver) shapeBound(y []float64) float64 {
 				}
 			}
 		}
-		yv, yt := 0.0, 0.0
-		for r := range y {
-			yv += max(y[r], 0) * float64(max(t.net[r], 0))
-			yt += max(y[r], 0) * total[r]
-		}
 		w[k] = make([]float64, nd)
-		switch {
-		case yv > 0 && yt*t.minPrice/yv > best:
-			for r := range y {
-				w[k][r] = max(y[r], 0) * t.minPrice / yv
+		if scaledDuals(w[k], y, t) == 0 || dot(w[k], total) <= best {
+			if bestR < 0 {
+				return 0
 			}
-		case bestR >= 0:
+			clear(w[k])
 			w[k][bestR] = t.minPrice / float64(t.net[bestR])
-		default:
-			return 0
 		}
 		feasiblePrices(w[k], t)
 	}
@@ -341,4 +325,22 @@ func feasiblePrices(w []float64, t *ptype) {
 			w[r] *= t.minPrice / v * (1 - 1e-12)
 		}
 	}
+}
+
+// scaledDuals sets w to the resource LP's duals y (negatives as 0) scaled
+// so that type t's capacity at them is worth its price, and returns the
+// scale's divisor, t's capacity at y (0: y prices nothing t has, and w is
+// left all zero).
+func scaledDuals(w, y []float64, t *ptype) float64 {
+	clear(w)
+	yv := 0.0
+	for r := range y {
+		yv += max(y[r], 0) * float64(max(t.net[r], 0))
+	}
+	if yv > 0 {
+		for r := range y {
+			w[r] = max(y[r], 0) * t.minPrice / yv
+		}
+	}
+	return yv
 }
