@@ -160,7 +160,7 @@ func fetchPages(ctx context.Context, rc rest.Interface, opts metav1.ListOptions,
 		case <-ctx.Done():
 			return
 		}
-		if pg.err != nil || cont == "" {
+		if cont == "" { // the last page, or a failed one (no token)
 			return
 		}
 		opts.Continue = cont
