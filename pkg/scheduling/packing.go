@@ -70,7 +70,7 @@ type placedRec struct {
 func (s *solver) count(l *level, b *bin, k int32) {
 	c := l.cls
 	for _, g := range c.memberOf {
-		if b.node != nil && (g.filter != nil || g.honorTaints) && !g.countsOn(b) {
+		if ((b.node != nil && g.filter != nil) || g.honorTaints) && !g.countsOn(b) {
 			continue // the spread's owner could not use this node
 		}
 		d := s.domain(b, g.key, -1, -1)

@@ -236,14 +236,22 @@ func (s *solver) spreadGroup(owner *corev1.Pod, t corev1.TopologySpreadConstrain
 	return s.internGroup(g)
 }
 
-// countsOn tells whether pods on an existing node count for the group.
+// countsOn tells whether pods on a node count for the group. For a new
+// node only the taints are checked (its pool's): its node affinity is
+// already in the spread's domains, but a domain two pools share holds
+// nodes with different taints, and with nodeTaintsPolicy Honor the
+// kube-scheduler counts only the nodes whose taints the owner tolerates.
 func (g *group) countsOn(b *bin) bool {
 	if g.honorTaints {
-		if _, bad := firstUntolerated(g.filterTols, b.taints, false); bad {
+		taints := b.taints
+		if b.node == nil && b.pool != nil {
+			taints = b.pool.taints
+		}
+		if _, bad := firstUntolerated(g.filterTols, taints, false); bad {
 			return false
 		}
 	}
-	if len(g.filter) == 0 {
+	if b.node == nil || len(g.filter) == 0 {
 		return true
 	}
 	for _, r := range g.filter {

@@ -614,13 +614,24 @@ func (v *verifier) checkTopology() {
 				continue
 			}
 			sel := podSelector(t.LabelSelector, a.p.Labels, t.MatchLabelKeys, nil)
+			// nodeAffinityPolicy defaults to Honor, nodeTaintsPolicy to
+			// Ignore: a node the policy excludes is no domain and its pods
+			// do not count.
 			honor := t.NodeAffinityPolicy == nil || *t.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor
+			honorTaints := t.NodeTaintsPolicy != nil && *t.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor
 			var filter func(n *vnode) bool
 			fsig := ""
-			if honor {
+			if honor || honorTaints {
 				p := a.p
-				filter = func(n *vnode) bool { return matchNode(p, n.common) }
-				fsig = fmt.Sprintf("%v|%s", p.Spec.NodeSelector, jsonOf(p.Spec.Affinity))
+				filter = func(n *vnode) bool {
+					return (!honor || matchNode(p, n.common)) && (!honorTaints || toleratesAll(p, n.taints))
+				}
+				if honor {
+					fsig = fmt.Sprintf("%v|%s", p.Spec.NodeSelector, jsonOf(p.Spec.Affinity))
+				}
+				if honorTaints {
+					fsig += "|tol:" + jsonOf(p.Spec.Tolerations)
+				}
 			}
 			sig := fmt.Sprintf("spread|%s|%s|%s|%s", t.TopologyKey, a.p.Namespace, sel.String(), fsig)
 			ns := a.p.Namespace
