@@ -524,3 +524,708 @@ func TestKarpenterSuiteSpreadPolicies(t *testing.T) {
 		}, check: wantSkew(key, "a", 5)},
 	})
 }
+
+// nodeValues are the values key may take on the new node holding a pod,
+// whatever offering is launched: its zones, capacity types, its label, or
+// the label over its instance type options ("" where a type lacks it).
+func nodeValues(in scheduling.Input, n scheduling.NewNode, key string) map[string]bool {
+	out := map[string]bool{}
+	switch key {
+	case corev1.LabelTopologyZone:
+		for _, z := range n.Zones {
+			out[z] = true
+		}
+		return out
+	case model.LabelCapacityType:
+		for _, c := range n.CapacityTypes {
+			out[c] = true
+		}
+		return out
+	}
+	if v, ok := n.Labels[key]; ok {
+		out[v] = true
+		return out
+	}
+	return typeLabelValues(in, n, key)
+}
+
+// podNodeHas checks that the node of pod carries key=want whatever is
+// launched (want "" : the node does not carry key).
+func podNodeHas(pod, key, want string) func(t *testing.T, in scheduling.Input, plan scheduling.Plan) {
+	return func(t *testing.T, in scheduling.Input, plan scheduling.Plan) {
+		t.Helper()
+		_, n, ok := nodeOfPod(plan, pod)
+		if !ok {
+			t.Fatalf("%s is not on a new node", pod)
+		}
+		if got := nodeValues(in, n, key); len(got) != 1 || !got[want] {
+			t.Errorf("%s's node may have %s in %v, want only %q", pod, key, got, want)
+		}
+	}
+}
+
+func nodeReq(reqs ...corev1.NodeSelectorRequirement) func(*corev1.Pod) {
+	return requiredTerms(reqs)
+}
+
+func preferNode(weight int32, reqs ...corev1.NodeSelectorRequirement) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		ensureAffinity(p)
+		if p.Spec.Affinity.NodeAffinity == nil {
+			p.Spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
+		}
+		na := p.Spec.Affinity.NodeAffinity
+		na.PreferredDuringSchedulingIgnoredDuringExecution = append(na.PreferredDuringSchedulingIgnoredDuringExecution,
+			corev1.PreferredSchedulingTerm{Weight: weight, Preference: corev1.NodeSelectorTerm{MatchExpressions: reqs}})
+	}
+}
+
+func TestKarpenterSuiteRequirements(t *testing.T) {
+	zone, it, key := corev1.LabelTopologyZone, corev1.LabelInstanceTypeStable, "test-key"
+	in, notIn, exists, dne := corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn, corev1.NodeSelectorOpExists, corev1.NodeSelectorOpDoesNotExist
+	one := func(mods ...func(*corev1.Pod)) []*corev1.Pod { return pods("p", 1, "1", "1Gi", mods...) }
+	labelled := func() *model.Pool { return pool("p", withLabel(key, "test-value")) }
+	required := func() *model.Pool { return pool("p", withReq(key, "In", "test-value")) }
+	cpuKey := "karpenter.k8s.aws/instance-cpu"
+	runK(t, []kcase{
+		// NodePool with Labels.
+		{name: "should schedule unconstrained pods that don't have matching node selectors", in: func() scheduling.Input { return input(one(), labelled()) },
+			check: podNodeHas("p-0", key, "test-value")},
+		{name: "should not schedule pods that have conflicting node selectors", in: func() scheduling.Input {
+			return input(one(nodeSelector(key, "different-value")), labelled())
+		}, unschedulable: 1},
+		{name: "should not schedule pods that have node selectors with undefined key", in: func() scheduling.Input {
+			return input(one(nodeSelector(key, "test-value")))
+		}, unschedulable: 1, reason: "not defined"},
+		{name: "should schedule pods that have matching requirements", in: func() scheduling.Input {
+			return input(one(nodeReq(req(key, in, "test-value", "another-value"))), labelled())
+		}, check: podNodeHas("p-0", key, "test-value")},
+		{name: "should not schedule pods that have conflicting requirements", in: func() scheduling.Input {
+			return input(one(nodeReq(req(key, in, "another-value"))), labelled())
+		}, unschedulable: 1},
+
+		// Well Known Labels.
+		{name: "should use NodePool constraints", in: func() scheduling.Input { return input(one(), pool("p", withReq(zone, "In", "test-1b"))) },
+			check: podNodeHas("p-0", zone, "test-1b")},
+		{name: "should use node selectors", in: func() scheduling.Input {
+			return input(one(nodeSelector(zone, "test-1b")), pool("p", withReq(zone, "In", "test-1a", "test-1b")))
+		}, check: podNodeHas("p-0", zone, "test-1b")},
+		{name: "should not schedule the pod if nodeselector unknown", in: func() scheduling.Input {
+			return input(one(nodeSelector(zone, "unknown")), pool("p", withReq(zone, "In", "test-1a")))
+		}, unschedulable: 1},
+		{name: "should not schedule if node selector outside of NodePool constraints", in: func() scheduling.Input {
+			return input(one(nodeSelector(zone, "test-1b")), pool("p", withReq(zone, "In", "test-1a")))
+		}, unschedulable: 1},
+		{name: "should schedule compatible requirements with Operator=In", in: func() scheduling.Input {
+			return input(one(nodeReq(req(zone, in, "test-1c"))))
+		}, check: podNodeHas("p-0", zone, "test-1c")},
+		{name: "should schedule compatible requirements with Operator=Gt", in: func() scheduling.Input {
+			return input(one(), pool("p", withReq(cpuKey, "Gt", "8")))
+		}, check: podNodeHas("p-0", cpuKey, "16")},
+		{name: "should schedule compatible requirements with Operator=Lt", in: func() scheduling.Input {
+			return input(one(), pool("p", withReq(cpuKey, "Lt", "4")))
+		}, check: podNodeHas("p-0", cpuKey, "2")},
+		{name: "should schedule compatible requirements with Operator=Gte", in: func() scheduling.Input {
+			return input(one(), pool("p", withReq(cpuKey, "Gte", "16")))
+		}, check: podNodeHas("p-0", cpuKey, "16")},
+		{name: "should schedule compatible requirements with Operator=Lte", in: func() scheduling.Input {
+			return input(one(), pool("p", withReq(cpuKey, "Lte", "2")))
+		}, check: podNodeHas("p-0", cpuKey, "2")},
+		{name: "should not schedule incompatible preferences and requirements with Operator=In", in: func() scheduling.Input {
+			return input(one(nodeReq(req(zone, in, "unknown"))))
+		}, unschedulable: 1},
+		{name: "should schedule compatible requirements with Operator=NotIn", in: func() scheduling.Input {
+			return input(one(nodeReq(req(zone, notIn, "test-1a", "test-1b", "unknown"))))
+		}, check: podNodeHas("p-0", zone, "test-1c")},
+		{name: "should not schedule incompatible preferences and requirements with Operator=NotIn", in: func() scheduling.Input {
+			return input(one(nodeReq(req(zone, notIn, "test-1a", "test-1b", "test-1c", "unknown"))))
+		}, unschedulable: 1},
+		{name: "should schedule compatible preferences and requirements with Operator=In", in: func() scheduling.Input {
+			return input(one(nodeReq(req(zone, in, "test-1a", "test-1b", "test-1c", "unknown")), preferNode(1, req(zone, in, "test-1b", "unknown"))))
+		}, check: podNodeHas("p-0", zone, "test-1b")},
+		{name: "should schedule incompatible preferences and requirements with Operator=In", in: func() scheduling.Input {
+			return input(one(nodeReq(req(zone, in, "test-1a", "test-1b", "test-1c", "unknown")), preferNode(1, req(zone, in, "unknown"))))
+		}},
+		{name: "should schedule compatible preferences and requirements with Operator=NotIn", in: func() scheduling.Input {
+			return input(one(nodeReq(req(zone, in, "test-1a", "test-1b", "test-1c", "unknown")), preferNode(1, req(zone, notIn, "test-1a", "test-1c"))))
+		}, check: podNodeHas("p-0", zone, "test-1b")},
+		{name: "should schedule incompatible preferences and requirements with Operator=NotIn", in: func() scheduling.Input {
+			return input(one(nodeReq(req(zone, in, "test-1a", "test-1b", "test-1c", "unknown")), preferNode(1, req(zone, notIn, "test-1a", "test-1b", "test-1c"))))
+		}},
+		{name: "should schedule compatible node selectors, preferences and requirements", in: func() scheduling.Input {
+			return input(one(nodeSelector(zone, "test-1c"), nodeReq(req(zone, in, testZones...)), preferNode(1, req(zone, in, testZones...))))
+		}, check: podNodeHas("p-0", zone, "test-1c")},
+		{name: "should combine multidimensional node selectors, preferences and requirements", in: func() scheduling.Input {
+			return input(one(nodeSelector(zone, "test-1c", it, "a.xlarge"),
+				nodeReq(req(zone, in, "test-1a", "test-1c"), req(it, in, "c.large", "a.xlarge")),
+				preferNode(1, req(zone, notIn, "unknown"), req(it, notIn, "unknown"))))
+		}, check: all(podNodeHas("p-0", zone, "test-1c"), podNodeHas("p-0", it, "a.xlarge"))},
+
+		// Constraints Validation: restricted keys no pool defines.
+		{name: "should not schedule pods that have node selectors with restricted labels", in: func() scheduling.Input {
+			return input(one(nodeReq(req("karpenter.sh/initialized", in, "test"))))
+		}, unschedulable: 1},
+		{name: "should not schedule pods that have node selectors with restricted domains", in: func() scheduling.Input {
+			return input(one(nodeReq(req("kubernetes.io/test", in, "test"))))
+		}, unschedulable: 1},
+		{name: "should schedule pods that have node selectors with label in the kubernetes domains", in: func() scheduling.Input {
+			return input(one(nodeSelector("node-restriction.kubernetes.io/test", "test-value")), pool("p", withReq("node-restriction.kubernetes.io/test", "In", "test-value")))
+		}, check: podNodeHas("p-0", "node-restriction.kubernetes.io/test", "test-value")},
+		{name: "should schedule pods that have node selectors with label in subdomain from kubernetes domains", in: func() scheduling.Input {
+			return input(one(nodeSelector("subdomain.node-restriction.kubernetes.io/test", "test-value")), pool("p", withReq("subdomain.node-restriction.kubernetes.io/test", "In", "test-value")))
+		}, check: podNodeHas("p-0", "subdomain.node-restriction.kubernetes.io/test", "test-value")},
+		{name: "should schedule pods that have node selectors with label in wellknown label list", in: func() scheduling.Input {
+			return input(concat(
+				pods("zone", 1, "1", "1Gi", nodeSelector(zone, "test-1a")),
+				pods("type", 1, "1", "1Gi", nodeSelector(it, "c.xlarge")),
+				pods("arch", 1, "1", "1Gi", nodeSelector(corev1.LabelArchStable, "arm64")),
+				pods("os", 1, "1", "1Gi", nodeSelector(corev1.LabelOSStable, "linux")),
+				pods("spot", 1, "1", "1Gi", nodeSelector(model.LabelCapacityType, "spot"))), spotAndOD())
+		}, check: all(podNodeHas("zone-0", zone, "test-1a"), podNodeHas("type-0", it, "c.xlarge"), podNodeHas("arch-0", corev1.LabelArchStable, "arm64"),
+			podNodeHas("spot-0", model.LabelCapacityType, "spot"))},
+
+		// Scheduling Logic.
+		{name: "should not schedule pods that have node selectors with In operator and undefined key", in: func() scheduling.Input {
+			return input(one(nodeReq(req(key, in, "test-value"))))
+		}, unschedulable: 1},
+		{name: "should schedule pods that have node selectors with NotIn operator and undefined key", in: func() scheduling.Input {
+			return input(one(nodeReq(req(key, notIn, "test-value"))))
+		}, check: podNodeHas("p-0", key, "")},
+		{name: "should not schedule pods that have node selectors with Exists operator and undefined key", in: func() scheduling.Input {
+			return input(one(nodeReq(req(key, exists))))
+		}, unschedulable: 1},
+		{name: "should schedule pods that with DoesNotExists operator and undefined key", in: func() scheduling.Input {
+			return input(one(nodeReq(req(key, dne))))
+		}, check: podNodeHas("p-0", key, "")},
+		{name: "should schedule unconstrained pods that don't have matching node selectors (requirement)", in: func() scheduling.Input { return input(one(), required()) },
+			check: podNodeHas("p-0", key, "test-value")},
+		{name: "should schedule pods that have node selectors with matching value and In operator", in: func() scheduling.Input {
+			return input(one(nodeReq(req(key, in, "test-value"))), required())
+		}, check: podNodeHas("p-0", key, "test-value")},
+		{name: "should not schedule pods that have node selectors with matching value and NotIn operator", in: func() scheduling.Input {
+			return input(one(nodeReq(req(key, notIn, "test-value"))), required())
+		}, unschedulable: 1},
+		{name: "should schedule the pod with Exists operator and defined key", in: func() scheduling.Input {
+			return input(one(nodeReq(req(key, exists))), required())
+		}, check: podNodeHas("p-0", key, "test-value")},
+		{name: "should not schedule the pod with DoesNotExists operator and defined key", in: func() scheduling.Input {
+			return input(one(nodeReq(req(key, dne))), required())
+		}, unschedulable: 1},
+		{name: "should not schedule pods that have node selectors with different value and In operator", in: func() scheduling.Input {
+			return input(one(nodeReq(req(key, in, "another-value"))), required())
+		}, unschedulable: 1},
+		{name: "should schedule pods that have node selectors with different value and NotIn operator", in: func() scheduling.Input {
+			return input(one(nodeReq(req(key, notIn, "another-value"))), required())
+		}, check: podNodeHas("p-0", key, "test-value")},
+		{name: "should schedule compatible pods to the same node", in: func() scheduling.Input {
+			return input(concat(pods("a", 1, "1", "1Gi", nodeReq(req(key, in, "test-value"))), pods("b", 1, "1", "1Gi", nodeReq(req(key, notIn, "another-value")))),
+				pool("p", withReq(key, "In", "test-value", "another-value")))
+		}, check: all(podNodeHas("a-0", key, "test-value"), podNodeHas("b-0", key, "test-value"), samePlace("a-0", "b-0", true))},
+		{name: "should schedule incompatible pods to the different node", in: func() scheduling.Input {
+			return input(concat(pods("a", 1, "1", "1Gi", nodeReq(req(key, in, "test-value"))), pods("b", 1, "1", "1Gi", nodeReq(req(key, in, "another-value")))),
+				pool("p", withReq(key, "In", "test-value", "another-value")))
+		}, check: all(podNodeHas("a-0", key, "test-value"), podNodeHas("b-0", key, "another-value"), samePlace("a-0", "b-0", false))},
+		{name: "Exists operator should not overwrite the existing value", in: func() scheduling.Input {
+			return input(one(nodeReq(req(zone, in, "non-existent-zone"), req(zone, exists))))
+		}, unschedulable: 1},
+
+		// Preferential Fallback.
+		{name: "should not relax the final term", in: func() scheduling.Input {
+			return input(one(nodeReq(req(zone, in, "invalid"))), pool("p", withReq(zone, "In", "test-1a"), withReq(it, "In", "c.large")))
+		}, unschedulable: 1},
+		{name: "should relax multiple terms", in: func() scheduling.Input {
+			return input(one(requiredTerms(
+				[]corev1.NodeSelectorRequirement{req(zone, in, "invalid")},
+				[]corev1.NodeSelectorRequirement{req(zone, in, "invalid")},
+				[]corev1.NodeSelectorRequirement{req(zone, in, "test-1a")},
+				[]corev1.NodeSelectorRequirement{req(zone, in, "test-1b")})))
+		}, check: podNodeHas("p-0", zone, "test-1a")},
+		{name: "should relax all terms", in: func() scheduling.Input {
+			return input(one(preferNode(1, req(zone, in, "invalid")), preferNode(1, req(it, in, "invalid"))))
+		}, check: func(t *testing.T, _ scheduling.Input, plan scheduling.Plan) {
+			if len(plan.Relaxed) != 1 {
+				t.Errorf("relaxed %+v, want the pod reported", plan.Relaxed)
+			}
+		}},
+		{name: "should relax to use lighter weights", in: func() scheduling.Input {
+			return input(one(preferNode(100, req(it, in, "test-1c")), preferNode(50, req(zone, in, "test-1b")), preferNode(1, req(zone, in, "test-1a"))),
+				pool("p", withReq(zone, "In", "test-1a", "test-1b")))
+		}, check: podNodeHas("p-0", zone, "test-1b")},
+		{name: "should schedule even if preference is conflicting with requirement", in: func() scheduling.Input {
+			return input(one(preferNode(1, req(zone, notIn, "test-1c")), nodeReq(req(zone, in, "test-1c"))))
+		}, check: podNodeHas("p-0", zone, "test-1c")},
+		{name: "should schedule even if preference requirements are conflicting", in: func() scheduling.Input {
+			return input(one(preferNode(1, req(zone, in, "invalid"), req(zone, notIn, "invalid"))))
+		}},
+	})
+}
+
+func preferAffinity(weight int32, key, app string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		ensureAffinity(p)
+		if p.Spec.Affinity.PodAffinity == nil {
+			p.Spec.Affinity.PodAffinity = &corev1.PodAffinity{}
+		}
+		a := p.Spec.Affinity.PodAffinity
+		a.PreferredDuringSchedulingIgnoredDuringExecution = append(a.PreferredDuringSchedulingIgnoredDuringExecution, corev1.WeightedPodAffinityTerm{Weight: weight, PodAffinityTerm: term(key, app)})
+	}
+}
+
+func preferAnti(weight int32, key, app string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		ensureAffinity(p)
+		if p.Spec.Affinity.PodAntiAffinity == nil {
+			p.Spec.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{}
+		}
+		a := p.Spec.Affinity.PodAntiAffinity
+		a.PreferredDuringSchedulingIgnoredDuringExecution = append(a.PreferredDuringSchedulingIgnoredDuringExecution, corev1.WeightedPodAffinityTerm{Weight: weight, PodAffinityTerm: term(key, app)})
+	}
+}
+
+// lastAffinityTerm edits the pod's last required pod affinity term.
+func lastAffinityTerm(edit func(*corev1.PodAffinityTerm)) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		ts := p.Spec.Affinity.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+		edit(&ts[len(ts)-1])
+	}
+}
+
+// zoneOfPod is the zone of the node a pod is on, new or existing.
+func zoneOfPod(in scheduling.Input, plan scheduling.Plan, pod string) string {
+	if _, n, ok := nodeOfPod(plan, pod); ok {
+		return n.Cheapest.Zone
+	}
+	for _, pl := range plan.Existing {
+		for _, p := range pl.Pods {
+			if p.Name == pod {
+				for _, n := range in.Nodes {
+					if n.Name == pl.Node {
+						return n.Labels[corev1.LabelTopologyZone]
+					}
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func placedCount(plan scheduling.Plan) int {
+	return len(placedOn(plan))
+}
+
+func TestKarpenterSuitePodAffinity(t *testing.T) {
+	zone, host := corev1.LabelTopologyZone, corev1.LabelHostname
+	dns := corev1.DoNotSchedule
+	zoneGuards := func(mods ...func(*corev1.Pod)) []*corev1.Pod {
+		var out []*corev1.Pod
+		for _, z := range testZones {
+			out = append(out, pods("guard-"+z, 1, "2", "1Gi", append([]func(*corev1.Pod){withApp("guard"), nodeSelector(zone, z)}, mods...)...)...)
+		}
+		return out
+	}
+	runK(t, []kcase{
+		{name: "should schedule a pod with empty pod affinity and anti-affinity", in: func() scheduling.Input {
+			return input(pods("a", 1, "1", "1Gi", func(p *corev1.Pod) {
+				p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{}, PodAntiAffinity: &corev1.PodAntiAffinity{}}
+			}))
+		}},
+		{name: "should respect pod affinity (hostname)", in: func() scheduling.Input {
+			return input(concat(
+				pods("spread", 10, "100m", "100Mi", spread(host, 1, dns, "spread")),
+				pods("target", 1, "100m", "100Mi", withApp("s2")),
+				pods("follower", 1, "100m", "100Mi", affinity(host, "s2"))))
+		}, check: samePlace("target-0", "follower-0", true)},
+		{name: "should respect self pod affinity (hostname)", in: func() scheduling.Input {
+			return input(pods("a", 3, "100m", "100Mi", affinity(host, "a")))
+		}, check: newNodes(1)},
+		// Karpenter's fake types hold five pods; ours hold at most 234.
+		{name: "should respect self pod affinity for first empty topology domain only (hostname)", in: func() scheduling.Input {
+			return input(pods("a", 240, "10m", "10Mi", affinity(host, "a")))
+		}, unschedulable: 6, reason: "pod affinity", check: newNodes(1)},
+		{name: "should respect self pod affinity for first empty topology domain only (hostname/constrained zones)", in: func() scheduling.Input {
+			return withNodes(input(pods("a", 10, "100m", "100Mi", affinity(host, "a"), nodeReq(req(zone, corev1.NodeSelectorOpIn, "test-1b", "test-1c")))),
+				existingNode("first", "test-1a", pods("a-first", 1, "100m", "100Mi", withApp("a"), affinity(host, "a"))...))
+		}, unschedulable: 10, reason: "pod affinity"},
+		{name: "should respect self pod affinity (zone)", in: func() scheduling.Input {
+			return input(pods("a", 3, "100m", "100Mi", affinity(zone, "a")))
+		}, check: newNodes(1)},
+		{name: "should respect self pod affinity (zone w/ constraint)", in: func() scheduling.Input {
+			return input(pods("a", 3, "100m", "100Mi", affinity(zone, "a"), nodeReq(req(zone, corev1.NodeSelectorOpIn, "test-1c"))))
+		}, check: all(newNodes(1), podNodeHas("a-0", zone, "test-1c"))},
+		{name: "should allow violation of preferred pod affinity", in: func() scheduling.Input {
+			return input(concat(pods("spread", 10, "100m", "100Mi", spread(host, 1, dns, "spread")), pods("follower", 1, "100m", "100Mi", preferAffinity(50, host, "nobody"))))
+		}, check: func(t *testing.T, _ scheduling.Input, plan scheduling.Plan) {
+			if len(plan.Relaxed) != 1 || !strings.Contains(plan.Relaxed[0].Reason, "affinity") {
+				t.Errorf("relaxed %+v, want the follower's preferred affinity", plan.Relaxed)
+			}
+		}},
+		{name: "should allow violation of preferred pod anti-affinity", in: func() scheduling.Input {
+			return input(pods("a", 10, "100m", "100Mi", preferAnti(50, zone, "a"), spread(zone, 1, dns, "a")))
+		}, check: wantSkew(zone, "a", 4, 3, 3)},
+		{name: "should separate nodes using simple pod anti-affinity on hostname", in: func() scheduling.Input {
+			return input(concat(pods("second", 1, "100m", "100Mi", antiAffinity(host, "s1")), pods("first", 1, "100m", "100Mi", withApp("s1"))))
+		}, check: samePlace("first-0", "second-0", false)},
+		// Karpenter leaves the first pod's zone open until launch, so the
+		// pod avoiding it waits a round; Joist fixes the zone in the plan
+		// and places both now, in different zones.
+		{name: "should not violate pod anti-affinity on zone (other schedules first)", in: func() scheduling.Input {
+			return input(concat(pods("pod", 1, "2", "1Gi", withApp("s2")), pods("aff", 1, "100m", "100Mi", antiAffinity(zone, "s2"))))
+		}, check: func(t *testing.T, in scheduling.Input, plan scheduling.Plan) {
+			if a, b := zoneOfPod(in, plan, "pod-0"), zoneOfPod(in, plan, "aff-0"); a == "" || a == b {
+				t.Errorf("zones %q and %q, want two different zones", a, b)
+			}
+		}},
+		{name: "should violate preferred pod anti-affinity on zone (inverse)", in: func() scheduling.Input {
+			return input(concat(zoneGuards(preferAnti(10, zone, "aff")), pods("aff", 1, "100m", "100Mi", withApp("aff"))))
+		}, check: func(t *testing.T, _ scheduling.Input, plan scheduling.Plan) {
+			if placedCount(plan) != 4 {
+				t.Errorf("placed %v, want all four", placedOn(plan))
+			}
+		}},
+		{name: "should not violate pod anti-affinity on zone (inverse)", in: func() scheduling.Input {
+			return input(concat(zoneGuards(antiAffinity(zone, "aff")), pods("aff", 1, "100m", "100Mi", withApp("aff"))))
+		}, unschedulable: 1, reason: "anti-affinity"},
+		// Karpenter: not in this round (the first pod's zone is open);
+		// Joist: in another zone now.
+		{name: "should not violate pod anti-affinity on zone (Schrödinger)", in: func() scheduling.Input {
+			return input(concat(pods("anywhere", 1, "2", "1Gi", antiAffinity(zone, "aff")), pods("aff", 1, "100m", "100Mi", withApp("aff"))))
+		}, check: func(t *testing.T, in scheduling.Input, plan scheduling.Plan) {
+			if a, b := zoneOfPod(in, plan, "anywhere-0"), zoneOfPod(in, plan, "aff-0"); a == "" || a == b {
+				t.Errorf("zones %q and %q, want two different zones", a, b)
+			}
+		}},
+		{name: "should not violate pod anti-affinity on zone (inverse w/existing nodes)", in: func() scheduling.Input {
+			var nodes []*scheduling.Node
+			for _, z := range testZones {
+				nodes = append(nodes, existingNode("n-"+z, z, pods("guard-"+z, 1, "2", "1Gi", withApp("guard"), antiAffinity(zone, "aff"))...))
+			}
+			return withNodes(input(pods("aff", 1, "100m", "100Mi", withApp("aff"))), nodes...)
+		}, unschedulable: 1, reason: "anti-affinity"},
+		{name: "should violate preferred pod anti-affinity on zone (inverse w/existing nodes)", in: func() scheduling.Input {
+			var nodes []*scheduling.Node
+			for _, z := range testZones {
+				nodes = append(nodes, existingNode("n-"+z, z, pods("guard-"+z, 1, "2", "1Gi", withApp("guard"), preferAnti(10, zone, "aff"))...))
+			}
+			return withNodes(input(pods("aff", 1, "100m", "100Mi", withApp("aff"))), nodes...)
+		}, check: func(t *testing.T, _ scheduling.Input, plan scheduling.Plan) {
+			if placedCount(plan) != 1 || len(plan.NewNodes) != 0 {
+				t.Errorf("placed %v, %d new nodes: want the pod on an existing node (a preference of others is no bar)", placedOn(plan), len(plan.NewNodes))
+			}
+		}},
+		{name: "should allow violation of a pod affinity preference with a conflicting required constraint", in: func() scheduling.Input {
+			return input(pods("a", 3, "100m", "100Mi", spread(host, 1, dns, "a"), preferAffinity(50, host, "a")))
+		}, check: wantSkew(host, "a", 1, 1, 1)},
+		// Karpenter needs a round per zone; Joist places one pod per zone
+		// in one plan.
+		{name: "should support pod anti-affinity with a zone topology", in: func() scheduling.Input {
+			return input(pods("a", 5, "100m", "100Mi", antiAffinity(zone, "a")))
+		}, unschedulable: 2, reason: "anti-affinity", check: wantSkew(zone, "a", 1, 1, 1)},
+		{name: "should not schedule pods with affinity to a non-existent pod", in: func() scheduling.Input {
+			return input(pods("a", 10, "100m", "100Mi", affinity(zone, "nobody")))
+		}, unschedulable: 10, reason: "pod affinity"},
+		// Karpenter: the followers wait a round for the target's zone;
+		// Joist fixes it and places all eleven in one zone now.
+		{name: "should support pod affinity with zone topology (unconstrained target)", in: func() scheduling.Input {
+			return input(concat(pods("target", 1, "100m", "100Mi", withApp("target")), pods("aff", 10, "100m", "100Mi", withApp("target"), affinity(zone, "target"))))
+		}, check: wantSkew(zone, "target", 11)},
+		{name: "should support pod affinity with zone topology (constrained target)", in: func() scheduling.Input {
+			return input(concat(pods("target", 1, "100m", "100Mi", withApp("target"), nodeReq(req(zone, corev1.NodeSelectorOpIn, "test-1a"))),
+				pods("aff", 10, "100m", "100Mi", withApp("target"), affinity(zone, "target"))))
+		}, check: all(wantSkew(zone, "target", 11), podNodeHas("aff-0", zone, "test-1a"))},
+		{name: "should filter pod affinity topologies by namespace, no matching pods", in: func() scheduling.Input {
+			return input(concat(
+				pods("spread", 10, "100m", "100Mi", spread(host, 1, dns, "spread")),
+				pods("target", 1, "100m", "100Mi", withApp("s2"), inNamespace("other-ns-no-match")),
+				pods("follower", 1, "100m", "100Mi", affinity(host, "s2"))))
+		}, unschedulable: 1, reason: "pod affinity", check: func(t *testing.T, _ scheduling.Input, plan scheduling.Plan) {
+			if placedOn(plan)["target-0"] == "" {
+				t.Error("the target is not placed")
+			}
+		}},
+		{name: "should filter pod affinity topologies by namespace, matching pods namespace list", in: func() scheduling.Input {
+			return input(concat(
+				pods("spread", 10, "100m", "100Mi", spread(host, 1, dns, "spread")),
+				pods("target", 1, "100m", "100Mi", withApp("s2"), inNamespace("other-ns-list")),
+				pods("follower", 1, "100m", "100Mi", affinity(host, "s2"), lastAffinityTerm(func(t *corev1.PodAffinityTerm) { t.Namespaces = []string{"other-ns-list"} }))))
+		}, check: samePlace("target-0", "follower-0", true)},
+		{name: "should filter pod affinity topologies by namespace, empty namespace selector", in: func() scheduling.Input {
+			return input(concat(
+				pods("spread", 10, "100m", "100Mi", spread(host, 1, dns, "spread")),
+				pods("target", 1, "100m", "100Mi", withApp("s2"), inNamespace("empty-ns-selector")),
+				pods("follower", 1, "100m", "100Mi", affinity(host, "s2"), lastAffinityTerm(func(t *corev1.PodAffinityTerm) { t.NamespaceSelector = &metav1.LabelSelector{} }))))
+		}, check: samePlace("target-0", "follower-0", true)},
+		{name: "namespace selector by labels (Namespaces given)", in: func() scheduling.Input {
+			in := input(concat(
+				pods("target", 1, "100m", "100Mi", withApp("s2"), inNamespace("team-a")),
+				pods("other", 1, "100m", "100Mi", withApp("s2"), inNamespace("team-b"), antiAffinity(host, "s2"), lastAntiTerm(func(t *corev1.PodAffinityTerm) { t.Namespaces = []string{"team-a"} })),
+				pods("follower", 1, "100m", "100Mi", affinity(host, "s2"), lastAffinityTerm(func(t *corev1.PodAffinityTerm) {
+					t.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
+				}))))
+			in.Namespaces = []*corev1.Namespace{
+				{ObjectMeta: metav1.ObjectMeta{Name: "team-a", Labels: map[string]string{"team": "a"}}},
+				{ObjectMeta: metav1.ObjectMeta{Name: "team-b", Labels: map[string]string{"team": "b"}}},
+			}
+			return in
+		}, check: all(samePlace("target-0", "follower-0", true), samePlace("target-0", "other-0", false))},
+	})
+}
+
+func lastAntiTerm(edit func(*corev1.PodAffinityTerm)) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		ts := p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+		edit(&ts[len(ts)-1])
+	}
+}
+
+// withExtra adds resources to the capacity and allocatable of named types.
+func withExtra(in scheduling.Input, typ string, name corev1.ResourceName, q string) scheduling.Input {
+	for _, it := range in.InstanceTypes {
+		if it.Name == typ {
+			it.Capacity[name] = resource.MustParse(q)
+			it.Allocatable[name] = resource.MustParse(q)
+		}
+	}
+	return in
+}
+
+// windowsType adds a Windows type (4 cpu, 16Gi) to the catalog.
+func windowsType(in scheduling.Input) scheduling.Input {
+	for _, it := range testInstanceTypes() {
+		if it.Name == "m.xlarge" {
+			it.Name = "w.xlarge"
+			it.Labels[corev1.LabelInstanceTypeStable] = "w.xlarge"
+			it.Labels[corev1.LabelOSStable] = "windows"
+			it.Labels["karpenter.k8s.aws/instance-family"] = "w"
+			in.InstanceTypes = append(in.InstanceTypes, it)
+		}
+	}
+	return in
+}
+
+func inFlight(name, zone string, held ...*corev1.Pod) *scheduling.Node {
+	n := existingNode(name, zone, held...)
+	n.InFlight = true
+	n.Pool = "default"
+	return n
+}
+
+func small(n *scheduling.Node, cpu string) *scheduling.Node {
+	n.Allocatable = n.Allocatable.DeepCopy()
+	n.Allocatable[corev1.ResourceCPU] = resource.MustParse(cpu)
+	return n
+}
+
+func onExisting(pod, node string) func(t *testing.T, in scheduling.Input, plan scheduling.Plan) {
+	return func(t *testing.T, _ scheduling.Input, plan scheduling.Plan) {
+		t.Helper()
+		if got := placedOn(plan)[pod]; got != node {
+			t.Errorf("%s on %q, want %s", pod, got, node)
+		}
+	}
+}
+
+func onNewNode(pod string) func(t *testing.T, in scheduling.Input, plan scheduling.Plan) {
+	return func(t *testing.T, _ scheduling.Input, plan scheduling.Plan) {
+		t.Helper()
+		if _, _, ok := nodeOfPod(plan, pod); !ok {
+			t.Errorf("%s on %q, want a new node", pod, placedOn(plan)[pod])
+		}
+	}
+}
+
+func cheapest(typ string) func(t *testing.T, in scheduling.Input, plan scheduling.Plan) {
+	return func(t *testing.T, _ scheduling.Input, plan scheduling.Plan) {
+		t.Helper()
+		cheapestType(typ)(t, plan)
+	}
+}
+
+func TestKarpenterSuiteInstanceTypesAndNodes(t *testing.T) {
+	zone, arch, it := corev1.LabelTopologyZone, corev1.LabelArchStable, corev1.LabelInstanceTypeStable
+	family := "karpenter.k8s.aws/instance-family"
+	amd := func() *model.Pool { return pool("p", withReq(arch, "In", "amd64")) }
+	runK(t, []kcase{
+		// Instance Type Compatibility.
+		{name: "should not schedule if requesting more resources than any instance type has", in: func() scheduling.Input {
+			return input(pods("a", 1, "512", "1Gi"))
+		}, unschedulable: 1, reason: "cpu"},
+		{name: "should launch pods with different archs on different instances", in: func() scheduling.Input {
+			return input(concat(pods("x", 1, "100m", "100Mi", nodeSelector(arch, "amd64")), pods("y", 1, "100m", "100Mi", nodeSelector(arch, "arm64"))),
+				pool("p", withReq(arch, "In", "arm64", "amd64")))
+		}, check: all(newNodes(2), podNodeHas("x-0", arch, "amd64"), podNodeHas("y-0", arch, "arm64"))},
+		{name: "should exclude instance types that are not supported by the pod constraints (node affinity/instance type)", in: func() scheduling.Input {
+			return input(pods("a", 1, "100m", "100Mi", nodeReq(req(it, corev1.NodeSelectorOpIn, "a.xlarge"))), amd())
+		}, unschedulable: 1},
+		{name: "should exclude instance types that are not supported by the pod constraints (node affinity/operating system)", in: func() scheduling.Input {
+			return input(pods("a", 1, "100m", "100Mi", nodeReq(req(corev1.LabelOSStable, corev1.NodeSelectorOpIn, "ios"))), amd())
+		}, unschedulable: 1},
+		{name: "should launch pods with different operating systems on different instances", in: func() scheduling.Input {
+			return windowsType(input(concat(pods("x", 1, "100m", "100Mi", nodeSelector(corev1.LabelOSStable, "linux")), pods("y", 1, "100m", "100Mi", nodeSelector(corev1.LabelOSStable, "windows")))))
+		}, check: all(newNodes(2), podNodeHas("y-0", it, "w.xlarge"))},
+		// The first pod uses the beta instance-type label, which Joist
+		// reads as the stable one, as Karpenter does.
+		{name: "should launch pods with different instance type node selectors on different instances", in: func() scheduling.Input {
+			return input(concat(pods("x", 1, "100m", "100Mi", nodeSelector(corev1.LabelInstanceType, "c.large")), pods("y", 1, "100m", "100Mi", nodeSelector(it, "c.xlarge"))))
+		}, check: all(newNodes(2), podNodeHas("x-0", it, "c.large"), podNodeHas("y-0", it, "c.xlarge"))},
+		{name: "should launch pods with different zone selectors on different instances", in: func() scheduling.Input {
+			return input(concat(pods("x", 1, "100m", "100Mi", nodeSelector(zone, "test-1a")), pods("y", 1, "100m", "100Mi", nodeSelector(zone, "test-1b"))))
+		}, check: all(newNodes(2), podNodeHas("x-0", zone, "test-1a"), podNodeHas("y-0", zone, "test-1b"))},
+		{name: "should launch pods with resources that aren't on any single instance type on different instances", in: func() scheduling.Input {
+			in := input(concat(pods("x", 1, "100m", "100Mi", request("example.com/gpu1", "1")), pods("y", 1, "100m", "100Mi", request("example.com/gpu2", "1"))))
+			return withExtra(withExtra(in, "c.xlarge", "example.com/gpu1", "25"), "m.xlarge", "example.com/gpu2", "25")
+		}, check: all(newNodes(2), podNodeHas("x-0", it, "c.xlarge"), podNodeHas("y-0", it, "m.xlarge"))},
+		{name: "should fail to schedule a pod with resources requests that aren't on a single instance type", in: func() scheduling.Input {
+			in := input(pods("x", 1, "100m", "100Mi", request("example.com/gpu1", "1"), request("example.com/gpu2", "1")))
+			return withExtra(withExtra(in, "c.xlarge", "example.com/gpu1", "25"), "m.xlarge", "example.com/gpu2", "25")
+		}, unschedulable: 1},
+		{name: "should filter instance types that match labels", in: func() scheduling.Input {
+			return input(concat(pods("x", 1, "100m", "100Mi", nodeSelector(family, "m")), pods("y", 1, "100m", "100Mi", nodeSelector(family, "c"))))
+		}, check: all(cheapestOf("x-0", "m.xlarge"), cheapestOf("y-0", "c.large"))},
+		{name: "should not schedule with incompatible labels", in: func() scheduling.Input {
+			return input(concat(pods("x", 1, "100m", "100Mi", nodeSelector(family, "c", arch, "arm64")), pods("y", 1, "100m", "100Mi", nodeSelector(family, "a", it, "c.large"))))
+		}, unschedulable: 2},
+		{name: "should schedule optional labels", in: func() scheduling.Input {
+			return input(pods("x", 1, "100m", "100Mi", nodeReq(req("karpenter.k8s.aws/instance-gpu-count", corev1.NodeSelectorOpExists))))
+		}, check: podNodeHas("x-0", it, "g.2xlarge")},
+		{name: "should schedule without optional labels if disallowed", in: func() scheduling.Input {
+			return input(pods("x", 1, "100m", "100Mi", nodeReq(req("karpenter.k8s.aws/instance-gpu-count", corev1.NodeSelectorOpDoesNotExist))))
+		}, check: podNodeHas("x-0", "karpenter.k8s.aws/instance-gpu-count", "")},
+
+		// Binpacking.
+		{name: "should schedule a small pod on the smallest instance", in: func() scheduling.Input { return input(pods("a", 1, "10m", "100M")) }, check: cheapest("c.large")},
+		{name: "should schedule a small pod on the smallest possible instance type", in: func() scheduling.Input { return input(pods("a", 1, "10m", "2000M")) }, check: cheapest("c.large")},
+		// Joist reads the overhead the RuntimeClass admission put in the
+		// pod spec.
+		{name: "should take pod runtime class into consideration", in: func() scheduling.Input {
+			return input(pods("a", 1, "1", "1Gi", func(p *corev1.Pod) {
+				p.Spec.Overhead = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+			}))
+		}, check: cheapest("c.xlarge")},
+		{name: "should schedule multiple small pods on the smallest possible instance type", in: func() scheduling.Input { return input(pods("a", 5, "10m", "10M")) },
+			check: all(newNodes(1), cheapest("c.large"))},
+		// Karpenter fills its largest type; Joist picks what is cheapest
+		// for the whole set (the verifier checks every node's fit).
+		{name: "should create new nodes when a node is at capacity", in: func() scheduling.Input {
+			return input(pods("a", 40, "10m", "1.8G", nodeSelector(arch, "amd64")))
+		}, check: func(t *testing.T, _ scheduling.Input, plan scheduling.Plan) {
+			if len(plan.NewNodes) < 2 {
+				t.Errorf("%d nodes for 72G of pods, want several", len(plan.NewNodes))
+			}
+		}},
+		{name: "should pack small and large pods together", in: func() scheduling.Input {
+			return input(concat(pods("large", 40, "10m", "1.8G", nodeSelector(arch, "amd64")), pods("small", 20, "10m", "400M", nodeSelector(arch, "amd64"))))
+		}},
+		// Karpenter gives the small pod a node of its own (two nodes,
+		// $0.72/h here); one c.4xlarge holds both for $0.64/h.
+		{name: "should pack nodes tightly (Joist: one cheaper node)", in: func() scheduling.Input {
+			return input(concat(pods("big", 1, "4500m", "1Gi"), pods("small", 1, "1", "1Gi")))
+		}, check: all(newNodes(1), cheapest("c.4xlarge"))},
+		{name: "should handle zero-quantity resource requests", in: func() scheduling.Input {
+			return input(pods("a", 1, "1", "1Gi", request("foo.com/weird-resources", "0")))
+		}},
+		{name: "should not schedule pods that exceed every instance type's capacity", in: func() scheduling.Input {
+			return input(pods("a", 1, "1", "2Ti"))
+		}, unschedulable: 1, reason: "memory"},
+		{name: "should create new nodes when a node is at capacity due to pod limits per node", in: func() scheduling.Input {
+			return input(pods("a", 60, "1m", "1Mi", nodeSelector(family, "c"), nodeReq(req("karpenter.k8s.aws/instance-cpu", corev1.NodeSelectorOpLt, "3"))))
+		}, check: newNodes(3)},
+		{name: "should select for valid instance types, regardless of price", in: func() scheduling.Input {
+			return input(pods("a", 1, "1m", "1Mi", nodeReq(req(family, corev1.NodeSelectorOpIn, "c", "m"))))
+		}, check: func(t *testing.T, _ scheduling.Input, plan scheduling.Plan) {
+			cheapestType("c.large")(t, plan)
+			var names []string
+			for _, o := range plan.NewNodes[0].InstanceTypeOptions {
+				names = append(names, o.Name)
+			}
+			slices.Sort(names)
+			if want := []string{"c.4xlarge", "c.large", "c.xlarge", "m.4xlarge", "m.xlarge"}; !slices.Equal(names, want) {
+				t.Errorf("options %v, want every valid type %v", names, want)
+			}
+		}},
+
+		// In-flight and existing nodes.
+		{name: "should not launch a second node if there is an in-flight node that can support the pod", in: func() scheduling.Input {
+			return withNodes(input(pods("a", 1, "10m", "10Mi")), inFlight("i-1", "test-1a"))
+		}, check: all(onExisting("a-0", "i-1"), newNodes(0))},
+		{name: "should not launch a second node if there is an in-flight node that can support the pod (node selectors)", in: func() scheduling.Input {
+			return withNodes(input(concat(
+				pods("second", 1, "10m", "10Mi", nodeReq(req(zone, corev1.NodeSelectorOpIn, "test-1a", "test-1b"))),
+				pods("third", 1, "10m", "10Mi", nodeReq(req(zone, corev1.NodeSelectorOpIn, "test-1a", "test-1c"))))),
+				inFlight("i-1", "test-1b"))
+		}, check: all(onExisting("second-0", "i-1"), onNewNode("third-0"))},
+		{name: "should launch a second node if a pod won't fit on the existingNodes node", in: func() scheduling.Input {
+			return withNodes(input(pods("a", 1, "1", "10Mi")), small(inFlight("i-1", "test-1a", pods("first", 1, "1001m", "10Mi")...), "2"))
+		}, check: onNewNode("a-0")},
+		{name: "should launch a second node if a pod isn't compatible with the existingNodes node (node selector)", in: func() scheduling.Input {
+			return withNodes(input(pods("a", 1, "10m", "10Mi", nodeSelector(arch, "arm64"))), inFlight("i-1", "test-1a"))
+		}, check: onNewNode("a-0")},
+		{name: "should balance pods across zones with in-flight nodes", in: func() scheduling.Input {
+			a := func(n int, name string) []*corev1.Pod { return pods(name, n, "1", "1Gi", withApp("a")) }
+			return withNodes(input(pods("a", 5, "1", "1Gi", spread(zone, 1, corev1.DoNotSchedule, "a"))),
+				inFlight("i-a", "test-1a", a(1, "old-a")...), inFlight("i-b", "test-1b", a(1, "old-b")...), inFlight("i-c", "test-1c", a(2, "old-c")...))
+		}, check: all(wantSkew(zone, "a", 3, 3, 3), newNodes(0))},
+		{name: "should balance pods across hostnames with in-flight nodes", in: func() scheduling.Input {
+			var nodes []*scheduling.Node
+			for i := 0; i < 4; i++ {
+				nodes = append(nodes, inFlight(fmt.Sprintf("i-%d", i), testZones[i%3], pods(fmt.Sprintf("old-%d", i), 1, "1", "1Gi", withApp("a"))...))
+			}
+			return withNodes(input(pods("a", 5, "1", "1Gi", spread(corev1.LabelHostname, 1, corev1.DoNotSchedule, "a"))), nodes...)
+		}, check: all(wantSkew(corev1.LabelHostname, "a", 1, 1, 1, 1, 1, 1, 1, 1, 1), newNodes(5))},
+		{name: "should assume pod will schedule to a tainted node with no taints", in: func() scheduling.Input {
+			return withNodes(input(pods("a", 1, "8", "1Gi")), inFlight("i-1", "test-1a"))
+		}, check: onExisting("a-0", "i-1")},
+		{name: "should assume pod will schedule to a node with ephemeral taint node.kubernetes.io/not-ready:NoExecute when the node is uninitialized", in: func() scheduling.Input {
+			n := inFlight("i-1", "test-1a")
+			n.Taints = []corev1.Taint{{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoExecute}}
+			return withNodes(input(pods("a", 1, "1", "1Gi")), n)
+		}, check: onExisting("a-0", "i-1")},
+		{name: "should not assume pod will schedule to a tainted node", in: func() scheduling.Input {
+			n := existingNode("n1", "test-1a")
+			n.Taints = []corev1.Taint{{Key: "foo.com/taint", Effect: corev1.TaintEffectNoSchedule}}
+			return withNodes(input(pods("a", 1, "1", "1Gi")), n)
+		}, check: onNewNode("a-0")},
+		{name: "should pack in-flight nodes before launching new nodes", in: func() scheduling.Input {
+			return withNodes(input(pods("a", 10, "1", "1Gi")), small(inFlight("i-1", "test-1a"), "5"))
+		}, check: func(t *testing.T, _ scheduling.Input, plan scheduling.Plan) {
+			on := 0
+			for _, pl := range plan.Existing {
+				on += len(pl.Pods)
+			}
+			if on != 5 {
+				t.Errorf("%d pods on the in-flight node (5 cpu free), want 5", on)
+			}
+		}},
+		{name: "should schedule pods with the same host port to different nodes", in: func() scheduling.Input {
+			return input(pods("a", 2, "100m", "100Mi", hostPort(80)))
+		}, check: newNodes(2)},
+		{name: "should schedule a pod to an existing node unowned by Karpenter", in: func() scheduling.Input {
+			return withNodes(input(pods("a", 1, "1", "1Gi")), existingNode("n1", "test-1a"))
+		}, check: all(onExisting("a-0", "n1"), newNodes(0))},
+		{name: "should schedule multiple pods to an existing node unowned by Karpenter", in: func() scheduling.Input {
+			return withNodes(input(pods("a", 10, "100m", "100Mi")), existingNode("n1", "test-1a"))
+		}, check: newNodes(0)},
+		{name: "should consider a pod incompatible with an existing node but compatible with NodePool", in: func() scheduling.Input {
+			return withNodes(input(pods("a", 1, "1", "1Gi", nodeSelector(zone, "test-1b"))), existingNode("n1", "test-1a"))
+		}, check: all(onNewNode("a-0"), podNodeHas("a-0", zone, "test-1b"))},
+
+		// Taints (topology_test.go's last cases).
+		{name: "should not generate taints for OpExists", in: func() scheduling.Input {
+			return input(pods("a", 1, "1", "1Gi", func(p *corev1.Pod) {
+				p.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}}
+			}))
+		}, check: func(t *testing.T, _ scheduling.Input, plan scheduling.Plan) {
+			if len(plan.NewNodes[0].Taints) != 0 {
+				t.Errorf("taints %v, want none", plan.NewNodes[0].Taints)
+			}
+		}},
+	})
+}
+
+func cheapestOf(pod, typ string) func(t *testing.T, in scheduling.Input, plan scheduling.Plan) {
+	return func(t *testing.T, _ scheduling.Input, plan scheduling.Plan) {
+		t.Helper()
+		if _, n, ok := nodeOfPod(plan, pod); !ok || n.Cheapest.InstanceType != typ {
+			t.Errorf("%s's node is a %s, want %s", pod, n.Cheapest.InstanceType, typ)
+		}
+	}
+}

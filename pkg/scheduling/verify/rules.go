@@ -184,6 +184,36 @@ func labelValue(l map[string]string, key string) (string, bool) {
 	return "", false
 }
 
+// withAliases is l with every key of a sameAs group it lacks set to the
+// group's value: a node carries the deprecated forms too (the kubelet and
+// the cloud node controller set them; the CSI driver its zone key), so a
+// pod selecting beta.kubernetes.io/instance-type matches it.
+func withAliases(l map[string]string) map[string]string {
+	var out map[string]string
+	for _, group := range sameAs {
+		v, ok := labelValue(l, group[0])
+		if !ok {
+			continue
+		}
+		for _, k := range group {
+			if _, has := l[k]; has {
+				continue
+			}
+			if out == nil {
+				out = make(map[string]string, len(l)+8)
+				for lk, lv := range l {
+					out[lk] = lv
+				}
+			}
+			out[k] = v
+		}
+	}
+	if out == nil {
+		return l
+	}
+	return out
+}
+
 // jsonOf is v as JSON, a cache key.
 func jsonOf(v any) string {
 	b, _ := json.Marshal(v)

@@ -94,3 +94,26 @@ func TestDaemonSetTolerations(t *testing.T) {
 		t.Error("a host-network DaemonSet pod does not tolerate network-unavailable")
 	}
 }
+
+func TestMatchNodeReadsDeprecatedLabels(t *testing.T) {
+	node := map[string]string{corev1.LabelInstanceTypeStable: "m5.large", corev1.LabelTopologyZone: "us-east-1a", corev1.LabelArchStable: "amd64"}
+	for _, c := range []struct {
+		key, value string
+		want       bool
+	}{
+		{corev1.LabelInstanceType, "m5.large", true},
+		{corev1.LabelInstanceType, "m5.xlarge", false},
+		{corev1.LabelFailureDomainBetaZone, "us-east-1a", true},
+		{"topology.ebs.csi.aws.com/zone", "us-east-1a", true},
+		{"beta.kubernetes.io/arch", "amd64", true},
+		{corev1.LabelFailureDomainBetaRegion, "us-east-1", false}, // the node has no region
+	} {
+		p := &corev1.Pod{Spec: corev1.PodSpec{NodeSelector: map[string]string{c.key: c.value}}}
+		if got := matchNode(p, node); got != c.want {
+			t.Errorf("%s=%s: match = %v, want %v", c.key, c.value, got, c.want)
+		}
+	}
+	if len(node) != 3 {
+		t.Errorf("matchNode changed the node's labels: %v", node)
+	}
+}

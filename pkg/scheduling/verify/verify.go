@@ -318,7 +318,7 @@ func (v *verifier) daemonPods(taints []corev1.Taint, variants []map[string]strin
 }
 
 func matchNode(p *corev1.Pod, l map[string]string) bool {
-	ok, err := nodeaffinity.GetRequiredNodeAffinity(p).Match(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: l, Name: l[corev1.LabelHostname]}})
+	ok, err := nodeaffinity.GetRequiredNodeAffinity(p).Match(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: withAliases(l), Name: l[corev1.LabelHostname]}})
 	return err == nil && ok
 }
 
