@@ -73,7 +73,7 @@ func (s *solver) buildExisting() {
 			b.ports = append(b.ports, n.Bound[i].ports...)
 		}
 		for _, t := range n.Taints {
-			if n.InFlight && ephemeralTaints[t.Key] {
+			if n.InFlight && (ephemeralTaints[t.Key] || isStartupTaint(s.in.Pools, n.Pool, t)) {
 				continue
 			}
 			b.taints = append(b.taints, t)

@@ -353,6 +353,22 @@ func (s *solver) requiredTerms(c *class) []*reqs {
 	return out
 }
 
+// spreadTerm is the required node term a level's spread domains are read
+// from: the pod's own node affinity term (terms[term] less its volume
+// topology). The kube-scheduler's nodeAffinityPolicy reads the pod's
+// nodeSelector and required affinity only, so a volume pinned to one zone
+// places the pod there without making the other zones stop counting.
+func (s *solver) spreadTerm(c *class, terms []*reqs, term int) *reqs {
+	if len(c.volTerms) == 0 {
+		return terms[term]
+	}
+	base := nodeTerms(&c.pod.Spec)
+	if len(base) == 0 {
+		return newReqs()
+	}
+	return base[term/len(c.volTerms)]
+}
+
 func (l *level) state() relaxState { return l.st }
 
 // buildLevel assembles the constraints of a relaxation state.
@@ -394,9 +410,9 @@ func (s *solver) buildLevel(c *class, st relaxState, desc string) *level {
 		l.pools[i] = s.classPoolCompat(l, ps)
 	}
 	l.domPools, l.domReqs = l.pools, l.nodeReqs
-	if st.prefNodeDrop < len(p.node) && len(hard) > 0 {
+	if (st.prefNodeDrop < len(p.node) || len(c.volTerms) > 0) && len(hard) > 0 {
 		withPref := l.nodeReqs
-		l.nodeReqs = terms[st.term]
+		l.nodeReqs = s.spreadTerm(c, terms, st.term)
 		l.domPools = make([]*classPool, len(s.pools))
 		for i, ps := range s.pools {
 			l.domPools[i] = s.classPoolCompat(l, ps)

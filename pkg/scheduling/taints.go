@@ -4,6 +4,8 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/joist-dev/joist/pkg/model"
 )
 
 // ephemeralTaints are put on nodes while they boot or register and go away
@@ -15,6 +17,24 @@ var ephemeralTaints = map[string]bool{
 	"node.cloudprovider.kubernetes.io/uninitialized": true,
 	"karpenter.sh/unregistered":                      true,
 	"joist.sh/unregistered":                          true,
+}
+
+// isStartupTaint says whether t is a startup taint of the named pool
+// (matched by key and effect, as Karpenter does): the agent that owns it
+// removes it once the node is ready, so an in-flight node of the pool is
+// planned as if it were gone, like a new node.
+func isStartupTaint(pools []*model.Pool, pool string, t corev1.Taint) bool {
+	for _, p := range pools {
+		if p.Name != pool {
+			continue
+		}
+		for _, st := range p.StartupTaints {
+			if st.MatchTaint(&t) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // daemonSetTolerations are the tolerations the DaemonSet controller adds to

@@ -50,11 +50,26 @@ func (s *solver) classVolumes(c *class) {
 				c.err = "persistentvolumeclaim " + c.ns + "/" + v.PersistentVolumeClaim.ClaimName + " not found"
 				return
 			}
+			name := c.ns + "/" + v.PersistentVolumeClaim.ClaimName
+			switch {
+			case pvc.DeletionTimestamp != nil:
+				c.err = "persistentvolumeclaim " + name + " is being deleted"
+				return
+			case pvc.Status.Phase == corev1.ClaimLost:
+				c.err = "persistentvolumeclaim " + name + " is lost (its volume is gone)"
+				return
+			}
 			claim = pvc
 		case v.Ephemeral != nil && v.Ephemeral.VolumeClaimTemplate != nil:
 			claim = &corev1.PersistentVolumeClaim{Spec: v.Ephemeral.VolumeClaimTemplate.Spec}
 		default:
 			continue
+		}
+		if claim.Spec.VolumeName == "" && len(s.in.StorageClasses) > 0 {
+			if err := s.unboundClaimError(claim); err != "" {
+				c.err = err
+				return
+			}
 		}
 		if claim.Spec.VolumeName != "" {
 			pv, ok := s.pvs[claim.Spec.VolumeName]
@@ -88,8 +103,31 @@ func (s *solver) classVolumes(c *class) {
 	}
 }
 
-// storageClass finds a class by name, or the default class for nil.
+// unboundClaimError is why the kube-scheduler's volume binding refuses a
+// pod with this unbound claim (or ephemeral volume template), "" when it
+// waits for the pod to be placed: a claim of the class "" or of an
+// Immediate class is bound before the pod can be scheduled (and not where
+// the plan would put it), and a class that does not exist provisions
+// nothing. A claim without a class and no default class is left alone.
+func (s *solver) unboundClaimError(claim *corev1.PersistentVolumeClaim) string {
+	name := claim.Spec.StorageClassName
+	if name != nil && *name == "" {
+		return "unbound immediate persistentvolumeclaim (storage class \"\")"
+	}
+	sc := s.storageClass(name)
+	switch {
+	case sc == nil && name != nil:
+		return "storageclass " + *name + " not found"
+	case sc != nil && sc.VolumeBindingMode != nil && *sc.VolumeBindingMode == storagev1.VolumeBindingImmediate:
+		return "unbound immediate persistentvolumeclaim (storage class " + sc.Name + ")"
+	}
+	return ""
+}
+
+// storageClass finds a class by name, or for nil the default class (the
+// newest when several are marked default, as the admission plugin picks).
 func (s *solver) storageClass(name *string) *storagev1.StorageClass {
+	var def *storagev1.StorageClass
 	for _, sc := range s.in.StorageClasses {
 		if name != nil && *name != "" {
 			if sc.Name == *name {
@@ -97,9 +135,13 @@ func (s *solver) storageClass(name *string) *storagev1.StorageClass {
 			}
 			continue
 		}
-		if sc.Annotations[defaultStorageClassAnnotation] == "true" {
-			return sc
+		if sc.Annotations[defaultStorageClassAnnotation] != "true" {
+			continue
+		}
+		if def == nil || def.CreationTimestamp.Before(&sc.CreationTimestamp) ||
+			(def.CreationTimestamp.Equal(&sc.CreationTimestamp) && sc.Name < def.Name) {
+			def = sc
 		}
 	}
-	return nil
+	return def
 }

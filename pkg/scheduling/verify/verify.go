@@ -110,7 +110,7 @@ func (v *verifier) run() {
 	for _, n := range v.in.Nodes {
 		vn := &vnode{name: n.Name, common: n.Labels, variants: []map[string]string{n.Labels}, allocs: []corev1.ResourceList{n.Allocatable}, existing: true}
 		for _, t := range n.Taints {
-			if n.InFlight && goneAfterRegistration[t.Key] {
+			if n.InFlight && (goneAfterRegistration[t.Key] || v.startupTaint(n.Pool, t)) {
 				continue
 			}
 			vn.taints = append(vn.taints, t)
@@ -315,6 +315,23 @@ func (v *verifier) daemonPods(taints []corev1.Taint, variants []map[string]strin
 		}
 	}
 	return out
+}
+
+// startupTaint says whether t is one of the startup taints of the named
+// pool: on an in-flight node the agent that owns it removes it once the
+// node is ready, so a pod placed there need not tolerate it.
+func (v *verifier) startupTaint(pool string, t corev1.Taint) bool {
+	for _, p := range v.in.Pools {
+		if p.Name != pool {
+			continue
+		}
+		for _, st := range p.StartupTaints {
+			if st.Key == t.Key && st.Effect == t.Effect {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func matchNode(p *corev1.Pod, l map[string]string) bool {
