@@ -1198,6 +1198,23 @@ func TestKarpenterSuiteInstanceTypesAndNodes(t *testing.T) {
 			n.Taints = []corev1.Taint{startup}
 			return withNodes(input(pods("a", 1, "1", "1Gi"), pool("default", func(p *model.Pool) { p.StartupTaints = []corev1.Taint{startup} })), n)
 		}, check: onNewNode("a-0")},
+		{name: "should track daemonset usage separately so we know how many DS resources are remaining to be scheduled", in: func() scheduling.Input {
+			// The in-flight node already runs the DaemonSet's pod: its
+			// request is counted once, not reserved again.
+			yes := true
+			dsPod := pods("agent-x", 1, "1", "256Mi", func(p *corev1.Pod) {
+				p.Namespace = "kube-system"
+				p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "agent", Controller: &yes}}
+			})
+			in := withNodes(input(pods("a", 1, "1", "1Gi")), small(inFlight("i-1", "test-1a", dsPod...), "2"))
+			in.DaemonSets = append(in.DaemonSets, daemonSet("agent", "1", "256Mi"))
+			return in
+		}, check: onExisting("a-0", "i-1")},
+		{name: "should not subtract daemonset overhead that is not strictly compatible with an existing node", in: func() scheduling.Input {
+			in := withNodes(input(pods("a", 1, "1500m", "1Gi")), small(inFlight("i-1", "test-1a"), "2"))
+			in.DaemonSets = append(in.DaemonSets, daemonSet("agent", "1", "256Mi", nodeSelector(arch, "arm64")))
+			return in
+		}, check: onExisting("a-0", "i-1")},
 		{name: "should pack in-flight nodes before launching new nodes", in: func() scheduling.Input {
 			return withNodes(input(pods("a", 10, "1", "1Gi")), small(inFlight("i-1", "test-1a"), "5"))
 		}, check: func(t *testing.T, _ scheduling.Input, plan scheduling.Plan) {
@@ -1563,5 +1580,186 @@ func TestKarpenterSuiteVolumes(t *testing.T) {
 			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", boundTo("pva"))}
 			return in
 		}, unschedulable: 1, reason: "topology spread"},
+	})
+}
+
+// tinyCatalog is Karpenter's minValues catalog: three types of 1, 2 and 4
+// cpu at $0.52, $1.00 and $1.20, each with a generation label.
+func tinyCatalog(pods []*corev1.Pod, p *model.Pool) scheduling.Input {
+	var types []*scheduling.InstanceType
+	for i, s := range []struct {
+		cpu   string
+		price float64
+		gen   string
+	}{{"1", 0.52, "3"}, {"2", 1.0, "4"}, {"4", 1.2, "1"}} {
+		name := fmt.Sprintf("instance-type-%d", i+1)
+		capacity := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(s.cpu), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("10")}
+		types = append(types, &scheduling.InstanceType{Name: name, Capacity: capacity, Allocatable: capacity,
+			Labels:    map[string]string{corev1.LabelInstanceTypeStable: name, corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux", "example.com/generation": s.gen},
+			Offerings: []scheduling.Offering{{Zone: "test-1a", CapacityType: model.CapacityTypeOnDemand, Price: s.price}}})
+	}
+	return scheduling.Input{Pods: pods, Pools: []*model.Pool{p}, InstanceTypes: types, Region: "test-1"}
+}
+
+func withMinValues(key, op string, n int, values ...string) func(*model.Pool) {
+	return func(p *model.Pool) {
+		p.Requirements = append(p.Requirements, model.Requirement{Key: key, Operator: op, Values: values, MinValues: &n})
+	}
+}
+
+// everyNodeHasOptions checks each new node may be at least n types.
+func everyNodeHasOptions(n int) func(t *testing.T, in scheduling.Input, plan scheduling.Plan) {
+	return func(t *testing.T, _ scheduling.Input, plan scheduling.Plan) {
+		t.Helper()
+		for i, nn := range plan.NewNodes {
+			if len(nn.InstanceTypeOptions) < n {
+				t.Errorf("node %d has %d options %v, want at least %d", i, len(nn.InstanceTypeOptions), nn.InstanceTypeOptions, n)
+			}
+		}
+	}
+}
+
+func TestKarpenterSuiteMinValues(t *testing.T) {
+	it, gen := corev1.LabelInstanceTypeStable, "example.com/generation"
+	twoPods := func() []*corev1.Pod { return pods("a", 2, "900m", "100Mi") }
+	runK(t, []kcase{
+		{name: "should schedule respecting the minValues from instance-type requirements", in: func() scheduling.Input {
+			return tinyCatalog(twoPods(), pool("p", withMinValues(it, "In", 2, "instance-type-1", "instance-type-2")))
+		}, check: all(newNodes(2), everyNodeHasOptions(2))},
+		{name: "should schedule respecting the minValues in Gt operator", in: func() scheduling.Input {
+			return tinyCatalog(twoPods(), pool("p", withMinValues(gen, "Gt", 2, "2")))
+		}, check: all(newNodes(2), everyNodeHasOptions(2))},
+		{name: "scheduler should fail if the minValues in Gt operator is not satisfied", in: func() scheduling.Input {
+			return tinyCatalog(twoPods(), pool("p", withMinValues(gen, "Gt", 2, "3")))
+		}, unschedulable: 2},
+		{name: "should schedule respecting the minValues in Lt operator", in: func() scheduling.Input {
+			return tinyCatalog(twoPods(), pool("p", withMinValues(gen, "Lt", 2, "4")))
+		}, check: all(newNodes(2), everyNodeHasOptions(2))},
+		{name: "scheduler should fail if the minValues in Lt operator is not satisfied", in: func() scheduling.Input {
+			return tinyCatalog(twoPods(), pool("p", withMinValues(gen, "Lt", 2, "3")))
+		}, unschedulable: 2},
+		{name: "should schedule considering the max of the minValues of In and NotIn operators in the instance-type requirements", in: func() scheduling.Input {
+			return tinyCatalog(twoPods(), pool("p", withMinValues(it, "In", 1, "instance-type-1", "instance-type-2", "instance-type-3"), withMinValues(it, "NotIn", 2, "instance-type-3")))
+		}, check: all(newNodes(2), everyNodeHasOptions(2))},
+		{name: "should schedule considering the max of the minValues of Gt and Lt operators.", in: func() scheduling.Input {
+			return tinyCatalog(twoPods(), pool("p", withMinValues(gen, "Gt", 1, "2"), withMinValues(gen, "Lt", 2, "5")))
+		}, check: all(newNodes(2), everyNodeHasOptions(2))},
+		{name: "schedule should fail if minimum number of InstanceTypes is not met as per the minValues in the requirement", in: func() scheduling.Input {
+			return tinyCatalog(twoPods(), pool("p", withMinValues(it, "Exists", 11)))
+		}, unschedulable: 2},
+		{name: "should schedule and respect multiple requirement keys with minValues", in: func() scheduling.Input {
+			return tinyCatalog(twoPods(), pool("p", withMinValues(it, "In", 2, "instance-type-1", "instance-type-2"), withMinValues(gen, "Exists", 2)))
+		}, check: all(newNodes(2), everyNodeHasOptions(2))},
+	})
+}
+
+func TestKarpenterSuiteMore(t *testing.T) {
+	zone, arch := corev1.LabelTopologyZone, corev1.LabelArchStable
+	twoArchReqs := func(p *model.Pool) {
+		p.Requirements = append(p.Requirements, model.Requirement{Key: arch, Operator: "In", Values: []string{"amd64"}}, model.Requirement{Key: arch, Operator: "In", Values: []string{"arm64"}})
+	}
+	pvIn := func(key, value string) *corev1.PersistentVolume {
+		return &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-1"}, Spec: corev1.PersistentVolumeSpec{
+			PersistentVolumeSource: corev1.PersistentVolumeSource{AWSElasticBlockStore: &corev1.AWSElasticBlockStoreVolumeSource{VolumeID: "vol-1"}},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{
+				{MatchExpressions: []corev1.NodeSelectorRequirement{req(key, corev1.NodeSelectorOpIn, value)}}}}}}}
+	}
+	useClaim := func(name string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}})
+		}
+	}
+	boundClaim := func(name, pv string) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: map[string]string{"pv.kubernetes.io/bind-completed": "yes"}},
+			Spec: corev1.PersistentVolumeClaimSpec{VolumeName: pv}, Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}}
+	}
+	runK(t, []kcase{
+		// NodePool requirements instance filtering.
+		{name: "should return appropriate pod error when no available instance types exist", in: func() scheduling.Input {
+			return input(pods("a", 1, "1", "1Gi"), pool("p", withReq(corev1.LabelInstanceTypeStable, "In", "non-existent-instance-type")))
+		}, unschedulable: 1, reason: "no instance type"},
+		{name: "should handle multiple pods when requirements filter out all instance types", in: func() scheduling.Input {
+			return input(pods("a", 3, "1", "1Gi"), pool("p", withReq(arch, "In", "non-existent-arch")))
+		}, unschedulable: 3, reason: "no instance type"},
+		{name: "should handle conflicting requirements that eliminate all instance types", in: func() scheduling.Input {
+			return input(pods("a", 1, "1", "1Gi"), pool("p", twoArchReqs))
+		}, unschedulable: 1},
+		{name: "should handle zone requirements that filter out all instance types", in: func() scheduling.Input {
+			return input(pods("a", 1, "1", "1Gi"), pool("p", withReq(zone, "In", "non-existent-zone-1", "non-existent-zone-2")))
+		}, unschedulable: 1},
+
+		// No Pre-Binding: the earlier round's pod is on an in-flight node.
+		{name: "should respect self pod affinity without pod binding (zone)", in: func() scheduling.Input {
+			return withNodes(input(pods("a", 3, "100m", "100Mi", affinity(zone, "a"))),
+				small(inFlight("i-1", "test-1b", pods("a-first", 1, "100m", "100Mi", affinity(zone, "a"))...), "300m"))
+		}, check: func(t *testing.T, in scheduling.Input, plan scheduling.Plan) {
+			for _, p := range []string{"a-0", "a-1", "a-2"} {
+				if z := zoneOfPod(in, plan, p); z != "test-1b" {
+					t.Errorf("%s in %q, want test-1b with the first pod", p, z)
+				}
+			}
+		}},
+
+		// Volumes without topology, and in-tree (migrated) zone keys.
+		{name: "should not fail for NFS volumes", in: func() scheduling.Input {
+			return input(pods("a", 1, "1", "1Gi", func(p *corev1.Pod) {
+				p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "nfs", VolumeSource: corev1.VolumeSource{NFS: &corev1.NFSVolumeSource{Server: "fs", Path: "/"}}})
+			}))
+		}},
+		{name: "should launch nodes for pods with non-dynamic PVC using a migrated PVC/PV", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", useClaim("c1")))
+			in.PersistentVolumes = []*corev1.PersistentVolume{pvIn(corev1.LabelFailureDomainBetaZone, "test-1b")}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{boundClaim("c1", "pv-1")}
+			return in
+		}, check: podNodeHas("a-0", zone, "test-1b")},
+		{name: "should launch nodes for pods with ephemeral volume using a migrated PVC/PV", in: func() scheduling.Input {
+			mode := storagev1.VolumeBindingWaitForFirstConsumer
+			in := input(pods("a", 1, "1", "1Gi", func(p *corev1.Pod) {
+				p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "tmp", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{
+					VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{}}}})
+			}))
+			in.StorageClasses = []*storagev1.StorageClass{{ObjectMeta: metav1.ObjectMeta{Name: "in-tree", Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}},
+				Provisioner: "kubernetes.io/aws-ebs", VolumeBindingMode: &mode,
+				AllowedTopologies: []corev1.TopologySelectorTerm{{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{{Key: corev1.LabelFailureDomainBetaZone, Values: []string{"test-1c"}}}}}}}
+			return in
+		}, check: podNodeHas("a-0", zone, "test-1c")},
+		// Karpenter picks test-zone-1/optional; Joist tries the
+		// alternatives in its own order and may pick the other valid one.
+		{name: "should schedule pods when a valid multi-volume topology alternative remains after pruning disjoint branches", in: func() scheduling.Input {
+			const exotic = "example.com/exotic"
+			mode := storagev1.VolumeBindingWaitForFirstConsumer
+			term := func(kv ...string) corev1.TopologySelectorTerm {
+				var t corev1.TopologySelectorTerm
+				for i := 0; i+1 < len(kv); i += 2 {
+					t.MatchLabelExpressions = append(t.MatchLabelExpressions, corev1.TopologySelectorLabelRequirement{Key: kv[i], Values: []string{kv[i+1]}})
+				}
+				return t
+			}
+			in := input(pods("a", 1, "1", "1Gi", useClaim("ca"), useClaim("cb")))
+			for _, it := range in.InstanceTypes {
+				switch it.Name {
+				case "c.large":
+					it.Labels[exotic] = "optional"
+				case "c.xlarge":
+					it.Labels[exotic] = "required"
+				}
+			}
+			a, b := "a", "b"
+			in.StorageClasses = []*storagev1.StorageClass{
+				{ObjectMeta: metav1.ObjectMeta{Name: a}, VolumeBindingMode: &mode, AllowedTopologies: []corev1.TopologySelectorTerm{term(exotic, "required"), term(exotic, "optional")}},
+				{ObjectMeta: metav1.ObjectMeta{Name: b}, VolumeBindingMode: &mode, AllowedTopologies: []corev1.TopologySelectorTerm{term(zone, "test-1a", exotic, "optional"), term(zone, "test-1b", exotic, "required")}},
+			}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{
+				{ObjectMeta: metav1.ObjectMeta{Name: "ca", Namespace: "default"}, Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &a}},
+				{ObjectMeta: metav1.ObjectMeta{Name: "cb", Namespace: "default"}, Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &b}},
+			}
+			return in
+		}, check: func(t *testing.T, in scheduling.Input, plan scheduling.Plan) {
+			_, n, _ := nodeOfPod(plan, "a-0")
+			z, e := nodeValues(in, n, zone), nodeValues(in, n, "example.com/exotic")
+			if len(z) != 1 || len(e) != 1 || !(z["test-1a"] && e["optional"] || z["test-1b"] && e["required"]) {
+				t.Errorf("zones %v, exotic %v: want test-1a/optional or test-1b/required", z, e)
+			}
+		}},
 	})
 }
