@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -1759,6 +1760,79 @@ func TestKarpenterSuiteMore(t *testing.T) {
 			z, e := nodeValues(in, n, zone), nodeValues(in, n, "example.com/exotic")
 			if len(z) != 1 || len(e) != 1 || !(z["test-1a"] && e["optional"] || z["test-1b"] && e["required"]) {
 				t.Errorf("zones %v, exotic %v: want test-1a/optional or test-1b/required", z, e)
+			}
+		}},
+	})
+}
+
+// TestKarpenterProvisioningDaemonSets ports the DaemonSet cases of
+// Karpenter's provisioning suite (pkg/controllers/provisioning/
+// suite_test.go), the overhead a new node reserves. A 1 cpu pod alone fits
+// a c.large (1.9 cpu allocatable); with a 2 cpu DaemonSet it needs a
+// c.xlarge: the type shows whether the DaemonSet was counted.
+func TestKarpenterProvisioningDaemonSets(t *testing.T) {
+	cpuKey := "karpenter.k8s.aws/instance-cpu"
+	ds := func(mods ...func(*corev1.Pod)) *appsv1.DaemonSet { return daemonSet("agent", "2", "2Gi", mods...) }
+	with := func(in scheduling.Input, sets ...*appsv1.DaemonSet) scheduling.Input {
+		in.DaemonSets = append(in.DaemonSets, sets...)
+		return in
+	}
+	pod := func(mods ...func(*corev1.Pod)) []*corev1.Pod { return pods("a", 1, "1", "1Gi", mods...) }
+	counted, ignored := cheapest("c.xlarge"), cheapest("c.large")
+	runK(t, []kcase{
+		{name: "should account for daemonsets", in: func() scheduling.Input { return with(input(pod()), ds()) }, check: counted},
+		{name: "should account for daemonset hostports", in: func() scheduling.Input {
+			return with(input(pod(hostPort(8080))), ds(hostPort(8080)))
+		}, unschedulable: 1, reason: "host port", check: newNodes(0)},
+		{name: "should account for daemonsets (with startup taint)", in: func() scheduling.Input {
+			return with(input(pod(), pool("p", func(p *model.Pool) {
+				p.StartupTaints = []corev1.Taint{{Key: "foo.com/taint", Effect: corev1.TaintEffectNoSchedule}}
+			})), ds())
+		}, check: counted},
+		{name: "should not schedule if daemonset overhead is too large", in: func() scheduling.Input {
+			return with(input(pod()), daemonSet("huge", "10000", "10000Gi"))
+		}, unschedulable: 1},
+		{name: "should ignore daemonsets without matching tolerations", in: func() scheduling.Input {
+			return with(input(pod(func(p *corev1.Pod) {
+				p.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+			}), pool("p", withTaint("foo", "bar", corev1.TaintEffectNoSchedule))), ds())
+		}, check: ignored},
+		{name: "should ignore daemonsets with an invalid selector", in: func() scheduling.Input {
+			return with(input(pod()), ds(nodeSelector("node", "invalid")))
+		}, check: ignored},
+		{name: "should ignore daemonsets when no instance types meet the daemonset requirements", in: func() scheduling.Input {
+			return with(input(pod()), ds(nodeReq(req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "non-existent-instance-type"))))
+		}, check: ignored},
+		{name: "should account for daemonsets with a custom label nodeSelector that matches the nodepool", in: func() scheduling.Input {
+			return with(input(pod(), pool("p", withLabel("purpose", "monitoring"))), ds(nodeSelector("purpose", "monitoring")))
+		}, check: counted},
+		{name: "should filter out daemonsets based on instance type requirements", in: func() scheduling.Input {
+			return with(input(pod()),
+				daemonSet("small", "1", "100Mi", nodeReq(req(cpuKey, corev1.NodeSelectorOpLt, "8"))),
+				daemonSet("large", "10", "100Mi", nodeReq(req(cpuKey, corev1.NodeSelectorOpGt, "8"))))
+		}, check: counted},
+		{name: "should account daemonsets with NotIn operator and unspecified key", in: func() scheduling.Input {
+			return with(input(pod(nodeReq(req(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "test-1b")))), ds(nodeReq(req("foo", corev1.NodeSelectorOpNotIn, "bar"))))
+		}, check: counted},
+		{name: "should consider a daemonset schedulable with multiple node affinity terms", in: func() scheduling.Input {
+			return with(input(pod(), pool("p", withLabel("foo", "bar"))), ds(requiredTerms(
+				[]corev1.NodeSelectorRequirement{req("foo", corev1.NodeSelectorOpIn, "voo")},
+				[]corev1.NodeSelectorRequirement{req("foo", corev1.NodeSelectorOpIn, "bar")})))
+		}, check: counted},
+		{name: "should consider a daemonset schedulable with an incompatible node affinity preference", in: func() scheduling.Input {
+			return with(input(pod()), ds(preferNode(1, req("node", corev1.NodeSelectorOpIn, "invalid"))))
+		}, check: counted},
+		{name: "should consider a daemonset schedulable with a PreferNoSchedule taint", in: func() scheduling.Input {
+			return with(input(pod(), pool("p", withTaint("test", "", corev1.TaintEffectPreferNoSchedule))), ds())
+		}, check: counted},
+		{name: "should not double-count daemon overhead when multiple pods are scheduled to the same nodeclaim", in: func() scheduling.Input {
+			return with(input(pods("a", 2, "1", "1Gi")), daemonSet("agent", "1", "256Mi"))
+		}, check: func(t *testing.T, _ scheduling.Input, plan scheduling.Plan) {
+			if len(plan.NewNodes) != 1 {
+				t.Fatalf("%d nodes, want 1", len(plan.NewNodes))
+			}
+			if got := plan.NewNodes[0].Requests[corev1.ResourceCPU]; got.Cmp(resource.MustParse("3")) != 0 {
+				t.Errorf("requests cpu %s, want 3 (two pods and one DaemonSet pod)", got.String())
 			}
 		}},
 	})
