@@ -1825,6 +1825,25 @@ func TestKarpenterProvisioningDaemonSets(t *testing.T) {
 		{name: "should consider a daemonset schedulable with a PreferNoSchedule taint", in: func() scheduling.Input {
 			return with(input(pod(), pool("p", withTaint("test", "", corev1.TaintEffectPreferNoSchedule))), ds())
 		}, check: counted},
+		// suite_test.go (scheduling), Issue #2116.
+		{name: "Should properly handle DaemonSet resources with Node Affinity for `karpenter.sh/initialized` and `karpenter.sh/registered`", in: func() scheduling.Input {
+			return with(input(pods("a", 1, "2", "1Gi")),
+				daemonSet("ds-initialized", "1", "100Mi", nodeReq(req("karpenter.sh/initialized", corev1.NodeSelectorOpIn, "true"))),
+				daemonSet("ds-registered", "1", "100Mi", nodeReq(req("karpenter.sh/registered", corev1.NodeSelectorOpIn, "true"))))
+		}, check: func(t *testing.T, _ scheduling.Input, plan scheduling.Plan) {
+			if len(plan.NewNodes) != 1 {
+				t.Fatalf("%d nodes, want 1", len(plan.NewNodes))
+			}
+			n := plan.NewNodes[0]
+			if got := n.Requests[corev1.ResourceCPU]; got.Cmp(resource.MustParse("4")) != 0 {
+				t.Errorf("requests cpu %s, want 4 (the pod and both DaemonSets)", got.String())
+			}
+			for _, r := range n.Requirements {
+				if r.Key == "karpenter.sh/initialized" || r.Key == "karpenter.sh/registered" {
+					t.Errorf("node requirement %+v: the lifecycle labels must not leak into the node's requirements", r)
+				}
+			}
+		}},
 		{name: "should not double-count daemon overhead when multiple pods are scheduled to the same nodeclaim", in: func() scheduling.Input {
 			return with(input(pods("a", 2, "1", "1Gi")), daemonSet("agent", "1", "256Mi"))
 		}, check: func(t *testing.T, _ scheduling.Input, plan scheduling.Plan) {
