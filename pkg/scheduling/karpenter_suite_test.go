@@ -19,9 +19,12 @@ import (
 // More of Karpenter's scheduling suite (sigs.k8s.io/karpenter v1.15.0,
 // pkg/controllers/provisioning/scheduling/*_test.go), case by case; the
 // case names are Karpenter's, the code and the catalog are ours
-// (fixtures_test.go). Each Karpenter case that is
-// not here or in karpenter_cases_test.go / constraints_test.go needs
-// cluster state over time, controllers or metrics rather than a plan.
+// (fixtures_test.go). The Karpenter cases not here or in
+// karpenter_cases_test.go / constraints_test.go are mostly not plans
+// (metrics, binding, evictions over time) or features Joist does not
+// model (volume attachment limits, reserved capacity, DRA, default
+// spread constraints); the few left out where Joist answers otherwise are
+// named in the commit messages that ported their neighbours.
 //
 // Karpenter provisions in rounds ("schedule one pod in zone 1, then open
 // the pool to zones 2 and 3"); a plan is one round, so an earlier round
