@@ -113,21 +113,24 @@ func reduceTerms(s *corev1.PodSpec, in *Interner) {
 	}
 }
 
+// reduceContainers keeps of each container what Joist reads, in place
+// (a new slice cost an allocation of ~1.4 KB a pod, for the read's
+// garbage collector to clear again).
 func reduceContainers(cs []corev1.Container, in *Interner) []corev1.Container {
-	if len(cs) == 0 {
-		return cs
-	}
-	out := make([]corev1.Container, len(cs))
-	for i, c := range cs {
-		var ports []corev1.ContainerPort
+	for i := range cs {
+		c := &cs[i]
+		ports := c.Ports[:0]
 		for _, p := range c.Ports {
 			if p.HostPort > 0 {
 				ports = append(ports, p)
 			}
 		}
-		out[i] = corev1.Container{Name: in.str(c.Name), Resources: c.Resources, Ports: ports, RestartPolicy: c.RestartPolicy}
+		if len(ports) == 0 {
+			ports = nil
+		}
+		*c = corev1.Container{Name: in.str(c.Name), Resources: c.Resources, Ports: ports, RestartPolicy: c.RestartPolicy}
 	}
-	return out
+	return cs
 }
 
 // ReduceNode drops in place what no Joist decision reads from a node: its
