@@ -4,7 +4,7 @@ import corev1 "k8s.io/api/core/v1"
 
 // PodPage is podPage, for tests of one page's decoding.
 func PodPage(body []byte, in *Interner, f func(*corev1.Pod)) (string, error) {
-	list, cont, err := pageContinue(body)
+	list, cont, err := pageContinue(body, podListing.kind)
 	if err != nil {
 		return "", err
 	}
@@ -19,4 +19,24 @@ func FilterPod(dst, pod []byte) ([]byte, error) { return filterPod(dst, pod) }
 func SetPodPageSize(n int64) (restore func()) {
 	podPageSize = n
 	return func() { podPageSize = PageSize }
+}
+
+// NodePage is nodePage, for tests of one page's decoding.
+func NodePage(body []byte, in *Interner, f func(*corev1.Node)) (string, error) {
+	list, cont, err := pageContinue(body, nodeListing.kind)
+	if err != nil {
+		return "", err
+	}
+	_, err = nodePage(nil, body, list, in, f)
+	return cont, err
+}
+
+// FilterNode is filterNode, for tests of what it drops.
+func FilterNode(dst, node []byte) ([]byte, error) { return filterNode(dst, node) }
+
+// SetNodePageSize makes Nodes read n nodes a page until restore is
+// called.
+func SetNodePageSize(n int64) (restore func()) {
+	nodePageSize = n
+	return func() { nodePageSize = PageSize }
 }

@@ -91,11 +91,20 @@ func (c *Client) listPods(ctx context.Context, fieldSelector string, reduce bool
 
 // Nodes lists every node, page by page, each reduced (ReduceNode). A
 // consistent read (see EachPod): a node that registered a moment ago must
-// not be planned onto as in-flight capacity again.
+// not be planned onto as in-flight capacity again. The pages are read as
+// protobuf, one ahead, and what ReduceNode drops is dropped before it is
+// decoded (nodewire.go).
 func (c *Client) Nodes(ctx context.Context) ([]*corev1.Node, error) {
 	var out []*corev1.Node
 	in := NewInterner()
-	opts := metav1.ListOptions{Limit: PageSize}
+	keep := func(n *corev1.Node) { out = append(out, n) }
+	opts := metav1.ListOptions{Limit: nodePageSize}
+	if rc := c.restClient(); rc != nil {
+		if err := eachNodeWire(ctx, rc, opts, in, keep); err != nil {
+			return nil, fmt.Errorf("list nodes: %w", err)
+		}
+		return out, nil
+	}
 	for {
 		list, err := c.CoreV1().Nodes().List(ctx, opts)
 		if err != nil {
@@ -103,7 +112,7 @@ func (c *Client) Nodes(ctx context.Context) ([]*corev1.Node, error) {
 		}
 		for i := range list.Items {
 			ReduceNode(&list.Items[i], in)
-			out = append(out, &list.Items[i])
+			keep(&list.Items[i])
 		}
 		if list.Continue == "" {
 			return out, nil

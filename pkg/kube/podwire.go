@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
@@ -81,7 +82,9 @@ const (
 	statusConditions        = 2
 	statusQOSClass          = 9
 	statusNominatedNodeName = 11
-	conditionMessage        = 6 // PodCondition
+	conditionType           = 1 // PodCondition
+	conditionStatus         = 2
+	conditionReason         = 5
 )
 
 // restClient is the clientset's core/v1 REST client, or nil where there
@@ -94,66 +97,93 @@ func (c *Client) restClient() rest.Interface {
 	return rc
 }
 
+// listing is a list the API server is asked for in protobuf: its
+// resource and the kind of list it must answer with.
+type listing struct{ resource, kind string }
+
+var (
+	podListing  = listing{"pods", "PodList"}
+	nodeListing = listing{"nodes", "NodeList"}
+)
+
 // eachPodWire lists pods page by page as protobuf and hands each one,
-// reduced, to f. The next page is fetched while the current one is
-// decoded: the API server (encoding, gzip) and the client (gunzip,
-// decoding) then work at once instead of in turns, which on a loaded
-// API server is most of a large read's wall time (docs/scale.md). One
-// page is read ahead, no more, so a read holds at most two pages
-// (PageSize pods each) whatever the cluster's size.
+// reduced, to f (eachPage).
 func eachPodWire(ctx context.Context, rc rest.Interface, opts metav1.ListOptions, in *Interner, f func(*corev1.Pod)) error {
+	r := &podReader{in: in}
+	return eachPage(ctx, rc, podListing, opts, func(pg fetched) error { return podPage(pg.body, pg.list, r, f) })
+}
+
+// eachPage reads a list page by page, in protobuf where the server
+// speaks it, and hands each page to page. The next page is fetched while
+// the current one is decoded: the API server (encoding, gzip) and the
+// client (gunzip, decoding) then work at once instead of in turns, which
+// on a loaded API server is most of a large read's wall time
+// (docs/scale.md). One page is read ahead, no more, so a read holds at
+// most two pages whatever the cluster's size.
+func eachPage(ctx context.Context, rc rest.Interface, l listing, opts metav1.ListOptions, page func(fetched) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	pages := make(chan fetched)
-	go fetchPages(ctx, rc, opts, pages)
+	bufs := [2]*bytes.Buffer{pageBuffers.Get().(*bytes.Buffer), pageBuffers.Get().(*bytes.Buffer)}
+	go fetchPages(ctx, rc, l, opts, bufs, pages)
 	defer func() {
 		cancel()
 		for range pages { // let the fetcher see the cancel and stop
 		}
+		// The fetcher is done with the buffers, and so is page.
+		pageBuffers.Put(bufs[0])
+		pageBuffers.Put(bufs[1])
 	}()
-	r := &podReader{in: in}
 	for pg := range pages {
 		if pg.err != nil {
 			return pg.err
 		}
-		if err := podPage(pg.body, pg.list, r, f); err != nil {
+		if err := page(pg); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// fetched is one page of a pod list as the server sent it (body) and,
-// when it is protobuf, the PodList inside its envelope (list; nil: decode
-// body whole).
+// fetched is one page of a list as the server sent it (body) and, when
+// it is protobuf, the list inside its envelope (list; nil: decode body
+// whole).
 type fetched struct {
 	body, list []byte
 	err        error
 }
 
-// fetchPages reads the pages of a pod list in turn and sends each to
+// pageBuffers are the buffers pages are read into, kept from one read to
+// the next: a buffer grows by doubling to the size of a page (a few MB),
+// and each read's new ones allocated and zeroed again what the read
+// before had grown to (bytes.growSlice in the profiles at 100,000 pods:
+// 0.2 s of a planning pass's CPU, 0.5 s of the reaper's). A pass reads
+// nodes, then pods; a warm function's next invocation may find them too,
+// until the garbage collector drops them.
+var pageBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// fetchPages reads the pages of a list in turn and sends each to
 // pages, which it closes when the list is read, it fails, or ctx is
 // done. It reads the continue token of a page itself, so it can ask for
 // the next one while the receiver decodes this one.
 //
-// Each page is read into one of two buffers kept across pages, in turn:
-// client-go's Raw would allocate a new, zeroed slice for every page and
+// Each page is read into one of two buffers (bufs) kept across pages,
+// in turn: client-go's Raw would allocate a new, zeroed slice for every page and
 // grow it by doubling (at 100,000 pods, 3 GB allocated and collected for
 // 1.5 GB of pages, a third of a pass's CPU with the collection). Two are
 // enough because the channel is unbuffered: the page read into a buffer
 // is sent only once the receiver asks for the next page, that is once it
 // is done with the page before, which was in the other buffer (the
 // decoded pods copy what they keep out of it).
-func fetchPages(ctx context.Context, rc rest.Interface, opts metav1.ListOptions, pages chan<- fetched) {
+func fetchPages(ctx context.Context, rc rest.Interface, l listing, opts metav1.ListOptions, bufs [2]*bytes.Buffer, pages chan<- fetched) {
 	defer close(pages)
-	var bufs [2]bytes.Buffer
 	for i := 0; ; i++ {
-		buf := &bufs[i%2]
+		buf := bufs[i%2]
 		buf.Reset()
 		var pg fetched
 		var cont string
-		if pg.err = readPage(ctx, rc, opts, buf); pg.err == nil {
+		if pg.err = readPage(ctx, rc, l, opts, buf); pg.err == nil {
 			pg.body = buf.Bytes()
-			pg.list, cont, pg.err = pageContinue(pg.body)
+			pg.list, cont, pg.err = pageContinue(pg.body, l.kind)
 		}
 		select {
 		case pages <- pg:
@@ -167,36 +197,36 @@ func fetchPages(ctx context.Context, rc rest.Interface, opts metav1.ListOptions,
 	}
 }
 
-// readPage reads one page of the pod list into buf, preferring protobuf
-// (a server may answer JSON: pageContinue tells them apart).
-func readPage(ctx context.Context, rc rest.Interface, opts metav1.ListOptions, buf *bytes.Buffer) error {
-	body, err := rc.Get().Resource("pods").VersionedParams(&opts, scheme.ParameterCodec).
+// readPage reads one page of the list into buf, preferring protobuf (a
+// server may answer JSON: pageContinue tells them apart).
+func readPage(ctx context.Context, rc rest.Interface, l listing, opts metav1.ListOptions, buf *bytes.Buffer) error {
+	body, err := rc.Get().Resource(l.resource).VersionedParams(&opts, scheme.ParameterCodec).
 		SetHeader("Accept", protobufType+", application/json").Stream(ctx)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = body.Close() }()
 	if _, err := buf.ReadFrom(body); err != nil {
-		return fmt.Errorf("read pod list: %w", err)
+		return fmt.Errorf("read %s: %w", l.kind, err)
 	}
 	return nil
 }
 
-// pageContinue returns the PodList inside a protobuf page's envelope
-// (nil for a page that is not protobuf: JSON) and the list's continue
-// token. A page is told by its first bytes, the protobuf envelope's
-// magic number, which no JSON document starts with.
-func pageContinue(body []byte) ([]byte, string, error) {
+// pageContinue returns the list (of the kind named) inside a protobuf
+// page's envelope (nil for a page that is not protobuf: JSON) and the
+// list's continue token. A page is told by its first bytes, the protobuf
+// envelope's magic number, which no JSON document starts with.
+func pageContinue(body []byte, kind string) ([]byte, string, error) {
 	if !bytes.HasPrefix(body, protobufMagic) {
 		var list struct {
 			Metadata metav1.ListMeta `json:"metadata"`
 		}
 		if err := json.Unmarshal(body, &list); err != nil {
-			return nil, "", fmt.Errorf("decode pod list (not protobuf): %w", err)
+			return nil, "", fmt.Errorf("decode %s (not protobuf): %w", kind, err)
 		}
 		return nil, list.Metadata.Continue, nil
 	}
-	list, err := unwrap(body[len(protobufMagic):])
+	list, err := unwrap(body[len(protobufMagic):], kind)
 	if err != nil {
 		return nil, "", err
 	}
@@ -212,7 +242,7 @@ func pageContinue(body []byte) ([]byte, string, error) {
 		}
 	}
 	if it.err != nil {
-		return nil, "", fmt.Errorf("decode pod list: %w", it.err)
+		return nil, "", fmt.Errorf("decode %s: %w", kind, it.err)
 	}
 	return list, cont, nil
 }
@@ -355,8 +385,8 @@ func wireShared[T any, M any, PM interface {
 }
 
 // unwrap returns the object inside the API server's protobuf envelope (a
-// runtime.Unknown), which must be a PodList.
-func unwrap(env []byte) ([]byte, error) {
+// runtime.Unknown), which must be of the kind named.
+func unwrap(env []byte, want string) ([]byte, error) {
 	var kind string
 	var raw []byte
 	it := wire{rest: env}
@@ -376,10 +406,10 @@ func unwrap(env []byte) ([]byte, error) {
 		}
 	}
 	if it.err != nil {
-		return nil, fmt.Errorf("decode pod list envelope: %w", it.err)
+		return nil, fmt.Errorf("decode %s envelope: %w", want, it.err)
 	}
-	if kind != "PodList" {
-		return nil, fmt.Errorf("decode pod list: the server sent a %q", kind)
+	if kind != want {
+		return nil, fmt.Errorf("decode %s: the server sent a %q", want, kind)
 	}
 	return raw, nil
 }
@@ -388,7 +418,7 @@ func unwrap(env []byte) ([]byte, error) {
 // drops or replaces, and, with an Interner, less the fields it sets aside
 // (podReader).
 func (r *podReader) filterPod(dst, pod []byte) ([]byte, error) {
-	return filter(dst, pod, func(dst []byte, it *wire) ([]byte, error) {
+	return filter(dst, pod, func(dst []byte, it field) ([]byte, error) {
 		switch it.num {
 		case podMetadata:
 			return nested(dst, it, r.filterMeta)
@@ -397,7 +427,7 @@ func (r *podReader) filterPod(dst, pod []byte) ([]byte, error) {
 		case podStatus:
 			return nested(dst, it, filterStatus)
 		}
-		return append(dst, it.field...), nil
+		return append(dst, it.raw...), nil
 	})
 }
 
@@ -410,15 +440,15 @@ func filterPod(dst, pod []byte) ([]byte, error) {
 // filterMeta drops the managed fields (reduceMeta) and sets the labels
 // aside.
 func (r *podReader) filterMeta(dst, meta []byte) ([]byte, error) {
-	return filter(dst, meta, func(dst []byte, it *wire) ([]byte, error) {
+	return filter(dst, meta, func(dst []byte, it field) ([]byte, error) {
 		switch {
 		case it.num == metaManagedFields:
 			return dst, nil
 		case it.num == metaLabels && r.in != nil:
-			r.labels = append(r.labels, it.field...)
+			r.labels = append(r.labels, it.raw...)
 			return dst, nil
 		}
-		return append(dst, it.field...), nil
+		return append(dst, it.raw...), nil
 	})
 }
 
@@ -427,7 +457,7 @@ func (r *podReader) filterMeta(dst, meta []byte) ([]byte, error) {
 // ephemeral, and sets the scheduling terms aside. Any other field is
 // kept: a field added to PodSpec later is ReducePod's to keep or drop.
 func (r *podReader) filterSpec(dst, spec []byte) ([]byte, error) {
-	return filter(dst, spec, func(dst []byte, it *wire) ([]byte, error) {
+	return filter(dst, spec, func(dst []byte, it field) ([]byte, error) {
 		switch it.num {
 		case specContainers:
 			return nested(dst, it, r.filterContainer(0))
@@ -439,14 +469,14 @@ func (r *podReader) filterSpec(dst, spec []byte) ([]byte, error) {
 			}
 		case specNodeSelector, specAffinity, specTolerations, specSpreads:
 			if r.in != nil {
-				r.terms = append(r.terms, it.field...)
+				r.terms = append(r.terms, it.raw...)
 				return dst, nil
 			}
 		case specEphemeralContainers, specServiceAccountName, specServiceAccount, specSecurityContext,
 			specImagePullSecrets, specHostAliases, specDNSConfig, specReadinessGates:
 			return dst, nil
 		}
-		return append(dst, it.field...), nil
+		return append(dst, it.raw...), nil
 	})
 }
 
@@ -462,19 +492,19 @@ func (r *podReader) filterContainer(kind int) func(dst, c []byte) ([]byte, error
 			at = len(r.resources[kind])
 			r.resources[kind] = append(r.resources[kind], nil)
 		}
-		return filter(dst, c, func(dst []byte, it *wire) ([]byte, error) {
+		return filter(dst, c, func(dst []byte, it field) ([]byte, error) {
 			switch it.num {
 			case containerResources:
 				if at >= 0 {
-					r.resources[kind][at] = append(r.resources[kind][at], it.field...)
+					r.resources[kind][at] = append(r.resources[kind][at], it.raw...)
 					return dst, nil
 				}
-				return append(dst, it.field...), nil
+				return append(dst, it.raw...), nil
 			case containerName, containerRestartPolicy:
-				return append(dst, it.field...), nil
+				return append(dst, it.raw...), nil
 			case containerPorts:
 				if hostPort(it.value) {
-					return append(dst, it.field...), nil
+					return append(dst, it.raw...), nil
 				}
 			}
 			return dst, nil
@@ -483,25 +513,46 @@ func (r *podReader) filterContainer(kind int) func(dst, c []byte) ([]byte, error
 }
 
 // filterStatus keeps what ReducePod keeps of the status (it builds a new
-// one of these alone): phase, conditions (less their messages), the
-// nominated node and the QoS class.
+// one of these alone): phase, the nominated node, the QoS class and the
+// PodScheduled condition's type, status and reason (reduceConditions).
 func filterStatus(dst, st []byte) ([]byte, error) {
-	return filter(dst, st, func(dst []byte, it *wire) ([]byte, error) {
+	return filter(dst, st, func(dst []byte, it field) ([]byte, error) {
 		switch it.num {
 		case statusPhase, statusNominatedNodeName, statusQOSClass:
-			return append(dst, it.field...), nil
+			return append(dst, it.raw...), nil
 		case statusConditions:
+			if !scheduledCondition(it.value) {
+				return dst, nil
+			}
 			return nested(dst, it, func(dst, cond []byte) ([]byte, error) {
-				return filter(dst, cond, func(dst []byte, it *wire) ([]byte, error) {
-					if it.num == conditionMessage {
-						return dst, nil
+				// Scalars too are dropped (observedGeneration): filter
+				// would keep them.
+				for len(cond) > 0 {
+					f, n, err := consumeField(cond)
+					if err != nil {
+						return dst, err
 					}
-					return append(dst, it.field...), nil
-				})
+					cond = cond[n:]
+					if f.num == conditionType || f.num == conditionStatus || f.num == conditionReason {
+						dst = append(dst, f.raw...)
+					}
+				}
+				return dst, nil
 			})
 		}
 		return dst, nil
 	})
+}
+
+// scheduledCondition says whether an encoded PodCondition is the
+// PodScheduled one.
+func scheduledCondition(c []byte) bool {
+	for it := (wire{rest: c}); it.next(); {
+		if it.num == conditionType && it.typ == protowire.BytesType {
+			return string(it.value) == string(corev1.PodScheduled)
+		}
+	}
+	return false
 }
 
 // claimVolume says whether an encoded Volume is a persistent or an
@@ -532,25 +583,32 @@ func hostPort(p []byte) bool {
 
 // filter appends to dst what keep appends for each field of msg.
 // Length-delimited fields only are passed to keep; the others (scalars)
-// are kept as they are.
-func filter(dst, msg []byte, keep func(dst []byte, it *wire) ([]byte, error)) ([]byte, error) {
-	it := wire{rest: msg}
-	for it.next() {
-		if it.typ != protowire.BytesType {
-			dst = append(dst, it.field...)
+// are kept as they are. The fields are read and passed by value, so
+// nothing of the iteration is on the heap: an iterator there cost an
+// allocation per message filtered and a write barrier per field read
+// while the collector runs (a fifth of the filter's time,
+// BenchmarkPodPage).
+func filter(dst, msg []byte, keep func(dst []byte, it field) ([]byte, error)) ([]byte, error) {
+	for len(msg) > 0 {
+		f, n, err := consumeField(msg)
+		if err != nil {
+			return dst, err
+		}
+		msg = msg[n:]
+		if f.typ != protowire.BytesType {
+			dst = append(dst, f.raw...)
 			continue
 		}
-		var err error
-		if dst, err = keep(dst, &it); err != nil {
+		if dst, err = keep(dst, f); err != nil {
 			return dst, err
 		}
 	}
-	return dst, it.err
+	return dst, nil
 }
 
 // nested appends the field it is at, a message, with its contents passed
 // through f; its length prefix is rewritten to the filtered length.
-func nested(dst []byte, it *wire, f func(dst, msg []byte) ([]byte, error)) ([]byte, error) {
+func nested(dst []byte, it field, f func(dst, msg []byte) ([]byte, error)) ([]byte, error) {
 	dst = protowire.AppendTag(dst, it.num, protowire.BytesType)
 	at := len(dst)
 	room := protowire.SizeVarint(uint64(len(it.value))) // the filtered length is no longer
@@ -568,16 +626,22 @@ func nested(dst []byte, it *wire, f func(dst, msg []byte) ([]byte, error)) ([]by
 	return dst, nil
 }
 
-// wire steps through the fields of an encoded message.
-type wire struct {
-	rest  []byte
-	num   protowire.Number
-	typ   protowire.Type
-	field []byte // the whole field, tag included
-	value []byte // a length-delimited field's contents
+// field is one field of an encoded message.
+type field struct {
+	num protowire.Number
+	typ protowire.Type
+	raw []byte // the whole field, tag included
+	// value is a length-delimited field's contents.
+	value []byte
 	// varint is a varint field's value.
 	varint uint64
-	err    error
+}
+
+// wire steps through the fields of an encoded message.
+type wire struct {
+	rest []byte
+	field
+	err error
 }
 
 var errGroup = errors.New("group fields are not used by Kubernetes")
@@ -586,28 +650,50 @@ func (it *wire) next() bool {
 	if len(it.rest) == 0 || it.err != nil {
 		return false
 	}
-	num, typ, n := protowire.ConsumeTag(it.rest)
-	if n < 0 {
-		it.err = protowire.ParseError(n)
+	f, n, err := consumeField(it.rest)
+	if err != nil {
+		it.err = err
 		return false
 	}
-	it.num, it.typ, it.value = num, typ, nil
+	it.field, it.rest = f, it.rest[n:]
+	return true
+}
+
+// consumeField reads the field b starts with and returns it and its
+// length.
+func consumeField(b []byte) (field, int, error) {
+	// Most fields of a Kubernetes object have a one-byte tag (field
+	// numbers below 16) and, if length-delimited, a length below 128: read
+	// those here, the rest through protowire.
+	if t := b[0]; len(b) >= 2 && t < 0x80 && t>>3 != 0 && b[1] < 0x80 {
+		switch typ := protowire.Type(t & 7); typ {
+		case protowire.BytesType:
+			if end := 2 + int(b[1]); end <= len(b) {
+				return field{num: protowire.Number(t >> 3), typ: typ, raw: b[:end], value: b[2:end]}, end, nil
+			}
+		case protowire.VarintType:
+			return field{num: protowire.Number(t >> 3), typ: typ, raw: b[:2], varint: uint64(b[1])}, 2, nil
+		}
+	}
+	num, typ, n := protowire.ConsumeTag(b)
+	if n < 0 {
+		return field{}, 0, protowire.ParseError(n)
+	}
+	f := field{num: num, typ: typ}
 	var m int
 	switch typ {
 	case protowire.BytesType:
-		it.value, m = protowire.ConsumeBytes(it.rest[n:])
+		f.value, m = protowire.ConsumeBytes(b[n:])
 	case protowire.VarintType:
-		it.varint, m = protowire.ConsumeVarint(it.rest[n:])
+		f.varint, m = protowire.ConsumeVarint(b[n:])
 	case protowire.StartGroupType, protowire.EndGroupType:
-		it.err = errGroup
-		return false
+		return field{}, 0, errGroup
 	default:
-		m = protowire.ConsumeFieldValue(num, typ, it.rest[n:])
+		m = protowire.ConsumeFieldValue(num, typ, b[n:])
 	}
 	if m < 0 {
-		it.err = protowire.ParseError(m)
-		return false
+		return field{}, 0, protowire.ParseError(m)
 	}
-	it.field, it.rest = it.rest[:n+m], it.rest[n+m:]
-	return true
+	f.raw = b[:n+m]
+	return f, n + m, nil
 }

@@ -354,6 +354,9 @@ func TestFilterPod_DropsOnlyWhatReducePodDrops(t *testing.T) {
 		p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1",
 			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:phase":{}}}`), Subresource: "status"}}
 		p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug", Image: "busybox"}}}
+		for i := range p.Status.Conditions {
+			p.Status.Conditions[i].ObservedGeneration = 1
+		}
 		whole, err := p.Marshal()
 		if err != nil {
 			t.Fatal(err)
@@ -373,14 +376,22 @@ func TestFilterPod_DropsOnlyWhatReducePodDrops(t *testing.T) {
 			"ephemeral containers": got.Spec.EphemeralContainers == nil,
 			"container statuses":   got.Status.ContainerStatuses == nil,
 			"pod IP":               got.Status.PodIP == "",
+			"conditions but PodScheduled's type, status and reason": func() bool {
+				for _, c := range got.Status.Conditions {
+					if c.Type != corev1.PodScheduled || c.Message != "" || !c.LastTransitionTime.IsZero() || !c.LastProbeTime.IsZero() || c.ObservedGeneration != 0 {
+						return false
+					}
+				}
+				return len(got.Status.Conditions) <= 1
+			}(),
 		} {
 			if gone {
 				dropped = append(dropped, what)
 			}
 		}
 		sort.Strings(dropped)
-		if len(dropped) != 5 {
-			t.Errorf("%s: the filter dropped only %v of managed fields, images, ephemeral containers, statuses and IP", p.Name, dropped)
+		if len(dropped) != 6 {
+			t.Errorf("%s: the filter dropped only %v of managed fields, images, ephemeral containers, statuses, IP and conditions", p.Name, dropped)
 		}
 		if s.pod.Name == "rich" {
 			if c := got.Spec.Containers[0]; c.Env != nil || c.EnvFrom != nil || c.VolumeMounts != nil || c.Lifecycle != nil || c.SecurityContext != nil ||

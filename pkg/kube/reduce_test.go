@@ -42,7 +42,12 @@ func fullPod(name string) *corev1.Pod {
 			TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}},
 		},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1",
-			Conditions:        []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}},
+			Conditions: []corev1.PodCondition{
+				{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()},
+				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, Reason: "Scheduled", Message: "bound", ObservedGeneration: 1,
+					LastProbeTime: metav1.Now(), LastTransitionTime: metav1.Now()},
+				{Type: corev1.ContainersReady, Status: corev1.ConditionTrue},
+			},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true}}},
 	}
 }
@@ -68,7 +73,8 @@ func TestReducePod_KeepsWhatDecisionsReadAndDropsTheRest(t *testing.T) {
 		{"sidecar rule", p.Spec.InitContainers[0].RestartPolicy, orig.Spec.InitContainers[0].RestartPolicy},
 		{"host ports only", p.Spec.Containers[0].Ports, orig.Spec.Containers[0].Ports[1:]},
 		{"claims only", p.Spec.Volumes, orig.Spec.Volumes[:1]},
-		{"phase and conditions", []any{p.Status.Phase, p.Status.Conditions}, []any{orig.Status.Phase, orig.Status.Conditions}},
+		{"phase", p.Status.Phase, orig.Status.Phase},
+		{"PodScheduled's status and reason alone", p.Status.Conditions, []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, Reason: "Scheduled"}}},
 		{"annotations but kubectl's copy", p.Annotations, map[string]string{"karpenter.sh/do-not-disrupt": "true"}},
 	}
 	for _, k := range keep {
