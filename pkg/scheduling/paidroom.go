@@ -23,9 +23,14 @@ import "slices"
 // last query. Per pool because a class looks only at the pools it may use:
 // gpu at 50,000 pods has 5,000 GPU nodes with room for small pods that
 // may not go there.
+//
+// And per set of host ports (portsets.go): a class binding ports reads
+// lists without the nodes where one of them is taken (hostports at 50,000
+// pods: most nodes with room have every port of the workload taken).
 type paidRoom struct {
-	lists []paidList // 0: existing nodes; 1+i: new nodes of pool i
-	min   vec        // minPending at the last query (nil: rebuild)
+	ports portSets
+	sets  [][]paidList // by port set: 0: existing nodes; 1+i: new nodes of pool i
+	min   vec          // minPending at the last query (nil: rebuild)
 	// add, spare and merged are scratch.
 	add, spare, merged []*bin
 }
@@ -51,10 +56,16 @@ func listOf(b *bin) int {
 
 // paidDirty queues a changed node.
 func (p *paidRoom) paidDirty(b *bin) {
-	for len(p.lists) <= listOf(b) {
-		p.lists = append(p.lists, paidList{})
+	for i := range p.sets {
+		for len(p.sets[i]) <= listOf(b) {
+			p.sets[i] = append(p.sets[i], paidList{})
+		}
+		p.sets[i][listOf(b)].queue(b)
 	}
-	q := &p.lists[listOf(b)]
+}
+
+// queue queues a changed node.
+func (q *paidList) queue(b *bin) {
 	for len(q.queued) <= b.id {
 		q.queued = append(q.queued, false)
 	}
@@ -65,12 +76,13 @@ func (p *paidRoom) paidDirty(b *bin) {
 }
 
 // hasPaidRoom tells whether b is open and holds minPending more at its
-// current type (an existing node: its allocatable).
-func (s *solver) hasPaidRoom(b *bin) bool {
+// current type (an existing node: its allocatable), with the ports of set
+// ps free.
+func (s *solver) hasPaidRoom(b *bin, ps int) bool {
 	if b.node == nil && (len(b.entries) == 0 || b.typ < 0) {
 		return false
 	}
-	return s.hasRoom(b, s.minPending) && s.isOpen(b)
+	return s.hasRoom(b, s.minPending) && s.isOpen(b) && (ps == 0 || !s.gidx.paid.ports.blocked(ps, b))
 }
 
 // paidBins are the bins, in order, that may have paid room for a pod of
@@ -81,8 +93,14 @@ func (s *solver) paidBins(l *level) []*bin {
 		return s.liveBins()
 	}
 	p := &g.paid
-	for len(p.lists) < 1+len(s.pools) {
-		p.lists = append(p.lists, paidList{})
+	if p.sets == nil {
+		p.ports = newPortSets(s.classes)
+		p.sets = make([][]paidList, len(p.ports.sets))
+	}
+	for i := range p.sets {
+		for len(p.sets[i]) < 1+len(s.pools) {
+			p.sets[i] = append(p.sets[i], paidList{})
+		}
 	}
 	fell := p.min == nil
 	for i, v := range p.min {
@@ -92,33 +110,38 @@ func (s *solver) paidBins(l *level) []*bin {
 	}
 	if fell {
 		p.min = append(p.min[:0], s.minPending...)
-		for i := range p.lists {
-			q := &p.lists[i]
-			q.bins = q.bins[:0]
-			for _, id := range q.dirty {
-				q.queued[id] = false
+		for k := range p.sets {
+			for i := range p.sets[k] {
+				q := &p.sets[k][i]
+				q.bins = q.bins[:0]
+				for _, id := range q.dirty {
+					q.queued[id] = false
+				}
+				q.dirty = q.dirty[:0]
 			}
-			q.dirty = q.dirty[:0]
 		}
+		// A set's lists are rebuilt when first read: every node queued.
 		for _, b := range s.bins {
-			q := &p.lists[listOf(b)]
-			for len(q.in) <= b.id {
-				q.in = append(q.in, false)
-			}
-			q.in[b.id] = s.hasPaidRoom(b)
-			if q.in[b.id] {
-				q.bins = append(q.bins, b)
+			for k := range p.sets {
+				q := &p.sets[k][listOf(b)]
+				for len(q.in) <= b.id {
+					q.in = append(q.in, false)
+				}
+				q.in[b.id] = false
+				q.queue(b)
 			}
 		}
 	}
 	copy(p.min, s.minPending)
+	ps := p.ports.of[l.cls.idx]
+	lists := p.sets[ps]
 	var out []*bin
 	n := 0
-	for i := range p.lists {
+	for i := range lists {
 		if i > 0 && !l.pools[i-1].ok {
 			continue
 		}
-		if bs := s.refreshPaid(&p.lists[i]); len(bs) > 0 {
+		if bs := s.refreshPaid(&lists[i], ps); len(bs) > 0 {
 			n++
 			if n == 1 {
 				out = bs
@@ -139,7 +162,7 @@ func (s *solver) paidBins(l *level) []*bin {
 
 // refreshPaid brings one list up to date: the queued nodes not listed
 // that now have room join it, the listed ones without room leave.
-func (s *solver) refreshPaid(q *paidList) []*bin {
+func (s *solver) refreshPaid(q *paidList, ps int) []*bin {
 	p := &s.gidx.paid
 	for len(q.in) < len(s.bins) {
 		q.in = append(q.in, false)
@@ -147,7 +170,7 @@ func (s *solver) refreshPaid(q *paidList) []*bin {
 	p.add = p.add[:0]
 	for _, id := range q.dirty {
 		q.queued[id] = false
-		if b := s.bins[id]; !q.in[id] && s.hasPaidRoom(b) {
+		if b := s.bins[id]; !q.in[id] && s.hasPaidRoom(b, ps) {
 			p.add = append(p.add, b)
 		}
 	}
@@ -162,7 +185,7 @@ func (s *solver) refreshPaid(q *paidList) []*bin {
 			q.in[p.add[i].id] = true
 			i++
 		}
-		if s.hasPaidRoom(b) {
+		if s.hasPaidRoom(b, ps) {
 			out = append(out, b)
 		} else {
 			q.in[b.id] = false
