@@ -414,19 +414,19 @@ func (s *solver) tryDrain(b *bin, targets *roomy) bool {
 	}()
 	for _, e := range entries {
 		left := e.n
-		var tree *freeTree
+		var walk *targetWalk
 		if targets.trees != nil {
-			tree = targets.tree(e.l.cls)
+			walk = targets.walk(e.l)
 		}
 		for ti, id := 0, 0; ; ti++ {
 			if left == 0 {
 				break
 			}
 			var t *bin
-			if tree != nil {
-				// Only the listed nodes with CPU room for the class and
-				// its host ports free.
-				if id = tree.next(id, e.l.cls.req[dimCPU]); id < 0 {
+			if walk != nil {
+				// Only the listed nodes of the pools the class may use
+				// with CPU room for it and its host ports free.
+				if id = walk.next(id); id < 0 {
 					break
 				}
 				t = s.bins[id]

@@ -14,17 +14,19 @@ import (
 // room) and empty the drained node, which goes back on the list when it
 // has room.
 
-// A drain used to read every listed node's CPU (and, for a class with
-// host ports, its ports) for each of the drained node's classes (hostports
-// at 50,000 pods: 8,800 drained nodes, thousands listed, most with every
-// port taken). Per set of host ports (portsets.go) a max tree over node
-// ids holds the listed nodes' free CPU (at their current type; an
-// existing node's allocatable), or noRoom where a port of the set is
-// taken, so a drain visits, in the same order, only the listed nodes the
-// CPU and port checks let through. A value may be above what the node
-// now has (targets are not updated while their drain runs; that only
-// costs a look), never below: every node a drain touched is updated after
-// it (refresh).
+// A drain used to read every listed node's CPU (and pool, and host
+// ports) for each of the drained node's classes (hostports at 50,000
+// pods: 8,800 drained nodes, thousands listed, most with every port
+// taken; mix: a third of the listed nodes in pools the class may not
+// use). Per set of host ports (portsets.go) and list (the existing nodes,
+// each pool's new nodes: listOf) a max tree over node ids holds the
+// listed nodes' free CPU (at their current type; an existing node's
+// allocatable), or noRoom where a port of the set is taken, so a drain
+// visits, in the same order, only the listed nodes of the pools the class
+// may use that the CPU and port checks let through. A value may be above
+// what the node now has (targets are not updated while their drain runs;
+// that only costs a look), never below: every node a drain touched is
+// updated after it (refresh).
 //
 // roomy is the ordered list of nodes with room, the smallest request, and
 // the trees.
@@ -33,7 +35,7 @@ type roomy struct {
 	min    vec
 	listed []bool // by bin id: on bins
 	ports  portSets
-	trees  []freeTree // by port set; nil: no index
+	trees  [][]freeTree // by port set, then list; nil: no index
 }
 
 // freeTree is a max tree over node ids: leaves at size+id.
@@ -116,14 +118,49 @@ func (t *freeTree) next(from int, need int64) int {
 func (r *roomy) refresh(b *bin) {
 	if r.trees != nil && r.listed[b.id] {
 		for i := range r.trees {
-			r.trees[i].set(b.id, r.freeCPU(i, b))
+			r.trees[i][listOf(b)].set(b.id, r.freeCPU(i, b))
 		}
 	}
 }
 
-// tree is the tree for a class's drains.
-func (r *roomy) tree(c *class) *freeTree {
-	return &r.trees[r.ports.of[c.idx]]
+// targetWalk visits, in node order, the listed nodes a level's drain may
+// use: the next node of each tree it reads (at), the smallest first.
+type targetWalk struct {
+	trees []*freeTree
+	at    []int // by tree: its next node (-1: none left)
+	need  int64
+}
+
+// walk starts a level's visit: the existing nodes and the new nodes of
+// the pools the level may use, with CPU room for its request.
+func (r *roomy) walk(l *level) *targetWalk {
+	ts := r.trees[r.ports.of[l.cls.idx]]
+	w := &targetWalk{need: l.cls.req[dimCPU]}
+	for i := range ts {
+		if i > 0 && !l.pools[i-1].ok {
+			continue
+		}
+		w.trees = append(w.trees, &ts[i])
+		w.at = append(w.at, ts[i].next(0, w.need))
+	}
+	return w
+}
+
+// next is the first node with id >= from on the walk, or -1. The trees do
+// not change during a drain, so a tree's next node stays right until the
+// walk passes it.
+func (w *targetWalk) next(from int) int {
+	best := -1
+	for k, at := range w.at {
+		if at >= 0 && at < from {
+			at = w.trees[k].next(from, w.need)
+			w.at[k] = at
+		}
+		if at >= 0 && (best < 0 || at < best) {
+			best = at
+		}
+	}
+	return best
 }
 
 // roomyBins lists the nodes with room for the smallest class request.
@@ -156,19 +193,25 @@ func (s *solver) roomyBins() *roomy {
 	for size < len(s.bins) {
 		size *= 2
 	}
-	r.trees = make([]freeTree, len(r.ports.sets))
+	r.trees = make([][]freeTree, len(r.ports.sets))
 	for k := range r.trees {
-		t := &r.trees[k]
-		t.size = size
-		t.v = make([]int64, 2*size)
-		for i := range t.v {
-			t.v[i] = noRoom
+		r.trees[k] = make([]freeTree, 1+len(s.pools))
+		for i := range r.trees[k] {
+			t := &r.trees[k][i]
+			t.size = size
+			t.v = make([]int64, 2*size)
+			for j := range t.v {
+				t.v[j] = noRoom
+			}
 		}
 		for _, b := range r.bins {
-			t.v[size+b.id] = r.freeCPU(k, b)
+			r.trees[k][listOf(b)].v[size+b.id] = r.freeCPU(k, b)
 		}
-		for i := size - 1; i >= 1; i-- {
-			t.v[i] = max(t.v[2*i], t.v[2*i+1])
+		for i := range r.trees[k] {
+			t := &r.trees[k][i]
+			for j := size - 1; j >= 1; j-- {
+				t.v[j] = max(t.v[2*j], t.v[2*j+1])
+			}
 		}
 	}
 	return r
