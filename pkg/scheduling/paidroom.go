@@ -31,6 +31,8 @@ type paidRoom struct {
 	ports portSets
 	sets  [][]paidList // by port set: 0: existing nodes; 1+i: new nodes of pool i
 	min   vec          // minPending at the last query (nil: rebuild)
+	slack []slackMemo  // by bin id
+	cands paidCands    // fillPaid's, kept for their room
 	// add, spare and merged are scratch.
 	add, spare, merged []*bin
 }
@@ -38,6 +40,7 @@ type paidRoom struct {
 // paidList is one pool's nodes with paid room.
 type paidList struct {
 	bins   []*bin
+	min    vec    // minPending at the last refresh (nil: none)
 	in     []bool // by bin id: on bins
 	dirty  []int32
 	queued []bool
@@ -161,20 +164,37 @@ func (s *solver) paidBins(l *level) []*bin {
 }
 
 // refreshPaid brings one list up to date: the queued nodes not listed
-// that now have room join it, the listed ones without room leave.
+// that now have room join it, the listed ones without room leave. Whether
+// a node has paid room follows from its version (pods, type, ports: a
+// change queues it) and minPending alone, so the listed nodes not queued
+// are looked at again only when minPending moved since the list's last
+// refresh (hostports at 50,000 pods: thousands listed, a few queued).
 func (s *solver) refreshPaid(q *paidList, ps int) []*bin {
 	p := &s.gidx.paid
 	for len(q.in) < len(s.bins) {
 		q.in = append(q.in, false)
 	}
+	all := q.min == nil || !slices.Equal(q.min, s.minPending)
 	p.add = p.add[:0]
+	dropped := false
 	for _, id := range q.dirty {
 		q.queued[id] = false
-		if b := s.bins[id]; !q.in[id] && s.hasPaidRoom(b, ps) {
-			p.add = append(p.add, b)
+		b := s.bins[id]
+		switch {
+		case !q.in[id]:
+			if s.hasPaidRoom(b, ps) {
+				p.add = append(p.add, b)
+			}
+		case !all && !s.hasPaidRoom(b, ps):
+			q.in[id] = false
+			dropped = true
 		}
 	}
 	q.dirty = q.dirty[:0]
+	q.min = append(q.min[:0], s.minPending...)
+	if !all && !dropped && len(p.add) == 0 {
+		return q.bins
+	}
 	slices.SortFunc(p.add, byID)
 	// Merge them into the listed nodes still with room.
 	out := p.spare[:0]
@@ -185,10 +205,11 @@ func (s *solver) refreshPaid(q *paidList, ps int) []*bin {
 			q.in[p.add[i].id] = true
 			i++
 		}
-		if s.hasPaidRoom(b, ps) {
+		if all {
+			q.in[b.id] = s.hasPaidRoom(b, ps)
+		}
+		if q.in[b.id] {
 			out = append(out, b)
-		} else {
-			q.in[b.id] = false
 		}
 	}
 	for ; i < len(p.add); i++ {
@@ -201,3 +222,33 @@ func (s *solver) refreshPaid(q *paidList, ps int) []*bin {
 
 // byID orders bins by id (node order).
 func byID(a, b *bin) int { return a.id - b.id }
+
+// slackMemo is a new node's room's dual value (fillPaid's order) as of
+// one version and type of the node.
+type slackMemo struct {
+	ver   uint32
+	typ   int
+	ok    bool
+	slack float64
+}
+
+// paidSlack is b's room's dual value at its type: fillPaid orders its
+// candidates by it. A node's value changes only with its pods or type
+// (both bump ver; the prices are fixed while packing), so it is kept per
+// node: hostports at 50,000 pods reads thousands of unchanged candidates
+// per class.
+func (s *solver) paidSlack(b *bin) float64 {
+	g := s.gidx
+	if g == nil {
+		return b.pool.values[b.typ] - s.valueOf(b.used)
+	}
+	p := &g.paid
+	for len(p.slack) <= b.id {
+		p.slack = append(p.slack, slackMemo{})
+	}
+	m := &p.slack[b.id]
+	if !m.ok || m.ver != b.ver || m.typ != b.typ {
+		*m = slackMemo{ver: b.ver, typ: b.typ, ok: true, slack: b.pool.values[b.typ] - s.valueOf(b.used)}
+	}
+	return m.slack
+}
