@@ -225,6 +225,12 @@ func (s *solver) fillPaid(l *level, want int) int {
 				if b.used[dimCPU]+l.cls.req[dimCPU] > net[dimCPU] || b.used[dimMemory]+l.cls.req[dimMemory] > net[dimMemory] {
 					continue
 				}
+				// Every resource (gpu at 50,000 pods: thousands of GPU
+				// nodes with CPU left but no GPU): a node without room
+				// for one pod would only be popped and refused.
+				if maxCopies(b.used, l.cls.req, net) == 0 {
+					continue
+				}
 				cands = append(cands, paidCand{b, s.paidSlack(b), len(cands)})
 				continue
 			}
