@@ -36,6 +36,7 @@ type roomy struct {
 	listed []bool // by bin id: on bins
 	ports  portSets
 	trees  [][]freeTree // by port set, then list; nil: no index
+	w      targetWalk   // the current drain's walk
 }
 
 // freeTree is a max tree over node ids: leaves at size+id.
@@ -135,7 +136,9 @@ type targetWalk struct {
 // the pools the level may use, with CPU room for its request.
 func (r *roomy) walk(l *level) *targetWalk {
 	ts := r.trees[r.ports.of[l.cls.idx]]
-	w := &targetWalk{need: l.cls.req[dimCPU]}
+	// One walk at a time: its slices are kept.
+	w := &r.w
+	w.trees, w.at, w.need = w.trees[:0], w.at[:0], l.cls.req[dimCPU]
 	for i := range ts {
 		if i > 0 && !l.pools[i-1].ok {
 			continue
