@@ -13,3 +13,7 @@ func SetPaidScan(all bool) { paidScanAll = all }
 // (paidroom.go) on or off, for the test that plans are the same either
 // way.
 func SetPaidIndex(on bool) { paidIndexOff = !on }
+
+// SetDrainIndex turns the drains' index of nodes with CPU room (roomy.go)
+// on or off, for the test that plans are the same either way.
+func SetDrainIndex(on bool) { drainIndexOff = !on }

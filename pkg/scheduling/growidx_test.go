@@ -48,6 +48,13 @@ func TestPaidIndexSamePlans(t *testing.T) {
 	samePlans(t, "the paid room list", scheduling.SetPaidIndex)
 }
 
+// TestDrainIndexSamePlans: the drains' tree of listed nodes' free CPU
+// (roomy.go) skips only nodes the CPU check would reject, so every plan is
+// the one the walk over every listed node makes.
+func TestDrainIndexSamePlans(t *testing.T) {
+	samePlans(t, "the drain index", scheduling.SetDrainIndex)
+}
+
 // samePlans solves every generated shape with a shortcut of the packer
 // off (set(false)) and on, and wants the same plans.
 func samePlans(t *testing.T, what string, set func(on bool)) {

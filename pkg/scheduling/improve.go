@@ -405,11 +405,37 @@ func (s *solver) tryDrain(b *bin, targets *roomy) bool {
 	j.touch(b)
 	entries := append([]entry(nil), b.entries...)
 	sort.SliceStable(entries, func(i, k int) bool { return entries[i].l.cls.value > entries[k].l.cls.value })
+	// Every node this drain changes gets its value in the drain index
+	// again, whether the drain is kept or rolled back.
+	defer func() {
+		for t := range j.shapes {
+			targets.refresh(t)
+		}
+	}()
 	for _, e := range entries {
 		left := e.n
-		for _, t := range targets.bins {
+		var walk *targetWalk
+		if targets.trees != nil {
+			walk = targets.walk(e.l)
+		}
+		for ti, id := 0, 0; ; ti++ {
 			if left == 0 {
 				break
+			}
+			var t *bin
+			if walk != nil {
+				// Only the listed nodes of the pools the class may use
+				// with CPU room for it and its host ports free.
+				if id = walk.next(id); id < 0 {
+					break
+				}
+				t = s.bins[id]
+				id++
+			} else {
+				if ti == len(targets.bins) {
+					break
+				}
+				t = targets.bins[ti]
 			}
 			if t == b || (t.node == nil && len(t.entries) == 0) {
 				continue

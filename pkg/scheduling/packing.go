@@ -204,6 +204,12 @@ var paidScanAll bool
 func (s *solver) fillPaid(l *level, want int) int {
 	placed := 0
 	var cands paidCands
+	if s.gidx != nil {
+		// Kept between calls: the candidates are thousands at 50,000
+		// pods.
+		cands = s.gidx.paid.cands
+		defer func() { s.gidx.paid.cands = cands[:0] }()
+	}
 	for placed < want {
 		progress := false
 		cands = cands[:0]
@@ -219,7 +225,13 @@ func (s *solver) fillPaid(l *level, want int) int {
 				if b.used[dimCPU]+l.cls.req[dimCPU] > net[dimCPU] || b.used[dimMemory]+l.cls.req[dimMemory] > net[dimMemory] {
 					continue
 				}
-				cands = append(cands, paidCand{b, b.pool.values[b.typ] - s.valueOf(b.used), len(cands)})
+				// Every resource (gpu at 50,000 pods: thousands of GPU
+				// nodes with CPU left but no GPU): a node without room
+				// for one pod would only be popped and refused.
+				if maxCopies(b.used, l.cls.req, net) == 0 {
+					continue
+				}
+				cands = append(cands, paidCand{b, s.paidSlack(b), len(cands)})
 				continue
 			}
 			if b.used[dimCPU]+l.cls.req[dimCPU] > b.alloc[dimCPU] {

@@ -23,9 +23,16 @@ import "slices"
 // last query. Per pool because a class looks only at the pools it may use:
 // gpu at 50,000 pods has 5,000 GPU nodes with room for small pods that
 // may not go there.
+//
+// And per set of host ports (portsets.go): a class binding ports reads
+// lists without the nodes where one of them is taken (hostports at 50,000
+// pods: most nodes with room have every port of the workload taken).
 type paidRoom struct {
-	lists []paidList // 0: existing nodes; 1+i: new nodes of pool i
-	min   vec        // minPending at the last query (nil: rebuild)
+	ports portSets
+	sets  [][]paidList // by port set: 0: existing nodes; 1+i: new nodes of pool i
+	min   vec          // minPending at the last query (nil: rebuild)
+	slack []slackMemo  // by bin id
+	cands paidCands    // fillPaid's, kept for their room
 	// add, spare and merged are scratch.
 	add, spare, merged []*bin
 }
@@ -33,6 +40,7 @@ type paidRoom struct {
 // paidList is one pool's nodes with paid room.
 type paidList struct {
 	bins   []*bin
+	min    vec    // minPending at the last refresh (nil: none)
 	in     []bool // by bin id: on bins
 	dirty  []int32
 	queued []bool
@@ -51,10 +59,16 @@ func listOf(b *bin) int {
 
 // paidDirty queues a changed node.
 func (p *paidRoom) paidDirty(b *bin) {
-	for len(p.lists) <= listOf(b) {
-		p.lists = append(p.lists, paidList{})
+	for i := range p.sets {
+		for len(p.sets[i]) <= listOf(b) {
+			p.sets[i] = append(p.sets[i], paidList{})
+		}
+		p.sets[i][listOf(b)].queue(b)
 	}
-	q := &p.lists[listOf(b)]
+}
+
+// queue queues a changed node.
+func (q *paidList) queue(b *bin) {
 	for len(q.queued) <= b.id {
 		q.queued = append(q.queued, false)
 	}
@@ -65,12 +79,13 @@ func (p *paidRoom) paidDirty(b *bin) {
 }
 
 // hasPaidRoom tells whether b is open and holds minPending more at its
-// current type (an existing node: its allocatable).
-func (s *solver) hasPaidRoom(b *bin) bool {
+// current type (an existing node: its allocatable), with the ports of set
+// ps free.
+func (s *solver) hasPaidRoom(b *bin, ps int) bool {
 	if b.node == nil && (len(b.entries) == 0 || b.typ < 0) {
 		return false
 	}
-	return s.hasRoom(b, s.minPending) && s.isOpen(b)
+	return s.hasRoom(b, s.minPending) && s.isOpen(b) && (ps == 0 || !s.gidx.paid.ports.blocked(ps, b))
 }
 
 // paidBins are the bins, in order, that may have paid room for a pod of
@@ -81,8 +96,14 @@ func (s *solver) paidBins(l *level) []*bin {
 		return s.liveBins()
 	}
 	p := &g.paid
-	for len(p.lists) < 1+len(s.pools) {
-		p.lists = append(p.lists, paidList{})
+	if p.sets == nil {
+		p.ports = newPortSets(s.classes)
+		p.sets = make([][]paidList, len(p.ports.sets))
+	}
+	for i := range p.sets {
+		for len(p.sets[i]) < 1+len(s.pools) {
+			p.sets[i] = append(p.sets[i], paidList{})
+		}
 	}
 	fell := p.min == nil
 	for i, v := range p.min {
@@ -92,33 +113,38 @@ func (s *solver) paidBins(l *level) []*bin {
 	}
 	if fell {
 		p.min = append(p.min[:0], s.minPending...)
-		for i := range p.lists {
-			q := &p.lists[i]
-			q.bins = q.bins[:0]
-			for _, id := range q.dirty {
-				q.queued[id] = false
+		for k := range p.sets {
+			for i := range p.sets[k] {
+				q := &p.sets[k][i]
+				q.bins = q.bins[:0]
+				for _, id := range q.dirty {
+					q.queued[id] = false
+				}
+				q.dirty = q.dirty[:0]
 			}
-			q.dirty = q.dirty[:0]
 		}
+		// A set's lists are rebuilt when first read: every node queued.
 		for _, b := range s.bins {
-			q := &p.lists[listOf(b)]
-			for len(q.in) <= b.id {
-				q.in = append(q.in, false)
-			}
-			q.in[b.id] = s.hasPaidRoom(b)
-			if q.in[b.id] {
-				q.bins = append(q.bins, b)
+			for k := range p.sets {
+				q := &p.sets[k][listOf(b)]
+				for len(q.in) <= b.id {
+					q.in = append(q.in, false)
+				}
+				q.in[b.id] = false
+				q.queue(b)
 			}
 		}
 	}
 	copy(p.min, s.minPending)
+	ps := p.ports.of[l.cls.idx]
+	lists := p.sets[ps]
 	var out []*bin
 	n := 0
-	for i := range p.lists {
+	for i := range lists {
 		if i > 0 && !l.pools[i-1].ok {
 			continue
 		}
-		if bs := s.refreshPaid(&p.lists[i]); len(bs) > 0 {
+		if bs := s.refreshPaid(&lists[i], ps); len(bs) > 0 {
 			n++
 			if n == 1 {
 				out = bs
@@ -138,20 +164,37 @@ func (s *solver) paidBins(l *level) []*bin {
 }
 
 // refreshPaid brings one list up to date: the queued nodes not listed
-// that now have room join it, the listed ones without room leave.
-func (s *solver) refreshPaid(q *paidList) []*bin {
+// that now have room join it, the listed ones without room leave. Whether
+// a node has paid room follows from its version (pods, type, ports: a
+// change queues it) and minPending alone, so the listed nodes not queued
+// are looked at again only when minPending moved since the list's last
+// refresh (hostports at 50,000 pods: thousands listed, a few queued).
+func (s *solver) refreshPaid(q *paidList, ps int) []*bin {
 	p := &s.gidx.paid
 	for len(q.in) < len(s.bins) {
 		q.in = append(q.in, false)
 	}
+	all := q.min == nil || !slices.Equal(q.min, s.minPending)
 	p.add = p.add[:0]
+	dropped := false
 	for _, id := range q.dirty {
 		q.queued[id] = false
-		if b := s.bins[id]; !q.in[id] && s.hasPaidRoom(b) {
-			p.add = append(p.add, b)
+		b := s.bins[id]
+		switch {
+		case !q.in[id]:
+			if s.hasPaidRoom(b, ps) {
+				p.add = append(p.add, b)
+			}
+		case !all && !s.hasPaidRoom(b, ps):
+			q.in[id] = false
+			dropped = true
 		}
 	}
 	q.dirty = q.dirty[:0]
+	q.min = append(q.min[:0], s.minPending...)
+	if !all && !dropped && len(p.add) == 0 {
+		return q.bins
+	}
 	slices.SortFunc(p.add, byID)
 	// Merge them into the listed nodes still with room.
 	out := p.spare[:0]
@@ -162,10 +205,11 @@ func (s *solver) refreshPaid(q *paidList) []*bin {
 			q.in[p.add[i].id] = true
 			i++
 		}
-		if s.hasPaidRoom(b) {
+		if all {
+			q.in[b.id] = s.hasPaidRoom(b, ps)
+		}
+		if q.in[b.id] {
 			out = append(out, b)
-		} else {
-			q.in[b.id] = false
 		}
 	}
 	for ; i < len(p.add); i++ {
@@ -178,3 +222,33 @@ func (s *solver) refreshPaid(q *paidList) []*bin {
 
 // byID orders bins by id (node order).
 func byID(a, b *bin) int { return a.id - b.id }
+
+// slackMemo is a new node's room's dual value (fillPaid's order) as of
+// one version and type of the node.
+type slackMemo struct {
+	ver   uint32
+	typ   int
+	ok    bool
+	slack float64
+}
+
+// paidSlack is b's room's dual value at its type: fillPaid orders its
+// candidates by it. A node's value changes only with its pods or type
+// (both bump ver; the prices are fixed while packing), so it is kept per
+// node: hostports at 50,000 pods reads thousands of unchanged candidates
+// per class.
+func (s *solver) paidSlack(b *bin) float64 {
+	g := s.gidx
+	if g == nil {
+		return b.pool.values[b.typ] - s.valueOf(b.used)
+	}
+	p := &g.paid
+	for len(p.slack) <= b.id {
+		p.slack = append(p.slack, slackMemo{})
+	}
+	m := &p.slack[b.id]
+	if !m.ok || m.ver != b.ver || m.typ != b.typ {
+		*m = slackMemo{ver: b.ver, typ: b.typ, ok: true, slack: b.pool.values[b.typ] - s.valueOf(b.used)}
+	}
+	return m.slack
+}
