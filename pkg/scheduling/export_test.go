@@ -13,3 +13,8 @@ func SetPaidScan(all bool) { paidScanAll = all }
 // (paidroom.go) on or off, for the test that plans are the same either
 // way.
 func SetPaidIndex(on bool) { paidIndexOff = !on }
+
+// SetVersionRestore makes the local search give a bin it put back its
+// version back (on) or a new one (off), for the test that plans are the
+// same either way.
+func SetVersionRestore(on bool) { versionRestoreOff = !on }
