@@ -250,9 +250,10 @@ func (s *solver) tryRebuild(group []*bin) bool {
 		s.restoreShape(b, sh)
 	}
 	for ps, u := range j.usage {
-		ps.usage, ps.usageNodes = u.usage, u.nodes
+		copy(ps.usage, u.usage)
+		ps.usageNodes = u.nodes
 	}
-	s.zoneLoad = j.load
+	copy(s.zoneLoad, j.load)
 	s.bins = s.bins[:nBins]
 	s.noteShrink()
 	for _, u := range s.upShared {
@@ -272,6 +273,8 @@ type journal struct {
 	shapes map[*bin]shape
 	usage  map[*poolState]usageRec
 	load   []int
+	// usageBuf holds the pools' usage copies, by pool.
+	usageBuf []vec
 }
 
 type moveRec struct {
@@ -300,9 +303,22 @@ type usageRec struct {
 }
 
 func (s *solver) begin() *journal {
-	j := &journal{from: s.verSeq, shapes: map[*bin]shape{}, usage: map[*poolState]usageRec{}, load: append([]int(nil), s.zoneLoad...)}
-	for _, ps := range s.pools {
-		j.usage[ps] = usageRec{ps.usage.clone(), ps.usageNodes}
+	// One journal, reused: steps do not nest, and one is begun for
+	// every node the local search tries to drain.
+	j := &s.jbuf
+	if j.shapes == nil {
+		j.shapes, j.usage = map[*bin]shape{}, map[*poolState]usageRec{}
+	}
+	clear(j.shapes)
+	clear(j.usage)
+	j.from, j.moves = s.verSeq, j.moves[:0]
+	j.load = append(j.load[:0], s.zoneLoad...)
+	for len(j.usageBuf) < len(s.pools) {
+		j.usageBuf = append(j.usageBuf, nil)
+	}
+	for i, ps := range s.pools {
+		j.usageBuf[i] = append(j.usageBuf[i][:0], ps.usage...)
+		j.usage[ps] = usageRec{j.usageBuf[i], ps.usageNodes}
 	}
 	return j
 }
@@ -334,9 +350,10 @@ func (s *solver) rollback(j *journal) {
 		s.restoreShape(b, sh)
 	}
 	for ps, u := range j.usage {
-		ps.usage, ps.usageNodes = u.usage, u.nodes
+		copy(ps.usage, u.usage)
+		ps.usageNodes = u.nodes
 	}
-	s.zoneLoad = j.load
+	copy(s.zoneLoad, j.load)
 }
 
 func (s *solver) restoreShape(b *bin, sh shape) {

@@ -115,6 +115,8 @@ type solver struct {
 	// unique over the solve, so a bin put back as it was can take its
 	// old version back without another state ever having had it.
 	verSeq uint32
+	// jbuf is the local search's journal (begin).
+	jbuf journal
 	// optBuf and rankBuf are newNode's scratch, and optLists the option
 	// lists made so far, by a hash of their key (sharedOpts).
 	optBuf   []opt
