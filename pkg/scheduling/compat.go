@@ -2,7 +2,9 @@ package scheduling
 
 import (
 	"fmt"
+	"math/bits"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -123,17 +125,21 @@ func (s *solver) classPoolCompat(l *level, ps *poolState) *classPool {
 	}
 	cp.types = newBitset(len(ps.types))
 	fits := false
-	for i, t := range ps.types {
-		if !labelOK.has(i) || !l.cls.req.le(t.net) {
-			continue
+	holding := s.typesHolding(ps, l.cls.req)
+	for w, word := range labelOK {
+		word &= holding[w]
+		for word != 0 {
+			i := w<<6 | bits.TrailingZeros64(word)
+			word &= word - 1
+			fits = true
+			t := ps.types[i]
+			if t.zoneMask&cp.zoneMask == 0 || t.ctMask&cp.ctMask == 0 {
+				continue
+			}
+			cp.types.set(i)
+			cp.offerZones |= t.zoneMask & cp.zoneMask
+			cp.offerCTs |= t.ctMask & cp.ctMask
 		}
-		fits = true
-		if t.zoneMask&cp.zoneMask == 0 || t.ctMask&cp.ctMask == 0 {
-			continue
-		}
-		cp.types.set(i)
-		cp.offerZones |= t.zoneMask & cp.zoneMask
-		cp.offerCTs |= t.ctMask & cp.ctMask
 	}
 	if !fits {
 		return fail(failResources, s.tooBig(l.cls.req, ps, labelOK))
@@ -143,6 +149,30 @@ func (s *solver) classPoolCompat(l *level, ps *poolState) *classPool {
 	}
 	cp.ok = true
 	return cp
+}
+
+// typesHolding returns the pool's types whose allocatable holds req,
+// memoized per pool and request: every level of a class, and classes of
+// one pod size, ask the same (a scan of every type of the catalog).
+func (s *solver) typesHolding(ps *poolState, req vec) bitset {
+	var kb strings.Builder
+	kb.WriteString(strconv.Itoa(ps.idx))
+	for _, v := range req {
+		kb.WriteByte(',')
+		kb.WriteString(strconv.FormatInt(v, 36))
+	}
+	key := kb.String()
+	if b, ok := s.holdMemo[key]; ok {
+		return b
+	}
+	b := newBitset(len(ps.types))
+	for i, t := range ps.types {
+		if req.le(t.net) {
+			b.set(i)
+		}
+	}
+	s.holdMemo[key] = b
+	return b
 }
 
 // typesMatching returns the pool's types whose labels satisfy r.

@@ -17,3 +17,8 @@ func SetPaidIndex(on bool) { paidIndexOff = !on }
 // SetDrainIndex turns the drains' index of nodes with CPU room (roomy.go)
 // on or off, for the test that plans are the same either way.
 func SetDrainIndex(on bool) { drainIndexOff = !on }
+
+// SetVersionRestore makes the local search give a bin it put back its
+// version back (on) or a new one (off), for the test that plans are the
+// same either way.
+func SetVersionRestore(on bool) { versionRestoreOff = !on }

@@ -45,6 +45,7 @@ func (s *solver) bestGrowth(l *level, want int) (*growth, string) {
 		return g.dp < best.dp
 	}
 	var excluded []*bin
+	var up growth // the best upgrade of the scan below
 retry:
 	if cands, ok := s.fastUpgrades(l, want, excluded); ok {
 		// The same sequential rule as the scan below, over the nodes
@@ -63,8 +64,11 @@ retry:
 			if !cp.ok || (s.capPool != nil && b.pool != s.capPool) || s.allowance(l, b, 1, anyType).k == 0 {
 				continue
 			}
-			if g := s.upgradeCached(l, b, cp, want); g != nil && better(g) {
-				best = g
+			// By value: a growth is allocated only for the best so far,
+			// not for every node asked.
+			if g, ok := s.upgradeValue(l, b, cp, want); ok && better(&g) {
+				up = g
+				best = &up
 			}
 		}
 	}
@@ -118,8 +122,12 @@ type upCache struct {
 	dp   float64
 }
 
-// upCaches are upgrade answers by bin id.
-type upCaches struct{ e []upCache }
+// upCaches are upgrade answers by bin id, two per bin: a bin a rebuild
+// in the local search changes (journal.from) keeps the answer for its
+// version before the rebuild in the first while the second takes its
+// passing versions, so that the answer holds again when the rebuild is
+// undone and the bin takes its version back (restoreShape).
+type upCaches struct{ e [][2]upCache }
 
 // upCachesFor is the cache of upgrade answers for l, shared with every
 // level whose upgradeFor reads the same: the class's request and, per
@@ -160,35 +168,54 @@ func (s *solver) upCachesFor(l *level) *upCaches {
 	return u
 }
 
-// upgradeCached is upgradeFor, remembered per level and bin version: while
-// one class grows one bin, the other bins' answers do not change.
+// upgradeCached is upgradeValue for callers that keep the growth.
 func (s *solver) upgradeCached(l *level, b *bin, cp *classPool, want int) *growth {
+	g, ok := s.upgradeValue(l, b, cp, want)
+	if !ok {
+		return nil
+	}
+	return &g
+}
+
+// upgradeValue is upgradeFor, remembered per level and bin version: while
+// one class grows one bin, the other bins' answers do not change (and a
+// bin the local search changed and put back has its version back,
+// restoreShape).
+func (s *solver) upgradeValue(l *level, b *bin, cp *classPool, want int) (growth, bool) {
 	if l.up == nil {
 		l.up = s.upCachesFor(l)
 	}
 	for len(l.up.e) <= b.id {
-		l.up.e = append(l.up.e, upCache{})
+		l.up.e = append(l.up.e, [2]upCache{})
 	}
-	c := &l.up.e[b.id]
+	slots := &l.up.e[b.id]
+	c := &slots[0]
+	switch {
+	case slots[0].set && slots[0].ver == b.ver:
+	case slots[1].set && slots[1].ver == b.ver:
+		c = &slots[1]
+	case s.jr != nil && b.ver > s.jr.from:
+		c = &slots[1]
+	}
 	// A limited pool's answer also depends on the other nodes' sizes: no
 	// caching there.
 	if s.priceCap > 0 {
 		// A split in the local search: answers under a price cap are
 		// not remembered.
-		g := s.upgradeFor(l, b, cp)
-		if g == nil {
-			return nil
+		g, ok := s.upgradeFor(l, b, cp)
+		if !ok {
+			return growth{}, false
 		}
 		c = &upCache{ver: b.ver, set: true, typ: g.typ, dp: g.dp}
 	} else if !c.set || c.ver != b.ver || b.pool.hasLimits {
-		g := s.upgradeFor(l, b, cp)
-		*c = upCache{ver: b.ver, set: true, none: g == nil}
-		if g != nil {
+		g, ok := s.upgradeFor(l, b, cp)
+		*c = upCache{ver: b.ver, set: true, none: !ok}
+		if ok {
 			c.typ, c.dp = g.typ, g.dp
 		}
 	}
 	if c.none {
-		return nil
+		return growth{}, false
 	}
 	// The type is chosen by capacity value (cached); whether growing is
 	// worth it is judged by what the pending pods can use of it, which
@@ -199,25 +226,30 @@ func (s *solver) upgradeCached(l *level, b *bin, cp *classPool, want int) *growt
 		cur, _ := s.usefulValue(l, want, b.pool.types[b.typ].net, b.used)
 		eff = (v - cur) / c.dp
 	}
-	return &growth{b: b, ps: b.pool, typ: c.typ, eff: eff, dp: c.dp}
+	return growth{b: b, ps: b.pool, typ: c.typ, eff: eff, dp: c.dp}, true
 }
 
 // upgradeFor is the best type change of bin b that takes one more pod of
 // l: among the types that hold the bin's pods and one more, the one that
 // adds the most value per added dollar (within 1%, the smaller step). The
 // caller checks topology (allowance) for the chosen one.
-func (s *solver) upgradeFor(l *level, b *bin, cp *classPool) *growth {
+func (s *solver) upgradeFor(l *level, b *bin, cp *classPool) (growth, bool) {
 	ps := b.pool
 	cur := ps.types[b.typ]
-	need := b.used.clone()
-	need.add(l.cls.req)
 	zm, cm := b.zoneMask&cp.zoneMask, b.ctMask&cp.ctMask
 	if zm == 0 || cm == 0 {
-		return nil
+		return growth{}, false
 	}
 	if cp.custom != nil && !customCompatible(b.custom, cp.custom) {
-		return nil
+		return growth{}, false
 	}
+	// need is scratch: upgradeFor runs for every node a search asks.
+	if len(s.upNeed) != len(b.used) {
+		s.upNeed = make(vec, len(b.used))
+	}
+	need := s.upNeed
+	copy(need, b.used)
+	need.add(l.cls.req)
 	curValue := s.valueOf(cur.net)
 	best, bestEff, bestDp := -1, 0.0, 0.0
 	for _, i := range s.searchList(b, cp) {
@@ -249,9 +281,9 @@ func (s *solver) upgradeFor(l *level, b *bin, cp *classPool) *growth {
 		best, bestEff, bestDp = i, eff, dp
 	}
 	if best < 0 {
-		return nil
+		return growth{}, false
 	}
-	return &growth{b: b, ps: ps, typ: best, eff: bestEff, dp: bestDp}
+	return growth{b: b, ps: ps, typ: best, eff: bestEff, dp: bestDp}, true
 }
 
 // searchList is the types a search for the best type for bin b (and,
@@ -277,7 +309,10 @@ func (s *solver) newBinFor(l *level, ps *poolState, want int) (*growth, string) 
 	if !cp.ok || (s.capPool != nil && ps != s.capPool) {
 		return nil, ""
 	}
-	if !s.withinLimits(ps, s.dims.zero(), nil, 1) {
+	if s.zeroVec == nil {
+		s.zeroVec = s.dims.zero()
+	}
+	if !s.withinLimits(ps, s.zeroVec, nil, 1) {
 		return nil, fmt.Sprintf("exceeds pool %q nodes limit", ps.pool.Name)
 	}
 	for _, p := range l.cls.ports {
@@ -287,9 +322,22 @@ func (s *solver) newBinFor(l *level, ps *poolState, want int) (*growth, string) 
 			}
 		}
 	}
-	tmp := &bin{id: len(s.bins), pool: ps, zone: -1, ct: -1, typ: -1,
-		types: cp.types.clone(), labelCut: !cp.labelAll, zoneMask: cp.zoneMask, ctMask: cp.ctMask,
-		custom: ps.custom, used: s.dims.zero(), ports: append([]hostPort(nil), ps.dsPorts...)}
+	// The template and the growth are the pool's scratch, reused by
+	// every search (openBin copies the one chosen): bestGrowth asks every
+	// pool at every growth step and opens one node at most.
+	for len(s.newScratch) <= ps.idx {
+		s.newScratch = append(s.newScratch, nil)
+	}
+	sc := s.newScratch[ps.idx]
+	if sc == nil {
+		sc = &newScratch{tmpl: bin{used: s.dims.zero()}}
+		s.newScratch[ps.idx] = sc
+	}
+	tmp := &sc.tmpl
+	clear(tmp.used)
+	*tmp = bin{id: len(s.bins), pool: ps, zone: -1, ct: -1, typ: -1,
+		types: append(tmp.types[:0], cp.types...), labelCut: !cp.labelAll, zoneMask: cp.zoneMask, ctMask: cp.ctMask,
+		custom: ps.custom, used: tmp.used, ports: append(tmp.ports[:0], ps.dsPorts...), doms: tmp.doms[:0]}
 	zm, cm := tmp.zoneMask, tmp.ctMask
 	if l.zoneKey || l.ctKey {
 		zm, cm = 0, 0
@@ -367,12 +415,26 @@ func (s *solver) newBinFor(l *level, ps *poolState, want int) (*growth, string) 
 		v, _ := s.usefulValue(l, want, ps.types[best].net, nil)
 		eff = v / bestPrice
 	}
-	return &growth{ps: ps, typ: best, ch: ch, eff: eff, dp: bestPrice, template: tmp}, ""
+	sc.g = growth{ps: ps, typ: best, ch: ch, eff: eff, dp: bestPrice, template: tmp}
+	return &sc.g, ""
 }
 
-// openBin creates the new bin of a growth.
+// newScratch is newBinFor's template and growth for one pool.
+type newScratch struct {
+	tmpl bin
+	g    growth
+}
+
+// openBin creates the new bin of a growth, from a copy of its template
+// (newBinFor's scratch).
 func (s *solver) openBin(g *growth) *bin {
-	b := g.template
+	t := g.template
+	b := new(bin)
+	*b = *t
+	b.types = t.types.clone()
+	b.used = t.used.clone()
+	b.ports = append([]hostPort(nil), t.ports...)
+	b.doms = append([]int(nil), t.doms...)
 	b.id = len(s.bins)
 	b.typ = g.typ
 	b.offer, _ = g.ps.types[g.typ].price(b.zoneMask, b.ctMask)
@@ -387,7 +449,7 @@ func (s *solver) setType(b *bin, typ int) {
 	if s.jr != nil {
 		s.jr.touch(b)
 	}
-	b.ver++
+	s.changed(b)
 	s.growDirty(b)
 	ps := b.pool
 	if typ != b.typ {

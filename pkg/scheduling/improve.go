@@ -9,7 +9,7 @@ import (
 // within the pool's limits. It keeps the bin's type when none fits (which
 // packing never lets happen).
 func (s *solver) rightSize(b *bin) bool {
-	b.ver++
+	s.changed(b)
 	ps := b.pool
 	cur := ps.types[b.typ]
 	best := -1
@@ -250,9 +250,10 @@ func (s *solver) tryRebuild(group []*bin) bool {
 		s.restoreShape(b, sh)
 	}
 	for ps, u := range j.usage {
-		ps.usage, ps.usageNodes = u.usage, u.nodes
+		copy(ps.usage, u.usage)
+		ps.usageNodes = u.nodes
 	}
-	s.zoneLoad = j.load
+	copy(s.zoneLoad, j.load)
 	s.bins = s.bins[:nBins]
 	s.noteShrink()
 	for _, u := range s.upShared {
@@ -265,10 +266,15 @@ func (s *solver) tryRebuild(group []*bin) bool {
 
 // journal records what a tentative step changed, to undo it.
 type journal struct {
+	// from is the last bin version given out when the journal began:
+	// bins of a later version changed since.
+	from   uint32
 	moves  []moveRec
 	shapes map[*bin]shape
 	usage  map[*poolState]usageRec
 	load   []int
+	// usageBuf holds the pools' usage copies, by pool.
+	usageBuf []vec
 }
 
 type moveRec struct {
@@ -278,6 +284,7 @@ type moveRec struct {
 }
 
 type shape struct {
+	ver              uint32
 	types            bitset
 	zoneMask, ctMask uint64
 	zone, ct         int
@@ -296,9 +303,22 @@ type usageRec struct {
 }
 
 func (s *solver) begin() *journal {
-	j := &journal{shapes: map[*bin]shape{}, usage: map[*poolState]usageRec{}, load: append([]int(nil), s.zoneLoad...)}
-	for _, ps := range s.pools {
-		j.usage[ps] = usageRec{ps.usage.clone(), ps.usageNodes}
+	// One journal, reused: steps do not nest, and one is begun for
+	// every node the local search tries to drain.
+	j := &s.jbuf
+	if j.shapes == nil {
+		j.shapes, j.usage = map[*bin]shape{}, map[*poolState]usageRec{}
+	}
+	clear(j.shapes)
+	clear(j.usage)
+	j.from, j.moves = s.verSeq, j.moves[:0]
+	j.load = append(j.load[:0], s.zoneLoad...)
+	for len(j.usageBuf) < len(s.pools) {
+		j.usageBuf = append(j.usageBuf, nil)
+	}
+	for i, ps := range s.pools {
+		j.usageBuf[i] = append(j.usageBuf[i][:0], ps.usage...)
+		j.usage[ps] = usageRec{j.usageBuf[i], ps.usageNodes}
 	}
 	return j
 }
@@ -311,7 +331,7 @@ func (j *journal) touch(b *bin) {
 }
 
 func snapshot(b *bin) shape {
-	sh := shape{zoneMask: b.zoneMask, ctMask: b.ctMask, zone: b.zone, ct: b.ct, custom: b.custom,
+	sh := shape{ver: b.ver, zoneMask: b.zoneMask, ctMask: b.ctMask, zone: b.zone, ct: b.ct, custom: b.custom,
 		ownCust: b.ownCust, labelCut: b.labelCut, typ: b.typ, offer: b.offer, ports: append([]hostPort(nil), b.ports...), doms: append([]int(nil), b.doms...)}
 	if b.types != nil {
 		sh.types = b.types.clone()
@@ -330,14 +350,15 @@ func (s *solver) rollback(j *journal) {
 		s.restoreShape(b, sh)
 	}
 	for ps, u := range j.usage {
-		ps.usage, ps.usageNodes = u.usage, u.nodes
+		copy(ps.usage, u.usage)
+		ps.usageNodes = u.nodes
 	}
-	s.zoneLoad = j.load
+	copy(s.zoneLoad, j.load)
 }
 
 func (s *solver) restoreShape(b *bin, sh shape) {
 	s.noteShrink()
-	b.ver++
+	s.changed(b)
 	if sh.types != nil {
 		copy(b.types, sh.types)
 	}
@@ -346,12 +367,32 @@ func (s *solver) restoreShape(b *bin, sh shape) {
 	b.labelCut = sh.labelCut
 	b.ports = append([]hostPort(nil), sh.ports...)
 	b.doms = append(b.doms[:0], sh.doms...)
+	// The callers restore the bin's pods first, so it is again what it
+	// was at the snapshot's version for everything the caches keyed by
+	// version read (all but the order of its entries): it takes that
+	// version back, and the answers cached for it hold again (a rebuild
+	// the local search does not keep then costs no upgrade searches
+	// after it). Not when the bin owned its custom labels: placing may
+	// have narrowed those in place.
+	if !sh.ownCust && !versionRestoreOff {
+		b.ver = sh.ver
+	}
+}
+
+// versionRestoreOff keeps restoreShape from giving a bin its version back
+// (tests compare).
+var versionRestoreOff bool
+
+// changed gives a bin that changed a new version (for caches).
+func (s *solver) changed(b *bin) {
+	s.verSeq++
+	b.ver = s.verSeq
 }
 
 // unplace takes k pods of level l off b (counts, requests, entries).
 func (s *solver) unplace(l *level, b *bin, k int) {
 	s.noteShrink()
-	b.ver++
+	s.changed(b)
 	s.count(l, b, -int32(k))
 	b.used.addScaled(l.cls.req, -int64(k))
 	for i := range b.entries {
@@ -374,7 +415,7 @@ func (s *solver) unplace(l *level, b *bin, k int) {
 // addBack returns k pods to a bin they came from, without re-narrowing
 // (the bin's shape is restored separately).
 func (s *solver) addBack(l *level, b *bin, k int) {
-	b.ver++
+	s.changed(b)
 	b.used.addScaled(l.cls.req, int64(k))
 	b.addEntry(l, k)
 	if b.node == nil && b.zone >= 0 {
@@ -595,7 +636,7 @@ func (s *solver) removalSafe(l *level, from, to *bin, ch choice) bool {
 // zone or capacity type stays pinned.
 func (s *solver) reshape(b *bin) {
 	s.noteShrink()
-	b.ver++
+	s.changed(b)
 	ps := b.pool
 	copy(b.types, ps.allTypes)
 	b.labelCut = false

@@ -9,7 +9,7 @@ func (s *solver) place(l *level, b *bin, ch choice) {
 	if s.jr != nil {
 		s.jr.touch(b)
 	}
-	b.ver++
+	s.changed(b)
 	s.growDirty(b)
 	c := l.cls
 	k := ch.k

@@ -91,6 +91,7 @@ type solver struct {
 	affinityMemo map[*corev1.Affinity]uint64
 	spreadMemo   map[*corev1.TopologySpreadConstraint]uint64
 	typeMemo     map[string]bitset
+	holdMemo     map[string]bitset // typesHolding's
 
 	// unitPrice are the bound's dual prices: $/h per unit of each
 	// dimension (a millicore, a byte, a pod slot), what a unit of it is
@@ -104,8 +105,18 @@ type solver struct {
 	// their LP solved before packing (dualPrices).
 	allCols []lpColumn
 	full    cover
-	// needBuf is isOpen's scratch.
-	needBuf vec
+	// needBuf is isOpen's scratch, upNeed upgradeFor's, newScratch
+	// newBinFor's by pool; zeroVec is all zeros (read only).
+	needBuf    vec
+	upNeed     vec
+	newScratch []*newScratch
+	zeroVec    vec
+	// verSeq is the last bin version given out (changed): versions are
+	// unique over the solve, so a bin put back as it was can take its
+	// old version back without another state ever having had it.
+	verSeq uint32
+	// jbuf is the local search's journal (begin).
+	jbuf journal
 	// optBuf and rankBuf are newNode's scratch, and optLists the option
 	// lists made so far, by a hash of their key (sharedOpts).
 	optBuf   []opt
@@ -154,6 +165,7 @@ func newSolver(in *Input) *solver {
 		affinityMemo: map[*corev1.Affinity]uint64{},
 		spreadMemo:   map[*corev1.TopologySpreadConstraint]uint64{},
 		typeMemo:     map[string]bitset{},
+		holdMemo:     map[string]bitset{},
 		pvcs:         map[string]*corev1.PersistentVolumeClaim{},
 		pvs:          map[string]*corev1.PersistentVolume{},
 	}

@@ -1,0 +1,17 @@
+package scheduling_test
+
+import (
+	"testing"
+
+	"github.com/joist-dev/joist/pkg/scheduling"
+)
+
+// TestVersionRestoreSamePlans: a bin the local search changed and put
+// back takes its version back (restoreShape), so the upgrade answers and
+// open states cached for that version serve again; every plan is the one
+// giving it a new version (recomputing them) makes. Versions reused for
+// another state (a per-bin counter instead of the solve's) would make
+// cached answers stale, and plans differ.
+func TestVersionRestoreSamePlans(t *testing.T) {
+	samePlans(t, "versions restored", scheduling.SetVersionRestore)
+}
