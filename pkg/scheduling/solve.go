@@ -30,8 +30,9 @@ func Solve(in Input) Plan {
 	if !in.Options.NoImprove {
 		s.improve()
 		// Again at the nodes' final sizes, after the regrouping (regroup.go).
-		s.settle()
-		s.improve()
+		if s.settle() {
+			s.improve()
+		}
 	}
 	s.finish()
 	return s.plan

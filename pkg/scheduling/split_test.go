@@ -16,7 +16,7 @@ import (
 // for the whole), but a heuristic cannot promise it for every split: the
 // same local search that makes the whole cheaper makes the halves
 // cheaper too. Over 120 seeded cases (20 seeds of each shape) the whole
-// was dearer in 10, by up to 2.1% (docs/scheduling.md), so each case is
+// was dearer in 15, by up to 2.1% (docs/scheduling.md), so each case is
 // held to 3%, which catches the failure this was written for (one huge
 // node for everything), and the sum over all cases to no slack at all.
 const halvesSlack = 0.03
