@@ -193,6 +193,30 @@ func (s *solver) newPrice() float64 {
 // does); it keeps the result only if the plan got cheaper, else puts
 // everything back as it was.
 func (s *solver) tryRebuild(group []*bin) bool {
+	return s.tryRebuildBy(group, s.placeWork)
+}
+
+// removed is a rebuild's pods taken off one node.
+type removed struct {
+	l *level
+	b *bin
+	n int
+}
+
+// placeWork packs a rebuild's pods again, in class order; it tells
+// whether every pod found a place.
+func (s *solver) placeWork(work []removed) bool {
+	for _, w := range work {
+		if n, _ := s.placeAt(w.l, w.n); n < w.n {
+			s.pending.addScaled(w.l.cls.req, -int64(w.n-n))
+			return false
+		}
+	}
+	return true
+}
+
+// tryRebuildBy is tryRebuild with the re-packing done by place.
+func (s *solver) tryRebuildBy(group []*bin, place func([]removed) bool) bool {
 	for _, ps := range s.pools {
 		if ps.hasLimits {
 			return false
@@ -201,11 +225,6 @@ func (s *solver) tryRebuild(group []*bin) bool {
 	before := s.newPrice()
 	j := s.begin()
 	nBins := len(s.bins)
-	type removed struct {
-		l *level
-		b *bin
-		n int
-	}
 	var work []removed
 	for _, b := range group {
 		j.touch(b)
@@ -223,14 +242,7 @@ func (s *solver) tryRebuild(group []*bin) bool {
 	}
 	sort.SliceStable(work, func(i, k int) bool { return work[i].l.cls.idx < work[k].l.cls.idx })
 	s.jr = j
-	ok := true
-	for _, w := range work {
-		if n, _ := s.placeAt(w.l, w.n); n < w.n {
-			s.pending.addScaled(w.l.cls.req, -int64(w.n-n))
-			ok = false
-			break
-		}
-	}
+	ok := place(work)
 	s.jr = nil
 	placed := s.jrPlaced
 	s.jrPlaced = nil

@@ -29,6 +29,10 @@ func Solve(in Input) Plan {
 	s.pack()
 	if !in.Options.NoImprove {
 		s.improve()
+		// Again at the nodes' final sizes, after the regrouping (regroup.go).
+		if s.settle() {
+			s.improve()
+		}
 	}
 	s.finish()
 	return s.plan

@@ -7,68 +7,90 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/joist-dev/joist/pkg/scheduling"
 	"github.com/joist-dev/joist/pkg/scheduling/internal/workloadgen"
 )
 
 // halvesSlack is how much dearer than its two halves a whole workload's
 // plan may be. The aim is 0 (the halves' plans side by side are a plan
-// for the whole); the packer is a heuristic and misses it by up to about
-// 2% on some seeds (docs/scheduling.md), so the test holds it to 3%, which
-// catches the failure it was written for: one huge node for everything.
+// for the whole), but a heuristic cannot promise it for every split: the
+// same local search that makes the whole cheaper makes the halves
+// cheaper too. Over 120 seeded cases (20 seeds of each shape) the whole
+// was dearer in 15, by up to 2.1% (docs/scheduling.md), so each case is
+// held to 3%, which catches the failure this was written for (one huge
+// node for everything), and the sum over all cases to no slack at all.
 const halvesSlack = 0.03
 
+// halvesCase is seeded case seed of a shape: a workload of 20 to 419
+// pods split at random into two halves by Deployment or by pod.
+func halvesCase(t *testing.T, sh workloadgen.Shape, seed int64) (name string, whole, a, b scheduling.Input, byPod bool) {
+	t.Helper()
+	rnd := rand.New(rand.NewSource(seed))
+	n := 20 + rnd.Intn(400)
+	name = fmt.Sprintf("%s/%d/seed%d", sh.Name, n, seed)
+	in, err := workloadgen.Input(sh, n, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byPod = rnd.Intn(2) == 0
+	owners := map[string]bool{}
+	var pa, pb []*corev1.Pod
+	for _, p := range in.Pods {
+		key := p.Labels["app"]
+		if byPod {
+			key = p.Name
+		}
+		side, ok := owners[key]
+		if !ok {
+			side = rnd.Intn(2) == 0
+			owners[key] = side
+		}
+		if side {
+			pa = append(pa, p)
+		} else {
+			pb = append(pb, p)
+		}
+	}
+	a, b = in, in
+	a.Pods, b.Pods = pa, pb
+	return name, in, a, b, byPod
+}
+
+// solveHalves plans the whole and the halves; it fails the test on any
+// unschedulable pod.
+func solveHalves(t *testing.T, whole, a, b scheduling.Input) (w, pa, pb scheduling.Plan) {
+	t.Helper()
+	w, pa, pb = solve(t, whole), solve(t, a), solve(t, b)
+	if len(w.Unschedulable)+len(pa.Unschedulable)+len(pb.Unschedulable) > 0 {
+		t.Fatalf("unschedulable pods: whole %d, halves %d+%d", len(w.Unschedulable), len(pa.Unschedulable), len(pb.Unschedulable))
+	}
+	return w, pa, pb
+}
+
 // TestWholeNoDearerThanHalves: solving a workload costs no more than
-// solving two halves of it separately and adding the plans (within
-// halvesSlack). Seeded random workloads of the unconstrained generated
-// shapes, split at random by Deployment or by pod.
+// solving two halves of it separately and adding the plans: each case
+// within halvesSlack, all cases together with no slack. Seeded random
+// workloads of the unconstrained generated shapes, split at random by
+// Deployment or by pod.
 func TestWholeNoDearerThanHalves(t *testing.T) {
-	seeds := 6
+	seeds := 12
 	if testing.Short() {
 		seeds = 2
 	}
 	strict, total := 0, 0
-	defer func() { t.Logf("whole dearer than its halves in %d of %d cases (within the slack)", strict, total) }()
+	var sumWhole, sumHalves float64
 	for _, sh := range workloadgen.Shapes {
 		if !sh.Unconstrained {
 			continue
 		}
 		for seed := int64(1); seed <= int64(seeds); seed++ {
-			rnd := rand.New(rand.NewSource(seed))
-			n := 20 + rnd.Intn(400)
-			name := fmt.Sprintf("%s/%d/seed%d", sh.Name, n, seed)
+			name, in, inA, inB, byPod := halvesCase(t, sh, seed)
 			t.Run(name, func(t *testing.T) {
-				in, err := workloadgen.Input(sh, n, seed)
-				if err != nil {
-					t.Fatal(err)
-				}
-				byPod := rnd.Intn(2) == 0
-				owners := map[string]bool{}
-				var a, b []*corev1.Pod
-				for _, p := range in.Pods {
-					key := p.Labels["app"]
-					if byPod {
-						key = p.Name
-					}
-					side, ok := owners[key]
-					if !ok {
-						side = rnd.Intn(2) == 0
-						owners[key] = side
-					}
-					if side {
-						a = append(a, p)
-					} else {
-						b = append(b, p)
-					}
-				}
-				whole := solve(t, in)
-				inA, inB := in, in
-				inA.Pods, inB.Pods = a, b
-				pa, pb := solve(t, inA), solve(t, inB)
-				if len(whole.Unschedulable)+len(pa.Unschedulable)+len(pb.Unschedulable) > 0 {
-					t.Fatalf("unschedulable pods: whole %d, halves %d+%d", len(whole.Unschedulable), len(pa.Unschedulable), len(pb.Unschedulable))
-				}
+				whole, pa, pb := solveHalves(t, in, inA, inB)
 				sum := pa.TotalPricePerHour + pb.TotalPricePerHour
 				total++
+				sumWhole += whole.TotalPricePerHour
+				sumHalves += sum
 				if whole.TotalPricePerHour > sum+1e-6 {
 					strict++
 				}
@@ -78,6 +100,40 @@ func TestWholeNoDearerThanHalves(t *testing.T) {
 				}
 			})
 		}
+	}
+	t.Logf("whole dearer than its halves in %d of %d cases (within the slack); all wholes $%.2f/h, all halves $%.2f/h", strict, total, sumWhole, sumHalves)
+	if sumWhole > sumHalves+1e-6 {
+		t.Errorf("the wholes cost $%.2f/h together, more than their halves' $%.2f/h", sumWhole, sumHalves)
+	}
+}
+
+// TestWholeNoDearerThanHalves_Regrouped: cases where the whole was
+// dearer than its halves (by 0.2–0.3%) until the local search's second
+// round (regroup.go): the whole, its nodes right-sized and groups of them
+// packed again at their own pods' prices, now costs no more, with no
+// slack.
+func TestWholeNoDearerThanHalves_Regrouped(t *testing.T) {
+	for _, tc := range []struct {
+		shape string
+		seed  int64
+	}{
+		{"web-six", 2},
+		{"few-big", 3},
+		{"memory-heavy", 3},
+	} {
+		var sh workloadgen.Shape
+		for _, s := range workloadgen.Shapes {
+			if s.Name == tc.shape {
+				sh = s
+			}
+		}
+		name, in, inA, inB, _ := halvesCase(t, sh, tc.seed)
+		t.Run(name, func(t *testing.T) {
+			whole, pa, pb := solveHalves(t, in, inA, inB)
+			if sum := pa.TotalPricePerHour + pb.TotalPricePerHour; whole.TotalPricePerHour > sum+1e-9 {
+				t.Errorf("whole $%.4f/h > halves $%.4f/h", whole.TotalPricePerHour, sum)
+			}
+		})
 	}
 }
 
