@@ -53,6 +53,15 @@ func BenchmarkSolveSmall(b *testing.B) {
 	}
 }
 
+// BenchmarkSolveMid solves every generated shape at 2,000 pods: where
+// Karpenter's scheduler needs seconds, the target is 100× less (make
+// bench-karpenter compares them in one run).
+func BenchmarkSolveMid(b *testing.B) {
+	for _, sh := range workloadgen.Shapes {
+		b.Run(fmt.Sprintf("%s/2000", sh.Name), func(b *testing.B) { benchGenerated(b, sh, 2000) })
+	}
+}
+
 // BenchmarkSolve50k solves every generated shape at 50,000 pods: the
 // target is under a second (make bench runs it once per shape: the shapes
 // needing thousands of nodes still take minutes).
