@@ -1787,6 +1787,30 @@ func TestKarpenterProvisioningDaemonSets(t *testing.T) {
 		{name: "should account for daemonset hostports", in: func() scheduling.Input {
 			return with(input(pod(hostPort(8080))), ds(hostPort(8080)))
 		}, unschedulable: 1, reason: "host port", check: newNodes(0)},
+		// Sizes are instance-cpu here: the DaemonSet binding the pod's
+		// port runs only on 16-core types, so a 4-core node (holding the
+		// other DaemonSet) takes the pod.
+		{name: "should not account for daemonset hostports when daemonset would not schedule on selected node", in: func() scheduling.Input {
+			return with(input(pod(hostPort(8080), nodeReq(req(cpuKey, corev1.NodeSelectorOpLt, "8")))),
+				daemonSet("big", "4", "4Gi", hostPort(8080), nodeReq(req(cpuKey, corev1.NodeSelectorOpGt, "8"))),
+				daemonSet("small", "2", "2Gi", hostPort(8081), nodeReq(req(cpuKey, corev1.NodeSelectorOpLt, "8"))))
+		}, check: counted},
+		// Without the pod's own size requirement: the port rules out the
+		// types the DaemonSet runs on, for the node's every option.
+		{name: "daemonset hostport rules out only the types it runs on", in: func() scheduling.Input {
+			return with(input(concat(pods("a", 1, "1", "1Gi", hostPort(8080)), pods("b", 6, "1", "1Gi"))),
+				daemonSet("big", "4", "4Gi", hostPort(8080), nodeReq(req(cpuKey, corev1.NodeSelectorOpGt, "8"))))
+		}, check: func(t *testing.T, in scheduling.Input, plan scheduling.Plan) {
+			i, n, ok := nodeOfPod(plan, "a-0")
+			if !ok {
+				t.Fatalf("a-0 not on a new node:\n%s", reasons(plan))
+			}
+			for _, o := range n.InstanceTypeOptions {
+				if o.Name == "c.4xlarge" || o.Name == "m.4xlarge" {
+					t.Errorf("new-%d holds a-0 (port 8080) but may be %s, where the DaemonSet binds 8080", i, o.Name)
+				}
+			}
+		}},
 		{name: "should account for daemonsets (with startup taint)", in: func() scheduling.Input {
 			return with(input(pod(), pool("p", func(p *model.Pool) {
 				p.StartupTaints = []corev1.Taint{{Key: "foo.com/taint", Effect: corev1.TaintEffectNoSchedule}}

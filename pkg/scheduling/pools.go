@@ -56,8 +56,10 @@ type poolState struct {
 	// byName are the types' indices in name order (ptype.nameRank is
 	// each one's place in it).
 	byName []int
-	// dsPorts are host ports DaemonSets take on the pool's nodes.
-	dsPorts []hostPort
+	// dsPorts are the host ports of the pool's DaemonSets, each with the
+	// types it runs on: a pod binding one of them may only be on the
+	// other types.
+	dsPorts []dsPortSet
 	// limits, by dimension (math.MaxInt64 when unlimited), and the node
 	// count limit (-1 when unlimited).
 	limit      vec
@@ -70,6 +72,25 @@ type poolState struct {
 	// minValues are the pool's minValues on instance-type label keys: a
 	// new node's options must keep that many distinct values.
 	minValues []minValue
+}
+
+// dsPortSet is one DaemonSet's host ports and the pool's types (by
+// index) it runs on.
+type dsPortSet struct {
+	ports []hostPort
+	types bitset
+}
+
+// conflicts tells whether one of ports clashes with the DaemonSet's.
+func (d dsPortSet) conflicts(ports []hostPort) (hostPort, bool) {
+	for _, p := range ports {
+		for _, q := range d.ports {
+			if p.conflicts(q) {
+				return p, true
+			}
+		}
+	}
+	return hostPort{}, false
 }
 
 type minValue struct {
@@ -442,9 +463,19 @@ func (s *solver) prepareTypes(ps *poolState, pl *PreparedTypes, x listIdx, dsLis
 			return ps.types[i].nameRank < ps.types[j].nameRank
 		})
 	}
+	// Host ports count only on the types the DaemonSet runs on.
 	for _, d := range dsList {
-		if d.anyType {
-			ps.dsPorts = append(ps.dsPorts, d.ports...)
+		if len(d.ports) == 0 {
+			continue
+		}
+		on := newBitset(len(ps.types))
+		for i, t := range ps.types {
+			if d.compatibleWithType(s, ps, t.it.Labels) {
+				on.set(i)
+			}
+		}
+		if on.any() {
+			ps.dsPorts = append(ps.dsPorts, dsPortSet{ports: d.ports, types: on})
 		}
 	}
 }
@@ -479,7 +510,7 @@ func (s *solver) typeOffers(t *ptype, ps *poolState, pl *PreparedTypes, k int, z
 type keptTypes struct {
 	types    []*ptype
 	capf     []float64
-	dsPorts  []hostPort
+	dsPorts  []dsPortSet
 	allTypes bitset
 	frontier []int
 	fBits    bitset
@@ -537,11 +568,10 @@ func (s *solver) buildFrontier(ps *poolState) {
 
 // dsInfo is a DaemonSet's pod template digested for one pool.
 type dsInfo struct {
-	ds      *appsv1.DaemonSet
-	req     vec
-	ports   []hostPort
-	terms   []*reqs // OR'ed node requirements (nil: any node)
-	anyType bool    // compatible with at least one type of the pool
+	ds    *appsv1.DaemonSet
+	req   vec
+	ports []hostPort
+	terms []*reqs // OR'ed node requirements (nil: any node)
 }
 
 // daemonSetsFor returns the DaemonSets whose pods tolerate the pool's taints
@@ -567,12 +597,10 @@ func (s *solver) daemonSetsFor(ps *poolState) []*dsInfo {
 // pool with this type's labels.
 func (d *dsInfo) compatibleWithType(s *solver, ps *poolState, typeLabels map[string]string) bool {
 	if len(d.terms) == 0 {
-		d.anyType = true
 		return true
 	}
 	for _, t := range d.terms {
 		if s.reqsFitPoolType(t, ps, typeLabels) {
-			d.anyType = true
 			return true
 		}
 	}
