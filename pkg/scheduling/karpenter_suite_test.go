@@ -1479,6 +1479,25 @@ func TestKarpenterSuiteVolumes(t *testing.T) {
 		return &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PersistentVolumeSpec{
 			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: terms}}}}
 	}
+	localPV := func(name, node string, hostPath bool) *corev1.PersistentVolume {
+		v := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PersistentVolumeSpec{
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{
+				{MatchExpressions: []corev1.NodeSelectorRequirement{req(corev1.LabelHostname, corev1.NodeSelectorOpIn, node)}}}}}}}
+		if hostPath {
+			v.Spec.HostPath = &corev1.HostPathVolumeSource{Path: "/data"}
+		} else {
+			v.Spec.Local = &corev1.LocalVolumeSource{Path: "/mnt/disks/a"}
+		}
+		return v
+	}
+	placed := func(name string) func(t *testing.T, in scheduling.Input, plan scheduling.Plan) {
+		return func(t *testing.T, _ scheduling.Input, plan scheduling.Plan) {
+			t.Helper()
+			if placedOn(plan)[name] == "" {
+				t.Errorf("%s not placed:\n%s", name, reasons(plan))
+			}
+		}
+	}
 	useClaim := func(name string) func(*corev1.Pod) {
 		return func(p *corev1.Pod) {
 			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}})
@@ -1574,6 +1593,185 @@ func TestKarpenterSuiteVolumes(t *testing.T) {
 			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", boundTo("pva"))}
 			return in
 		}, check: all(wantSkew(zone, "a", 2, 1, 1), podNodeHas("vol-0", zone, "test-1a"))},
+		// provisioning/suite_test.go's volume topology cases.
+		{name: "should schedule with an empty storage class if the pvc is bound", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", useClaim("ca")))
+			in.PersistentVolumes = []*corev1.PersistentVolume{pv("pva", "test-1b")}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", class(""), boundTo("pva"))}
+			return in
+		}, check: podNodeHas("a-0", zone, "test-1b")},
+		{name: "should schedule with a missing storage class if the pvc is bound", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", useClaim("ca")))
+			in.StorageClasses = []*storagev1.StorageClass{sc("gp3", wffc, true)}
+			in.PersistentVolumes = []*corev1.PersistentVolume{pv("pva", "test-1b")}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", class("missing-storage-class"), boundTo("pva"))}
+			return in
+		}, check: podNodeHas("a-0", zone, "test-1b")},
+		{name: "should schedule valid pods when a pod with an invalid pvc is encountered (volume name)", in: func() scheduling.Input {
+			in := input(concat(pods("a", 1, "1", "1Gi", useClaim("ca")), pods("ok", 1, "1", "1Gi")))
+			in.PersistentVolumes = []*corev1.PersistentVolume{pv("pvb", "test-1b")}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", func(c *corev1.PersistentVolumeClaim) { c.Spec.VolumeName = "invalid-volume-name" })}
+			return in
+		}, unschedulable: 1, reason: "invalid-volume-name", check: placed("ok-0")},
+		{name: "should schedule to storage class zones if volume does not exist", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", useClaim("ca"), nodeReq(req(zone, corev1.NodeSelectorOpIn, "test-1a", "test-1c"))))
+			in.StorageClasses = []*storagev1.StorageClass{sc("gp3", wffc, false, "test-1b", "test-1c")}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", class("gp3"))}
+			return in
+		}, check: podNodeHas("a-0", zone, "test-1c")},
+		{name: "should schedule to storage class zones if volume does not exist (ephemeral volume)", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", ephemeral(str("gp3")), nodeReq(req(zone, corev1.NodeSelectorOpIn, "test-1a", "test-1c"))))
+			in.StorageClasses = []*storagev1.StorageClass{sc("gp3", wffc, false, "test-1b", "test-1c")}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("a-0-tmp", class("gp3"))}
+			return in
+		}, check: podNodeHas("a-0", zone, "test-1c")},
+		{name: "should not schedule if storage class zones are incompatible", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", useClaim("ca"), nodeReq(req(zone, corev1.NodeSelectorOpIn, "test-1a"))))
+			in.StorageClasses = []*storagev1.StorageClass{sc("gp3", wffc, false, "test-1b", "test-1c")}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", class("gp3"))}
+			return in
+		}, unschedulable: 1},
+		{name: "should not schedule if storage class zones are incompatible (ephemeral volume)", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", ephemeral(str("gp3")), nodeReq(req(zone, corev1.NodeSelectorOpIn, "test-1a"))))
+			in.StorageClasses = []*storagev1.StorageClass{sc("gp3", wffc, false, "test-1b", "test-1c")}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("a-0-tmp", class("gp3"))}
+			return in
+		}, unschedulable: 1},
+		{name: "should schedule to volume zones if volume already bound", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", useClaim("ca")))
+			in.StorageClasses = []*storagev1.StorageClass{sc("gp3", wffc, false, "test-1b", "test-1c")}
+			in.PersistentVolumes = []*corev1.PersistentVolume{pv("pva", "test-1c")}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", class("gp3"), boundTo("pva"))}
+			return in
+		}, check: podNodeHas("a-0", zone, "test-1c")},
+		// The claim the ephemeral volume controller made for the pod
+		// (<pod>-<volume>) decides once it exists, not the template.
+		{name: "should schedule to volume zones if volume already bound (ephemeral volume)", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", ephemeral(str("gp3"))))
+			in.StorageClasses = []*storagev1.StorageClass{sc("gp3", wffc, false, "test-1b", "test-1c")}
+			in.PersistentVolumes = []*corev1.PersistentVolume{pv("pva", "test-1c")}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("a-0-tmp", class("gp3"), boundTo("pva"))}
+			return in
+		}, check: podNodeHas("a-0", zone, "test-1c")},
+		// Pods of one template with ephemeral volumes: each pod's own
+		// claim decides for it.
+		{name: "ephemeral volumes of one template bound in different zones", in: func() scheduling.Input {
+			in := input(pods("a", 2, "1", "1Gi", ephemeral(str("gp3"))))
+			in.StorageClasses = []*storagev1.StorageClass{sc("gp3", wffc, false)}
+			in.PersistentVolumes = []*corev1.PersistentVolume{pv("pv0", "test-1a"), pv("pv1", "test-1c")}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("a-0-tmp", class("gp3"), boundTo("pv0")), claim("a-1-tmp", class("gp3"), boundTo("pv1"))}
+			return in
+		}, check: all(podNodeHas("a-0", zone, "test-1a"), podNodeHas("a-1", zone, "test-1c"))},
+		{name: "should not schedule if volume zones are incompatible", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", useClaim("ca"), nodeReq(req(zone, corev1.NodeSelectorOpIn, "test-1a"))))
+			in.PersistentVolumes = []*corev1.PersistentVolume{pv("pva", "test-1c")}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", class("gp3"), boundTo("pva"))}
+			in.StorageClasses = []*storagev1.StorageClass{sc("gp3", wffc, false)}
+			return in
+		}, unschedulable: 1},
+		{name: "should not schedule if volume zones are incompatible (ephemeral volume)", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", ephemeral(str("gp3")), nodeReq(req(zone, corev1.NodeSelectorOpIn, "test-1a"))))
+			in.PersistentVolumes = []*corev1.PersistentVolume{pv("pva", "test-1c")}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("a-0-tmp", class("gp3"), boundTo("pva"))}
+			in.StorageClasses = []*storagev1.StorageClass{sc("gp3", wffc, false)}
+			return in
+		}, unschedulable: 1},
+		// An ephemeral volume of an Immediate class is refused until its
+		// claim is bound; once bound, the volume's zone decides.
+		{name: "ephemeral volume of an immediate class, claim bound", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", ephemeral(str("now"))))
+			in.StorageClasses = []*storagev1.StorageClass{sc("now", immediate, false)}
+			in.PersistentVolumes = []*corev1.PersistentVolume{pv("pva", "test-1b")}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("a-0-tmp", class("now"), boundTo("pva"))}
+			return in
+		}, check: podNodeHas("a-0", zone, "test-1b")},
+		{name: "should not relax an added volume topology zone node-selector away", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", useClaim("ca"), preferNode(1, req(zone, corev1.NodeSelectorOpIn, "test-1a"))))
+			in.PersistentVolumes = []*corev1.PersistentVolume{pv("pva", "test-1c")}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", boundTo("pva"))}
+			return in
+		}, check: podNodeHas("a-0", zone, "test-1c")},
+		{name: "should not launch nodes for pod with bound persistentVolume that is marked for deletion", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", useClaim("ca")))
+			gone := pv("pva", "test-1b")
+			now := metav1.Unix(3000, 0)
+			gone.DeletionTimestamp = &now
+			in.PersistentVolumes = []*corev1.PersistentVolume{gone}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", boundTo("pva"))}
+			return in
+		}, unschedulable: 1, reason: "being deleted"},
+		// A claim naming its volume before the PV controller completed the
+		// binding: the kube-scheduler and Karpenter wait for the binding
+		// (Karpenter's "pvc is considered unbound" check). Joist plans it
+		// in the volume's zone when the binding will complete — the volume
+		// is free or reserved for this claim — since it completes within
+		// seconds, before a new node is up; a volume bound to another
+		// claim never will, and the pod is reported.
+		{name: "claim naming a free volume, binding not complete (Joist: planned in the volume's zone)", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", useClaim("ca")))
+			in.PersistentVolumes = []*corev1.PersistentVolume{pv("pva", "test-1b")}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", func(c *corev1.PersistentVolumeClaim) { c.Spec.VolumeName = "pva" })}
+			return in
+		}, check: podNodeHas("a-0", zone, "test-1b")},
+		{name: "claim naming a volume reserved for it, binding not complete", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", useClaim("ca")))
+			v := pv("pva", "test-1b")
+			v.Spec.ClaimRef = &corev1.ObjectReference{Namespace: "default", Name: "ca"}
+			in.PersistentVolumes = []*corev1.PersistentVolume{v}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", func(c *corev1.PersistentVolumeClaim) { c.Spec.VolumeName = "pva" })}
+			return in
+		}, check: podNodeHas("a-0", zone, "test-1b")},
+		{name: "claim naming a volume bound to another claim", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", useClaim("ca")))
+			v := pv("pva", "test-1b")
+			v.Spec.ClaimRef = &corev1.ObjectReference{Namespace: "default", Name: "other"}
+			in.PersistentVolumes = []*corev1.PersistentVolume{v}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", func(c *corev1.PersistentVolumeClaim) { c.Spec.VolumeName = "pva" })}
+			return in
+		}, unschedulable: 1, reason: "bound to another claim"},
+		// Karpenter drops the hostname term of a local or hostPath
+		// volume's node affinity and launches a node, which the
+		// kube-scheduler then refuses (the volume is on another node), so
+		// the pod stays pending on an empty node. Joist keeps the term:
+		// the pod goes to the volume's node when it has room, and is
+		// reported otherwise.
+		{name: "should ignore hostname affinity scheduling when using local path volumes (Joist: reported, the volume's node is gone)", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", useClaim("ca")))
+			in.PersistentVolumes = []*corev1.PersistentVolume{localPV("pva", "gone-node", false)}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", boundTo("pva"))}
+			return in
+		}, unschedulable: 1, reason: "gone-node", check: newNodes(0)},
+		{name: "should ignore hostname affinity scheduling when using hostpath volumes (Joist: reported, the volume's node is gone)", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", useClaim("ca")))
+			in.PersistentVolumes = []*corev1.PersistentVolume{localPV("pva", "gone-node", true)}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", boundTo("pva"))}
+			return in
+		}, unschedulable: 1, reason: "gone-node", check: newNodes(0)},
+		{name: "should ignore hostname affinity scheduling when using local path volumes (ephemeral volume) (Joist: reported)", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", ephemeral(str("local-path"))))
+			in.StorageClasses = []*storagev1.StorageClass{sc("local-path", wffc, false)}
+			in.PersistentVolumes = []*corev1.PersistentVolume{localPV("pva", "gone-node", false)}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("a-0-tmp", class("local-path"), boundTo("pva"))}
+			return in
+		}, unschedulable: 1, reason: "gone-node", check: newNodes(0)},
+		{name: "local volume: the pod goes to the volume's node", in: func() scheduling.Input {
+			in := withNodes(input(pods("a", 1, "1", "1Gi", useClaim("ca"))), existingNode("disk-node", "test-1a"))
+			in.PersistentVolumes = []*corev1.PersistentVolume{localPV("pva", "disk-node", false)}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", boundTo("pva"))}
+			return in
+		}, check: func(t *testing.T, _ scheduling.Input, plan scheduling.Plan) {
+			if on := placedOn(plan)["a-0"]; on != "disk-node" {
+				t.Errorf("a-0 on %q, want disk-node (its local volume's node)", on)
+			}
+		}},
+		{name: "should not ignore hostname affinity when using non-local path volumes", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", useClaim("ca")))
+			v := localPV("pva", "gone-node", false)
+			v.Spec.Local = nil
+			in.PersistentVolumes = []*corev1.PersistentVolume{v}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", boundTo("pva"))}
+			return in
+		}, unschedulable: 1, check: newNodes(0)},
 		// Not Karpenter's: the same rule the other way. The volume puts the
 		// pod in test-1a, where two matching pods already are and the
 		// other zones have none: one more there breaks the skew.
