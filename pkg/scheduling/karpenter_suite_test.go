@@ -210,6 +210,14 @@ func withPodLabel(k, v string) func(*corev1.Pod) {
 	}
 }
 
+// ownedBy makes the pod one of the DaemonSet's.
+func ownedBy(d *appsv1.DaemonSet) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Namespace = d.Namespace
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: d.Name, Controller: &[]bool{true}[0]}}
+	}
+}
+
 func inNamespace(ns string) func(*corev1.Pod) { return func(p *corev1.Pod) { p.Namespace = ns } }
 
 // lastSpread edits the pod's last topology spread constraint.
@@ -2009,6 +2017,30 @@ func TestKarpenterProvisioningDaemonSets(t *testing.T) {
 				}
 			}
 		}},
+		// The DaemonSet's pod, not its template: admission may change it
+		// (injected sidecars, VPA, LimitRange defaults). Here a pending
+		// pod of the DaemonSet asks 2 CPU where the template asks 4.
+		{name: "should account for overhead using daemonset pod spec instead of daemonset spec", in: func() scheduling.Input {
+			d := daemonSet("agent", "4", "4Gi")
+			return with(input(concat(pod(), pods("agent-x", 1, "2", "2Gi", ownedBy(d)))), d)
+		}, check: counted},
+		// Not Karpenter's: a pod of an older template (the DaemonSet was
+		// updated since) says nothing of the next pod: the template counts.
+		{name: "daemonset pod of an older template is not its overhead", in: func() scheduling.Input {
+			d := daemonSet("agent", "4", "4Gi")
+			d.Generation = 3
+			return with(input(concat(pod(), pods("agent-x", 1, "2", "2Gi", ownedBy(d), withPodLabel("pod-template-generation", "2")))), d)
+		}, check: cheapest("c.4xlarge")},
+		// A running pod larger than the template (a sidecar injected)
+		// counts on new nodes at its size; the largest of several.
+		{name: "daemonset pods on nodes larger than the template", in: func() scheduling.Input {
+			d := daemonSet("agent", "1", "1Gi")
+			d.Generation = 3
+			cur := withPodLabel("pod-template-generation", "3")
+			return withNodes(with(input(pod()), d),
+				cordoned("n1", "test-1a", pods("agent-1", 1, "2500m", "1Gi", ownedBy(d), cur)...),
+				cordoned("n2", "test-1b", pods("agent-2", 1, "3", "1Gi", ownedBy(d), cur)...))
+		}, check: cheapest("c.4xlarge")},
 		{name: "should account for daemonsets (with startup taint)", in: func() scheduling.Input {
 			return with(input(pod(), pool("p", func(p *model.Pool) {
 				p.StartupTaints = []corev1.Taint{{Key: "foo.com/taint", Effect: corev1.TaintEffectNoSchedule}}

@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/joist-dev/joist/pkg/model"
 )
@@ -586,11 +588,84 @@ func (s *solver) daemonSetsFor(ps *poolState) []*dsInfo {
 			continue
 		}
 		pod := &corev1.Pod{Spec: *spec}
-		d := &dsInfo{ds: ds, req: s.dims.fromList(podRequests(pod)), ports: podHostPorts(pod)}
+		d := &dsInfo{ds: ds, req: s.dims.fromList(s.daemonRequests(ds)), ports: podHostPorts(pod)}
 		d.terms = nodeTerms(spec)
 		out = append(out, d)
 	}
 	return out
+}
+
+// templateGenerationLabel is the DaemonSet generation the DaemonSet
+// controller stamps on each pod it makes.
+const templateGenerationLabel = "pod-template-generation"
+
+// observeDaemonPods fills s.dsReq: for each DaemonSet with pods of its
+// current template in the input (pending, or on existing and in-flight
+// nodes, whole or compact), their requests, the largest per resource.
+// Admission may have changed them from the template (injected sidecars,
+// VPA, LimitRange defaults), and the next pod is made the same way: so
+// Karpenter reads its newest pod. A pod stamped with an older generation
+// than the DaemonSet's says nothing of the next one; an unstamped pod
+// counts.
+func (s *solver) observeDaemonPods() {
+	if len(s.in.DaemonSets) == 0 {
+		return
+	}
+	byName := make(map[string]*appsv1.DaemonSet, len(s.in.DaemonSets))
+	for _, ds := range s.in.DaemonSets {
+		byName[ds.Namespace+"/"+ds.Name] = ds
+	}
+	observe := func(ns, owner string, labels map[string]string, req func() corev1.ResourceList) {
+		ds := byName[ns+"/"+owner]
+		if ds == nil {
+			return
+		}
+		if g, ok := labels[templateGenerationLabel]; ok && ds.Generation > 0 && g != strconv.FormatInt(ds.Generation, 10) {
+			return
+		}
+		if s.dsReq == nil {
+			s.dsReq = map[*appsv1.DaemonSet]corev1.ResourceList{}
+		}
+		r := req()
+		r[corev1.ResourcePods] = *resource.NewQuantity(1, resource.DecimalSI)
+		if cur, ok := s.dsReq[ds]; ok {
+			maxList(cur, r)
+		} else {
+			s.dsReq[ds] = r
+		}
+	}
+	whole := func(p *corev1.Pod) {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			return
+		}
+		for _, o := range p.OwnerReferences {
+			if o.Kind == "DaemonSet" {
+				observe(p.Namespace, o.Name, p.Labels, func() corev1.ResourceList { return podRequests(p) })
+			}
+		}
+	}
+	for _, p := range s.in.Pods {
+		whole(p)
+	}
+	for _, n := range s.in.Nodes {
+		for _, p := range n.Pods {
+			whole(p)
+		}
+		for i := range n.Bound {
+			if b := &n.Bound[i]; b.DaemonSet != "" {
+				observe(b.Namespace, b.DaemonSet, b.Labels, func() corev1.ResourceList { return b.Requests.DeepCopy() })
+			}
+		}
+	}
+}
+
+// daemonRequests are the requests a DaemonSet's pod is reserved on a
+// node: its observed pods' (observeDaemonPods), else its template's.
+func (s *solver) daemonRequests(ds *appsv1.DaemonSet) corev1.ResourceList {
+	if r, ok := s.dsReq[ds]; ok {
+		return r
+	}
+	return podRequests(&corev1.Pod{Spec: ds.Spec.Template.Spec})
 }
 
 // compatibleWithType tells whether the DaemonSet would run on a node of the

@@ -79,7 +79,10 @@ type vnode struct {
 }
 
 type verifier struct {
-	in    scheduling.Input
+	// daemonReqs are DaemonSets' requests as their pods show them, by
+	// namespace/name (daemonRequests).
+	daemonReqs map[string]corev1.ResourceList
+	in         scheduling.Input
 	plan  scheduling.Plan
 	pools map[string]*poolRef
 	nodes []*vnode
@@ -303,6 +306,18 @@ func (v *verifier) daemonPods(taints []corev1.Taint, variants []map[string]strin
 			continue
 		}
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ds.Namespace, Name: ds.Name + "-ds"}, Spec: ds.Spec.Template.Spec}
+		if r, ok := v.daemonRequests()[ds.Namespace+"/"+ds.Name]; ok {
+			// Its pods' requests stand for the template's; the host
+			// ports stay.
+			c := corev1.Container{Name: "observed", Resources: corev1.ResourceRequirements{Requests: r}}
+			for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+				for _, tc := range cs {
+					c.Ports = append(c.Ports, tc.Ports...)
+				}
+			}
+			pod.Spec.Containers, pod.Spec.InitContainers = []corev1.Container{c}, nil
+			pod.Spec.Overhead, pod.Spec.Resources = nil, nil
+		}
 		pod.Spec.Tolerations = append(append([]corev1.Toleration(nil), pod.Spec.Tolerations...), daemonSetTolerations(pod)...)
 		if !toleratesAll(pod, taints) {
 			continue
@@ -315,6 +330,63 @@ func (v *verifier) daemonPods(taints []corev1.Taint, variants []map[string]strin
 		}
 	}
 	return out
+}
+
+// daemonRequests are, per DaemonSet (namespace/name), the largest
+// requests (per resource) of its pods in the input — pending or on a node,
+// whole or compact — made from its current template: the DaemonSet
+// controller stamps each pod with the generation it was made from, and an
+// unstamped pod counts. A new node's DaemonSet pod is made like them
+// (webhooks, VPA), so they, not the template, say what it will request.
+func (v *verifier) daemonRequests() map[string]corev1.ResourceList {
+	if v.daemonReqs != nil {
+		return v.daemonReqs
+	}
+	v.daemonReqs = map[string]corev1.ResourceList{}
+	gen := map[string]int64{}
+	for _, ds := range v.in.DaemonSets {
+		gen[ds.Namespace+"/"+ds.Name] = ds.Generation
+	}
+	see := func(p *corev1.Pod) {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			return
+		}
+		for _, ref := range p.OwnerReferences {
+			if ref.Kind != "DaemonSet" {
+				continue
+			}
+			key := p.Namespace + "/" + ref.Name
+			g, known := gen[key]
+			if !known {
+				continue
+			}
+			if stamp, ok := p.Labels["pod-template-generation"]; ok && g != 0 && stamp != strconv.FormatInt(g, 10) {
+				continue
+			}
+			have := v.daemonReqs[key]
+			if have == nil {
+				have = corev1.ResourceList{}
+				v.daemonReqs[key] = have
+			}
+			for r, q := range resourcehelper.PodRequests(withDefaultRequests(p), resourcehelper.PodResourcesOptions{}) {
+				if cur, ok := have[r]; !ok || q.Cmp(cur) > 0 {
+					have[r] = q
+				}
+			}
+		}
+	}
+	for _, p := range v.in.Pods {
+		see(p)
+	}
+	for _, n := range v.in.Nodes {
+		for _, p := range n.Pods {
+			see(p)
+		}
+		for i := range n.Bound {
+			see(n.Bound[i].Pod())
+		}
+	}
+	return v.daemonReqs
 }
 
 // startupTaint says whether t is one of the startup taints of the named
