@@ -83,10 +83,10 @@ type verifier struct {
 	// namespace/name (daemonRequests).
 	daemonReqs map[string]corev1.ResourceList
 	in         scheduling.Input
-	plan  scheduling.Plan
-	pools map[string]*poolRef
-	nodes []*vnode
-	errs  []error
+	plan       scheduling.Plan
+	pools      map[string]*poolRef
+	nodes      []*vnode
+	errs       []error
 }
 
 func (v *verifier) fail(format string, args ...any) {
