@@ -41,8 +41,10 @@ import (
 //   - each pending pod is placed, unschedulable or skipped exactly once;
 //   - required node affinity and nodeSelector match the node's labels;
 //   - NoSchedule and NoExecute taints are tolerated;
-//   - requests (plus DaemonSet pods on new nodes) fit allocatable;
+//   - requests (plus DaemonSet pods on new nodes, sized as their pods in
+//     the input show them) fit allocatable;
 //   - host ports do not clash;
+//   - the PersistentVolumes of bound claims accept the node;
 //   - required pod anti-affinity holds both ways, required pod affinity
 //     has a partner in the domain, and DoNotSchedule spreads keep their
 //     skew, over the final placement of all pods;
@@ -428,6 +430,7 @@ func (v *verifier) checkNode(vn *vnode) {
 		if !toleratesAll(p, vn.taints) {
 			v.fail("pod %s/%s does not tolerate the taints of node %s", p.Namespace, p.Name, vn.name)
 		}
+		v.checkVolumes(p, vn)
 		if len(p.Spec.NodeSelector) == 0 && (p.Spec.Affinity == nil || p.Spec.Affinity.NodeAffinity == nil) {
 			continue
 		}
@@ -445,6 +448,44 @@ func (v *verifier) checkNode(vn *vnode) {
 	}
 	for i, alloc := range vn.allocs {
 		v.checkFit(vn, i, alloc)
+	}
+}
+
+// checkVolumes is the VolumeBinding filter for bound volumes: the
+// PersistentVolume of each claim the pod uses (a generic ephemeral
+// volume's claim is <pod>-<volume>) that names one must accept the node
+// under every label set it may get.
+func (v *verifier) checkVolumes(p *corev1.Pod, vn *vnode) {
+	for _, vol := range p.Spec.Volumes {
+		var name string
+		switch {
+		case vol.PersistentVolumeClaim != nil:
+			name = vol.PersistentVolumeClaim.ClaimName
+		case vol.Ephemeral != nil:
+			name = p.Name + "-" + vol.Name
+		default:
+			continue
+		}
+		var pv *corev1.PersistentVolume
+		for _, c := range v.in.PersistentVolumeClaims {
+			if c.Namespace == p.Namespace && c.Name == name && c.Spec.VolumeName != "" {
+				for _, x := range v.in.PersistentVolumes {
+					if x.Name == c.Spec.VolumeName {
+						pv = x
+					}
+				}
+			}
+		}
+		if pv == nil || pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
+			continue
+		}
+		sel, err := nodeaffinity.NewNodeSelector(pv.Spec.NodeAffinity.Required)
+		for _, l := range vn.variants {
+			if err != nil || !sel.Match(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: l[corev1.LabelHostname], Labels: withAliases(l)}}) {
+				v.fail("pod %s/%s on node %s: its volume %s is not reachable there (labels %v)", p.Namespace, p.Name, vn.name, pv.Name, l)
+				break
+			}
+		}
 	}
 }
 
