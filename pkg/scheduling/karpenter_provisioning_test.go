@@ -1,0 +1,249 @@
+package scheduling_test
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/joist-dev/joist/pkg/model"
+	"github.com/joist-dev/joist/pkg/scheduling"
+)
+
+// Karpenter's provisioning suite (sigs.k8s.io/karpenter v1.15.0,
+// pkg/controllers/provisioning/suite_test.go): the cases that are plans.
+// Karpenter's rounds ("schedule, then schedule again") are an existing
+// node of the pool holding the first round's pods.
+
+func withLimits(kv ...string) func(*model.Pool) {
+	return func(p *model.Pool) {
+		p.Limits = corev1.ResourceList{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			p.Limits[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+		}
+	}
+}
+
+func withWeight(w int32) func(*model.Pool) { return func(p *model.Pool) { p.Weight = w } }
+
+// inPool makes a node one of the pool's (its capacity counts against the
+// pool's limits).
+func inPool(n *scheduling.Node, pool string) *scheduling.Node {
+	n.Pool = pool
+	n.Labels[model.LabelNodePool] = pool
+	return n
+}
+
+// withInit adds an init container requesting cpu and memory, with limits
+// (kv pairs) of its own.
+func withInit(cpu, mem string, limits ...string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		c := corev1.Container{Name: "init", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{}}}
+		if cpu != "" {
+			c.Resources.Requests[corev1.ResourceCPU] = resource.MustParse(cpu)
+		}
+		if mem != "" {
+			c.Resources.Requests[corev1.ResourceMemory] = resource.MustParse(mem)
+		}
+		if len(limits) > 0 {
+			c.Resources.Limits = corev1.ResourceList{}
+			for i := 0; i+1 < len(limits); i += 2 {
+				c.Resources.Limits[corev1.ResourceName(limits[i])] = resource.MustParse(limits[i+1])
+			}
+		}
+		p.Spec.InitContainers = append(p.Spec.InitContainers, c)
+	}
+}
+
+// containerLimits sets the first container's limits.
+func containerLimits(kv ...string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			p.Spec.Containers[0].Resources.Limits[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+		}
+	}
+}
+
+func noRequests(p *corev1.Pod) { p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{} }
+
+// onPool checks that every new node is of the named pool.
+func onPool(name string) func(t *testing.T, in scheduling.Input, plan scheduling.Plan) {
+	return func(t *testing.T, _ scheduling.Input, plan scheduling.Plan) {
+		t.Helper()
+		if len(plan.NewNodes) == 0 {
+			t.Fatalf("no new node")
+		}
+		for i, n := range plan.NewNodes {
+			if n.Pool != name {
+				t.Errorf("new-%d of pool %q, want %q", i, n.Pool, name)
+			}
+		}
+	}
+}
+
+func TestKarpenterProvisioningLimits(t *testing.T) {
+	host := corev1.LabelHostname
+	spread := func(n int, cpu string) []*corev1.Pod {
+		return pods("foo", n, cpu, "100Mi", antiAffinity(host, "foo"))
+	}
+	runK(t, []kcase{
+		{name: "should not schedule when limits are exceeded", in: func() scheduling.Input {
+			big := inPool(cordoned("big", "test-1a"), "default")
+			big.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100")}
+			return withNodes(input(pods("a", 1, "100m", "100Mi"), pool("default", withLimits("cpu", "20"))), big)
+		}, unschedulable: 1, reason: "limit"},
+		{name: "should schedule if limits would be met", in: func() scheduling.Input {
+			return input(pods("a", 1, "1750m", "100Mi"), pool("default", withLimits("cpu", "2")))
+		}, check: cheapest("c.large")},
+		{name: "should partially schedule if limits would be exceeded", in: func() scheduling.Input {
+			return input(spread(2, "1500m"), pool("default", withLimits("cpu", "3")))
+		}, unschedulable: 1, reason: "limit", check: newNodes(1)},
+		{name: "should not schedule if limits would be exceeded", in: func() scheduling.Input {
+			return input(pods("a", 1, "2100m", "100Mi"), pool("default", withLimits("cpu", "2")))
+		}, unschedulable: 1, reason: "limit"},
+		// The only GPU type holds 58 pods, over the pool's limit of 1.
+		{name: "should not schedule if limits would be exceeded (GPU)", in: func() scheduling.Input {
+			return input(pods("a", 1, "100m", "100Mi", request("nvidia.com/gpu", "1")), pool("default", withLimits("pods", "1")))
+		}, unschedulable: 1, reason: "limit"},
+		{name: "should not schedule to a nodepool after a scheduling round if limits would be exceeded", in: func() scheduling.Input {
+			first := inPool(existingNode("first", "test-1a", pods("a-old", 1, "1750m", "100Mi")...), "default")
+			first.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+			first.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1900m"), corev1.ResourceMemory: resource.MustParse("3Gi"), corev1.ResourcePods: resource.MustParse("29")}
+			return withNodes(input(pods("a", 1, "1750m", "100Mi"), pool("default", withLimits("cpu", "2"))), first)
+		}, unschedulable: 1, reason: "limit", check: newNodes(0)},
+		{name: "should not schedule if limits would be exceeded (node)", in: func() scheduling.Input {
+			return input(spread(3, "1500m"), pool("default", withLimits("nodes", "2")))
+		}, unschedulable: 1, reason: "limit", check: newNodes(2)},
+	})
+}
+
+func TestKarpenterProvisioningResources(t *testing.T) {
+	ds := func(in scheduling.Input, mods ...func(*corev1.Pod)) scheduling.Input {
+		in.DaemonSets = append(in.DaemonSets, daemonSet("agent", "1", "100Mi", mods...))
+		return in
+	}
+	small := func() scheduling.Input { return input(pods("a", 1, "100m", "100Mi")) }
+	runK(t, []kcase{
+		// The DaemonSet's memory request comes from its 10000Gi limit.
+		{name: "should not schedule if resource requests are not defined and limits (requests) are too large", in: func() scheduling.Input {
+			return ds(small(), func(p *corev1.Pod) {
+				p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+			}, containerLimits("cpu", "10000", "memory", "10000Gi"))
+		}, unschedulable: 1},
+		// The DaemonSet's init container (3 CPU) outweighs its container
+		// (1 CPU): with the pod, 3.1 CPU, a 4-core node.
+		{name: "should schedule based on the max resource requests of containers and initContainers", in: func() scheduling.Input {
+			return ds(small(), withInit("3", "1Gi"))
+		}, check: cheapest("c.xlarge")},
+		{name: "should not schedule if combined max resources are too large for any node", in: func() scheduling.Input {
+			return ds(small(), withInit("1", "", "memory", "10000Gi"))
+		}, unschedulable: 1},
+		{name: "should not schedule if initContainer resources are too large", in: func() scheduling.Input {
+			return ds(small(), withInit("10000", "10000Gi"))
+		}, unschedulable: 1},
+		{name: "should be able to schedule pods if resource requests and limits are not defined", in: func() scheduling.Input {
+			in := input(pods("a", 1, "100m", "100Mi", noRequests))
+			in.DaemonSets = append(in.DaemonSets, daemonSet("agent", "1", "100Mi", noRequests))
+			return in
+		}, check: newNodes(1)},
+		// suite_test.go (scheduling): the init container's 3 CPU, not the
+		// containers' 1, sizes the node.
+		{name: "should take into account initContainer resource requests when binpacking", in: func() scheduling.Input {
+			return input(pods("a", 1, "1", "1Gi", withInit("3", "1Gi")))
+		}, check: cheapest("c.xlarge")},
+		{name: "should not schedule pods when initContainer resource requests are greater than available instance types", in: func() scheduling.Input {
+			return input(pods("a", 1, "1", "1Gi", withInit("10000", "10000Gi")))
+		}, unschedulable: 1},
+	})
+}
+
+func TestKarpenterProvisioningPools(t *testing.T) {
+	np := model.LabelNodePool
+	runK(t, []kcase{
+		{name: "should schedule to an explicitly selected NodePool", in: func() scheduling.Input {
+			return input(pods("a", 1, "1", "1Gi", nodeSelector(np, "target")), pool("other"), pool("target"))
+		}, check: onPool("target")},
+		{name: "should schedule to a NodePool by labels", in: func() scheduling.Input {
+			return input(pods("a", 1, "1", "1Gi", nodeSelector("foo", "bar")), pool("other"), pool("target", withLabel("foo", "bar")))
+		}, check: onPool("target")},
+		{name: "should not match NodePool with PreferNoSchedule taint when other NodePool match", in: func() scheduling.Input {
+			return input(pods("a", 1, "1", "1Gi"), pool("a-tainted", withTaint("foo", "bar", corev1.TaintEffectPreferNoSchedule)), pool("b-plain"))
+		}, check: onPool("b-plain")},
+		{name: "should schedule to the nodepool with the highest priority always", in: func() scheduling.Input {
+			return input(pods("a", 3, "1", "1Gi"), pool("a-none"), pool("b-20", withWeight(20)), pool("c-100", withWeight(100)))
+		}, check: onPool("c-100")},
+		{name: "should schedule to explicitly selected nodepool even if other nodePools are higher priority", in: func() scheduling.Input {
+			return input(pods("a", 1, "1", "1Gi", nodeSelector(np, "a-none")), pool("a-none"), pool("b-20", withWeight(20)), pool("c-100", withWeight(100)))
+		}, check: onPool("a-none")},
+		{name: "should not create NodeClaims for StaticNodePool", in: func() scheduling.Input {
+			two := int64(2)
+			return input(pods("a", 1, "1", "1Gi"), pool("static", func(p *model.Pool) { p.Replicas = &two }))
+		}, unschedulable: 1, check: newNodes(0)},
+		{name: "should still provision dynamic NodeClaims when there are both Static and Dynamic NodePools", in: func() scheduling.Input {
+			one := int64(1)
+			return input(pods("a", 1, "1", "1Gi"), pool("dynamic"), pool("static", func(p *model.Pool) { p.Replicas = &one }))
+		}, check: onPool("dynamic")},
+		{name: "should schedule pods that tolerate taints", in: func() scheduling.Input {
+			return input(concat(
+				pods("a", 1, "1", "1Gi", tolerate("test-key", "test-value", corev1.TaintEffectNoSchedule)),
+				pods("b", 1, "1", "1Gi", func(p *corev1.Pod) {
+					p.Spec.Tolerations = []corev1.Toleration{{Key: "test-key", Operator: corev1.TolerationOpExists}}
+				}),
+				pods("c", 1, "1", "1Gi", func(p *corev1.Pod) {
+					p.Spec.Tolerations = []corev1.Toleration{{Key: "test-key", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+				})), pool("p", withTaint("test-key", "test-value", corev1.TaintEffectNoSchedule)))
+		}, check: onPool("p")},
+	})
+}
+
+func TestKarpenterProvisioningPreferences(t *testing.T) {
+	zone, it := corev1.LabelTopologyZone, corev1.LabelInstanceTypeStable
+	invalid := func(p *corev1.Pod) {
+		preferNode(1, req(zone, corev1.NodeSelectorOpIn, "invalid"))(p)
+		preferNode(1, req(it, corev1.NodeSelectorOpIn, "invalid"))(p)
+	}
+	runK(t, []kcase{
+		{name: "should relax all node affinity terms", in: func() scheduling.Input {
+			return input(pods("a", 1, "1", "1Gi", invalid))
+		}, check: newNodes(1)},
+		{name: "should relax to use lighter weights", in: func() scheduling.Input {
+			return input(pods("a", 1, "1", "1Gi",
+				preferNode(100, req(it, corev1.NodeSelectorOpIn, "test-1c")),
+				preferNode(50, req(zone, corev1.NodeSelectorOpIn, "test-1b")),
+				preferNode(1, req(zone, corev1.NodeSelectorOpIn, "test-1a"))),
+				pool("p", withReq(zone, "In", "test-1b", "test-1c")))
+		}, check: podNodeHas("a-0", zone, "test-1b")},
+		{name: "should tolerate PreferNoSchedule taint only after trying to relax Affinity terms", in: func() scheduling.Input {
+			return input(pods("a", 1, "1", "1Gi", invalid), pool("p", withTaint("foo", "bar", corev1.TaintEffectPreferNoSchedule)))
+		}, check: func(t *testing.T, _ scheduling.Input, plan scheduling.Plan) {
+			if len(plan.NewNodes) != 1 || len(plan.NewNodes[0].Taints) != 1 {
+				t.Fatalf("want one node with the pool's PreferNoSchedule taint, got %+v", plan.NewNodes)
+			}
+		}},
+		// PREFERENCE_POLICY=Ignore: preferences are dropped up front, so
+		// the pod goes where the preference would not have it.
+		{name: "should ignore node affinity preferences", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", preferNode(1, req(zone, corev1.NodeSelectorOpIn, "test-1c"))), pool("p", withReq(zone, "In", "test-1a", "test-1c")))
+			in.Options.IgnorePreferences = true
+			return in
+		}, check: func(t *testing.T, in scheduling.Input, plan scheduling.Plan) {
+			if len(plan.Relaxed) != 0 {
+				t.Errorf("relaxed %v: an ignored preference is not relaxed", plan.Relaxed)
+			}
+			if len(plan.NewNodes) != 1 || len(plan.NewNodes[0].Zones) != 2 {
+				t.Errorf("want one node open to both zones, got %+v", plan.NewNodes)
+			}
+		}},
+		{name: "should ignore topologySpreadConstraint preferences", in: func() scheduling.Input {
+			in := input(pods("a", 3, "100m", "100Mi", spread(zone, 1, corev1.ScheduleAnyway, "a")))
+			in.Options.IgnorePreferences = true
+			return in
+		}, check: newNodes(1)},
+		{name: "should ignore pod anti-affinity preferences", in: func() scheduling.Input {
+			in := input(pods("a", 3, "100m", "100Mi", preferAnti(1, corev1.LabelHostname, "a")))
+			in.Options.IgnorePreferences = true
+			return in
+		}, check: newNodes(1)},
+	})
+}
