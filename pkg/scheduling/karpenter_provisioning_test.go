@@ -247,3 +247,109 @@ func TestKarpenterProvisioningPreferences(t *testing.T) {
 		}, check: newNodes(1)},
 	})
 }
+
+// More of the scheduling suite (suite_test.go, topology_test.go,
+// instance_selection_test.go) under Karpenter's names.
+func TestKarpenterSuiteRemaining(t *testing.T) {
+	zone, ct, it := corev1.LabelTopologyZone, model.LabelCapacityType, corev1.LabelInstanceTypeStable
+	ctSpread := spread(ct, 1, corev1.DoNotSchedule, "a")
+	notReady := []corev1.Taint{
+		{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule},
+		{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoSchedule},
+		{Key: "node.cloudprovider.kubernetes.io/uninitialized", Value: "true", Effect: corev1.TaintEffectNoSchedule},
+	}
+	two, one := 2, 1
+	runK(t, []kcase{
+		{name: "should not schedule nodes with a hostname selector", in: func() scheduling.Input {
+			return input(pods("a", 1, "1", "1Gi", nodeSelector(corev1.LabelHostname, "red-node")))
+		}, unschedulable: 1, check: newNodes(0)},
+		{name: "should schedule pods that have node selectors with label in kubernetes domains", in: func() scheduling.Input {
+			return input(pods("a", 1, "1", "1Gi"), pool("p", withReq("kubernetes.io/test", "In", "test-value"), withReq("k8s.io/test", "In", "test-value")))
+		}, check: func(t *testing.T, _ scheduling.Input, plan scheduling.Plan) {
+			if len(plan.NewNodes) != 1 {
+				t.Fatalf("%d nodes, want 1", len(plan.NewNodes))
+			}
+			for _, k := range []string{"kubernetes.io/test", "k8s.io/test"} {
+				if v := plan.NewNodes[0].Labels[k]; v != "test-value" {
+					t.Errorf("label %s = %q, want test-value", k, v)
+				}
+			}
+		}},
+		// Our catalog's big types are amd64: the pool allows only arm64,
+		// whose one type has 4 cores.
+		{name: "should exclude instance types that are not supported by the provider constraints (arch)", in: func() scheduling.Input {
+			return input(pods("a", 1, "1", "1Gi", noRequests, containerLimits("cpu", "14")), pool("p", withReq(corev1.LabelArchStable, "In", "arm64")))
+		}, unschedulable: 1},
+		{name: "should consider a tainted NotReady node as in-flight even if initialized", in: func() scheduling.Input {
+			n := inPool(existingNode("booting", "test-1a"), "default")
+			n.InFlight = true
+			n.Labels["karpenter.sh/initialized"] = "true"
+			n.Taints = notReady
+			return withNodes(input(pods("a", 1, "10m", "10Mi")), n)
+		}, check: func(t *testing.T, _ scheduling.Input, plan scheduling.Plan) {
+			if on := placedOn(plan)["a-0"]; on != "booting" {
+				t.Errorf("a-0 on %q, want the in-flight node", on)
+			}
+		}},
+		{name: "should balance pods across capacity types", in: func() scheduling.Input {
+			return input(pods("a", 4, "1", "1Gi", ctSpread), spotAndOD())
+		}, check: wantSkew(ct, "a", 2, 2)},
+		{name: "should respect NodePool capacity type constraints", in: func() scheduling.Input {
+			return input(pods("a", 4, "1", "1Gi", ctSpread), pool("p", withReq(ct, "In", model.CapacityTypeSpot, model.CapacityTypeOnDemand), withReq(zone, "In", "test-1a")))
+		}, check: wantSkew(ct, "a", 2, 2)},
+		{name: "should taint nodes with NodePool taints", in: func() scheduling.Input {
+			return input(pods("a", 1, "1", "1Gi", func(p *corev1.Pod) {
+				p.Spec.Tolerations = []corev1.Toleration{{Effect: corev1.TaintEffectNoSchedule, Operator: corev1.TolerationOpExists}}
+			}), pool("p", withTaint("test", "bar", corev1.TaintEffectNoSchedule)))
+		}, check: func(t *testing.T, _ scheduling.Input, plan scheduling.Plan) {
+			if len(plan.NewNodes) != 1 || len(plan.NewNodes[0].Taints) != 1 || plan.NewNodes[0].Taints[0].Key != "test" {
+				t.Errorf("want one node with the pool's taint, got %+v", plan.NewNodes)
+			}
+		}},
+		{name: "should schedule pods that tolerate NodePool constraints", in: func() scheduling.Input {
+			tol := func(ts ...corev1.Toleration) func(*corev1.Pod) {
+				return func(p *corev1.Pod) { p.Spec.Tolerations = ts }
+			}
+			return input(concat(
+				pods("exists", 1, "1", "1Gi", tol(corev1.Toleration{Key: "test-key", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule})),
+				pods("equal", 1, "1", "1Gi", tol(corev1.Toleration{Key: "test-key", Value: "test-value", Operator: corev1.TolerationOpEqual, Effect: corev1.TaintEffectNoSchedule})),
+				pods("none", 1, "1", "1Gi"),
+				pods("other-key", 1, "1", "1Gi", tol(corev1.Toleration{Key: "invalid", Operator: corev1.TolerationOpExists})),
+				pods("other-value", 1, "1", "1Gi", tol(corev1.Toleration{Key: "test-key", Value: "invalid", Operator: corev1.TolerationOpEqual, Effect: corev1.TaintEffectNoSchedule})),
+			), pool("p", withTaint("test-key", "test-value", corev1.TaintEffectNoSchedule)))
+		}, unschedulable: 3, reason: "taint", check: func(t *testing.T, _ scheduling.Input, plan scheduling.Plan) {
+			on := placedOn(plan)
+			if on["exists-0"] == "" || on["equal-0"] == "" {
+				t.Errorf("tolerating pods not placed: %v", on)
+			}
+		}},
+		{name: "should provision nodes with taints and schedule pods if the taint is only a startup taint", in: func() scheduling.Input {
+			return input(pods("a", 1, "1", "1Gi"), pool("p", func(p *model.Pool) {
+				p.StartupTaints = []corev1.Taint{{Key: "ignore-me", Value: "nothing-to-see-here", Effect: corev1.TaintEffectNoSchedule}}
+			}))
+		}, check: newNodes(1)},
+		// Two requirements on the instance type, minValues 1 and 2: the
+		// larger holds. Two 1-CPU pods fit together only on c.xlarge, so
+		// each node keeps c.large as an option by holding one pod.
+		{name: "should schedule and pick the max of minValues of InstanceTypes if multiple operators are used for the same requirement.", in: func() scheduling.Input {
+			return input(pods("a", 2, "1", "1Gi"), pool("p", func(p *model.Pool) {
+				p.Requirements = append(p.Requirements,
+					model.Requirement{Key: it, Operator: "Exists", MinValues: &one},
+					model.Requirement{Key: it, Operator: "In", Values: []string{"c.large", "c.xlarge"}, MinValues: &two})
+			}))
+		}, check: func(t *testing.T, _ scheduling.Input, plan scheduling.Plan) {
+			if len(plan.NewNodes) != 2 {
+				t.Fatalf("%d nodes, want 2", len(plan.NewNodes))
+			}
+			for i, n := range plan.NewNodes {
+				names := map[string]bool{}
+				for _, o := range n.InstanceTypeOptions {
+					names[o.Name] = true
+				}
+				if len(names) < 2 {
+					t.Errorf("new-%d may be %v, want both types", i, names)
+				}
+			}
+		}},
+	})
+}
