@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/scheduling"
@@ -260,6 +261,15 @@ func TestKarpenterSuiteRemaining(t *testing.T) {
 	}
 	two, one := 2, 1
 	runK(t, []kcase{
+		// defaultconstraints_test.go: Joist adds no default spread (the
+		// one configuration an EKS control plane has: see
+		// docs/scheduling.md), as Karpenter with none configured: pods
+		// of one ReplicaSet without constraints share a node.
+		{name: "should be a no-op when no default constraints are configured", in: func() scheduling.Input {
+			return input(pods("a", 3, "100m", "100Mi", func(p *corev1.Pod) {
+				p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "a-123", Controller: &[]bool{true}[0]}}
+			}))
+		}, check: newNodes(1)},
 		{name: "should not schedule nodes with a hostname selector", in: func() scheduling.Input {
 			return input(pods("a", 1, "1", "1Gi", nodeSelector(corev1.LabelHostname, "red-node")))
 		}, unschedulable: 1, check: newNodes(0)},
@@ -351,5 +361,67 @@ func TestKarpenterSuiteRemaining(t *testing.T) {
 				}
 			}
 		}},
+	})
+}
+
+// sizedTypes are types named t<cpu> with exactly cpu cores and memGi GiB
+// allocatable (no reserve), pricier as they grow.
+func sizedTypes(sizes ...[2]int64) []*scheduling.InstanceType {
+	var out []*scheduling.InstanceType
+	for _, sz := range sizes {
+		res := corev1.ResourceList{
+			corev1.ResourceCPU:    *resource.NewQuantity(sz[0], resource.DecimalSI),
+			corev1.ResourceMemory: *resource.NewQuantity(sz[1]<<30, resource.BinarySI),
+			corev1.ResourcePods:   resource.MustParse("110"),
+		}
+		name := "t" + resource.NewQuantity(sz[0], resource.DecimalSI).String()
+		it := &scheduling.InstanceType{Name: name, Capacity: res, Allocatable: res, Labels: map[string]string{
+			corev1.LabelInstanceTypeStable: name, corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux"}}
+		for _, z := range testZones {
+			it.Offerings = append(it.Offerings, scheduling.Offering{Zone: z, CapacityType: model.CapacityTypeOnDemand, Price: float64(sz[0]) / 10})
+		}
+		out = append(out, it)
+	}
+	return out
+}
+
+func TestKarpenterProvisioningSidecars(t *testing.T) {
+	ctr := func(name, cpu, mem string, sidecar bool) corev1.Container {
+		c := corev1.Container{Name: name, Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}}}
+		if sidecar {
+			always := corev1.ContainerRestartPolicyAlways
+			c.RestartPolicy = &always
+		}
+		return c
+	}
+	shaped := func(main corev1.Container, inits ...corev1.Container) scheduling.Input {
+		p := pods("a", 1, "1", "1Gi")[0]
+		p.Spec.Containers = []corev1.Container{main}
+		p.Spec.InitContainers = inits
+		in := input([]*corev1.Pod{p})
+		in.InstanceTypes = sizedTypes([2]int64{10, 4}, [2]int64{11, 5}, [2]int64{12, 6})
+		return in
+	}
+	runK(t, []kcase{
+		// Init 10/4Gi runs alone; then the 4.9/2.9Gi sidecar runs beside
+		// the 6/2Gi container: 10.9 CPU, 4.9 GiB.
+		{name: "should schedule based on the max resource requests of containers and initContainers with sidecar containers when initcontainer comes first", in: func() scheduling.Input {
+			return shaped(ctr("c", "6", "2Gi", false), ctr("init", "10", "4Gi", false), ctr("sidecar", "4.9", "2.9Gi", true))
+		}, check: cheapest("t11")},
+		{name: "should schedule based on the max resource requests of containers and initContainers with sidecar containers when sidecar container comes first and init container resources are smaller than container resources", in: func() scheduling.Input {
+			return shaped(ctr("c", "6", "2Gi", false), ctr("sidecar", "4.9", "2.9Gi", true), ctr("init", "5", "1Gi", false))
+		}, check: cheapest("t11")},
+		{name: "should schedule based on the max resource requests of containers and initContainers with sidecar containers when sidecar container comes first and init container resources are bigger than container resources", in: func() scheduling.Input {
+			return shaped(ctr("c", "5", "1Gi", false), ctr("sidecar", "4.9", "2.9Gi", true), ctr("init", "6", "2Gi", false))
+		}, check: cheapest("t11")},
+		// Pod-level requests (9.9 CPU, 3.9 GiB) stand for the containers'.
+		{name: "should schedule based on the pod level resources requests", in: func() scheduling.Input {
+			in := shaped(ctr("c", "5", "1Gi", false), ctr("init", "6", "2Gi", false), ctr("sidecar", "4", "2Gi", true))
+			in.Pods[0].Spec.Resources = &corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("9.9"), corev1.ResourceMemory: resource.MustParse("3.9Gi")},
+				Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10"), corev1.ResourceMemory: resource.MustParse("4Gi")}}
+			return in
+		}, check: cheapest("t10")},
 	})
 }

@@ -1621,6 +1621,17 @@ func TestKarpenterSuiteVolumes(t *testing.T) {
 			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", func(c *corev1.PersistentVolumeClaim) { c.Spec.VolumeName = "invalid-volume-name" })}
 			return in
 		}, unschedulable: 1, reason: "invalid-volume-name", check: placed("ok-0")},
+		{name: "should schedule valid pods when a pod with an invalid pvc is encountered (pvc)", in: func() scheduling.Input {
+			in := input(concat(pods("a", 1, "1", "1Gi", useClaim("invalid")), pods("ok", 1, "1", "1Gi")))
+			in.StorageClasses = []*storagev1.StorageClass{sc("gp3", wffc, true)}
+			return in
+		}, unschedulable: 1, reason: "not found", check: placed("ok-0")},
+		{name: "should schedule valid pods when a pod with an invalid pvc is encountered (storage class)", in: func() scheduling.Input {
+			in := input(concat(pods("a", 1, "1", "1Gi", useClaim("ca")), pods("ok", 1, "1", "1Gi")))
+			in.StorageClasses = []*storagev1.StorageClass{sc("gp3", wffc, true)}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", class("invalid-storage-class"))}
+			return in
+		}, unschedulable: 1, reason: "storageclass", check: placed("ok-0")},
 		{name: "should schedule to storage class zones if volume does not exist", in: func() scheduling.Input {
 			in := input(pods("a", 1, "1", "1Gi", useClaim("ca"), nodeReq(req(zone, corev1.NodeSelectorOpIn, "test-1a", "test-1c"))))
 			in.StorageClasses = []*storagev1.StorageClass{sc("gp3", wffc, false, "test-1b", "test-1c")}
