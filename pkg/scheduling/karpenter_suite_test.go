@@ -20,11 +20,11 @@ import (
 // pkg/controllers/provisioning/scheduling/*_test.go), case by case; the
 // case names are Karpenter's, the code and the catalog are ours
 // (fixtures_test.go). The Karpenter cases not here or in
-// karpenter_cases_test.go / constraints_test.go are mostly not plans
-// (metrics, binding, evictions over time) or features Joist does not
-// model (volume attachment limits, reserved capacity, DRA, default
-// spread constraints); the few left out where Joist answers otherwise are
-// named in the commit messages that ported their neighbours.
+// karpenter_cases_test.go / karpenter_provisioning_test.go /
+// constraints_test.go are mostly not plans (metrics, binding, evictions
+// over time) or features Joist does not model (volume attachment limits,
+// reserved capacity, DRA, default spread constraints):
+// testdata/karpenter-coverage.md maps every case.
 //
 // Karpenter provisions in rounds ("schedule one pod in zone 1, then open
 // the pool to zones 2 and 3"); a plan is one round, so an earlier round
@@ -1773,6 +1773,26 @@ func TestKarpenterSuiteVolumes(t *testing.T) {
 			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("a-0-tmp", class("local-path"), boundTo("pva"))}
 			return in
 		}, unschedulable: 1, reason: "gone-node", check: newNodes(0)},
+		// Its terms are OR'ed: the zone term lets a new node take it, in
+		// that zone (Karpenter: anywhere, having dropped the hostname).
+		{name: "should preserve unconstrained PV alternatives after ignoring hostname affinity (for local volumes)", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", useClaim("ca")))
+			v := localPV("pva", "gone-node", false)
+			v.Spec.NodeAffinity.Required.NodeSelectorTerms = append(v.Spec.NodeAffinity.Required.NodeSelectorTerms,
+				corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{req(zone, corev1.NodeSelectorOpIn, "test-1b")}})
+			in.PersistentVolumes = []*corev1.PersistentVolume{v}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", boundTo("pva"))}
+			return in
+		}, check: podNodeHas("a-0", zone, "test-1b")},
+		{name: "should preserve unconstrained PV alternatives after ignoring hostname affinity (for hostpath volumes)", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", useClaim("ca")))
+			v := localPV("pva", "gone-node", true)
+			v.Spec.NodeAffinity.Required.NodeSelectorTerms = append(v.Spec.NodeAffinity.Required.NodeSelectorTerms,
+				corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{req(zone, corev1.NodeSelectorOpIn, "test-1b")}})
+			in.PersistentVolumes = []*corev1.PersistentVolume{v}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", boundTo("pva"))}
+			return in
+		}, check: podNodeHas("a-0", zone, "test-1b")},
 		{name: "local volume: the pod goes to the volume's node", in: func() scheduling.Input {
 			in := withNodes(input(pods("a", 1, "1", "1Gi", useClaim("ca"))), existingNode("disk-node", "test-1a"))
 			in.PersistentVolumes = []*corev1.PersistentVolume{localPV("pva", "disk-node", false)}
