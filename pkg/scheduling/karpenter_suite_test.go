@@ -2072,6 +2072,16 @@ func TestKarpenterProvisioningDaemonSets(t *testing.T) {
 				cordoned("n1", "test-1a", pods("agent-1", 1, "2500m", "1Gi", ownedBy(d), cur)...),
 				cordoned("n2", "test-1b", pods("agent-2", 1, "3", "1Gi", ownedBy(d), cur)...))
 		}, check: cheapest("c.4xlarge")},
+		{name: "daemonset pod on a node in compact form counts as its overhead", in: func() scheduling.Input {
+			d := daemonSet("agent", "1", "1Gi")
+			n := cordoned("n1", "test-1a")
+			b, ok := scheduling.NewBoundPod(pods("agent-1", 1, "3", "1Gi", ownedBy(d))[0], nil)
+			if !ok {
+				panic("bound pod refused")
+			}
+			n.Bound = append(n.Bound, b)
+			return withNodes(with(input(pod()), d), n)
+		}, check: cheapest("c.4xlarge")},
 		{name: "should account for daemonsets (with startup taint)", in: func() scheduling.Input {
 			return with(input(pod(), pool("p", func(p *model.Pool) {
 				p.StartupTaints = []corev1.Taint{{Key: "foo.com/taint", Effect: corev1.TaintEffectNoSchedule}}

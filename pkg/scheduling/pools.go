@@ -615,7 +615,8 @@ func (s *solver) observeDaemonPods() {
 	for _, ds := range s.in.DaemonSets {
 		byName[ds.Namespace+"/"+ds.Name] = ds
 	}
-	observe := func(ns, owner string, labels map[string]string, req func() corev1.ResourceList) {
+	// r is read, not kept: a compact pod's list may be shared.
+	observe := func(ns, owner string, labels map[string]string, r corev1.ResourceList) {
 		ds := byName[ns+"/"+owner]
 		if ds == nil {
 			return
@@ -626,12 +627,18 @@ func (s *solver) observeDaemonPods() {
 		if s.dsReq == nil {
 			s.dsReq = map[*appsv1.DaemonSet]corev1.ResourceList{}
 		}
-		r := req()
-		r[corev1.ResourcePods] = *resource.NewQuantity(1, resource.DecimalSI)
-		if cur, ok := s.dsReq[ds]; ok {
-			maxList(cur, r)
-		} else {
-			s.dsReq[ds] = r
+		cur, ok := s.dsReq[ds]
+		if !ok {
+			cur = corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(1, resource.DecimalSI)}
+			s.dsReq[ds] = cur
+		}
+		for n, q := range r {
+			if n == corev1.ResourcePods {
+				continue
+			}
+			if have, ok := cur[n]; !ok || q.Cmp(have) > 0 {
+				cur[n] = q.DeepCopy()
+			}
 		}
 	}
 	whole := func(p *corev1.Pod) {
@@ -639,8 +646,8 @@ func (s *solver) observeDaemonPods() {
 			return
 		}
 		for _, o := range p.OwnerReferences {
-			if o.Kind == "DaemonSet" {
-				observe(p.Namespace, o.Name, p.Labels, func() corev1.ResourceList { return podRequests(p) })
+			if o.Kind == "DaemonSet" && byName[p.Namespace+"/"+o.Name] != nil {
+				observe(p.Namespace, o.Name, p.Labels, podRequests(p))
 			}
 		}
 	}
@@ -653,7 +660,7 @@ func (s *solver) observeDaemonPods() {
 		}
 		for i := range n.Bound {
 			if b := &n.Bound[i]; b.DaemonSet != "" {
-				observe(b.Namespace, b.DaemonSet, b.Labels, func() corev1.ResourceList { return b.Requests.DeepCopy() })
+				observe(b.Namespace, b.DaemonSet, b.Labels, b.Requests)
 			}
 		}
 	}
