@@ -100,7 +100,7 @@ func (s *solver) buildExisting() {
 			}
 			if ok {
 				pod := &corev1.Pod{Spec: *spec}
-				b.used.add(s.dims.fromList(podRequests(pod)))
+				b.used.add(s.dims.fromList(s.daemonRequests(ds)))
 				b.ports = append(b.ports, podHostPorts(pod)...)
 			}
 		}

@@ -72,6 +72,9 @@ func (s *solver) classKey(p *corev1.Pod) uint64 {
 		}
 		if v.Ephemeral != nil && v.Ephemeral.VolumeClaimTemplate != nil {
 			h.str(v.Name)
+			if _, made := s.pvcs[p.Namespace+"/"+p.Name+"-"+v.Name]; made {
+				h.str(p.Name) // its own claim decides (volumes.go)
+			}
 			if sc := v.Ephemeral.VolumeClaimTemplate.Spec.StorageClassName; sc != nil {
 				h.str(*sc)
 			}

@@ -49,6 +49,7 @@ const (
 	failResources
 	failOfferings
 	failTopologyKey
+	failPorts
 )
 
 // classPoolCompat decides what a level allows in a pool. Order of checks
@@ -123,8 +124,25 @@ func (s *solver) classPoolCompat(l *level, ps *poolState) *classPool {
 	if t, bad := firstUntolerated(l.tolerations, ps.taints, l.strictTaint); bad {
 		return fail(failTaint, "taint "+taintString(t)+" not tolerated")
 	}
+	// A DaemonSet binding one of the pod's host ports rules out the types
+	// it runs on. Their dominators may be among them, so the searches
+	// then scan every type, not only the frontier.
+	var portBlocked bitset
+	var port hostPort
+	for _, d := range ps.dsPorts {
+		if p, clash := d.conflicts(l.cls.ports); clash {
+			if portBlocked == nil {
+				portBlocked = newBitset(len(ps.types))
+				cp.labelAll = false
+			}
+			for w := range portBlocked {
+				portBlocked[w] |= d.types[w]
+			}
+			port = p
+		}
+	}
 	cp.types = newBitset(len(ps.types))
-	fits := false
+	fits, blocked := false, false
 	holding := s.typesHolding(ps, l.cls.req)
 	for w, word := range labelOK {
 		word &= holding[w]
@@ -136,6 +154,10 @@ func (s *solver) classPoolCompat(l *level, ps *poolState) *classPool {
 			if t.zoneMask&cp.zoneMask == 0 || t.ctMask&cp.ctMask == 0 {
 				continue
 			}
+			if portBlocked != nil && portBlocked.has(i) {
+				blocked = true
+				continue
+			}
 			cp.types.set(i)
 			cp.offerZones |= t.zoneMask & cp.zoneMask
 			cp.offerCTs |= t.ctMask & cp.ctMask
@@ -145,6 +167,9 @@ func (s *solver) classPoolCompat(l *level, ps *poolState) *classPool {
 		return fail(failResources, s.tooBig(l.cls.req, ps, labelOK))
 	}
 	if !cp.types.any() {
+		if blocked {
+			return fail(failPorts, fmt.Sprintf("host port %d/%s is taken by a DaemonSet on pool %q's nodes", port.port, port.proto, ps.pool.Name))
+		}
 		return fail(failOfferings, fmt.Sprintf("no usable offering of pool %q's fitting instance types in the allowed zones and capacity types", ps.pool.Name))
 	}
 	cp.ok = true

@@ -315,13 +315,6 @@ func (s *solver) newBinFor(l *level, ps *poolState, want int) (*growth, string) 
 	if !s.withinLimits(ps, s.zeroVec, nil, 1) {
 		return nil, fmt.Sprintf("exceeds pool %q nodes limit", ps.pool.Name)
 	}
-	for _, p := range l.cls.ports {
-		for _, q := range ps.dsPorts {
-			if p.conflicts(q) {
-				return nil, fmt.Sprintf("host port %d/%s is taken by a DaemonSet on pool %q's nodes", p.port, p.proto, ps.pool.Name)
-			}
-		}
-	}
 	// The template and the growth are the pool's scratch, reused by
 	// every search (openBin copies the one chosen): bestGrowth asks every
 	// pool at every growth step and opens one node at most.
@@ -337,7 +330,7 @@ func (s *solver) newBinFor(l *level, ps *poolState, want int) (*growth, string) 
 	clear(tmp.used)
 	*tmp = bin{id: len(s.bins), pool: ps, zone: -1, ct: -1, typ: -1,
 		types: append(tmp.types[:0], cp.types...), labelCut: !cp.labelAll, zoneMask: cp.zoneMask, ctMask: cp.ctMask,
-		custom: ps.custom, used: tmp.used, ports: append(tmp.ports[:0], ps.dsPorts...), doms: tmp.doms[:0]}
+		custom: ps.custom, used: tmp.used, ports: tmp.ports[:0], doms: tmp.doms[:0]}
 	zm, cm := tmp.zoneMask, tmp.ctMask
 	if l.zoneKey || l.ctKey {
 		zm, cm = 0, 0

@@ -20,11 +20,11 @@ import (
 // pkg/controllers/provisioning/scheduling/*_test.go), case by case; the
 // case names are Karpenter's, the code and the catalog are ours
 // (fixtures_test.go). The Karpenter cases not here or in
-// karpenter_cases_test.go / constraints_test.go are mostly not plans
-// (metrics, binding, evictions over time) or features Joist does not
-// model (volume attachment limits, reserved capacity, DRA, default
-// spread constraints); the few left out where Joist answers otherwise are
-// named in the commit messages that ported their neighbours.
+// karpenter_cases_test.go / karpenter_provisioning_test.go /
+// constraints_test.go are mostly not plans (metrics, binding, evictions
+// over time) or features Joist does not model (volume attachment limits,
+// reserved capacity, DRA, default spread constraints):
+// testdata/karpenter-coverage.md maps every case.
 //
 // Karpenter provisions in rounds ("schedule one pod in zone 1, then open
 // the pool to zones 2 and 3"); a plan is one round, so an earlier round
@@ -207,6 +207,14 @@ func withPodLabel(k, v string) func(*corev1.Pod) {
 		}
 		labels[k] = v
 		p.Labels = labels
+	}
+}
+
+// ownedBy makes the pod one of the DaemonSet's.
+func ownedBy(d *appsv1.DaemonSet) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Namespace = d.Namespace
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: d.Name, Controller: &[]bool{true}[0]}}
 	}
 }
 
@@ -1479,6 +1487,25 @@ func TestKarpenterSuiteVolumes(t *testing.T) {
 		return &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PersistentVolumeSpec{
 			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: terms}}}}
 	}
+	localPV := func(name, node string, hostPath bool) *corev1.PersistentVolume {
+		v := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PersistentVolumeSpec{
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{
+				{MatchExpressions: []corev1.NodeSelectorRequirement{req(corev1.LabelHostname, corev1.NodeSelectorOpIn, node)}}}}}}}
+		if hostPath {
+			v.Spec.HostPath = &corev1.HostPathVolumeSource{Path: "/data"}
+		} else {
+			v.Spec.Local = &corev1.LocalVolumeSource{Path: "/mnt/disks/a"}
+		}
+		return v
+	}
+	placed := func(name string) func(t *testing.T, in scheduling.Input, plan scheduling.Plan) {
+		return func(t *testing.T, _ scheduling.Input, plan scheduling.Plan) {
+			t.Helper()
+			if placedOn(plan)[name] == "" {
+				t.Errorf("%s not placed:\n%s", name, reasons(plan))
+			}
+		}
+	}
 	useClaim := func(name string) func(*corev1.Pod) {
 		return func(p *corev1.Pod) {
 			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}})
@@ -1574,6 +1601,216 @@ func TestKarpenterSuiteVolumes(t *testing.T) {
 			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", boundTo("pva"))}
 			return in
 		}, check: all(wantSkew(zone, "a", 2, 1, 1), podNodeHas("vol-0", zone, "test-1a"))},
+		// provisioning/suite_test.go's volume topology cases.
+		{name: "should schedule with an empty storage class if the pvc is bound", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", useClaim("ca")))
+			in.PersistentVolumes = []*corev1.PersistentVolume{pv("pva", "test-1b")}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", class(""), boundTo("pva"))}
+			return in
+		}, check: podNodeHas("a-0", zone, "test-1b")},
+		{name: "should schedule with a missing storage class if the pvc is bound", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", useClaim("ca")))
+			in.StorageClasses = []*storagev1.StorageClass{sc("gp3", wffc, true)}
+			in.PersistentVolumes = []*corev1.PersistentVolume{pv("pva", "test-1b")}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", class("missing-storage-class"), boundTo("pva"))}
+			return in
+		}, check: podNodeHas("a-0", zone, "test-1b")},
+		{name: "should schedule valid pods when a pod with an invalid pvc is encountered (volume name)", in: func() scheduling.Input {
+			in := input(concat(pods("a", 1, "1", "1Gi", useClaim("ca")), pods("ok", 1, "1", "1Gi")))
+			in.PersistentVolumes = []*corev1.PersistentVolume{pv("pvb", "test-1b")}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", func(c *corev1.PersistentVolumeClaim) { c.Spec.VolumeName = "invalid-volume-name" })}
+			return in
+		}, unschedulable: 1, reason: "invalid-volume-name", check: placed("ok-0")},
+		{name: "should schedule valid pods when a pod with an invalid pvc is encountered (pvc)", in: func() scheduling.Input {
+			in := input(concat(pods("a", 1, "1", "1Gi", useClaim("invalid")), pods("ok", 1, "1", "1Gi")))
+			in.StorageClasses = []*storagev1.StorageClass{sc("gp3", wffc, true)}
+			return in
+		}, unschedulable: 1, reason: "not found", check: placed("ok-0")},
+		{name: "should schedule valid pods when a pod with an invalid pvc is encountered (storage class)", in: func() scheduling.Input {
+			in := input(concat(pods("a", 1, "1", "1Gi", useClaim("ca")), pods("ok", 1, "1", "1Gi")))
+			in.StorageClasses = []*storagev1.StorageClass{sc("gp3", wffc, true)}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", class("invalid-storage-class"))}
+			return in
+		}, unschedulable: 1, reason: "storageclass", check: placed("ok-0")},
+		{name: "should schedule to storage class zones if volume does not exist", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", useClaim("ca"), nodeReq(req(zone, corev1.NodeSelectorOpIn, "test-1a", "test-1c"))))
+			in.StorageClasses = []*storagev1.StorageClass{sc("gp3", wffc, false, "test-1b", "test-1c")}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", class("gp3"))}
+			return in
+		}, check: podNodeHas("a-0", zone, "test-1c")},
+		{name: "should schedule to storage class zones if volume does not exist (ephemeral volume)", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", ephemeral(str("gp3")), nodeReq(req(zone, corev1.NodeSelectorOpIn, "test-1a", "test-1c"))))
+			in.StorageClasses = []*storagev1.StorageClass{sc("gp3", wffc, false, "test-1b", "test-1c")}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("a-0-tmp", class("gp3"))}
+			return in
+		}, check: podNodeHas("a-0", zone, "test-1c")},
+		{name: "should not schedule if storage class zones are incompatible", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", useClaim("ca"), nodeReq(req(zone, corev1.NodeSelectorOpIn, "test-1a"))))
+			in.StorageClasses = []*storagev1.StorageClass{sc("gp3", wffc, false, "test-1b", "test-1c")}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", class("gp3"))}
+			return in
+		}, unschedulable: 1},
+		{name: "should not schedule if storage class zones are incompatible (ephemeral volume)", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", ephemeral(str("gp3")), nodeReq(req(zone, corev1.NodeSelectorOpIn, "test-1a"))))
+			in.StorageClasses = []*storagev1.StorageClass{sc("gp3", wffc, false, "test-1b", "test-1c")}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("a-0-tmp", class("gp3"))}
+			return in
+		}, unschedulable: 1},
+		{name: "should schedule to volume zones if volume already bound", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", useClaim("ca")))
+			in.StorageClasses = []*storagev1.StorageClass{sc("gp3", wffc, false, "test-1b", "test-1c")}
+			in.PersistentVolumes = []*corev1.PersistentVolume{pv("pva", "test-1c")}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", class("gp3"), boundTo("pva"))}
+			return in
+		}, check: podNodeHas("a-0", zone, "test-1c")},
+		// The claim the ephemeral volume controller made for the pod
+		// (<pod>-<volume>) decides once it exists, not the template.
+		{name: "should schedule to volume zones if volume already bound (ephemeral volume)", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", ephemeral(str("gp3"))))
+			in.StorageClasses = []*storagev1.StorageClass{sc("gp3", wffc, false, "test-1b", "test-1c")}
+			in.PersistentVolumes = []*corev1.PersistentVolume{pv("pva", "test-1c")}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("a-0-tmp", class("gp3"), boundTo("pva"))}
+			return in
+		}, check: podNodeHas("a-0", zone, "test-1c")},
+		// Pods of one template with ephemeral volumes: each pod's own
+		// claim decides for it.
+		{name: "ephemeral volumes of one template bound in different zones", in: func() scheduling.Input {
+			in := input(pods("a", 2, "1", "1Gi", ephemeral(str("gp3"))))
+			in.StorageClasses = []*storagev1.StorageClass{sc("gp3", wffc, false)}
+			in.PersistentVolumes = []*corev1.PersistentVolume{pv("pv0", "test-1a"), pv("pv1", "test-1c")}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("a-0-tmp", class("gp3"), boundTo("pv0")), claim("a-1-tmp", class("gp3"), boundTo("pv1"))}
+			return in
+		}, check: all(podNodeHas("a-0", zone, "test-1a"), podNodeHas("a-1", zone, "test-1c"))},
+		{name: "should not schedule if volume zones are incompatible", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", useClaim("ca"), nodeReq(req(zone, corev1.NodeSelectorOpIn, "test-1a"))))
+			in.PersistentVolumes = []*corev1.PersistentVolume{pv("pva", "test-1c")}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", class("gp3"), boundTo("pva"))}
+			in.StorageClasses = []*storagev1.StorageClass{sc("gp3", wffc, false)}
+			return in
+		}, unschedulable: 1},
+		{name: "should not schedule if volume zones are incompatible (ephemeral volume)", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", ephemeral(str("gp3")), nodeReq(req(zone, corev1.NodeSelectorOpIn, "test-1a"))))
+			in.PersistentVolumes = []*corev1.PersistentVolume{pv("pva", "test-1c")}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("a-0-tmp", class("gp3"), boundTo("pva"))}
+			in.StorageClasses = []*storagev1.StorageClass{sc("gp3", wffc, false)}
+			return in
+		}, unschedulable: 1},
+		// An ephemeral volume of an Immediate class is refused until its
+		// claim is bound; once bound, the volume's zone decides.
+		{name: "ephemeral volume of an immediate class, claim bound", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", ephemeral(str("now"))))
+			in.StorageClasses = []*storagev1.StorageClass{sc("now", immediate, false)}
+			in.PersistentVolumes = []*corev1.PersistentVolume{pv("pva", "test-1b")}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("a-0-tmp", class("now"), boundTo("pva"))}
+			return in
+		}, check: podNodeHas("a-0", zone, "test-1b")},
+		{name: "should not relax an added volume topology zone node-selector away", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", useClaim("ca"), preferNode(1, req(zone, corev1.NodeSelectorOpIn, "test-1a"))))
+			in.PersistentVolumes = []*corev1.PersistentVolume{pv("pva", "test-1c")}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", boundTo("pva"))}
+			return in
+		}, check: podNodeHas("a-0", zone, "test-1c")},
+		{name: "should not launch nodes for pod with bound persistentVolume that is marked for deletion", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", useClaim("ca")))
+			gone := pv("pva", "test-1b")
+			now := metav1.Unix(3000, 0)
+			gone.DeletionTimestamp = &now
+			in.PersistentVolumes = []*corev1.PersistentVolume{gone}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", boundTo("pva"))}
+			return in
+		}, unschedulable: 1, reason: "being deleted"},
+		// A claim naming its volume before the PV controller completed the
+		// binding: the kube-scheduler and Karpenter wait for the binding
+		// (Karpenter's "pvc is considered unbound" check). Joist plans it
+		// in the volume's zone when the binding will complete — the volume
+		// is free or reserved for this claim — since it completes within
+		// seconds, before a new node is up; a volume bound to another
+		// claim never will, and the pod is reported.
+		{name: "claim naming a free volume, binding not complete (Joist: planned in the volume's zone)", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", useClaim("ca")))
+			in.PersistentVolumes = []*corev1.PersistentVolume{pv("pva", "test-1b")}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", func(c *corev1.PersistentVolumeClaim) { c.Spec.VolumeName = "pva" })}
+			return in
+		}, check: podNodeHas("a-0", zone, "test-1b")},
+		{name: "claim naming a volume reserved for it, binding not complete", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", useClaim("ca")))
+			v := pv("pva", "test-1b")
+			v.Spec.ClaimRef = &corev1.ObjectReference{Namespace: "default", Name: "ca"}
+			in.PersistentVolumes = []*corev1.PersistentVolume{v}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", func(c *corev1.PersistentVolumeClaim) { c.Spec.VolumeName = "pva" })}
+			return in
+		}, check: podNodeHas("a-0", zone, "test-1b")},
+		{name: "claim naming a volume bound to another claim", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", useClaim("ca")))
+			v := pv("pva", "test-1b")
+			v.Spec.ClaimRef = &corev1.ObjectReference{Namespace: "default", Name: "other"}
+			in.PersistentVolumes = []*corev1.PersistentVolume{v}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", func(c *corev1.PersistentVolumeClaim) { c.Spec.VolumeName = "pva" })}
+			return in
+		}, unschedulable: 1, reason: "bound to another claim"},
+		// Karpenter drops the hostname term of a local or hostPath
+		// volume's node affinity and launches a node, which the
+		// kube-scheduler then refuses (the volume is on another node), so
+		// the pod stays pending on an empty node. Joist keeps the term:
+		// the pod goes to the volume's node when it has room, and is
+		// reported otherwise.
+		{name: "should ignore hostname affinity scheduling when using local path volumes (Joist: reported, the volume's node is gone)", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", useClaim("ca")))
+			in.PersistentVolumes = []*corev1.PersistentVolume{localPV("pva", "gone-node", false)}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", boundTo("pva"))}
+			return in
+		}, unschedulable: 1, reason: "gone-node", check: newNodes(0)},
+		{name: "should ignore hostname affinity scheduling when using hostpath volumes (Joist: reported, the volume's node is gone)", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", useClaim("ca")))
+			in.PersistentVolumes = []*corev1.PersistentVolume{localPV("pva", "gone-node", true)}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", boundTo("pva"))}
+			return in
+		}, unschedulable: 1, reason: "gone-node", check: newNodes(0)},
+		{name: "should ignore hostname affinity scheduling when using local path volumes (ephemeral volume) (Joist: reported)", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", ephemeral(str("local-path"))))
+			in.StorageClasses = []*storagev1.StorageClass{sc("local-path", wffc, false)}
+			in.PersistentVolumes = []*corev1.PersistentVolume{localPV("pva", "gone-node", false)}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("a-0-tmp", class("local-path"), boundTo("pva"))}
+			return in
+		}, unschedulable: 1, reason: "gone-node", check: newNodes(0)},
+		// Its terms are OR'ed: the zone term lets a new node take it, in
+		// that zone (Karpenter: anywhere, having dropped the hostname).
+		{name: "should preserve unconstrained PV alternatives after ignoring hostname affinity (for local volumes)", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", useClaim("ca")))
+			v := localPV("pva", "gone-node", false)
+			v.Spec.NodeAffinity.Required.NodeSelectorTerms = append(v.Spec.NodeAffinity.Required.NodeSelectorTerms,
+				corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{req(zone, corev1.NodeSelectorOpIn, "test-1b")}})
+			in.PersistentVolumes = []*corev1.PersistentVolume{v}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", boundTo("pva"))}
+			return in
+		}, check: podNodeHas("a-0", zone, "test-1b")},
+		{name: "should preserve unconstrained PV alternatives after ignoring hostname affinity (for hostpath volumes)", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", useClaim("ca")))
+			v := localPV("pva", "gone-node", true)
+			v.Spec.NodeAffinity.Required.NodeSelectorTerms = append(v.Spec.NodeAffinity.Required.NodeSelectorTerms,
+				corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{req(zone, corev1.NodeSelectorOpIn, "test-1b")}})
+			in.PersistentVolumes = []*corev1.PersistentVolume{v}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", boundTo("pva"))}
+			return in
+		}, check: podNodeHas("a-0", zone, "test-1b")},
+		{name: "local volume: the pod goes to the volume's node", in: func() scheduling.Input {
+			in := withNodes(input(pods("a", 1, "1", "1Gi", useClaim("ca"))), existingNode("disk-node", "test-1a"))
+			in.PersistentVolumes = []*corev1.PersistentVolume{localPV("pva", "disk-node", false)}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", boundTo("pva"))}
+			return in
+		}, check: func(t *testing.T, _ scheduling.Input, plan scheduling.Plan) {
+			if on := placedOn(plan)["a-0"]; on != "disk-node" {
+				t.Errorf("a-0 on %q, want disk-node (its local volume's node)", on)
+			}
+		}},
+		{name: "should not ignore hostname affinity when using non-local path volumes", in: func() scheduling.Input {
+			in := input(pods("a", 1, "1", "1Gi", useClaim("ca")))
+			v := localPV("pva", "gone-node", false)
+			v.Spec.Local = nil
+			in.PersistentVolumes = []*corev1.PersistentVolume{v}
+			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", boundTo("pva"))}
+			return in
+		}, unschedulable: 1, check: newNodes(0)},
 		// Not Karpenter's: the same rule the other way. The volume puts the
 		// pod in test-1a, where two matching pods already are and the
 		// other zones have none: one more there breaks the skew.
@@ -1787,6 +2024,64 @@ func TestKarpenterProvisioningDaemonSets(t *testing.T) {
 		{name: "should account for daemonset hostports", in: func() scheduling.Input {
 			return with(input(pod(hostPort(8080))), ds(hostPort(8080)))
 		}, unschedulable: 1, reason: "host port", check: newNodes(0)},
+		// Sizes are instance-cpu here: the DaemonSet binding the pod's
+		// port runs only on 16-core types, so a 4-core node (holding the
+		// other DaemonSet) takes the pod.
+		{name: "should not account for daemonset hostports when daemonset would not schedule on selected node", in: func() scheduling.Input {
+			return with(input(pod(hostPort(8080), nodeReq(req(cpuKey, corev1.NodeSelectorOpLt, "8")))),
+				daemonSet("big", "4", "4Gi", hostPort(8080), nodeReq(req(cpuKey, corev1.NodeSelectorOpGt, "8"))),
+				daemonSet("small", "2", "2Gi", hostPort(8081), nodeReq(req(cpuKey, corev1.NodeSelectorOpLt, "8"))))
+		}, check: counted},
+		// Without the pod's own size requirement: the port rules out the
+		// types the DaemonSet runs on, for the node's every option.
+		{name: "daemonset hostport rules out only the types it runs on", in: func() scheduling.Input {
+			return with(input(concat(pods("a", 1, "1", "1Gi", hostPort(8080)), pods("b", 6, "1", "1Gi"))),
+				daemonSet("big", "4", "4Gi", hostPort(8080), nodeReq(req(cpuKey, corev1.NodeSelectorOpGt, "8"))))
+		}, check: func(t *testing.T, in scheduling.Input, plan scheduling.Plan) {
+			i, n, ok := nodeOfPod(plan, "a-0")
+			if !ok {
+				t.Fatalf("a-0 not on a new node:\n%s", reasons(plan))
+			}
+			for _, o := range n.InstanceTypeOptions {
+				if o.Name == "c.4xlarge" || o.Name == "m.4xlarge" {
+					t.Errorf("new-%d holds a-0 (port 8080) but may be %s, where the DaemonSet binds 8080", i, o.Name)
+				}
+			}
+		}},
+		// The DaemonSet's pod, not its template: admission may change it
+		// (injected sidecars, VPA, LimitRange defaults). Here a pending
+		// pod of the DaemonSet asks 2 CPU where the template asks 4.
+		{name: "should account for overhead using daemonset pod spec instead of daemonset spec", in: func() scheduling.Input {
+			d := daemonSet("agent", "4", "4Gi")
+			return with(input(concat(pod(), pods("agent-x", 1, "2", "2Gi", ownedBy(d)))), d)
+		}, check: counted},
+		// Not Karpenter's: a pod of an older template (the DaemonSet was
+		// updated since) says nothing of the next pod: the template counts.
+		{name: "daemonset pod of an older template is not its overhead", in: func() scheduling.Input {
+			d := daemonSet("agent", "4", "4Gi")
+			d.Generation = 3
+			return with(input(concat(pod(), pods("agent-x", 1, "2", "2Gi", ownedBy(d), withPodLabel("pod-template-generation", "2")))), d)
+		}, check: cheapest("c.4xlarge")},
+		// A running pod larger than the template (a sidecar injected)
+		// counts on new nodes at its size; the largest of several.
+		{name: "daemonset pods on nodes larger than the template", in: func() scheduling.Input {
+			d := daemonSet("agent", "1", "1Gi")
+			d.Generation = 3
+			cur := withPodLabel("pod-template-generation", "3")
+			return withNodes(with(input(pod()), d),
+				cordoned("n1", "test-1a", pods("agent-1", 1, "2500m", "1Gi", ownedBy(d), cur)...),
+				cordoned("n2", "test-1b", pods("agent-2", 1, "3", "1Gi", ownedBy(d), cur)...))
+		}, check: cheapest("c.4xlarge")},
+		{name: "daemonset pod on a node in compact form counts as its overhead", in: func() scheduling.Input {
+			d := daemonSet("agent", "1", "1Gi")
+			n := cordoned("n1", "test-1a")
+			b, ok := scheduling.NewBoundPod(pods("agent-1", 1, "3", "1Gi", ownedBy(d))[0], nil)
+			if !ok {
+				panic("bound pod refused")
+			}
+			n.Bound = append(n.Bound, b)
+			return withNodes(with(input(pod()), d), n)
+		}, check: cheapest("c.4xlarge")},
 		{name: "should account for daemonsets (with startup taint)", in: func() scheduling.Input {
 			return with(input(pod(), pool("p", func(p *model.Pool) {
 				p.StartupTaints = []corev1.Taint{{Key: "foo.com/taint", Effect: corev1.TaintEffectNoSchedule}}

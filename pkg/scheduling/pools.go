@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/joist-dev/joist/pkg/model"
 )
@@ -56,8 +58,10 @@ type poolState struct {
 	// byName are the types' indices in name order (ptype.nameRank is
 	// each one's place in it).
 	byName []int
-	// dsPorts are host ports DaemonSets take on the pool's nodes.
-	dsPorts []hostPort
+	// dsPorts are the host ports of the pool's DaemonSets, each with the
+	// types it runs on: a pod binding one of them may only be on the
+	// other types.
+	dsPorts []dsPortSet
 	// limits, by dimension (math.MaxInt64 when unlimited), and the node
 	// count limit (-1 when unlimited).
 	limit      vec
@@ -70,6 +74,25 @@ type poolState struct {
 	// minValues are the pool's minValues on instance-type label keys: a
 	// new node's options must keep that many distinct values.
 	minValues []minValue
+}
+
+// dsPortSet is one DaemonSet's host ports and the pool's types (by
+// index) it runs on.
+type dsPortSet struct {
+	ports []hostPort
+	types bitset
+}
+
+// conflicts tells whether one of ports clashes with the DaemonSet's.
+func (d dsPortSet) conflicts(ports []hostPort) (hostPort, bool) {
+	for _, p := range ports {
+		for _, q := range d.ports {
+			if p.conflicts(q) {
+				return p, true
+			}
+		}
+	}
+	return hostPort{}, false
 }
 
 type minValue struct {
@@ -442,9 +465,19 @@ func (s *solver) prepareTypes(ps *poolState, pl *PreparedTypes, x listIdx, dsLis
 			return ps.types[i].nameRank < ps.types[j].nameRank
 		})
 	}
+	// Host ports count only on the types the DaemonSet runs on.
 	for _, d := range dsList {
-		if d.anyType {
-			ps.dsPorts = append(ps.dsPorts, d.ports...)
+		if len(d.ports) == 0 {
+			continue
+		}
+		on := newBitset(len(ps.types))
+		for i, t := range ps.types {
+			if d.compatibleWithType(s, ps, t.it.Labels) {
+				on.set(i)
+			}
+		}
+		if on.any() {
+			ps.dsPorts = append(ps.dsPorts, dsPortSet{ports: d.ports, types: on})
 		}
 	}
 }
@@ -479,7 +512,7 @@ func (s *solver) typeOffers(t *ptype, ps *poolState, pl *PreparedTypes, k int, z
 type keptTypes struct {
 	types    []*ptype
 	capf     []float64
-	dsPorts  []hostPort
+	dsPorts  []dsPortSet
 	allTypes bitset
 	frontier []int
 	fBits    bitset
@@ -537,11 +570,10 @@ func (s *solver) buildFrontier(ps *poolState) {
 
 // dsInfo is a DaemonSet's pod template digested for one pool.
 type dsInfo struct {
-	ds      *appsv1.DaemonSet
-	req     vec
-	ports   []hostPort
-	terms   []*reqs // OR'ed node requirements (nil: any node)
-	anyType bool    // compatible with at least one type of the pool
+	ds    *appsv1.DaemonSet
+	req   vec
+	ports []hostPort
+	terms []*reqs // OR'ed node requirements (nil: any node)
 }
 
 // daemonSetsFor returns the DaemonSets whose pods tolerate the pool's taints
@@ -556,23 +588,101 @@ func (s *solver) daemonSetsFor(ps *poolState) []*dsInfo {
 			continue
 		}
 		pod := &corev1.Pod{Spec: *spec}
-		d := &dsInfo{ds: ds, req: s.dims.fromList(podRequests(pod)), ports: podHostPorts(pod)}
+		d := &dsInfo{ds: ds, req: s.dims.fromList(s.daemonRequests(ds)), ports: podHostPorts(pod)}
 		d.terms = nodeTerms(spec)
 		out = append(out, d)
 	}
 	return out
 }
 
+// templateGenerationLabel is the DaemonSet generation the DaemonSet
+// controller stamps on each pod it makes.
+const templateGenerationLabel = "pod-template-generation"
+
+// observeDaemonPods fills s.dsReq: for each DaemonSet with pods of its
+// current template in the input (pending, or on existing and in-flight
+// nodes, whole or compact), their requests, the largest per resource.
+// Admission may have changed them from the template (injected sidecars,
+// VPA, LimitRange defaults), and the next pod is made the same way: so
+// Karpenter reads its newest pod. A pod stamped with an older generation
+// than the DaemonSet's says nothing of the next one; an unstamped pod
+// counts.
+func (s *solver) observeDaemonPods() {
+	if len(s.in.DaemonSets) == 0 {
+		return
+	}
+	byName := make(map[string]*appsv1.DaemonSet, len(s.in.DaemonSets))
+	for _, ds := range s.in.DaemonSets {
+		byName[ds.Namespace+"/"+ds.Name] = ds
+	}
+	// r is read, not kept: a compact pod's list may be shared.
+	observe := func(ns, owner string, labels map[string]string, r corev1.ResourceList) {
+		ds := byName[ns+"/"+owner]
+		if ds == nil {
+			return
+		}
+		if g, ok := labels[templateGenerationLabel]; ok && ds.Generation > 0 && g != strconv.FormatInt(ds.Generation, 10) {
+			return
+		}
+		if s.dsReq == nil {
+			s.dsReq = map[*appsv1.DaemonSet]corev1.ResourceList{}
+		}
+		cur, ok := s.dsReq[ds]
+		if !ok {
+			cur = corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(1, resource.DecimalSI)}
+			s.dsReq[ds] = cur
+		}
+		for n, q := range r {
+			if n == corev1.ResourcePods {
+				continue
+			}
+			if have, ok := cur[n]; !ok || q.Cmp(have) > 0 {
+				cur[n] = q.DeepCopy()
+			}
+		}
+	}
+	whole := func(p *corev1.Pod) {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			return
+		}
+		for _, o := range p.OwnerReferences {
+			if o.Kind == "DaemonSet" && byName[p.Namespace+"/"+o.Name] != nil {
+				observe(p.Namespace, o.Name, p.Labels, podRequests(p))
+			}
+		}
+	}
+	for _, p := range s.in.Pods {
+		whole(p)
+	}
+	for _, n := range s.in.Nodes {
+		for _, p := range n.Pods {
+			whole(p)
+		}
+		for i := range n.Bound {
+			if b := &n.Bound[i]; b.DaemonSet != "" {
+				observe(b.Namespace, b.DaemonSet, b.Labels, b.Requests)
+			}
+		}
+	}
+}
+
+// daemonRequests are the requests a DaemonSet's pod is reserved on a
+// node: its observed pods' (observeDaemonPods), else its template's.
+func (s *solver) daemonRequests(ds *appsv1.DaemonSet) corev1.ResourceList {
+	if r, ok := s.dsReq[ds]; ok {
+		return r
+	}
+	return podRequests(&corev1.Pod{Spec: ds.Spec.Template.Spec})
+}
+
 // compatibleWithType tells whether the DaemonSet would run on a node of the
 // pool with this type's labels.
 func (d *dsInfo) compatibleWithType(s *solver, ps *poolState, typeLabels map[string]string) bool {
 	if len(d.terms) == 0 {
-		d.anyType = true
 		return true
 	}
 	for _, t := range d.terms {
 		if s.reqsFitPoolType(t, ps, typeLabels) {
-			d.anyType = true
 			return true
 		}
 	}

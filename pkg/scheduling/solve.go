@@ -4,6 +4,7 @@ import (
 	"math"
 	"sort"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/joist-dev/joist/pkg/model"
@@ -129,6 +130,9 @@ type solver struct {
 
 	pvcs map[string]*corev1.PersistentVolumeClaim
 	pvs  map[string]*corev1.PersistentVolume
+	// dsReq are DaemonSets' requests read from their pods
+	// (observeDaemonPods, pools.go).
+	dsReq map[*appsv1.DaemonSet]corev1.ResourceList
 }
 
 // world indexes zones and capacity types.
@@ -191,6 +195,7 @@ func (s *solver) setup() {
 	for _, v := range s.in.PersistentVolumes {
 		s.pvs[v.Name] = v
 	}
+	s.observeDaemonPods()
 	s.buildClasses()
 	s.buildDims()
 	s.buildWorld()
@@ -308,7 +313,7 @@ func (s *solver) buildDims() {
 		}
 	}
 	for _, ds := range s.in.DaemonSets {
-		for n := range podRequests(&corev1.Pod{Spec: ds.Spec.Template.Spec}) {
+		for n := range s.daemonRequests(ds) {
 			extra[n] = true
 		}
 	}

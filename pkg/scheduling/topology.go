@@ -452,7 +452,7 @@ func (s *solver) spreadFor(l *level, t corev1.TopologySpreadConstraint) *spread 
 		// them end up with nodes.
 		for i, ps := range s.pools {
 			cp := l.domPools[i]
-			if !ps.ok || (honorTaints && !cp.ok) || (!cp.ok && cp.kind != failTaint && cp.kind != failResources && cp.kind != failOfferings) {
+			if !ps.ok || (honorTaints && !cp.ok) || (!cp.ok && cp.kind != failTaint && cp.kind != failResources && cp.kind != failOfferings && cp.kind != failPorts) {
 				continue
 			}
 			zm, cm := cp.domainZones, cp.domainCTs

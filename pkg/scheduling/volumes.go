@@ -5,7 +5,10 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 )
 
-const defaultStorageClassAnnotation = "storageclass.kubernetes.io/is-default-class"
+const (
+	defaultStorageClassAnnotation = "storageclass.kubernetes.io/is-default-class"
+	annBindCompleted              = "pv.kubernetes.io/bind-completed"
+)
 
 // classVolumes turns the zonal topology of a class's volumes into OR'ed
 // node requirements, as Karpenter's volumetopology.go does:
@@ -38,32 +41,44 @@ func (s *solver) classVolumes(c *class) {
 	constrained := false
 	for _, v := range c.pod.Spec.Volumes {
 		var claim *corev1.PersistentVolumeClaim
+		var name string
 		switch {
 		case v.PersistentVolumeClaim != nil:
-			pvc, ok := s.pvcs[c.ns+"/"+v.PersistentVolumeClaim.ClaimName]
+			name = c.ns + "/" + v.PersistentVolumeClaim.ClaimName
+			pvc, ok := s.pvcs[name]
 			if !ok {
 				if len(s.pvcs) == 0 && len(s.in.StorageClasses) == 0 {
 					// The caller gave no volume data at all: plan without
 					// volume topology rather than fail every stateful pod.
 					continue
 				}
-				c.err = "persistentvolumeclaim " + c.ns + "/" + v.PersistentVolumeClaim.ClaimName + " not found"
-				return
-			}
-			name := c.ns + "/" + v.PersistentVolumeClaim.ClaimName
-			switch {
-			case pvc.DeletionTimestamp != nil:
-				c.err = "persistentvolumeclaim " + name + " is being deleted"
-				return
-			case pvc.Status.Phase == corev1.ClaimLost:
-				c.err = "persistentvolumeclaim " + name + " is lost (its volume is gone)"
+				c.err = "persistentvolumeclaim " + name + " not found"
 				return
 			}
 			claim = pvc
 		case v.Ephemeral != nil && v.Ephemeral.VolumeClaimTemplate != nil:
-			claim = &corev1.PersistentVolumeClaim{Spec: v.Ephemeral.VolumeClaimTemplate.Spec}
+			// Once the ephemeral volume controller has made the pod's
+			// claim (<pod>-<volume>), the claim decides (it may be bound);
+			// before, the template (classKey keeps such pods apart).
+			name = c.ns + "/" + c.pod.Name + "-" + v.Name
+			if pvc, ok := s.pvcs[name]; ok {
+				claim = pvc
+			} else {
+				claim = &corev1.PersistentVolumeClaim{Spec: v.Ephemeral.VolumeClaimTemplate.Spec}
+				name = ""
+			}
 		default:
 			continue
+		}
+		if name != "" {
+			switch {
+			case claim.DeletionTimestamp != nil:
+				c.err = "persistentvolumeclaim " + name + " is being deleted"
+				return
+			case claim.Status.Phase == corev1.ClaimLost:
+				c.err = "persistentvolumeclaim " + name + " is lost (its volume is gone)"
+				return
+			}
 		}
 		if claim.Spec.VolumeName == "" && len(s.in.StorageClasses) > 0 {
 			if err := s.unboundClaimError(claim); err != "" {
@@ -73,7 +88,20 @@ func (s *solver) classVolumes(c *class) {
 		}
 		if claim.Spec.VolumeName != "" {
 			pv, ok := s.pvs[claim.Spec.VolumeName]
-			if ok && pv.Spec.NodeAffinity != nil && pv.Spec.NodeAffinity.Required != nil {
+			if !ok {
+				if len(s.pvs) > 0 {
+					c.err = "persistentvolume " + claim.Spec.VolumeName + " of claim " + name + " not found"
+					return
+				}
+				continue // no volume data given
+			}
+			if err := boundVolumeError(claim, pv); err != "" {
+				c.err = err
+				return
+			}
+			// A local or hostPath volume's hostname term is kept (Karpenter
+			// drops it): a new node cannot be the volume's node.
+			if pv.Spec.NodeAffinity != nil && pv.Spec.NodeAffinity.Required != nil {
 				and(pv.Spec.NodeAffinity.Required.NodeSelectorTerms)
 				constrained = true
 			}
@@ -101,6 +129,29 @@ func (s *solver) classVolumes(c *class) {
 	if constrained {
 		c.volTerms = alts
 	}
+}
+
+// boundVolumeError is why a claim naming volume pv cannot be planned, ""
+// when it can: the volume is being deleted (Karpenter launches nothing for
+// it), or the binding is not complete (no bind-completed annotation) and
+// never will be because the volume is reserved for another claim. A
+// binding that will complete — the volume is free or reserved for this
+// claim — is planned as bound: the PV controller completes it within
+// seconds, before a new node is up (the kube-scheduler and Karpenter wait
+// for it).
+func boundVolumeError(claim *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) string {
+	if pv.DeletionTimestamp != nil {
+		return "persistentvolume " + pv.Name + " is being deleted"
+	}
+	if _, done := claim.Annotations[annBindCompleted]; done {
+		return ""
+	}
+	if ref := pv.Spec.ClaimRef; ref != nil {
+		if ref.Name != claim.Name || ref.Namespace != claim.Namespace || (ref.UID != "" && claim.UID != "" && ref.UID != claim.UID) {
+			return "persistentvolume " + pv.Name + " is bound to another claim (" + ref.Namespace + "/" + ref.Name + ")"
+		}
+	}
+	return ""
 }
 
 // unboundClaimError is why the kube-scheduler's volume binding refuses a

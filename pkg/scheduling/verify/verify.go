@@ -41,8 +41,10 @@ import (
 //   - each pending pod is placed, unschedulable or skipped exactly once;
 //   - required node affinity and nodeSelector match the node's labels;
 //   - NoSchedule and NoExecute taints are tolerated;
-//   - requests (plus DaemonSet pods on new nodes) fit allocatable;
+//   - requests (plus DaemonSet pods on new nodes, sized as their pods in
+//     the input show them) fit allocatable;
 //   - host ports do not clash;
+//   - the PersistentVolumes of bound claims accept the node;
 //   - required pod anti-affinity holds both ways, required pod affinity
 //     has a partner in the domain, and DoNotSchedule spreads keep their
 //     skew, over the final placement of all pods;
@@ -79,11 +81,14 @@ type vnode struct {
 }
 
 type verifier struct {
-	in    scheduling.Input
-	plan  scheduling.Plan
-	pools map[string]*poolRef
-	nodes []*vnode
-	errs  []error
+	// daemonReqs are DaemonSets' requests as their pods show them, by
+	// namespace/name (daemonRequests).
+	daemonReqs map[string]corev1.ResourceList
+	in         scheduling.Input
+	plan       scheduling.Plan
+	pools      map[string]*poolRef
+	nodes      []*vnode
+	errs       []error
 }
 
 func (v *verifier) fail(format string, args ...any) {
@@ -303,6 +308,18 @@ func (v *verifier) daemonPods(taints []corev1.Taint, variants []map[string]strin
 			continue
 		}
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ds.Namespace, Name: ds.Name + "-ds"}, Spec: ds.Spec.Template.Spec}
+		if r, ok := v.daemonRequests()[ds.Namespace+"/"+ds.Name]; ok {
+			// Its pods' requests stand for the template's; the host
+			// ports stay.
+			c := corev1.Container{Name: "observed", Resources: corev1.ResourceRequirements{Requests: r}}
+			for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+				for _, tc := range cs {
+					c.Ports = append(c.Ports, tc.Ports...)
+				}
+			}
+			pod.Spec.Containers, pod.Spec.InitContainers = []corev1.Container{c}, nil
+			pod.Spec.Overhead, pod.Spec.Resources = nil, nil
+		}
 		pod.Spec.Tolerations = append(append([]corev1.Toleration(nil), pod.Spec.Tolerations...), daemonSetTolerations(pod)...)
 		if !toleratesAll(pod, taints) {
 			continue
@@ -315,6 +332,63 @@ func (v *verifier) daemonPods(taints []corev1.Taint, variants []map[string]strin
 		}
 	}
 	return out
+}
+
+// daemonRequests are, per DaemonSet (namespace/name), the largest
+// requests (per resource) of its pods in the input — pending or on a node,
+// whole or compact — made from its current template: the DaemonSet
+// controller stamps each pod with the generation it was made from, and an
+// unstamped pod counts. A new node's DaemonSet pod is made like them
+// (webhooks, VPA), so they, not the template, say what it will request.
+func (v *verifier) daemonRequests() map[string]corev1.ResourceList {
+	if v.daemonReqs != nil {
+		return v.daemonReqs
+	}
+	v.daemonReqs = map[string]corev1.ResourceList{}
+	gen := map[string]int64{}
+	for _, ds := range v.in.DaemonSets {
+		gen[ds.Namespace+"/"+ds.Name] = ds.Generation
+	}
+	see := func(p *corev1.Pod) {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			return
+		}
+		for _, ref := range p.OwnerReferences {
+			if ref.Kind != "DaemonSet" {
+				continue
+			}
+			key := p.Namespace + "/" + ref.Name
+			g, known := gen[key]
+			if !known {
+				continue
+			}
+			if stamp, ok := p.Labels["pod-template-generation"]; ok && g != 0 && stamp != strconv.FormatInt(g, 10) {
+				continue
+			}
+			have := v.daemonReqs[key]
+			if have == nil {
+				have = corev1.ResourceList{}
+				v.daemonReqs[key] = have
+			}
+			for r, q := range resourcehelper.PodRequests(withDefaultRequests(p), resourcehelper.PodResourcesOptions{}) {
+				if cur, ok := have[r]; !ok || q.Cmp(cur) > 0 {
+					have[r] = q
+				}
+			}
+		}
+	}
+	for _, p := range v.in.Pods {
+		see(p)
+	}
+	for _, n := range v.in.Nodes {
+		for _, p := range n.Pods {
+			see(p)
+		}
+		for i := range n.Bound {
+			see(n.Bound[i].Pod())
+		}
+	}
+	return v.daemonReqs
 }
 
 // startupTaint says whether t is one of the startup taints of the named
@@ -356,6 +430,7 @@ func (v *verifier) checkNode(vn *vnode) {
 		if !toleratesAll(p, vn.taints) {
 			v.fail("pod %s/%s does not tolerate the taints of node %s", p.Namespace, p.Name, vn.name)
 		}
+		v.checkVolumes(p, vn)
 		if len(p.Spec.NodeSelector) == 0 && (p.Spec.Affinity == nil || p.Spec.Affinity.NodeAffinity == nil) {
 			continue
 		}
@@ -373,6 +448,44 @@ func (v *verifier) checkNode(vn *vnode) {
 	}
 	for i, alloc := range vn.allocs {
 		v.checkFit(vn, i, alloc)
+	}
+}
+
+// checkVolumes is the VolumeBinding filter for bound volumes: the
+// PersistentVolume of each claim the pod uses (a generic ephemeral
+// volume's claim is <pod>-<volume>) that names one must accept the node
+// under every label set it may get.
+func (v *verifier) checkVolumes(p *corev1.Pod, vn *vnode) {
+	for _, vol := range p.Spec.Volumes {
+		var name string
+		switch {
+		case vol.PersistentVolumeClaim != nil:
+			name = vol.PersistentVolumeClaim.ClaimName
+		case vol.Ephemeral != nil:
+			name = p.Name + "-" + vol.Name
+		default:
+			continue
+		}
+		var pv *corev1.PersistentVolume
+		for _, c := range v.in.PersistentVolumeClaims {
+			if c.Namespace == p.Namespace && c.Name == name && c.Spec.VolumeName != "" {
+				for _, x := range v.in.PersistentVolumes {
+					if x.Name == c.Spec.VolumeName {
+						pv = x
+					}
+				}
+			}
+		}
+		if pv == nil || pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
+			continue
+		}
+		sel, err := nodeaffinity.NewNodeSelector(pv.Spec.NodeAffinity.Required)
+		for _, l := range vn.variants {
+			if err != nil || !sel.Match(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: l[corev1.LabelHostname], Labels: withAliases(l)}}) {
+				v.fail("pod %s/%s on node %s: its volume %s is not reachable there (labels %v)", p.Namespace, p.Name, vn.name, pv.Name, l)
+				break
+			}
+		}
 	}
 }
 
