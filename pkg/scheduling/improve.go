@@ -225,7 +225,10 @@ func (s *solver) tryRebuildBy(group []*bin, place func([]removed) bool) bool {
 	before := s.newPrice()
 	j := s.begin()
 	nBins := len(s.bins)
-	var work []removed
+	// work and the placements' record are scratch, reused by every
+	// rebuild (the local search tries dozens per solve).
+	work := s.workBuf[:0]
+	defer func() { s.workBuf = work[:0] }()
 	for _, b := range group {
 		j.touch(b)
 		for _, e := range b.entries {
@@ -242,10 +245,12 @@ func (s *solver) tryRebuildBy(group []*bin, place func([]removed) bool) bool {
 	}
 	sort.SliceStable(work, func(i, k int) bool { return work[i].l.cls.idx < work[k].l.cls.idx })
 	s.jr = j
+	s.jrPlaced = s.jrBuf[:0]
 	ok := place(work)
 	s.jr = nil
 	placed := s.jrPlaced
 	s.jrPlaced = nil
+	defer func() { s.jrBuf = placed[:0] }()
 	if ok && s.newPrice() < before-1e-9 {
 		return true
 	}
@@ -272,6 +277,9 @@ func (s *solver) tryRebuildBy(group []*bin, place func([]removed) bool) bool {
 		if len(u.e) > nBins {
 			u.e = u.e[:nBins]
 		}
+		if len(u.capped) > nBins {
+			u.capped = u.capped[:nBins]
+		}
 	}
 	return false
 }
@@ -285,8 +293,10 @@ type journal struct {
 	shapes map[*bin]shape
 	usage  map[*poolState]usageRec
 	load   []int
-	// usageBuf holds the pools' usage copies, by pool.
+	// usageBuf holds the pools' usage copies, by pool; free are type
+	// sets of snapshots no longer needed.
 	usageBuf []vec
+	free     []bitset
 }
 
 type moveRec struct {
@@ -321,6 +331,12 @@ func (s *solver) begin() *journal {
 	if j.shapes == nil {
 		j.shapes, j.usage = map[*bin]shape{}, map[*poolState]usageRec{}
 	}
+	// The last step's snapshots give their type sets back for reuse.
+	for _, sh := range j.shapes {
+		if sh.types != nil {
+			j.free = append(j.free, sh.types)
+		}
+	}
 	clear(j.shapes)
 	clear(j.usage)
 	j.from, j.moves = s.verSeq, j.moves[:0]
@@ -339,14 +355,30 @@ func (j *journal) touch(b *bin) {
 	if _, ok := j.shapes[b]; ok {
 		return
 	}
-	j.shapes[b] = snapshot(b)
+	var types bitset
+	if n := len(j.free); n > 0 && b.types != nil {
+		if f := j.free[n-1]; len(f) == len(b.types) {
+			types = f
+		}
+		j.free = j.free[:n-1] // one of another pool's length is dropped
+	}
+	j.shapes[b] = snapshotInto(b, types)
 }
 
-func snapshot(b *bin) shape {
+func snapshot(b *bin) shape { return snapshotInto(b, nil) }
+
+// snapshotInto is snapshot with the bin's types copied into types when
+// that is not nil (of the same length).
+func snapshotInto(b *bin, types bitset) shape {
 	sh := shape{ver: b.ver, zoneMask: b.zoneMask, ctMask: b.ctMask, zone: b.zone, ct: b.ct, custom: b.custom,
 		ownCust: b.ownCust, labelCut: b.labelCut, typ: b.typ, offer: b.offer, ports: append([]hostPort(nil), b.ports...), doms: append([]int(nil), b.doms...)}
 	if b.types != nil {
-		sh.types = b.types.clone()
+		if types != nil {
+			copy(types, b.types)
+			sh.types = types
+		} else {
+			sh.types = b.types.clone()
+		}
 	}
 	return sh
 }

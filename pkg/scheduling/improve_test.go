@@ -15,3 +15,11 @@ import (
 func TestVersionRestoreSamePlans(t *testing.T) {
 	samePlans(t, "versions restored", scheduling.SetVersionRestore)
 }
+
+// TestUpgradeCacheSamePlans: the cached upgrade answers (by bin version,
+// and under a split's price cap by version and cap) give the plans that
+// asking upgradeFor every time gives. An answer kept across a cap change
+// or a version change would make plans differ.
+func TestUpgradeCacheSamePlans(t *testing.T) {
+	samePlans(t, "upgrade answers cached", scheduling.SetUpgradeCache)
+}

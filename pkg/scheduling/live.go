@@ -73,7 +73,9 @@ func (s *solver) isOpen(b *bin) bool {
 	default:
 		ps := b.pool
 		for _, i := range s.searchList(b, nil) {
-			if b.types.has(i) && need.le(ps.types[i].net) {
+			net := ps.types[i].net
+			// CPU and memory first: most types fail there.
+			if need[dimCPU] <= net[dimCPU] && need[dimMemory] <= net[dimMemory] && b.types.has(i) && need.le(net) {
 				open = true
 				break
 			}

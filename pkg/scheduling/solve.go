@@ -58,6 +58,9 @@ type solver struct {
 	// (a rebuild in the local search), and jrPlaced the placements.
 	jr       *journal
 	jrPlaced []placedRec
+	// jrBuf and workBuf are tryRebuildBy's scratch.
+	jrBuf   []placedRec
+	workBuf []removed
 	// priceCap, when above 0, keeps growth to nodes of capPool cheaper
 	// than it (a split in the local search: other pools, of a lower
 	// weight, must not win because the cap ruled out their betters).
@@ -78,8 +81,11 @@ type solver struct {
 	namespaces  map[string]map[string]string
 
 	bins []*bin
-	// upShared are the upgrade caches by what upgradeFor reads.
+	// upShared are the upgrade caches by what upgradeFor reads; upKey
+	// is upCachesFor's scratch, upBest bestGrowth's.
 	upShared map[string]*upCaches
+	upKey    []byte
+	upBest   growth
 	// live are the bins not closed (live.go): minPending, the smallest
 	// pending request, and minGen, its version; liveLen is how many of
 	// s.bins live has seen; liveStale asks for a rebuild.
@@ -108,6 +114,7 @@ type solver struct {
 	// allCols are the bound's unrestricted columns (allColumns), and full
 	// their LP solved before packing (dualPrices).
 	allCols []lpColumn
+	colBuf  []lpColumn // columns' scratch
 	full    cover
 	// needBuf is isOpen's scratch, upNeed upgradeFor's, newScratch
 	// newBinFor's by pool; zeroVec is all zeros (read only).
