@@ -102,6 +102,9 @@ type solver struct {
 	spreadMemo   map[*corev1.TopologySpreadConstraint]uint64
 	typeMemo     map[string]bitset
 	holdMemo     map[string]bitset // typesHolding's
+	holdKey      []byte            // typesHolding's scratch
+	// offeredMemo is labelOffered's, by typesMatching's answer.
+	offeredMemo map[*uint64][2]uint64
 
 	// unitPrice are the bound's dual prices: $/h per unit of each
 	// dimension (a millicore, a byte, a pod slot), what a unit of it is
@@ -126,8 +129,10 @@ type solver struct {
 	// unique over the solve, so a bin put back as it was can take its
 	// old version back without another state ever having had it.
 	verSeq uint32
-	// jbuf is the local search's journal (begin).
-	jbuf journal
+	// jbuf is the local search's journal (begin), preShape tryDrain's
+	// scratch.
+	jbuf     journal
+	preShape shape
 	// optBuf and rankBuf are newNode's scratch, and optLists the option
 	// lists made so far, by a hash of their key (sharedOpts).
 	optBuf   []opt
