@@ -27,3 +27,9 @@ func SetVersionRestore(on bool) { versionRestoreOff = !on }
 // off (off: upgradeFor every time), for the test that plans are the same
 // either way.
 func SetUpgradeCache(on bool) { upCacheOff = !on }
+
+// SetOpenCache turns isOpen's shortcuts (a closed bin stays closed while
+// the smallest pending request only rose; the type that made a bin open
+// is tried first) on or off, for the test that plans are the same either
+// way.
+func SetOpenCache(on bool) { openCacheOff = !on }

@@ -94,6 +94,7 @@ type solver struct {
 	liveStale    bool
 	minPending   vec
 	minGen       uint32
+	minFellGen   uint32 // the last minGen at which some dimension fell
 	pmin         *pendMin
 	gidx         *growIdx // growidx.go, while packing
 	existingBins []*bin
