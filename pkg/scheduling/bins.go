@@ -46,6 +46,9 @@ type bin struct {
 	labelCut bool
 	// open caches whether the bin may take a pending pod (live.go).
 	open openState
+	// jmark is the epoch of the local search's journal that last
+	// recorded the bin's shape (journal.touch).
+	jmark uint32
 }
 
 // entry is n pods of a class placed at one relaxation level.

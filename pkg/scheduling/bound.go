@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // The lower bound is the linear-programming relaxation of buying capacity:
@@ -24,6 +25,9 @@ import (
 //
 // The dual prices y also value a resource in $/h per unit; the packer uses
 // them to rank instance types by cost efficiency.
+
+// normPool holds solveCover's normalized columns, reused between solves.
+var normPool = sync.Pool{New: func() any { return new([]float64) }}
 
 // lpColumn is one purchasable capacity vector.
 type lpColumn struct {
@@ -66,7 +70,14 @@ func solveCover(cols []lpColumn, demand []float64) (float64, []float64) {
 	// artificial (e_i, cost M). The types' normalized columns are computed
 	// once (every pricing pass reads them all) into one array, type j at
 	// [j*m:].
-	norm := make([]float64, n*m)
+	// Scratch (every entry is written below): the LP is solved a few
+	// times per solve, over every type of the catalog.
+	np := normPool.Get().(*[]float64)
+	defer normPool.Put(np)
+	if cap(*np) < n*m {
+		*np = make([]float64, n*m)
+	}
+	norm := (*np)[:n*m]
 	for j, c := range cols {
 		for i, r := range rows {
 			norm[j*m+i] = c.cap[r] / demand[r]
@@ -218,7 +229,8 @@ func solveCover(cols []lpColumn, demand []float64) (float64, []float64) {
 	return bound, y
 }
 
-// columns lists (pool, type) capacity vectors, optionally restricted.
+// columns lists (pool, type) capacity vectors, optionally restricted (a
+// restricted list is scratch, valid until the next such call).
 // Every solve lists them twice or more over the whole catalog, so the
 // capacities are the pools' (lpCaps), made once.
 func (s *solver) columns(allowed func(ps *poolState, t *ptype) bool) []lpColumn {
@@ -228,7 +240,15 @@ func (s *solver) columns(allowed func(ps *poolState, t *ptype) bool) []lpColumn 
 			n += len(ps.types)
 		}
 	}
-	out := make([]lpColumn, 0, n)
+	var out []lpColumn
+	if allowed != nil {
+		// Restricted lists are read by one solveCover and dropped: they
+		// share one buffer.
+		out = s.colBuf[:0]
+		defer func() { s.colBuf = out[:0] }()
+	} else {
+		out = make([]lpColumn, 0, n)
+	}
 	for _, ps := range s.pools {
 		if !ps.ok {
 			continue

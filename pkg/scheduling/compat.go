@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/bits"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -115,12 +114,10 @@ func (s *solver) classPoolCompat(l *level, ps *poolState) *classPool {
 	// be, whatever the taints and sizes: the spread domains a
 	// kube-scheduler would see (taints count only with nodeTaintsPolicy
 	// Honor).
-	for i, t := range ps.types {
-		if labelOK.has(i) {
-			cp.domainZones |= t.zoneMask & cp.zoneMask
-			cp.domainCTs |= t.ctMask & cp.ctMask
-		}
-	}
+	// (The union of the matching types' zones and capacity types is
+	// memoized with the match.)
+	zones, cts := s.labelOffered(ps, labelOK)
+	cp.domainZones, cp.domainCTs = zones&cp.zoneMask, cts&cp.ctMask
 	if t, bad := firstUntolerated(l.tolerations, ps.taints, l.strictTaint); bad {
 		return fail(failTaint, "taint "+taintString(t)+" not tolerated")
 	}
@@ -180,24 +177,47 @@ func (s *solver) classPoolCompat(l *level, ps *poolState) *classPool {
 // memoized per pool and request: every level of a class, and classes of
 // one pod size, ask the same (a scan of every type of the catalog).
 func (s *solver) typesHolding(ps *poolState, req vec) bitset {
-	var kb strings.Builder
-	kb.WriteString(strconv.Itoa(ps.idx))
+	kb := strconv.AppendInt(s.holdKey[:0], int64(ps.idx), 10)
 	for _, v := range req {
-		kb.WriteByte(',')
-		kb.WriteString(strconv.FormatInt(v, 36))
+		kb = append(kb, ',')
+		kb = strconv.AppendInt(kb, v, 36)
 	}
-	key := kb.String()
-	if b, ok := s.holdMemo[key]; ok {
+	s.holdKey = kb
+	if b, ok := s.holdMemo[string(kb)]; ok {
 		return b
 	}
 	b := newBitset(len(ps.types))
 	for i, t := range ps.types {
-		if req.le(t.net) {
+		// CPU and memory first: most types that fail, fail there.
+		if req[dimCPU] <= t.net[dimCPU] && req[dimMemory] <= t.net[dimMemory] && req.le(t.net) {
 			b.set(i)
 		}
 	}
-	s.holdMemo[key] = b
+	s.holdMemo[string(kb)] = b
 	return b
+}
+
+// labelOffered is the union of the zones and of the capacity types
+// offered by the pool's types in labelOK (a typesMatching answer),
+// memoized per answer.
+func (s *solver) labelOffered(ps *poolState, labelOK bitset) (zones, cts uint64) {
+	if len(labelOK) == 0 {
+		return 0, 0
+	}
+	if s.offeredMemo == nil {
+		s.offeredMemo = map[*uint64][2]uint64{}
+	}
+	if m, ok := s.offeredMemo[&labelOK[0]]; ok {
+		return m[0], m[1]
+	}
+	for i, t := range ps.types {
+		if labelOK.has(i) {
+			zones |= t.zoneMask
+			cts |= t.ctMask
+		}
+	}
+	s.offeredMemo[&labelOK[0]] = [2]uint64{zones, cts}
+	return zones, cts
 }
 
 // typesMatching returns the pool's types whose labels satisfy r.

@@ -22,3 +22,14 @@ func SetDrainIndex(on bool) { drainIndexOff = !on }
 // version back (on) or a new one (off), for the test that plans are the
 // same either way.
 func SetVersionRestore(on bool) { versionRestoreOff = !on }
+
+// SetUpgradeCache turns upgradeValue's cache of upgrade answers on or
+// off (off: upgradeFor every time), for the test that plans are the same
+// either way.
+func SetUpgradeCache(on bool) { upCacheOff = !on }
+
+// SetOpenCache turns isOpen's shortcuts (a closed bin stays closed while
+// the smallest pending request only rose; the type that made a bin open
+// is tried first) on or off, for the test that plans are the same either
+// way.
+func SetOpenCache(on bool) { openCacheOff = !on }

@@ -5,7 +5,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 )
 
 // Growth: when no paid room is left, the most cost-efficient way to make
@@ -45,7 +44,7 @@ func (s *solver) bestGrowth(l *level, want int) (*growth, string) {
 		return g.dp < best.dp
 	}
 	var excluded []*bin
-	var up growth // the best upgrade of the scan below
+	up := &s.upBest // the best upgrade of the scan below (scratch)
 retry:
 	if cands, ok := s.fastUpgrades(l, want, excluded); ok {
 		// The same sequential rule as the scan below, over the nodes
@@ -67,8 +66,8 @@ retry:
 			// By value: a growth is allocated only for the best so far,
 			// not for every node asked.
 			if g, ok := s.upgradeValue(l, b, cp, want); ok && better(&g) {
-				up = g
-				best = &up
+				*up = g
+				best = up
 			}
 		}
 	}
@@ -113,21 +112,41 @@ retry:
 }
 
 // upCache remembers a bin's best upgrade for a level until the bin
-// changes.
+// changes: the bin's version, the answer (0: none remembered, 1: no
+// upgrade, else the type plus 2) and its added price. Under a price cap
+// (a split in the local search) the cap is part of the key.
 type upCache struct {
 	ver  uint32
-	set  bool
-	none bool
-	typ  int
+	code int32
 	dp   float64
+	cap  float64
+}
+
+func (c *upCache) holds(ver uint32, cap float64) bool {
+	return c.code != 0 && c.ver == ver && c.cap == cap
 }
 
 // upCaches are upgrade answers by bin id, two per bin: a bin a rebuild
 // in the local search changes (journal.from) keeps the answer for its
 // version before the rebuild in the first while the second takes its
 // passing versions, so that the answer holds again when the rebuild is
-// undone and the bin takes its version back (restoreShape).
-type upCaches struct{ e [][2]upCache }
+// undone and the bin takes its version back (restoreShape). Answers
+// under a price cap have two slots of their own (capped), so that a
+// split does not overwrite the others.
+type upCaches struct{ e, capped [][2]upCache }
+
+// slotsFor is the pair of slots of bin id in e, grown as needed (to the
+// solve's bins at once: a search asks them in id order).
+func (s *solver) slotsFor(e *[][2]upCache, id int) *[2]upCache {
+	if n := len(*e); n <= id {
+		if cap(*e) <= id {
+			*e = slices.Grow(*e, max(id+1, len(s.bins)+8)-n)
+		}
+		*e = (*e)[:id+1]
+		clear((*e)[n:])
+	}
+	return &(*e)[id]
+}
 
 // upCachesFor is the cache of upgrade answers for l, shared with every
 // level whose upgradeFor reads the same: the class's request and, per
@@ -135,35 +154,36 @@ type upCaches struct{ e [][2]upCache }
 // labels). Classes of one request shape (Deployments of the same pod
 // size) then do not search every open node again.
 func (s *solver) upCachesFor(l *level) *upCaches {
-	var kb strings.Builder
+	kb := s.upKey[:0]
 	for _, v := range l.cls.req {
-		kb.WriteString(strconv.FormatInt(v, 36))
-		kb.WriteByte(',')
+		kb = strconv.AppendInt(kb, v, 36)
+		kb = append(kb, ',')
 	}
 	for _, cp := range l.pools {
-		kb.WriteByte('|')
+		kb = append(kb, '|')
 		if !cp.ok {
 			continue
 		}
 		for _, w := range cp.types {
-			kb.WriteString(strconv.FormatUint(w, 36))
-			kb.WriteByte(',')
+			kb = strconv.AppendUint(kb, w, 36)
+			kb = append(kb, ',')
 		}
-		kb.WriteString(strconv.FormatUint(cp.zoneMask, 36))
-		kb.WriteByte(',')
-		kb.WriteString(strconv.FormatUint(cp.ctMask, 36))
+		kb = strconv.AppendUint(kb, cp.zoneMask, 36)
+		kb = append(kb, ',')
+		kb = strconv.AppendUint(kb, cp.ctMask, 36)
 		if cp.labelAll {
-			kb.WriteString(",a")
+			kb = append(kb, ",a"...)
 		}
 		if cp.custom != nil {
-			kb.WriteString(",c" + cp.custom.signature())
+			kb = append(kb, ",c"...)
+			kb = append(kb, cp.custom.signature()...)
 		}
 	}
-	k := kb.String()
-	u, ok := s.upShared[k]
+	s.upKey = kb
+	u, ok := s.upShared[string(kb)]
 	if !ok {
 		u = &upCaches{}
-		s.upShared[k] = u
+		s.upShared[string(kb)] = u
 	}
 	return u
 }
@@ -185,49 +205,51 @@ func (s *solver) upgradeValue(l *level, b *bin, cp *classPool, want int) (growth
 	if l.up == nil {
 		l.up = s.upCachesFor(l)
 	}
-	for len(l.up.e) <= b.id {
-		l.up.e = append(l.up.e, [2]upCache{})
+	e := &l.up.e
+	if s.priceCap > 0 {
+		e = &l.up.capped
 	}
-	slots := &l.up.e[b.id]
+	slots := s.slotsFor(e, b.id)
+	cp0 := s.priceCap
+	if upCacheOff {
+		cp0 = -1 // no answer holds
+	}
 	c := &slots[0]
 	switch {
-	case slots[0].set && slots[0].ver == b.ver:
-	case slots[1].set && slots[1].ver == b.ver:
+	case slots[0].holds(b.ver, cp0):
+	case slots[1].holds(b.ver, cp0):
 		c = &slots[1]
 	case s.jr != nil && b.ver > s.jr.from:
 		c = &slots[1]
 	}
 	// A limited pool's answer also depends on the other nodes' sizes: no
 	// caching there.
-	if s.priceCap > 0 {
-		// A split in the local search: answers under a price cap are
-		// not remembered.
+	if !c.holds(b.ver, cp0) || b.pool.hasLimits {
 		g, ok := s.upgradeFor(l, b, cp)
-		if !ok {
-			return growth{}, false
-		}
-		c = &upCache{ver: b.ver, set: true, typ: g.typ, dp: g.dp}
-	} else if !c.set || c.ver != b.ver || b.pool.hasLimits {
-		g, ok := s.upgradeFor(l, b, cp)
-		*c = upCache{ver: b.ver, set: true, none: !ok}
+		*c = upCache{ver: b.ver, code: 1, cap: s.priceCap}
 		if ok {
-			c.typ, c.dp = g.typ, g.dp
+			c.code, c.dp = int32(g.typ)+2, g.dp
 		}
 	}
-	if c.none {
+	if c.code == 1 {
 		return growth{}, false
 	}
+	typ := int(c.code - 2)
 	// The type is chosen by capacity value (cached); whether growing is
 	// worth it is judged by what the pending pods can use of it, which
 	// changes with every placement.
 	eff := math.Inf(1)
 	if c.dp > 1e-12 {
-		v, _ := s.usefulValue(l, want, b.pool.types[c.typ].net, b.used)
+		v, _ := s.usefulValue(l, want, b.pool.types[typ].net, b.used)
 		cur, _ := s.usefulValue(l, want, b.pool.types[b.typ].net, b.used)
 		eff = (v - cur) / c.dp
 	}
-	return growth{b: b, ps: b.pool, typ: c.typ, eff: eff, dp: c.dp}, true
+	return growth{b: b, ps: b.pool, typ: typ, eff: eff, dp: c.dp}, true
 }
+
+// upCacheOff makes upgradeValue ask upgradeFor every time (tests
+// compare).
+var upCacheOff bool
 
 // upgradeFor is the best type change of bin b that takes one more pod of
 // l: among the types that hold the bin's pods and one more, the one that
@@ -267,7 +289,7 @@ func (s *solver) upgradeFor(l *level, b *bin, cp *classPool) (growth, bool) {
 			eff = (ps.values[i] - curValue) / dp
 		}
 		if best >= 0 {
-			if math.Abs(eff-bestEff) <= 0.01*math.Max(math.Abs(eff), math.Abs(bestEff)) {
+			if math.Abs(eff-bestEff) <= 0.01*max(math.Abs(eff), math.Abs(bestEff)) {
 				if dp >= bestDp {
 					continue
 				}

@@ -225,7 +225,10 @@ func (s *solver) tryRebuildBy(group []*bin, place func([]removed) bool) bool {
 	before := s.newPrice()
 	j := s.begin()
 	nBins := len(s.bins)
-	var work []removed
+	// work and the placements' record are scratch, reused by every
+	// rebuild (the local search tries dozens per solve).
+	work := s.workBuf[:0]
+	defer func() { s.workBuf = work[:0] }()
 	for _, b := range group {
 		j.touch(b)
 		for _, e := range b.entries {
@@ -242,10 +245,12 @@ func (s *solver) tryRebuildBy(group []*bin, place func([]removed) bool) bool {
 	}
 	sort.SliceStable(work, func(i, k int) bool { return work[i].l.cls.idx < work[k].l.cls.idx })
 	s.jr = j
+	s.jrPlaced = s.jrBuf[:0]
 	ok := place(work)
 	s.jr = nil
 	placed := s.jrPlaced
 	s.jrPlaced = nil
+	defer func() { s.jrBuf = placed[:0] }()
 	if ok && s.newPrice() < before-1e-9 {
 		return true
 	}
@@ -258,19 +263,16 @@ func (s *solver) tryRebuildBy(group []*bin, place func([]removed) bool) bool {
 	for _, w := range work {
 		s.addBack(w.l, w.b, w.n)
 	}
-	for b, sh := range j.shapes {
-		s.restoreShape(b, sh)
-	}
-	for ps, u := range j.usage {
-		copy(ps.usage, u.usage)
-		ps.usageNodes = u.nodes
-	}
+	s.restoreJournal(j)
 	copy(s.zoneLoad, j.load)
 	s.bins = s.bins[:nBins]
 	s.noteShrink()
 	for _, u := range s.upShared {
 		if len(u.e) > nBins {
 			u.e = u.e[:nBins]
+		}
+		if len(u.capped) > nBins {
+			u.capped = u.capped[:nBins]
 		}
 	}
 	return false
@@ -280,13 +282,21 @@ func (s *solver) tryRebuildBy(group []*bin, place func([]removed) bool) bool {
 type journal struct {
 	// from is the last bin version given out when the journal began:
 	// bins of a later version changed since.
-	from   uint32
-	moves  []moveRec
-	shapes map[*bin]shape
-	usage  map[*poolState]usageRec
-	load   []int
-	// usageBuf holds the pools' usage copies, by pool.
-	usageBuf []vec
+	from  uint32
+	moves []moveRec
+	// shapes are the touched bins' shapes before the step, in touch
+	// order; a bin is touched when its mark is the journal's epoch (one
+	// per step). Entries past the end keep their buffers for reuse.
+	shapes []touched
+	epoch  uint32
+	// usage is the pools' usage before the step, by pool.
+	usage []usageRec
+	load  []int
+}
+
+type touched struct {
+	b  *bin
+	sh shape
 }
 
 type moveRec struct {
@@ -315,40 +325,66 @@ type usageRec struct {
 }
 
 func (s *solver) begin() *journal {
-	// One journal, reused: steps do not nest, and one is begun for
-	// every node the local search tries to drain.
+	// One journal, reused (its shapes' and usage's buffers too): steps
+	// do not nest, and one is begun for every node the local search
+	// tries to drain.
 	j := &s.jbuf
-	if j.shapes == nil {
-		j.shapes, j.usage = map[*bin]shape{}, map[*poolState]usageRec{}
-	}
-	clear(j.shapes)
-	clear(j.usage)
+	j.epoch++
+	j.shapes = j.shapes[:0]
 	j.from, j.moves = s.verSeq, j.moves[:0]
 	j.load = append(j.load[:0], s.zoneLoad...)
-	for len(j.usageBuf) < len(s.pools) {
-		j.usageBuf = append(j.usageBuf, nil)
+	for len(j.usage) < len(s.pools) {
+		j.usage = append(j.usage, usageRec{})
 	}
 	for i, ps := range s.pools {
-		j.usageBuf[i] = append(j.usageBuf[i][:0], ps.usage...)
-		j.usage[ps] = usageRec{j.usageBuf[i], ps.usageNodes}
+		u := &j.usage[i]
+		u.usage = append(u.usage[:0], ps.usage...)
+		u.nodes = ps.usageNodes
 	}
 	return j
 }
 
 func (j *journal) touch(b *bin) {
-	if _, ok := j.shapes[b]; ok {
+	if b.jmark == j.epoch {
 		return
 	}
-	j.shapes[b] = snapshot(b)
+	b.jmark = j.epoch
+	n := len(j.shapes)
+	if n < cap(j.shapes) {
+		j.shapes = j.shapes[:n+1]
+	} else {
+		j.shapes = append(j.shapes, touched{})
+	}
+	t := &j.shapes[n]
+	t.b = b
+	snapshotTo(&t.sh, b)
 }
 
-func snapshot(b *bin) shape {
-	sh := shape{ver: b.ver, zoneMask: b.zoneMask, ctMask: b.ctMask, zone: b.zone, ct: b.ct, custom: b.custom,
-		ownCust: b.ownCust, labelCut: b.labelCut, typ: b.typ, offer: b.offer, ports: append([]hostPort(nil), b.ports...), doms: append([]int(nil), b.doms...)}
-	if b.types != nil {
-		sh.types = b.types.clone()
+// restoreJournal puts back the shapes and pool usage the journal holds.
+func (s *solver) restoreJournal(j *journal) {
+	for i := range j.shapes {
+		s.restoreShape(j.shapes[i].b, &j.shapes[i].sh)
 	}
-	return sh
+	for i, ps := range s.pools {
+		copy(ps.usage, j.usage[i].usage)
+		ps.usageNodes = j.usage[i].nodes
+	}
+}
+
+// snapshotTo records b's shape in sh, reusing sh's buffers.
+func snapshotTo(sh *shape, b *bin) {
+	types, ports, doms := sh.types, sh.ports, sh.doms
+	*sh = shape{ver: b.ver, zoneMask: b.zoneMask, ctMask: b.ctMask, zone: b.zone, ct: b.ct, custom: b.custom,
+		ownCust: b.ownCust, labelCut: b.labelCut, typ: b.typ, offer: b.offer,
+		ports: append(ports[:0], b.ports...), doms: append(doms[:0], b.doms...)}
+	if b.types != nil {
+		if len(types) == len(b.types) {
+			copy(types, b.types)
+			sh.types = types
+		} else {
+			sh.types = b.types.clone()
+		}
+	}
 }
 
 // rollback undoes the moves in reverse and restores shapes and usage.
@@ -358,17 +394,11 @@ func (s *solver) rollback(j *journal) {
 		s.unplace(m.l, m.to, m.ch.k)
 		s.addBack(m.l, m.from, m.ch.k)
 	}
-	for b, sh := range j.shapes {
-		s.restoreShape(b, sh)
-	}
-	for ps, u := range j.usage {
-		copy(ps.usage, u.usage)
-		ps.usageNodes = u.nodes
-	}
+	s.restoreJournal(j)
 	copy(s.zoneLoad, j.load)
 }
 
-func (s *solver) restoreShape(b *bin, sh shape) {
+func (s *solver) restoreShape(b *bin, sh *shape) {
 	s.noteShrink()
 	s.changed(b)
 	if sh.types != nil {
@@ -377,7 +407,7 @@ func (s *solver) restoreShape(b *bin, sh shape) {
 	b.zoneMask, b.ctMask, b.zone, b.ct = sh.zoneMask, sh.ctMask, sh.zone, sh.ct
 	b.custom, b.ownCust, b.typ, b.offer = sh.custom, sh.ownCust, sh.typ, sh.offer
 	b.labelCut = sh.labelCut
-	b.ports = append([]hostPort(nil), sh.ports...)
+	b.ports = append(b.ports[:0], sh.ports...)
 	b.doms = append(b.doms[:0], sh.doms...)
 	// The callers restore the bin's pods first, so it is again what it
 	// was at the snapshot's version for everything the caches keyed by
@@ -461,8 +491,8 @@ func (s *solver) tryDrain(b *bin, targets *roomy) bool {
 	// Every node this drain changes gets its value in the drain index
 	// again, whether the drain is kept or rolled back.
 	defer func() {
-		for t := range j.shapes {
-			targets.refresh(t)
+		for _, t := range j.shapes {
+			targets.refresh(t.b)
 		}
 	}()
 	for _, e := range entries {
@@ -510,7 +540,8 @@ func (s *solver) tryDrain(b *bin, targets *roomy) bool {
 				continue
 			}
 			j.touch(t)
-			pre := snapshot(t)
+			pre := &s.preShape
+			snapshotTo(pre, t)
 			s.unplace(e.l, b, ch.k)
 			s.place(e.l, t, ch)
 			if t.node == nil {

@@ -15,3 +15,19 @@ import (
 func TestVersionRestoreSamePlans(t *testing.T) {
 	samePlans(t, "versions restored", scheduling.SetVersionRestore)
 }
+
+// TestUpgradeCacheSamePlans: the cached upgrade answers (by bin version,
+// and under a split's price cap by version and cap) give the plans that
+// asking upgradeFor every time gives. An answer kept across a cap change
+// or a version change would make plans differ.
+func TestUpgradeCacheSamePlans(t *testing.T) {
+	samePlans(t, "upgrade answers cached", scheduling.SetUpgradeCache)
+}
+
+// TestOpenCacheSamePlans: isOpen's shortcuts (a closed bin stays closed
+// while the smallest pending request only rose, the type that made a bin
+// open is tried first) give the plans its full scans give. Keeping a
+// closed answer after the minimum fell would make plans differ.
+func TestOpenCacheSamePlans(t *testing.T) {
+	samePlans(t, "open states kept", scheduling.SetOpenCache)
+}

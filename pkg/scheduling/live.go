@@ -17,6 +17,9 @@ type openState struct {
 	gen  uint32
 	ok   bool // computed
 	open bool
+	// wit is the type that made the bin open (a type index), checked
+	// first when the bin did not change since.
+	wit int32
 }
 
 // noteShrink marks the open list stale: some bin may have room again.
@@ -49,15 +52,19 @@ func (s *solver) setMinPending(l *level) {
 			s.minPending[i] = min(v, root[i])
 		}
 		s.minGen++
+		if s.liveStale {
+			s.minFellGen = s.minGen
+		}
 	}
 }
 
 // isOpen tells whether b might take a pod of at least minPending.
 func (s *solver) isOpen(b *bin) bool {
-	if b.open.ok && b.open.ver == b.ver && b.open.gen == s.minGen {
+	if b.open.ok && b.open.ver == b.ver && (b.open.gen == s.minGen || (!b.open.open && b.open.gen >= s.minFellGen && !openCacheOff)) {
+		// A closed bin stays closed while the minimum only rose.
 		return b.open.open
 	}
-	open := false
+	open, wit := false, int32(-1)
 	// need is scratch (isOpen is asked for every bin of every search).
 	if len(s.needBuf) != len(b.used) {
 		s.needBuf = make(vec, len(b.used))
@@ -72,16 +79,29 @@ func (s *solver) isOpen(b *bin) bool {
 		open = true // dropped or empty: the searches decide
 	default:
 		ps := b.pool
+		if b.open.ok && b.open.open && b.open.ver == b.ver && !openCacheOff {
+			// The same bin: the type that made it open may still.
+			if w := int(b.open.wit); w >= 0 && need.le(ps.types[w].net) {
+				b.open = openState{ver: b.ver, gen: s.minGen, ok: true, open: true, wit: int32(w)}
+				return true
+			}
+		}
 		for _, i := range s.searchList(b, nil) {
-			if b.types.has(i) && need.le(ps.types[i].net) {
-				open = true
+			net := ps.types[i].net
+			// CPU and memory first: most types fail there.
+			if need[dimCPU] <= net[dimCPU] && need[dimMemory] <= net[dimMemory] && b.types.has(i) && need.le(net) {
+				open, wit = true, int32(i)
 				break
 			}
 		}
 	}
-	b.open = openState{ver: b.ver, gen: s.minGen, ok: true, open: open}
+	b.open = openState{ver: b.ver, gen: s.minGen, ok: true, open: open, wit: wit}
 	return open
 }
+
+// openCacheOff makes isOpen recompute whenever the minimum changed
+// (tests compare).
+var openCacheOff bool
 
 // liveBins are the bins, in order, that may take a pod of l's class.
 // placeAt calls setMinPending first (remaining counts change only

@@ -170,7 +170,7 @@ func (s *solver) setPrices(y []float64) func() {
 	oldClass := make([]float64, len(s.classes))
 	apply := func() {
 		for _, b := range s.bins {
-			b.ver++
+			s.changed(b) // a new version: b.ver+1 may be one b had at the old prices
 		}
 	}
 	s.unitPrice = y

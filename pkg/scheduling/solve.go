@@ -59,6 +59,9 @@ type solver struct {
 	// (a rebuild in the local search), and jrPlaced the placements.
 	jr       *journal
 	jrPlaced []placedRec
+	// jrBuf and workBuf are tryRebuildBy's scratch.
+	jrBuf   []placedRec
+	workBuf []removed
 	// priceCap, when above 0, keeps growth to nodes of capPool cheaper
 	// than it (a split in the local search: other pools, of a lower
 	// weight, must not win because the cap ruled out their betters).
@@ -79,8 +82,11 @@ type solver struct {
 	namespaces  map[string]map[string]string
 
 	bins []*bin
-	// upShared are the upgrade caches by what upgradeFor reads.
+	// upShared are the upgrade caches by what upgradeFor reads; upKey
+	// is upCachesFor's scratch, upBest bestGrowth's.
 	upShared map[string]*upCaches
+	upKey    []byte
+	upBest   growth
 	// live are the bins not closed (live.go): minPending, the smallest
 	// pending request, and minGen, its version; liveLen is how many of
 	// s.bins live has seen; liveStale asks for a rebuild.
@@ -89,6 +95,7 @@ type solver struct {
 	liveStale    bool
 	minPending   vec
 	minGen       uint32
+	minFellGen   uint32 // the last minGen at which some dimension fell
 	pmin         *pendMin
 	gidx         *growIdx // growidx.go, while packing
 	existingBins []*bin
@@ -97,6 +104,9 @@ type solver struct {
 	spreadMemo   map[*corev1.TopologySpreadConstraint]uint64
 	typeMemo     map[string]bitset
 	holdMemo     map[string]bitset // typesHolding's
+	holdKey      []byte            // typesHolding's scratch
+	// offeredMemo is labelOffered's, by typesMatching's answer.
+	offeredMemo map[*uint64][2]uint64
 
 	// unitPrice are the bound's dual prices: $/h per unit of each
 	// dimension (a millicore, a byte, a pod slot), what a unit of it is
@@ -109,6 +119,7 @@ type solver struct {
 	// allCols are the bound's unrestricted columns (allColumns), and full
 	// their LP solved before packing (dualPrices).
 	allCols []lpColumn
+	colBuf  []lpColumn // columns' scratch
 	full    cover
 	// needBuf is isOpen's scratch, upNeed upgradeFor's, newScratch
 	// newBinFor's by pool; zeroVec is all zeros (read only).
@@ -120,8 +131,10 @@ type solver struct {
 	// unique over the solve, so a bin put back as it was can take its
 	// old version back without another state ever having had it.
 	verSeq uint32
-	// jbuf is the local search's journal (begin).
-	jbuf journal
+	// jbuf is the local search's journal (begin), preShape tryDrain's
+	// scratch.
+	jbuf     journal
+	preShape shape
 	// optBuf and rankBuf are newNode's scratch, and optLists the option
 	// lists made so far, by a hash of their key (sharedOpts).
 	optBuf   []opt
