@@ -22,3 +22,8 @@ func SetDrainIndex(on bool) { drainIndexOff = !on }
 // version back (on) or a new one (off), for the test that plans are the
 // same either way.
 func SetVersionRestore(on bool) { versionRestoreOff = !on }
+
+// SetTopoGrowIndex turns the growth index for classes with topology
+// (growidx.go) on or off, for the test that plans are the same either
+// way.
+func SetTopoGrowIndex(on bool) { topoGrowIndexOff = !on }

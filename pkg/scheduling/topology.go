@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -153,8 +154,12 @@ func inc(a *[]int32, d int, k int32) {
 	if d < 0 {
 		return
 	}
-	for len(*a) <= d {
-		*a = append(*a, 0)
+	if n := len(*a); d >= n {
+		// At once: a hostname group's domains are node ids, and
+		// growing by one slot at a time was a tenth of mix's solve at
+		// 50,000 pods (10,000 nodes, 1,200 hostname groups).
+		*a = slices.Grow(*a, d+1-n)[:d+1]
+		clear((*a)[n:])
 	}
 	(*a)[d] += k
 }
