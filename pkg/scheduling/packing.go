@@ -44,7 +44,7 @@ func (s *solver) place(l *level, b *bin, ch choice) {
 		for _, key := range l.otherKeys {
 			if d := s.domain(b, key, -1, -1); d >= 0 {
 				for len(s.pinPods) <= key {
-					s.pinPods = append(s.pinPods, nil)
+					s.pinPods = append(s.pinPods, domCounts{})
 				}
 				inc(&s.pinPods[key], d, int32(k))
 			}
