@@ -28,10 +28,10 @@ import (
 // topology, in pools without minValues, it fills that room to the full
 // (with host ports: one pod on every node with room and no conflict).
 //
-// When O falls below some node's room (the last pods), for classes with
-// topology, in pools with minValues, in the local search (journaled,
-// price-capped) and under negative prices, bestGrowth scans every open
-// node as before.
+// When O falls below some node's room (the last pods), in pools with
+// minValues, in the local search (journaled, price-capped) and under
+// negative prices, bestGrowth scans every open node as before. Classes
+// with topology use the index too (see fastUpgrades).
 //
 // The bounds are kept lazily: a node that changes is queued (growDirty)
 // and its bound recomputed at the next query; bounds computed for a
