@@ -194,7 +194,7 @@ func (s *solver) pinLoad(key, d int) int {
 		return 0
 	}
 	for len(s.pinPods) <= key {
-		s.pinPods = append(s.pinPods, nil)
+		s.pinPods = append(s.pinPods, domCounts{})
 	}
 	return int(at(s.pinPods[key], d))
 }

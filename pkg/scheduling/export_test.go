@@ -33,3 +33,8 @@ func SetUpgradeCache(on bool) { upCacheOff = !on }
 // is tried first) on or off, for the test that plans are the same either
 // way.
 func SetOpenCache(on bool) { openCacheOff = !on }
+
+// SetTopoGrowIndex turns the growth index for classes with topology
+// (growidx.go) on or off, for the test that plans are the same either
+// way.
+func SetTopoGrowIndex(on bool) { topoGrowIndexOff = !on }

@@ -28,10 +28,10 @@ import (
 // topology, in pools without minValues, it fills that room to the full
 // (with host ports: one pod on every node with room and no conflict).
 //
-// When O falls below some node's room (the last pods), for classes with
-// topology, in pools with minValues, in the local search (journaled,
-// price-capped) and under negative prices, bestGrowth scans every open
-// node as before.
+// When O falls below some node's room (the last pods), in pools with
+// minValues, in the local search (journaled, price-capped) and under
+// negative prices, bestGrowth scans every open node as before. Classes
+// with topology use the index too (see fastUpgrades).
 //
 // The bounds are kept lazily: a node that changes is queued (growDirty)
 // and its bound recomputed at the next query; bounds computed for a
@@ -61,6 +61,12 @@ type growIdx struct {
 	cands  []*growth
 	// paid is fillPaid's list of nodes with paid room (paidroom.go).
 	paid paidRoom
+	// unfilled are the new nodes the last fillPaid (of level unfilledFor)
+	// left with room for a pod of its class at their type: topology
+	// refused more there (see fastUpgrades). Any placement after that
+	// fillPaid clears unfilledFor.
+	unfilled    []*bin
+	unfilledFor *level
 }
 
 type growItem struct {
@@ -111,6 +117,7 @@ func (s *solver) growDirty(b *bin) {
 		return
 	}
 	g.paid.paidDirty(b)
+	g.unfilledFor = nil
 	if b.node != nil {
 		return
 	}
@@ -125,6 +132,10 @@ func (s *solver) growDirty(b *bin) {
 
 // growIndexOff makes bestGrowth scan every node (tests compare).
 var growIndexOff bool
+
+// topoGrowIndexOff makes bestGrowth scan every node for classes with
+// topology (tests compare).
+var topoGrowIndexOff bool
 
 // startGrowIndex turns the index on for packing.
 func (s *solver) startGrowIndex() {
@@ -225,9 +236,25 @@ func (s *solver) growRefresh() {
 // upgrades of the nodes whose bound reaches the efficiencies that can
 // matter (tieLow), in node order. ok is false when the index does not
 // apply (see above); the caller then scans every open node.
+//
+// Classes with topology (spreads, pod affinity and anti-affinity, or
+// members of such groups) read the same efficiencies: topology only says
+// which nodes may take a pod (allowance), not what an upgrade is worth,
+// so the bound holds for them too. Two things differ. Their paid room is
+// not filled to the full (fillPaid places what topology allows): a node
+// fillPaid left with room at its type for a pod of the class may have
+// an upgrade to that same type, which the bound (over the other types)
+// does not cover, so those nodes (unfilled) are asked directly. And a
+// group's first node may be refused where a twin is not (twins have the
+// same resources but not the same pods): the group's first node that
+// topology accepts stands for it.
 func (s *solver) fastUpgrades(l *level, want int, excluded []*bin) (cands []*growth, ok bool) {
 	g := s.gidx
-	if g == nil || g.off || s.jr != nil || s.priceCap > 0 || s.capPool != nil || !noTopology(l) {
+	if g == nil || g.off || s.jr != nil || s.priceCap > 0 || s.capPool != nil {
+		return nil, false
+	}
+	topo := !noTopology(l)
+	if topo && (topoGrowIndexOff || g.unfilledFor != l) {
 		return nil, false
 	}
 	// O: the other pending pods' worth.
@@ -253,6 +280,30 @@ func (s *solver) fastUpgrades(l *level, want int, excluded []*bin) (cands []*gro
 		}
 		g.popped, g.cands, g.effs = popped[:0], cands[:0], effs[:0]
 	}()
+	add := func(u *growth) bool {
+		if math.IsInf(u.eff, 0) || math.IsNaN(u.eff) {
+			return false
+		}
+		cands = append(cands, u)
+		effs = append(effs, u.eff)
+		if u.eff > maxEff {
+			maxEff, low = u.eff, u.eff
+		} else if u.eff < low {
+			fresh = true
+		}
+		return true
+	}
+	if topo {
+		for _, b := range g.unfilled {
+			cp := l.pools[b.pool.idx]
+			if !cp.ok || sliceHas(excluded, b) || s.allowance(l, b, 1, anyType).k == 0 {
+				continue
+			}
+			if u := s.upgradeCached(l, b, cp, want); u != nil && !add(u) {
+				return nil, false
+			}
+		}
+	}
 	for len(g.h) > 0 {
 		top := g.h[0]
 		b := s.bins[top.id]
@@ -279,33 +330,42 @@ func (s *solver) fastUpgrades(l *level, want int, excluded []*bin) (cands []*gro
 		}
 		g.h.pop()
 		popped = append(popped, top)
-		if sliceHas(excluded, b) {
-			// The group's next node not excluded stands for it.
-			b = g.firstNotIn(b, s.bins, excluded)
+		cp := l.pools[b.pool.idx]
+		if !cp.ok {
+			continue
+		}
+		if topo {
+			// The group's first node topology accepts (and not
+			// excluded) stands for it.
+			b = g.firstWith(b, s.bins, func(n *bin) bool {
+				return !sliceHas(excluded, n) && s.allowance(l, n, 1, anyType).k > 0
+			})
 			if b == nil {
 				continue
 			}
-		}
-		cp := l.pools[b.pool.idx]
-		if !cp.ok || s.allowance(l, b, 1, anyType).k == 0 {
-			continue
+		} else {
+			if sliceHas(excluded, b) {
+				// The group's next node not excluded stands for it.
+				b = g.firstNotIn(b, s.bins, excluded)
+				if b == nil {
+					continue
+				}
+			}
+			if s.allowance(l, b, 1, anyType).k == 0 {
+				continue
+			}
 		}
 		u := s.upgradeCached(l, b, cp, want)
 		if u == nil {
 			continue
 		}
-		if math.IsInf(u.eff, 0) || math.IsNaN(u.eff) {
+		if !add(u) {
 			return nil, false
-		}
-		cands = append(cands, u)
-		effs = append(effs, u.eff)
-		if u.eff > maxEff {
-			maxEff, low = u.eff, u.eff
-		} else if u.eff < low {
-			fresh = true
 		}
 	}
 	sort.Slice(cands, func(i, j int) bool { return cands[i].b.id < cands[j].b.id })
+	// A node both unfilled and in the heap: the same upgrade twice.
+	cands = slices.CompactFunc(cands, func(a, b *growth) bool { return a.b == b.b })
 	return cands, true
 }
 
@@ -439,6 +499,23 @@ func (g *growIdx) dropGroupOf(grp *twinGroup) {
 		g.grp[id] = nil
 	}
 	delete(g.groups, grp.key)
+}
+
+// firstWith is the first node of b's group (b alone: b) that ok accepts,
+// nil if none.
+func (g *growIdx) firstWith(b *bin, bins []*bin, ok func(*bin) bool) *bin {
+	if b.id >= len(g.grp) || g.grp[b.id] == nil {
+		if ok(b) {
+			return b
+		}
+		return nil
+	}
+	for _, id := range g.grp[b.id].ids {
+		if n := bins[id]; ok(n) {
+			return n
+		}
+	}
+	return nil
 }
 
 // firstNotIn is the first node of b's group not among excluded (b itself

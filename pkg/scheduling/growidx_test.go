@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/joist-dev/joist/pkg/scheduling"
 	"github.com/joist-dev/joist/pkg/scheduling/internal/workloadgen"
 )
@@ -32,6 +34,78 @@ func planShape(p scheduling.Plan) string {
 // sizes where steps tie between many equal nodes.
 func TestGrowIndexSamePlans(t *testing.T) {
 	samePlans(t, "the growth index", scheduling.SetGrowIndex)
+}
+
+// TestTopoGrowIndexSamePlans: the growth index serves classes with
+// topology too (spreads, pod affinity and anti-affinity), asking the nodes
+// fillPaid left with room and each group's first node topology accepts,
+// so every plan is the one the scan over every open node makes.
+func TestTopoGrowIndexSamePlans(t *testing.T) {
+	samePlans(t, "the growth index for classes with topology", scheduling.SetTopoGrowIndex)
+}
+
+// TestTopoGrowIndexSamePlansHandmade: the two cases of classes with
+// topology the generated shapes do not reach, each against the full scan.
+func TestTopoGrowIndexSamePlansHandmade(t *testing.T) {
+	web := func(p *corev1.Pod) { p.Labels["app"] = "web" }
+	cases := []struct {
+		name string
+		pods [][]*corev1.Pod
+		// zoneA prices offerings in test-1a at this share of the others
+		// (0: as they are).
+		zoneA float64
+	}{{
+		// a's node and b's are twins (same type and resources), a's
+		// first; c may not join web pods, so a's node is refused and
+		// b's must stand for the group.
+		name: "group's first node refused by anti-affinity, its twin not",
+		pods: [][]*corev1.Pod{
+			pods("a", 1, "1500m", "1Gi", web),
+			pods("b", 1, "1500m", "1Gi", antiAffinity(corev1.LabelHostname, "web")),
+			pods("c", 1, "1500m", "1Gi", antiAffinity(corev1.LabelHostname, "web")),
+			pods("z", 30, "250m", "256Mi"),
+		},
+	}, {
+		// q's node (c.large only: no upgrade, so not in the index's
+		// heap) is open in every zone at test-1a's price; the spread of
+		// s picks test-1b (p's spread pinned p to test-1a), dearer, so
+		// fillPaid leaves the node's room, and the scan then grows it to
+		// its own type at no added price (pinned to test-1b).
+		name: "paid room left by a zone pin that raises the price",
+		pods: [][]*corev1.Pod{
+			pods("p", 1, "1800m", "1Gi", spread(corev1.LabelTopologyZone, 1, corev1.DoNotSchedule, "p")),
+			pods("q", 1, "750m", "1Gi", antiAffinity(corev1.LabelHostname, "p"), nodeSelector(corev1.LabelInstanceTypeStable, "c.large")),
+			pods("s", 1, "500m", "512Mi", spread(corev1.LabelTopologyZone, 1, corev1.DoNotSchedule, "s")),
+			pods("z", 30, "100m", "128Mi"),
+		},
+		zoneA: 0.8,
+	}}
+	defer scheduling.SetTopoGrowIndex(true)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var all []*corev1.Pod
+			for _, ps := range c.pods {
+				all = append(all, ps...)
+			}
+			in := input(all)
+			if c.zoneA > 0 {
+				for _, it := range in.InstanceTypes {
+					for i := range it.Offerings {
+						if it.Offerings[i].Zone == "test-1a" {
+							it.Offerings[i].Price *= c.zoneA
+						}
+					}
+				}
+			}
+			scheduling.SetTopoGrowIndex(false)
+			want := solve(t, in)
+			scheduling.SetTopoGrowIndex(true)
+			got := solve(t, in)
+			if a, b := planShape(got), planShape(want); a != b {
+				t.Errorf("plan with the index differs from the full scan's:\n%s\n--- full scan:\n%s", a, b)
+			}
+		})
+	}
 }
 
 // TestSkipPaidSamePlans: placeAt does not look for paid room after a

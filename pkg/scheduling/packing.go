@@ -44,7 +44,7 @@ func (s *solver) place(l *level, b *bin, ch choice) {
 		for _, key := range l.otherKeys {
 			if d := s.domain(b, key, -1, -1); d >= 0 {
 				for len(s.pinPods) <= key {
-					s.pinPods = append(s.pinPods, nil)
+					s.pinPods = append(s.pinPods, domCounts{})
 				}
 				inc(&s.pinPods[key], d, int32(k))
 			}
@@ -210,9 +210,15 @@ func (s *solver) fillPaid(l *level, want int) int {
 		cands = s.gidx.paid.cands
 		defer func() { s.gidx.paid.cands = cands[:0] }()
 	}
+	var unfilled []*bin
+	if s.gidx != nil {
+		unfilled = s.gidx.unfilled[:0]
+		defer func() { s.gidx.unfilled, s.gidx.unfilledFor = unfilled, l }()
+	}
 	for placed < want {
 		progress := false
 		cands = cands[:0]
+		unfilled = unfilled[:0]
 		for _, b := range s.paidBins(l) {
 			if placed == want {
 				break
@@ -254,6 +260,7 @@ func (s *solver) fillPaid(l *level, want int) int {
 			b := cands.pop().b
 			ch := s.allowance(l, b, want-placed, b.typ)
 			if ch.k <= 0 {
+				unfilled = append(unfilled, b)
 				continue
 			}
 			if ch.zone >= 0 || ch.ct >= 0 {
@@ -267,12 +274,16 @@ func (s *solver) fillPaid(l *level, want int) int {
 					cm = maskOf(ch.ct)
 				}
 				if o, ok := b.pool.types[b.typ].price(zm, cm); !ok || o.price > b.offer.price+1e-12 {
+					unfilled = append(unfilled, b)
 					continue
 				}
 			}
 			s.place(l, b, ch)
 			placed += ch.k
 			progress = true
+			if maxCopies(b.used, l.cls.req, b.pool.types[b.typ].net) > 0 {
+				unfilled = append(unfilled, b) // topology took fewer than the room holds
+			}
 		}
 		if !progress || !l.hasRange {
 			break

@@ -52,7 +52,7 @@ type solver struct {
 	// open new bin (trialUnset: none); pinPods counts pods per pinned
 	// value, to spread ties.
 	trial   []int
-	pinPods [][]int32
+	pinPods []domCounts
 	// pending is the requests of the pods not placed yet.
 	pending vec
 	// jr, when set, journals every bin placement and type change touch

@@ -119,13 +119,13 @@ type group struct {
 	nsSet map[string]bool
 	nsSel labels.Selector
 	// counts of selected pods per domain, and their total.
-	counts []int32
+	counts domCounts
 	total  int
 	// owners counts pods whose *required* anti-affinity term this group
 	// is, per domain (inverse anti-affinity); affOwners pods whose enforced
 	// affinity term it is (so moves never strand them).
-	owners    []int32
-	affOwners []int32
+	owners    domCounts
+	affOwners domCounts
 	hasOwners bool
 	// spreadSkew is the smallest maxSkew of hard spreads counting with the
 	// group (0: none), and spreadEligible their domains, used to keep
@@ -140,23 +140,6 @@ type group struct {
 	filter      []*reqs
 	filterTols  []corev1.Toleration
 	honorTaints bool
-}
-
-func at(a []int32, d int) int32 {
-	if d < 0 || d >= len(a) {
-		return 0
-	}
-	return a[d]
-}
-
-func inc(a *[]int32, d int, k int32) {
-	if d < 0 {
-		return
-	}
-	for len(*a) <= d {
-		*a = append(*a, 0)
-	}
-	(*a)[d] += k
 }
 
 // matches tells whether the group selects a pod with these namespace and
