@@ -29,9 +29,10 @@ import (
 // (with host ports: one pod on every node with room and no conflict).
 //
 // When O falls below some node's room (the last pods), for classes with
-// topology, in pools with minValues, in the local search (journaled,
-// price-capped) and under negative prices, bestGrowth scans every open
-// node as before.
+// topology, in pools with minValues, in the local search (price-capped
+// splits; the index is on there only for regroup's rebuilds, which start
+// one of their own: regroup.go placeIndexed) and under negative prices,
+// bestGrowth scans every open node as before.
 //
 // The bounds are kept lazily: a node that changes is queued (growDirty)
 // and its bound recomputed at the next query; bounds computed for a
@@ -227,7 +228,7 @@ func (s *solver) growRefresh() {
 // apply (see above); the caller then scans every open node.
 func (s *solver) fastUpgrades(l *level, want int, excluded []*bin) (cands []*growth, ok bool) {
 	g := s.gidx
-	if g == nil || g.off || s.jr != nil || s.priceCap > 0 || s.capPool != nil || !noTopology(l) {
+	if g == nil || g.off || s.priceCap > 0 || s.capPool != nil || !noTopology(l) {
 		return nil, false
 	}
 	// O: the other pending pods' worth.
