@@ -57,3 +57,36 @@ func TestFrontierIsTheUndominatedTypes(t *testing.T) {
 		}
 	}
 }
+
+// TestFrontierHoldsIsAnyTypeCheaperHolding: tryMerge's quick check
+// (frontierHolds, on the frontier only) answers what a walk over every
+// type cheaper than the price would, on random types, requests and
+// prices.
+func TestFrontierHoldsIsAnyTypeCheaperHolding(t *testing.T) {
+	for seed := int64(1); seed <= 200; seed++ {
+		rnd := rand.New(rand.NewSource(seed))
+		ps := &poolState{}
+		for i := 0; i < 1+rnd.Intn(60); i++ {
+			pt := &ptype{net: vec{int64(1 + rnd.Intn(8)), int64(1 + rnd.Intn(8)), 10, int64(rnd.Intn(2))}}
+			o := offer{zone: rnd.Intn(3), ct: rnd.Intn(2), price: float64(1 + rnd.Intn(6))}
+			pt.offers, pt.zoneMask, pt.ctMask, pt.minPrice = []offer{o}, maskOf(o.zone), maskOf(o.ct), o.price
+			ps.types = append(ps.types, pt)
+		}
+		sort.SliceStable(ps.types, func(i, j int) bool { return ps.types[i].minPrice < ps.types[j].minPrice })
+		ps.frontierBits = newBitset(len(ps.types))
+		(&solver{}).buildFrontier(ps)
+		for q := 0; q < 50; q++ {
+			need := vec{int64(rnd.Intn(9)), int64(rnd.Intn(9)), int64(rnd.Intn(11)), int64(rnd.Intn(2))}
+			price := float64(rnd.Intn(8)) + 0.5
+			want := false
+			for _, pt := range ps.types {
+				if pt.minPrice < price && need.le(pt.net) {
+					want = true
+				}
+			}
+			if got := frontierHolds(ps, need, price); got != want {
+				t.Fatalf("seed %d: need %v under $%.1f: got %v, want %v", seed, need, price, got, want)
+			}
+		}
+	}
+}

@@ -29,9 +29,11 @@ import (
 // (with host ports: one pod on every node with room and no conflict).
 //
 // When O falls below some node's room (the last pods), in pools with
-// minValues, in the local search (journaled, price-capped) and under
-// negative prices, bestGrowth scans every open node as before. Classes
-// with topology use the index too (see fastUpgrades).
+// minValues, in the local search (price-capped splits; the index is on
+// there only for regroup's rebuilds, which start one of their own:
+// regroup.go placeIndexed) and under negative prices, bestGrowth scans
+// every open node as before. Classes with topology use the index too (see
+// fastUpgrades).
 //
 // The bounds are kept lazily: a node that changes is queued (growDirty)
 // and its bound recomputed at the next query; bounds computed for a
@@ -250,7 +252,7 @@ func (s *solver) growRefresh() {
 // topology accepts stands for it.
 func (s *solver) fastUpgrades(l *level, want int, excluded []*bin) (cands []*growth, ok bool) {
 	g := s.gidx
-	if g == nil || g.off || s.jr != nil || s.priceCap > 0 || s.capPool != nil {
+	if g == nil || g.off || s.priceCap > 0 || s.capPool != nil {
 		return nil, false
 	}
 	topo := !noTopology(l)

@@ -594,8 +594,15 @@ func (s *solver) tryMerge(a, b *bin) bool {
 	if zm == 0 || cm == 0 {
 		return false
 	}
-	need := a.used.clone()
+	if len(s.mergeBuf) != len(a.used) {
+		s.mergeBuf = make(vec, len(a.used))
+	}
+	need := s.mergeBuf
+	copy(need, a.used)
 	need.add(b.used)
+	if !frontierHolds(ps, need, before-1e-9) {
+		return false
+	}
 	best := -1
 	for i, t := range ps.types {
 		if t.minPrice >= before-1e-9 {
@@ -635,6 +642,30 @@ func (s *solver) tryMerge(a, b *bin) bool {
 	b.offer = o
 	s.dropBin(a)
 	return true
+}
+
+// frontierHolds tells whether some type of the pool cheaper than price
+// (by minimum price) holds need. Only the frontier is looked at: a type
+// that holds need has a frontier type dominating it (no dearer, as much
+// of everything), which holds it too. tryMerge asks it first: most pairs
+// of nodes fit no type cheaper than the two (at 50,000 pods it tries
+// tens of thousands of pairs, each a walk over every type cheaper than
+// the two).
+func frontierHolds(ps *poolState, need vec, price float64) bool {
+	idx := ps.frontier
+	if len(idx) == 0 {
+		idx = ps.allIdx
+	}
+	for _, i := range idx {
+		t := ps.types[i]
+		if t.minPrice >= price {
+			return false
+		}
+		if need[dimCPU] <= t.net[dimCPU] && need.le(t.net) {
+			return true
+		}
+	}
+	return false
 }
 
 // removalSafe tells whether moving ch.k pods of l from one bin to another

@@ -1,6 +1,9 @@
 package scheduling
 
-import "sort"
+import (
+	"slices"
+	"sort"
+)
 
 // Regrouping: the last step of the local search. The packer values types
 // and pods at the dual prices of the LP for the whole workload, so every
@@ -147,7 +150,7 @@ func (s *solver) rebuildAlone(group []*bin) bool {
 	_, y := solveCover(s.allColumns(), demand)
 	restore := s.setPrices(y)
 	ok := s.tryRebuildBy(group, func(work []removed) bool {
-		if !s.placeWork(work) {
+		if !s.placeIndexed(work) {
 			return false
 		}
 		for _, p := range s.jrPlaced {
@@ -195,5 +198,55 @@ func (s *solver) setPrices(y []float64) func() {
 			c.value = oldClass[i]
 		}
 		apply()
+	}
+}
+
+// placeIndexed is placeWork with the growth index and the lists of
+// nodes with paid room (growidx.go, paidroom.go) on, as while packing: a
+// group's pods are pending as a workload of their own, and a rebuild at
+// 10,000 pods otherwise scans every open node at every growth step. The
+// index is made for the rebuild (the prices are the group's) and dropped
+// before anything takes pods off a node. The group's classes count as
+// pending (pendmin.go) until their last pods are placed, so the smallest
+// pending request, which bounds the index and closes full nodes
+// (live.go), covers what is still to place and only grows; the index
+// gives the plans the scan gives (TestGrowIndexSamePlans).
+func (s *solver) placeIndexed(work []removed) bool {
+	p := s.pendingMin()
+	var back []*class
+	for _, w := range work {
+		if c := w.l.cls; p.done[c.idx] {
+			p.undone(c)
+			back = append(back, c)
+		}
+	}
+	s.startGrowIndex()
+	ok := true
+	for i, w := range work {
+		if n, _ := s.placeAt(w.l, w.n); n < w.n {
+			s.pending.addScaled(w.l.cls.req, -int64(w.n-n))
+			ok = false
+			break
+		}
+		if i+1 == len(work) || work[i+1].l.cls != w.l.cls {
+			if !p.done[w.l.cls.idx] && slices.Contains(back, w.l.cls) {
+				s.classDone(w.l.cls)
+			}
+		}
+	}
+	s.gidx = nil
+	for _, c := range back {
+		s.classDone(c)
+	}
+	return ok
+}
+
+// undone counts class c again in the minimum (classDone's inverse).
+func (p *pendMin) undone(c *class) {
+	p.done[c.idx] = false
+	i := p.n + c.idx
+	copy(p.t[i*p.d:i*p.d+p.d], c.req)
+	for i /= 2; i >= 1; i /= 2 {
+		p.pull(i)
 	}
 }

@@ -124,6 +124,7 @@ type solver struct {
 	// needBuf is isOpen's scratch, upNeed upgradeFor's, newScratch
 	// newBinFor's by pool; zeroVec is all zeros (read only).
 	needBuf    vec
+	mergeBuf   vec // tryMerge's scratch
 	upNeed     vec
 	newScratch []*newScratch
 	zeroVec    vec
