@@ -21,13 +21,14 @@ const PageSize = 500
 // left after it, not only with the page's own. Its watch cache collects,
 // for every page of a list, every object from the page's start to the end
 // of the list before it takes the page's limit (store.OrderedListPrefix,
-// Kubernetes 1.37), so a list of N pods in pages of L costs it about
-// N²/2L object steps: at 100,000 pods in pages of 500, a third of the API
-// server's CPU for the read (10.4 s), against 6.9 s in pages of 2,000
-// (docs/scale.md). A page of 2,000 realistic pods is ~13 MB of protobuf
-// (two are held: one read ahead): still a fixed size, whatever the
-// cluster's.
-const PodPageSize = 2000
+// k8s.io/apiserver v0.37.2), so a list of N pods in pages of L costs it
+// about N²/2L object steps: at 100,000 pods in pages of 500, a third of
+// the API server's CPU for the read (10.4 s of CPU; 6.9 s in pages of
+// 2,000: docs/scale.md). Pages of 2,000 (~17 MB of realistic pods, in
+// buffers that grow by doubling, two held) took a 100,000-pod pass's peak
+// RSS to 270 MB, past the 256 MB it must stay under; 1,000 halves the
+// cache's part of the cost and keeps two buffers of ~9 MB.
+const PodPageSize = 1000
 
 // podPageSize and nodePageSize are PodPageSize and PageSize, but for
 // tests of reads of several pages.
