@@ -18,7 +18,7 @@ func FilterPod(dst, pod []byte) ([]byte, error) { return filterPod(dst, pod) }
 // called.
 func SetPodPageSize(n int64) (restore func()) {
 	podPageSize = n
-	return func() { podPageSize = PageSize }
+	return func() { podPageSize = PodPageSize }
 }
 
 // NodePage is nodePage, for tests of one page's decoding.

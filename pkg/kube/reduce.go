@@ -16,9 +16,26 @@ import (
 // cluster is, and only the reduced objects are kept (docs/scale.md).
 const PageSize = 500
 
-// podPageSize and nodePageSize are PageSize, but for tests of reads of
-// several pages.
-var podPageSize, nodePageSize int64 = PageSize, PageSize
+// PodPageSize is how many pods one page of EachPod asks for: more than
+// PageSize because the API server's cost of a page grows with the pods
+// left after it, not only with the page's own. Its watch cache collects,
+// for every page of a list, every object from the page's start to the end
+// of the list before it takes the page's limit (store.OrderedListPrefix,
+// k8s.io/apiserver v0.37.2), so a list of N pods in pages of L costs it
+// about N²/2L object steps: at 100,000 pods in pages of 500, a third of
+// the API server's CPU for the read (10.4 s of CPU; 6.9 s in pages of
+// 2,000: docs/scale.md). Pages of 2,000 (~17 MB of realistic pods, in
+// buffers that grow by doubling, two held) took a 100,000-pod pass's peak
+// RSS to 270 MB, past the 256 MB it must stay under; 1,000 halves the
+// cache's part of the cost and keeps two buffers of ~9 MB.
+const PodPageSize = 1000
+
+// podPageSize and nodePageSize are PodPageSize and PageSize, but for
+// tests of reads of several pages.
+var (
+	podPageSize  int64 = PodPageSize
+	nodePageSize int64 = PageSize
+)
 
 // lastApplied is kubectl's copy of the whole object as applied: often the
 // largest annotation, read by nothing in Joist.
@@ -291,7 +308,7 @@ func (in *Interner) tolerations(ts []corev1.Toleration) []corev1.Toleration {
 	return ts
 }
 
-// EachPod lists pods page by page (PageSize at a time) and hands each
+// EachPod lists pods page by page (PodPageSize at a time) and hands each
 // one, reduced (ReducePod), to f; nothing of a page is kept but what f
 // keeps. The pages are read as protobuf and the fields ReducePod drops
 // are dropped before they are decoded (podwire.go). The list is a

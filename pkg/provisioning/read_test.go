@@ -23,9 +23,9 @@ func (instancesOnly) Launch(context.Context, launch.Request) (*launch.Instance, 
 	panic("read launches nothing")
 }
 
-// boundSelector is the field selector of the list of bound pods
+// boundNodeSelector is (a part of) the field selector of the list of bound pods
 // (kube.Client.BoundPods).
-const boundSelector = "spec.nodeName!="
+const boundNodeSelector = "spec.nodeName!="
 
 // TestRead_BoundPodsOnlyWhenThePassHasSomethingToPlan runs on the real API
 // server: the pass tells pending from bound pods by field selectors
@@ -57,6 +57,7 @@ func TestRead_BoundPodsOnlyWhenThePassHasSomethingToPlan(t *testing.T) {
 			a := newAPIServer(t)
 			a.node(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Spec: corev1.NodeSpec{ProviderID: "aws:///a/i-1"}})
 			a.pod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: corev1.PodSpec{NodeName: "n1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}})
+			a.pod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "job", Namespace: "default"}, Spec: corev1.PodSpec{NodeName: "n1"}, Status: corev1.PodStatus{Phase: corev1.PodSucceeded}})
 			if tc.pending != nil {
 				a.pod(tc.pending)
 			}
@@ -69,8 +70,15 @@ func TestRead_BoundPodsOnlyWhenThePassHasSomethingToPlan(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := a.listed("pods", boundSelector); got != tc.want {
+			if got := a.listed("pods", boundNodeSelector); got != tc.want {
 				t.Fatalf("bound pods listed: %v, want %v", got, tc.want)
+			}
+			// Finished pods take no room: the API server is asked to
+			// leave them out (a cluster's completed Jobs are not sent).
+			for _, phase := range []string{"status.phase!=Succeeded", "status.phase!=Failed"} {
+				if got := a.listed("pods", phase); got != tc.want {
+					t.Fatalf("bound pods listed with %s: %v, want %v", phase, got, tc.want)
+				}
 			}
 			// The API server applies spec.nodeName!=: the pending pod
 			// is not read as bound (to no node).

@@ -60,9 +60,15 @@ func (c *cluster) asMoving(pod *corev1.Pod) *corev1.Pod {
 	return pod
 }
 
-// read gathers the truth. Instances are read before nodes and pods: an
-// instance launched in between is then seen as in flight rather than
-// missed (Karpenter snapshots nodes before pods for the same reason).
+// read gathers the truth. The cluster's instances (EC2) are read while
+// the nodes and pending pods are (the Kubernetes reads do not wait for
+// EC2's, nor it for them): an instance is either matched to a node or in
+// flight, whichever of the two reads sees it first, and no instance is
+// launched during a pass's read (the provisioner's lease serializes the
+// passes that launch). Nodes are read before pods (Karpenter snapshots
+// nodes before pods for the same reason): a pod bound to a node is then
+// one of a node the pass knows, or bound after the node list, as a pod
+// kube-scheduler binds after the read is.
 //
 // Every Kubernetes read is a consistent one, paginated and reduced as it
 // arrives (pkg/kube: EachPod, Nodes; docs/scale.md): pending pods must
@@ -76,13 +82,20 @@ func (p *Provisioner) read(ctx context.Context) (*cluster, error) {
 	if c.spec, err = p.Specs(ctx); err != nil {
 		return nil, fmt.Errorf("read specs: %w", err)
 	}
-	if c.instances, err = p.Launcher.Instances(ctx); err != nil {
-		return nil, err
+	var instErr error
+	instDone := make(chan struct{})
+	go func() {
+		defer close(instDone)
+		c.instances, instErr = p.Launcher.Instances(ctx)
+	}()
+	if c.nodes, err = p.Kube.Nodes(ctx); err == nil {
+		c.pending, err = p.Kube.PendingPods(ctx)
 	}
-	if c.nodes, err = p.Kube.Nodes(ctx); err != nil {
-		return nil, err
+	<-instDone
+	if instErr != nil {
+		return nil, instErr
 	}
-	if c.pending, err = p.Kube.PendingPods(ctx); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	live := map[string]bool{}
@@ -144,7 +157,10 @@ func (p *Provisioner) readBound(ctx context.Context, c *cluster) error {
 			retiring[n] = true
 		}
 	}
-	sel := fields.OneTermNotEqualSelector("spec.nodeName", "").String()
+	// Finished pods take no room: the API server leaves them out (a
+	// cluster's completed Jobs' pods are not sent), and the check below
+	// keeps a reader that ignores field selectors (a fake) right.
+	sel := boundSelector()
 	in := kube.NewInterner()
 	err := p.Kube.EachPod(ctx, sel, in, func(bp *corev1.Pod) {
 		if pods.Finished(bp) {
@@ -165,6 +181,15 @@ func (p *Provisioner) readBound(ctx context.Context, c *cluster) error {
 		return fmt.Errorf("list bound pods: %w", err)
 	}
 	return nil
+}
+
+// boundSelector selects the pods bound to a node that are not finished.
+func boundSelector() string {
+	return fields.AndSelectors(
+		fields.OneTermNotEqualSelector("spec.nodeName", ""),
+		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
+		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
+	).String()
 }
 
 // reserveReplacements counts the running pods of nodes going away on the

@@ -37,6 +37,7 @@ import (
 	"github.com/joist-dev/joist/pkg/catalog"
 	"github.com/joist-dev/joist/pkg/disruption"
 	"github.com/joist-dev/joist/pkg/kube"
+	"github.com/joist-dev/joist/pkg/launch"
 	"github.com/joist-dev/joist/pkg/metrics"
 	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/pods"
@@ -172,7 +173,19 @@ func (r *Reaper) Pass(ctx context.Context) (Result, error) {
 	snap := disruption.Snapshot{Now: r.now(), Pools: spec.Pools, Planned: map[string]int{},
 		Declared: spec.Declared, SpecPartial: spec.Partial,
 		PodsOn: func(node string) ([]*corev1.Pod, error) { return r.podsOn(ctx, node) }}
+	// Which nodes are Joist's is read from EC2 (termination.Ownership),
+	// after the nodes (a node listed has its instance listed, whatever
+	// its state) and while the pods are read: neither read waits for the
+	// other.
+	var tagged []launch.Instance
+	var terr error
+	taggedDone := make(chan struct{})
+	go func() {
+		defer close(taggedDone)
+		tagged, terr = r.tagged(ctx)
+	}()
 	onNode, err := r.readPods(ctx, nodes, snap.Planned)
+	<-taggedDone
 	if err != nil {
 		return res, err
 	}
@@ -187,10 +200,8 @@ func (r *Reaper) Pass(ctx context.Context) (Result, error) {
 		return nil
 	}
 
-	// Which nodes are Joist's is read from EC2 (termination.Ownership):
-	// without the listing no node is, so nothing is decided or stepped
-	// this pass.
-	tagged, terr := r.tagged(ctx)
+	// Without the instances' listing no node is Joist's, so nothing is
+	// decided or stepped this pass.
 	if terr != nil {
 		errs = append(errs, terr)
 	}

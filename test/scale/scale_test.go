@@ -66,6 +66,8 @@ type world struct {
 	sim   *ec2sim.Sim
 	ec2   string
 	nodes []string
+	// bin is the pass's program (default: built from this tree).
+	bin string
 }
 
 func fill(t testing.TB, s Size) (*world, float64) {
@@ -245,7 +247,10 @@ func apiServerTotals(ctx context.Context, c kubernetes.Interface) (apiTotals, er
 func (w *world) pass(t testing.TB, env ...string) (passReport, int64, apiTotals) {
 	t.Helper()
 	ctx := context.Background()
-	bin := passBinary(t)
+	bin := w.bin
+	if bin == "" {
+		bin = passBinary(t)
+	}
 	before, err := apiServerTotals(ctx, w.admin)
 	if err != nil {
 		t.Fatal(err)
@@ -372,31 +377,67 @@ func BenchmarkScalePass(b *testing.B) {
 	w, fillSeconds := fill(b, s)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		if run["serve"] {
+			// What the API server alone costs the bound-pod read, pages
+			// read and not decoded (world.serve).
+			for _, r := range []serveRead{
+				{name: "gzip-500", gzip: true, limit: 500},
+				{name: "plain-500", limit: 500},
+				{name: "gzip-2000", gzip: true, limit: 2000},
+				{name: "gzip-500-ns2", gzip: true, limit: 500, streams: 2},
+				{name: "gzip-500-ns4", gzip: true, limit: 500, streams: 4},
+			} {
+				profile := ""
+				if r.name == "gzip-500" {
+					profile = os.Getenv("JOIST_SCALE_SERVE_PROFILE")
+				}
+				wall, api, read := w.serve(b, r, profile)
+				fmt.Printf("| %d | %d | %d | serve %s | %.2f | | %.2f | | | | %.1f | %d | %d/%d/%d | | | |\n",
+					s.Nodes, s.Pods, s.Pending, r.name, wall, api.cpu, mb(uint64(read)), api.requests, api.cacheLists, api.etcdLists, api.fallbacks)
+			}
+		}
 		// The first passes plan the pending pods (their nominations are
 		// taken back after each, so the next plans them again), with the
 		// API server's responses gzip'd and not; the last finds them
 		// planned onto live instances, the pass most events cause.
-		for _, p := range []struct{ kind, env string }{
-			{"plans the pending pods, uncompressed", "JOIST_KUBE_COMPRESSION=off"},
-			{"plans the pending pods", "JOIST_KUBE_COMPRESSION=on"},
-			{"nothing to plan", "JOIST_KUBE_COMPRESSION=on"},
-		} {
-			if !run["provisioner"] {
-				break
-			}
-			rep, rss, api := w.pass(b, p.env)
-			fmt.Printf("| %d | %d | %d | %s | %.2f | %.2f | %.2f | %.0f | %.0f | %.0f | %.1f | %d | %d/%d/%d | %d | %d | fill %.0fs |\n",
-				s.Nodes, s.Pods, s.Pending, p.kind, rep.WallSeconds, rep.CPUSeconds, api.cpu, mb(rep.PeakHeapBytes), mb(uint64(rss)), mb(rep.AllocBytes), mb(uint64(api.bytes)),
-				api.requests, api.cacheLists, api.etcdLists, api.fallbacks, rep.Launched, rep.Nominated, fillSeconds)
-			if p.kind == "plans the pending pods, uncompressed" {
-				w.unplan(b, s.Pending)
+		// JOIST_SCALE_PASS_BINS (name=path,...) runs the passes of each
+		// program in turn on the same cluster: builds of two commits
+		// compared at one load.
+		bins := []struct{ name, path string }{{"", ""}}
+		if v := os.Getenv("JOIST_SCALE_PASS_BINS"); v != "" {
+			bins = nil
+			for _, nb := range strings.Split(v, ",") {
+				name, path, _ := strings.Cut(nb, "=")
+				bins = append(bins, struct{ name, path string }{name + ": ", path})
 			}
 		}
-		if run["reaper"] {
-			rep, rss, api := w.pass(b, "JOIST_PASS_FUNCTION=reaper")
-			fmt.Printf("| %d | %d | %d | reaper (disruption pass) | %.2f | %.2f | %.2f | %.0f | %.0f | %.0f | %.1f | %d | %d/%d/%d | retired %d | | |\n",
-				s.Nodes, s.Pods, s.Pending, rep.WallSeconds, rep.CPUSeconds, api.cpu, mb(rep.PeakHeapBytes), mb(uint64(rss)), mb(rep.AllocBytes), mb(uint64(api.bytes)),
-				api.requests, api.cacheLists, api.etcdLists, api.fallbacks, rep.Retired)
+		for k, bin := range bins {
+			w.bin = bin.path
+			if k > 0 && run["provisioner"] {
+				w.unplan(b, s.Pending) // planned by the program before
+			}
+			for _, p := range []struct{ kind, env string }{
+				{"plans the pending pods, uncompressed", "JOIST_KUBE_COMPRESSION=off"},
+				{"plans the pending pods", "JOIST_KUBE_COMPRESSION=on"},
+				{"nothing to plan", "JOIST_KUBE_COMPRESSION=on"},
+			} {
+				if !run["provisioner"] {
+					break
+				}
+				rep, rss, api := w.pass(b, p.env)
+				fmt.Printf("| %d | %d | %d | %s%s | %.2f | %.2f | %.2f | %.0f | %.0f | %.0f | %.1f | %d | %d/%d/%d | %d | %d | fill %.0fs |\n",
+					s.Nodes, s.Pods, s.Pending, bin.name, p.kind, rep.WallSeconds, rep.CPUSeconds, api.cpu, mb(rep.PeakHeapBytes), mb(uint64(rss)), mb(rep.AllocBytes), mb(uint64(api.bytes)),
+					api.requests, api.cacheLists, api.etcdLists, api.fallbacks, rep.Launched, rep.Nominated, fillSeconds)
+				if p.kind == "plans the pending pods, uncompressed" {
+					w.unplan(b, s.Pending)
+				}
+			}
+			if run["reaper"] {
+				rep, rss, api := w.pass(b, "JOIST_PASS_FUNCTION=reaper")
+				fmt.Printf("| %d | %d | %d | %sreaper (disruption pass) | %.2f | %.2f | %.2f | %.0f | %.0f | %.0f | %.1f | %d | %d/%d/%d | retired %d | | |\n",
+					s.Nodes, s.Pods, s.Pending, bin.name, rep.WallSeconds, rep.CPUSeconds, api.cpu, mb(rep.PeakHeapBytes), mb(uint64(rss)), mb(rep.AllocBytes), mb(uint64(api.bytes)),
+					api.requests, api.cacheLists, api.etcdLists, api.fallbacks, rep.Retired)
+			}
 		}
 		if run["forwarder"] {
 			sync, peak, now := w.forwarder(b)
