@@ -1511,6 +1511,20 @@ func TestKarpenterSuiteVolumes(t *testing.T) {
 			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}})
 		}
 	}
+	// claimNamingVolume is one pod whose claim "ca" names volume "pva" in
+	// test-1b before the binding completed (no bind-completed
+	// annotation); the volume is reserved for the claim named by
+	// reservedFor ("" for a free volume).
+	claimNamingVolume := func(reservedFor string) scheduling.Input {
+		in := input(pods("a", 1, "1", "1Gi", useClaim("ca")))
+		v := pv("pva", "test-1b")
+		if reservedFor != "" {
+			v.Spec.ClaimRef = &corev1.ObjectReference{Namespace: "default", Name: reservedFor}
+		}
+		in.PersistentVolumes = []*corev1.PersistentVolume{v}
+		in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", func(c *corev1.PersistentVolumeClaim) { c.Spec.VolumeName = "pva" })}
+		return in
+	}
 	ephemeral := func(class *string) func(*corev1.Pod) {
 		return func(p *corev1.Pod) {
 			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "tmp", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{
@@ -1727,26 +1741,13 @@ func TestKarpenterSuiteVolumes(t *testing.T) {
 		// seconds, before a new node is up; a volume bound to another
 		// claim never will, and the pod is reported.
 		{name: "claim naming a free volume, binding not complete (Joist: planned in the volume's zone)", in: func() scheduling.Input {
-			in := input(pods("a", 1, "1", "1Gi", useClaim("ca")))
-			in.PersistentVolumes = []*corev1.PersistentVolume{pv("pva", "test-1b")}
-			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", func(c *corev1.PersistentVolumeClaim) { c.Spec.VolumeName = "pva" })}
-			return in
+			return claimNamingVolume("")
 		}, check: podNodeHas("a-0", zone, "test-1b")},
 		{name: "claim naming a volume reserved for it, binding not complete", in: func() scheduling.Input {
-			in := input(pods("a", 1, "1", "1Gi", useClaim("ca")))
-			v := pv("pva", "test-1b")
-			v.Spec.ClaimRef = &corev1.ObjectReference{Namespace: "default", Name: "ca"}
-			in.PersistentVolumes = []*corev1.PersistentVolume{v}
-			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", func(c *corev1.PersistentVolumeClaim) { c.Spec.VolumeName = "pva" })}
-			return in
+			return claimNamingVolume("ca")
 		}, check: podNodeHas("a-0", zone, "test-1b")},
 		{name: "claim naming a volume bound to another claim", in: func() scheduling.Input {
-			in := input(pods("a", 1, "1", "1Gi", useClaim("ca")))
-			v := pv("pva", "test-1b")
-			v.Spec.ClaimRef = &corev1.ObjectReference{Namespace: "default", Name: "other"}
-			in.PersistentVolumes = []*corev1.PersistentVolume{v}
-			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", func(c *corev1.PersistentVolumeClaim) { c.Spec.VolumeName = "pva" })}
-			return in
+			return claimNamingVolume("other")
 		}, unschedulable: 1, reason: "bound to another claim"},
 		// Karpenter drops the hostname term of a local or hostPath
 		// volume's node affinity and launches a node, which the
