@@ -1525,6 +1525,18 @@ func TestKarpenterSuiteVolumes(t *testing.T) {
 		in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", func(c *corev1.PersistentVolumeClaim) { c.Spec.VolumeName = "pva" })}
 		return in
 	}
+	// localOrZone is one pod whose claim is bound to a local (or
+	// hostPath) volume on a node that is gone, with a second, OR'ed
+	// term allowing zone test-1b.
+	localOrZone := func(hostPath bool) scheduling.Input {
+		in := input(pods("a", 1, "1", "1Gi", useClaim("ca")))
+		v := localPV("pva", "gone-node", hostPath)
+		v.Spec.NodeAffinity.Required.NodeSelectorTerms = append(v.Spec.NodeAffinity.Required.NodeSelectorTerms,
+			corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{req(zone, corev1.NodeSelectorOpIn, "test-1b")}})
+		in.PersistentVolumes = []*corev1.PersistentVolume{v}
+		in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", boundTo("pva"))}
+		return in
+	}
 	ephemeral := func(class *string) func(*corev1.Pod) {
 		return func(p *corev1.Pod) {
 			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "tmp", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{
@@ -1776,24 +1788,8 @@ func TestKarpenterSuiteVolumes(t *testing.T) {
 		}, unschedulable: 1, reason: "gone-node", check: newNodes(0)},
 		// Its terms are OR'ed: the zone term lets a new node take it, in
 		// that zone (Karpenter: anywhere, having dropped the hostname).
-		{name: "should preserve unconstrained PV alternatives after ignoring hostname affinity (for local volumes)", in: func() scheduling.Input {
-			in := input(pods("a", 1, "1", "1Gi", useClaim("ca")))
-			v := localPV("pva", "gone-node", false)
-			v.Spec.NodeAffinity.Required.NodeSelectorTerms = append(v.Spec.NodeAffinity.Required.NodeSelectorTerms,
-				corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{req(zone, corev1.NodeSelectorOpIn, "test-1b")}})
-			in.PersistentVolumes = []*corev1.PersistentVolume{v}
-			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", boundTo("pva"))}
-			return in
-		}, check: podNodeHas("a-0", zone, "test-1b")},
-		{name: "should preserve unconstrained PV alternatives after ignoring hostname affinity (for hostpath volumes)", in: func() scheduling.Input {
-			in := input(pods("a", 1, "1", "1Gi", useClaim("ca")))
-			v := localPV("pva", "gone-node", true)
-			v.Spec.NodeAffinity.Required.NodeSelectorTerms = append(v.Spec.NodeAffinity.Required.NodeSelectorTerms,
-				corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{req(zone, corev1.NodeSelectorOpIn, "test-1b")}})
-			in.PersistentVolumes = []*corev1.PersistentVolume{v}
-			in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim("ca", boundTo("pva"))}
-			return in
-		}, check: podNodeHas("a-0", zone, "test-1b")},
+		{name: "should preserve unconstrained PV alternatives after ignoring hostname affinity (for local volumes)", in: func() scheduling.Input { return localOrZone(false) }, check: podNodeHas("a-0", zone, "test-1b")},
+		{name: "should preserve unconstrained PV alternatives after ignoring hostname affinity (for hostpath volumes)", in: func() scheduling.Input { return localOrZone(true) }, check: podNodeHas("a-0", zone, "test-1b")},
 		{name: "local volume: the pod goes to the volume's node", in: func() scheduling.Input {
 			in := withNodes(input(pods("a", 1, "1", "1Gi", useClaim("ca"))), existingNode("disk-node", "test-1a"))
 			in.PersistentVolumes = []*corev1.PersistentVolume{localPV("pva", "disk-node", false)}
