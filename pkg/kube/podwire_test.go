@@ -439,44 +439,20 @@ func BenchmarkPodPage(b *testing.B) {
 		p.Spec.NodeName = fmt.Sprintf("ip-10-1-%d-%d.ap-northeast-2.compute.internal", i/25/256, i/25%256)
 		list.Items = append(list.Items, *p)
 	}
-	list.Continue = "next-page"
-	var body bytes.Buffer
-	if err := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme).Encode(list, &body); err != nil {
-		b.Fatal(err)
-	}
-	page := body.Bytes()
-	for _, read := range []struct {
-		name string
-		read func(f func(*corev1.Pod)) (string, error)
-	}{
-		{"typed", func(f func(*corev1.Pod)) (string, error) {
-			var l corev1.PodList
-			if _, _, err := scheme.Codecs.UniversalDeserializer().Decode(page, nil, &l); err != nil {
-				return "", err
-			}
-			in := kube.NewInterner()
-			for i := range l.Items {
-				kube.ReducePod(&l.Items[i], in)
-				f(&l.Items[i])
-			}
-			return l.Continue, nil
-		}},
-		{"wire", func(f func(*corev1.Pod)) (string, error) {
-			return kube.PodPage(page, kube.NewInterner(), f)
-		}},
-	} {
-		b.Run(read.name, func(b *testing.B) {
-			b.SetBytes(int64(len(page)))
-			b.ReportAllocs()
-			for b.Loop() {
-				n := 0
-				cont, err := read.read(func(*corev1.Pod) { n++ })
-				if err != nil || n != kube.PageSize || cont != "next-page" {
-					b.Fatalf("%d pods, continue %q, %v", n, cont, err)
-				}
-			}
-		})
-	}
+	benchPage(b, list, func(page []byte, f func(*corev1.Pod)) (string, error) {
+		var l corev1.PodList
+		if _, _, err := scheme.Codecs.UniversalDeserializer().Decode(page, nil, &l); err != nil {
+			return "", err
+		}
+		in := kube.NewInterner()
+		for i := range l.Items {
+			kube.ReducePod(&l.Items[i], in)
+			f(&l.Items[i])
+		}
+		return l.Continue, nil
+	}, func(page []byte, f func(*corev1.Pod)) (string, error) {
+		return kube.PodPage(page, kube.NewInterner(), f)
+	})
 }
 
 // pagedClient is a client of the API server, reading two pods a page,

@@ -122,17 +122,7 @@ func (l *level) free() bool {
 func (s *solver) rebuildPass(order []*bin) bool {
 	var cand []*bin
 	for _, b := range order {
-		if len(b.entries) == 0 {
-			continue
-		}
-		ok := true
-		for _, e := range b.entries {
-			if !e.l.free() {
-				ok = false
-				break
-			}
-		}
-		if ok {
+		if len(b.entries) > 0 && b.holdsOnlyFree() {
 			cand = append(cand, b)
 		}
 	}
@@ -756,4 +746,16 @@ func (s *solver) dropBin(b *bin) {
 	ps.usage.sub(ps.types[b.typ].capv)
 	ps.usageNodes--
 	b.typ = -1
+}
+
+// holdsOnlyFree says whether every pod on the node is of a level with no
+// constraint between pods (free): such a node's pods can be packed again
+// anywhere without recounting topology.
+func (b *bin) holdsOnlyFree() bool {
+	for _, e := range b.entries {
+		if !e.l.free() {
+			return false
+		}
+	}
+	return true
 }

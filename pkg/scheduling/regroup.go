@@ -115,17 +115,7 @@ func (s *solver) regroup() bool {
 func (s *solver) freeBins() []*bin {
 	var cand []*bin
 	for _, b := range s.bins {
-		if b.node != nil || len(b.entries) == 0 {
-			continue
-		}
-		ok := true
-		for _, e := range b.entries {
-			if !e.l.free() {
-				ok = false
-				break
-			}
-		}
-		if ok {
+		if b.node == nil && len(b.entries) > 0 && b.holdsOnlyFree() {
 			cand = append(cand, b)
 		}
 	}
