@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http/httptrace"
 	"os"
 	"path/filepath"
 	"sync"
@@ -62,12 +63,25 @@ func (w *world) serve(t testing.TB, r serveRead, profile string) (wall float64, 
 	var prof bytes.Buffer
 	profDone := make(chan error, 1)
 	if profile != "" {
+		// The read starts once the profile request has been sent, so the
+		// profile covers it.
+		sent := make(chan struct{})
+		var once sync.Once
+		pctx := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+			WroteRequest: func(httptrace.WroteRequestInfo) { once.Do(func() { close(sent) }) },
+		})
 		go func() {
-			b, err := w.admin.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", "12").DoRaw(ctx)
+			b, err := w.admin.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", "12").DoRaw(pctx)
 			prof.Write(b)
 			profDone <- err
 		}()
-		time.Sleep(200 * time.Millisecond) // the profile starts before the read
+		select {
+		case <-sent:
+		case err := <-profDone:
+			t.Fatalf("profile request: %v", err)
+		case <-time.After(time.Minute):
+			t.Fatal("profile request not sent within a minute")
+		}
 	}
 	before, err := apiServerTotals(ctx, w.admin)
 	if err != nil {
