@@ -297,7 +297,7 @@ func (s *solver) tailSplit() bool {
 
 // Budgets of tailSplit: the least utilised nodes tried alone, and the
 // cheaper types each is capped at.
-const tailWorst, tailCaps = 8, 4
+const tailWorst, tailCaps = 8, 2
 
 // tryFilling rebuilds the group (nodes of one pool) with placeFilling.
 func (s *solver) tryFilling(group []*bin) bool {
@@ -341,15 +341,22 @@ func (s *solver) tryCaps(b *bin) bool {
 	return false
 }
 
-// placeFilling places work one pod at a time, growth in pool ps capped
-// at the dearest type of allowed the pods still pending fill.
+// placeFilling places work with growth in pool ps capped at the dearest
+// type of allowed that the pods still pending fill (fillCap), which falls
+// as they are placed: each class in runs of as many pods as leave the cap
+// where it is. A pod no capped node takes is placed uncapped.
 func (s *solver) placeFilling(work []removed, ps *poolState, allowed bitset) bool {
 	defer func() { s.priceCap, s.capPool = 0, nil }()
 	s.capPool = ps
 	for _, w := range work {
-		for k := 0; k < w.n; k++ {
-			s.priceCap = s.fillCap(ps, allowed)
-			n, _ := s.placeAt(w.l, 1)
+		for k := 0; k < w.n; {
+			var floor float64
+			s.priceCap, floor = s.fillCap(ps, allowed)
+			run := 1
+			if v := w.l.cls.value; v > 0 && s.priceCap > 0 {
+				run = max(1, min(w.n-k, int((s.valueOf(s.pending)-floor)/v)))
+			}
+			n, _ := s.placeAt(w.l, run)
 			if n == 0 && s.priceCap > 0 {
 				s.priceCap = 0
 				n, _ = s.placeAt(w.l, 1)
@@ -358,26 +365,25 @@ func (s *solver) placeFilling(work []removed, ps *poolState, allowed bitset) boo
 				s.pending.addScaled(w.l.cls.req, -int64(w.n-k))
 				return false
 			}
+			k += n
 		}
 	}
 	return true
 }
 
 // fillCap is just above the price of the dearest type of ps in allowed
-// whose allocatable is worth no more than the pending pods, 0 if none.
-func (s *solver) fillCap(ps *poolState, allowed bitset) float64 {
+// whose allocatable is worth no more than the pending pods (at the dual
+// prices), 0 if none, and that type's worth.
+func (s *solver) fillCap(ps *poolState, allowed bitset) (float64, float64) {
 	pv := s.valueOf(s.pending) * (1 + 1e-9)
-	best := 0.0
+	best, worth := 0.0, 0.0
 	for _, i := range ps.frontier {
-		if !allowed.has(i) || ps.values[i] > pv {
-			continue
-		}
-		if p := ps.types[i].minPrice; p > best {
-			best = p
+		if allowed.has(i) && ps.values[i] <= pv && ps.types[i].minPrice > best {
+			best, worth = ps.types[i].minPrice, ps.values[i]
 		}
 	}
 	if best == 0 {
-		return 0
+		return 0, 0
 	}
-	return best + 1e-9
+	return best + 1e-9, worth
 }
