@@ -297,7 +297,7 @@ func (s *solver) tailSplit() bool {
 
 // Budgets of tailSplit: the least utilised nodes tried alone, and the
 // cheaper types each is capped at.
-const tailWorst, tailCaps = 8, 2
+const tailWorst, tailCaps = 8, 4
 
 // tryFilling rebuilds the group (nodes of one pool) with placeFilling.
 func (s *solver) tryFilling(group []*bin) bool {
