@@ -22,8 +22,9 @@ import (
 // (fixtures_test.go). The Karpenter cases not here or in
 // karpenter_cases_test.go / karpenter_provisioning_test.go /
 // constraints_test.go are mostly not plans (metrics, binding, evictions
-// over time) or features Joist does not model (volume attachment limits,
-// reserved capacity, DRA, default spread constraints):
+// over time) or features Joist does not model (reserved capacity, DRA,
+// default spread constraints); volume attachment limits are in
+// karpenter_volumelimits_test.go:
 // testdata/karpenter-coverage.md maps every case.
 //
 // Karpenter provisions in rounds ("schedule one pod in zone 1, then open

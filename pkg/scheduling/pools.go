@@ -336,6 +336,9 @@ func (s *solver) poolTypesKey(ps *poolState, pl *PreparedTypes, x listIdx, dsLis
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%x/%x/%s/%v/%t", x.localZones, x.localCTs, ps.typeReqs.signature(), s.dims.names, ps.hasLimits)
+	for _, a := range s.attach {
+		fmt.Fprintf(&b, "/attach %d", a.reserve)
+	}
 	if len(dsList) > 0 {
 		fmt.Fprintf(&b, "/ds %x/%x/%q/%q/%s", ps.zoneMask, ps.ctMask, s.world.zones, s.world.cts, ps.custom.signature())
 		for _, d := range dsList {
@@ -420,6 +423,9 @@ func (s *solver) prepareTypes(ps *poolState, pl *PreparedTypes, x listIdx, dsLis
 		}
 		if pl.noCap[k] {
 			copy(t.capv, t.net)
+		}
+		if len(s.attach) > 0 {
+			s.setTypeAttach(t)
 		}
 		if shared {
 			t.offers, t.zoneMask, t.ctMask, t.minPrice = po.offers[k], po.zoneMask[k], po.ctMask[k], po.minPrice[k]

@@ -24,6 +24,10 @@ type InstanceType struct {
 	// own list through Input.PoolInstanceTypes.
 	Allocatable corev1.ResourceList
 	Offerings   []Offering
+	// VolumeLimits are the volumes a node of this type can attach per
+	// CSI driver (ebs.csi.aws.com: …); a driver not listed is unlimited.
+	// Nil for most callers: then nothing is limited.
+	VolumeLimits map[string]int64
 }
 
 // Offering is one zone and capacity type a type can be launched in.
@@ -53,6 +57,10 @@ type Node struct {
 	Unschedulable bool
 	Capacity      corev1.ResourceList
 	Allocatable   corev1.ResourceList
+	// VolumeLimits are the volumes the node can attach per CSI driver,
+	// from its CSINode (drivers[].allocatable.count). Nil until the
+	// CSINode is published: then its instance type's limits apply.
+	VolumeLimits map[string]int64
 	// Pods are the pods bound to the node (DaemonSet pods included) or, for
 	// an in-flight node, the pods already planned onto it.
 	Pods []*corev1.Pod

@@ -72,6 +72,8 @@ type vnode struct {
 	variants []map[string]string
 	common   map[string]string
 	allocs   []corev1.ResourceList
+	// volLimits[i] are the volume attachment limits under allocs[i].
+	volLimits []map[string]int64
 	// daemons[i] are the DaemonSet pods that would run under allocs[i].
 	daemons  [][]*corev1.Pod
 	taints   []corev1.Taint
@@ -114,6 +116,20 @@ func (v *verifier) run() {
 	}
 	for _, n := range v.in.Nodes {
 		vn := &vnode{name: n.Name, common: n.Labels, variants: []map[string]string{n.Labels}, allocs: []corev1.ResourceList{n.Allocatable}, existing: true}
+		lim := n.VolumeLimits
+		if lim == nil {
+			if it := types[n.Labels[corev1.LabelInstanceTypeStable]]; it != nil {
+				lim = it.VolumeLimits
+			}
+			if list, ok := v.in.PoolInstanceTypes[n.Pool]; ok {
+				for _, it := range list {
+					if it.Name == n.Labels[corev1.LabelInstanceTypeStable] {
+						lim = it.VolumeLimits
+					}
+				}
+			}
+		}
+		vn.volLimits = []map[string]int64{lim}
 		for _, t := range n.Taints {
 			if n.InFlight && (goneAfterRegistration[t.Key] || v.startupTaint(n.Pool, t)) {
 				continue
@@ -194,6 +210,7 @@ func (v *verifier) run() {
 				}
 			}
 			vn.allocs = append(vn.allocs, it.Allocatable)
+			vn.volLimits = append(vn.volLimits, it.VolumeLimits)
 			vn.daemons = append(vn.daemons, v.daemonPods(vn.taints, vn.variants[first:], nil))
 			for r, q := range it.Capacity {
 				largest[r] = max(largest[r], verifyValue(r, q))
@@ -448,6 +465,7 @@ func (v *verifier) checkNode(vn *vnode) {
 	}
 	for i, alloc := range vn.allocs {
 		v.checkFit(vn, i, alloc)
+		v.checkAttachments(vn, vn.volLimits[i])
 	}
 }
 
