@@ -242,9 +242,22 @@ func (s *solver) newNode(b *bin, headroom vec) (NewNode, string) {
 			continue
 		}
 		distinct := map[string]bool{}
-		for _, o := range opts {
-			if v, ok := o.t.it.Labels[model.NormalizeLabelKey(q.Key)]; ok {
+		switch key := model.NormalizeLabelKey(q.Key); key {
+		case corev1.LabelTopologyZone, model.LabelCapacityType:
+			// The offerings decide these: the node's zones or capacity
+			// types.
+			vals := nn.Zones
+			if key == model.LabelCapacityType {
+				vals = nn.CapacityTypes
+			}
+			for _, v := range vals {
 				distinct[v] = true
+			}
+		default:
+			for _, o := range opts {
+				if v, ok := o.t.it.Labels[key]; ok {
+					distinct[v] = true
+				}
 			}
 		}
 		if len(distinct) < *q.MinValues {

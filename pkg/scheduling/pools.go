@@ -3,6 +3,7 @@ package scheduling
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"sort"
 	"strconv"
 	"strings"
@@ -182,9 +183,19 @@ func (s *solver) minValuesHold(b *bin, also bitset, need vec) bool {
 	ps := b.pool
 	for _, mv := range ps.minValues {
 		seen := map[string]bool{}
+		var offered uint64 // zones or capacity types, for minValues on those
 		for i, t := range ps.types {
 			if !b.types.has(i) || (also != nil && !also.has(i)) || t.zoneMask&b.zoneMask == 0 || t.ctMask&b.ctMask == 0 || !need.le(t.net) {
 				continue
+			}
+			switch mv.key {
+			case corev1.LabelTopologyZone:
+				offered |= t.zoneMask & b.zoneMask
+			case model.LabelCapacityType:
+				offered |= t.ctMask & b.ctMask
+			}
+			if bits.OnesCount64(offered) >= mv.n {
+				break
 			}
 			if v, ok := t.it.Labels[mv.key]; ok {
 				seen[v] = true
@@ -193,7 +204,7 @@ func (s *solver) minValuesHold(b *bin, also bitset, need vec) bool {
 				}
 			}
 		}
-		if len(seen) < mv.n {
+		if len(seen) < mv.n && bits.OnesCount64(offered) < mv.n {
 			return false
 		}
 	}
