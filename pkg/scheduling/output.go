@@ -236,13 +236,15 @@ func (s *solver) newNode(b *bin, headroom vec) (NewNode, string) {
 		nn.Labels[model.LabelCapacityType] = nn.CapacityTypes[0]
 	}
 	nn.Requirements = r.toModel(sh.names)
-	// minValues: the options must offer enough distinct values.
+	// minValues: the options must offer enough distinct values (with
+	// BestEffort, the node's requirement gets what they offer).
 	for _, q := range ps.pool.Requirements {
 		if q.MinValues == nil {
 			continue
 		}
 		distinct := map[string]bool{}
-		switch key := model.NormalizeLabelKey(q.Key); key {
+		key := model.NormalizeLabelKey(q.Key)
+		switch key {
 		case corev1.LabelTopologyZone, model.LabelCapacityType:
 			// The offerings decide these: the node's zones or capacity
 			// types.
@@ -260,7 +262,20 @@ func (s *solver) newNode(b *bin, headroom vec) (NewNode, string) {
 				}
 			}
 		}
-		if len(distinct) < *q.MinValues {
+		mv := *q.MinValues
+		if len(distinct) < mv && s.in.Options.MinValuesBestEffort {
+			mv = len(distinct)
+			nn.MinValuesRelaxed = true
+		}
+		for i := range nn.Requirements {
+			if r := &nn.Requirements[i]; r.Key == key {
+				if r.MinValues == nil || *r.MinValues < mv {
+					r.MinValues = &mv
+				}
+				break
+			}
+		}
+		if len(distinct) < mv {
 			return nn, fmt.Sprintf("pool %q needs %d distinct %s values but only %d instance types hold the pods", ps.pool.Name, *q.MinValues, q.Key, len(distinct))
 		}
 	}

@@ -169,7 +169,7 @@ func (s *solver) preparePools() {
 func (s *solver) preparePool(idx int, p *model.Pool) *poolState {
 	ps := s.preparePoolState(idx, p)
 	for _, q := range p.Requirements {
-		if q.MinValues != nil && *q.MinValues > 1 {
+		if q.MinValues != nil && *q.MinValues > 1 && !s.in.Options.MinValuesBestEffort {
 			ps.minValues = append(ps.minValues, minValue{model.NormalizeLabelKey(q.Key), *q.MinValues})
 		}
 	}

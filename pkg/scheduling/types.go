@@ -120,6 +120,11 @@ type Options struct {
 	// NoImprove skips the local search after the first packing (for
 	// comparisons and debugging).
 	NoImprove bool
+	// MinValuesBestEffort is Karpenter's MinValuesPolicy=BestEffort: a
+	// pool's minValues neither limit how a new node is packed nor fail
+	// it; a node whose options offer fewer values is launched with the
+	// minValues lowered to what they offer (NewNode.MinValuesRelaxed).
+	MinValuesBestEffort bool
 }
 
 // Plan is Solve's answer.
@@ -178,6 +183,10 @@ type NewNode struct {
 	// Requests is the pods' requests plus the DaemonSet overhead reserved
 	// on the cheapest type.
 	Requests corev1.ResourceList
+	// MinValuesRelaxed is set when Options.MinValuesBestEffort lowered a
+	// minValues of the pool for this node (Requirements carry the
+	// lowered counts, as Karpenter's NodeClaim does).
+	MinValuesRelaxed bool
 }
 
 // InstanceTypeOption is one type a new node may be, with its cheapest
