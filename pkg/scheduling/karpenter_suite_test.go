@@ -1463,8 +1463,14 @@ func TestKarpenterSuiteVolumes(t *testing.T) {
 		}
 		return c
 	}
+	// claim makes a claim; an ephemeral volume's (<pod>-tmp) is
+	// controlled by its pod, as the ephemeral volume controller makes it.
 	claim := func(name string, mods ...func(*corev1.PersistentVolumeClaim)) *corev1.PersistentVolumeClaim {
 		c := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}}
+		if pod, ok := strings.CutSuffix(name, "-tmp"); ok {
+			yes := true
+			c.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod, Controller: &yes}}
+		}
 		for _, m := range mods {
 			m(c)
 		}

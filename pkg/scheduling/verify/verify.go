@@ -24,6 +24,7 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 	schedcorev1 "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/component-helpers/storage/ephemeral"
 	"k8s.io/klog/v2"
 
 	"github.com/joist-dev/joist/pkg/scheduling"
@@ -44,7 +45,8 @@ import (
 //   - requests (plus DaemonSet pods on new nodes, sized as their pods in
 //     the input show them) fit allocatable;
 //   - host ports do not clash;
-//   - the PersistentVolumes of bound claims accept the node;
+//   - the PersistentVolumes of bound claims accept the node, and a
+//     generic ephemeral volume's existing claim belongs to its pod;
 //   - required pod anti-affinity holds both ways, required pod affinity
 //     has a partner in the domain, and DoNotSchedule spreads keep their
 //     skew, over the final placement of all pods;
@@ -486,6 +488,11 @@ func (v *verifier) checkVolumes(p *corev1.Pod, vn *vnode) {
 		}
 		var pv *corev1.PersistentVolume
 		for _, c := range v.in.PersistentVolumeClaims {
+			if vol.Ephemeral != nil && c.Namespace == p.Namespace && c.Name == name {
+				if err := ephemeral.VolumeIsForPod(p, c); err != nil {
+					v.fail("pod %s/%s on node %s: %v", p.Namespace, p.Name, vn.name, err)
+				}
+			}
 			if c.Namespace == p.Namespace && c.Name == name && c.Spec.VolumeName != "" {
 				for _, x := range v.in.PersistentVolumes {
 					if x.Name == c.Spec.VolumeName {
