@@ -150,6 +150,15 @@ func containsString(l []string, s string) bool {
 // request list (requests[i] for s.classes[i], copied before it is
 // changed), notes the reserves, and returns the resources to track.
 func (s *solver) addAttachRequests(requests []corev1.ResourceList, extra map[corev1.ResourceName]bool) map[string]int64 {
+	claims := false
+	for _, c := range s.classes {
+		for _, v := range c.pod.Spec.Volumes {
+			claims = claims || v.PersistentVolumeClaim != nil || v.Ephemeral != nil
+		}
+	}
+	if !claims {
+		return nil
+	}
 	limited := s.limitedDrivers()
 	if len(limited) == 0 {
 		return nil
