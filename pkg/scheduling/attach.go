@@ -20,14 +20,22 @@ import (
 // once per node. Pods of one class share every claim (classKey hashes the
 // claim names), so a class of several pods asks for none of its claims
 // per pod; instead the sum of such classes' claims is reserved on every
-// node (attachDim.reserve). That is exact for the common cases (a claim
-// per StatefulSet pod; many pods of one Deployment sharing one claim) and
-// never lets a node exceed its limit; it is dearer only when several
-// classes share claims and a node's limit is nearly used up.
+// node whose limit leaves room for it (attachDim.reserve), and only such
+// nodes take their pods: those pods ask for one unit of a second resource
+// (sharedResource) that the other nodes lack. That is exact for the
+// common cases (a claim per StatefulSet pod; many pods of one Deployment
+// sharing one claim) and never lets a node exceed its limit; it is dearer
+// only when several classes share claims and a node's limit is nearly
+// used up.
 
-// attachResourcePrefix names the per-driver resource; it never leaves the
-// solve (NewNode.Requests leaves it out).
-const attachResourcePrefix = "joist.dev/attachable-volumes-csi-"
+// attachResourcePrefix and sharedResourcePrefix name the per-driver
+// resources; they never leave the solve (NewNode.Requests leaves every
+// internalResourcePrefix resource out).
+const (
+	internalResourcePrefix = "joist.dev/"
+	attachResourcePrefix   = internalResourcePrefix + "attachable-volumes-csi-"
+	sharedResourcePrefix   = internalResourcePrefix + "shared-volumes-csi-"
+)
 
 // unlimitedAttach stands for "no limit" (more than any node has pods).
 const unlimitedAttach = 1 << 20
@@ -36,13 +44,18 @@ func attachResource(driver string) corev1.ResourceName {
 	return corev1.ResourceName(attachResourcePrefix + driver)
 }
 
-func isAttachResource(n corev1.ResourceName) bool {
-	return strings.HasPrefix(string(n), attachResourcePrefix)
+func sharedResource(driver string) corev1.ResourceName {
+	return corev1.ResourceName(sharedResourcePrefix + driver)
 }
 
-// attachDim is one limited driver's dimension.
+func isAttachResource(n corev1.ResourceName) bool {
+	return strings.HasPrefix(string(n), internalResourcePrefix)
+}
+
+// attachDim is one limited driver's dimensions.
 type attachDim struct {
 	dim     int
+	shared  int // sharedResource's dimension, -1 without shared claims
 	driver  string
 	reserve int64 // claims of classes whose pods share them
 }
@@ -167,12 +180,14 @@ func (s *solver) addAttachRequests(requests []corev1.ResourceList, extra map[cor
 	for i, c := range s.classes {
 		for d, claims := range s.podAttachments(c.pod, limited) {
 			extra[attachResource(d)] = true
+			r := requests[i].DeepCopy()
 			if len(c.pods) > 1 {
 				reserve[d] += int64(len(claims))
-				continue
+				extra[sharedResource(d)] = true
+				r[sharedResource(d)] = *resource.NewQuantity(1, resource.DecimalSI)
+			} else {
+				r[attachResource(d)] = *resource.NewQuantity(int64(len(claims)), resource.DecimalSI)
 			}
-			r := requests[i].DeepCopy()
-			r[attachResource(d)] = *resource.NewQuantity(int64(len(claims)), resource.DecimalSI)
 			requests[i] = r
 		}
 	}
@@ -183,37 +198,49 @@ func (s *solver) addAttachRequests(requests []corev1.ResourceList, extra map[cor
 // are built.
 func (s *solver) buildAttachDims(reserve map[string]int64) {
 	for i, n := range s.dims.names {
-		if isAttachResource(n) {
-			d := strings.TrimPrefix(string(n), attachResourcePrefix)
-			s.attach = append(s.attach, attachDim{dim: i, driver: d, reserve: reserve[d]})
+		if d, ok := strings.CutPrefix(string(n), attachResourcePrefix); ok {
+			a := attachDim{dim: i, shared: -1, driver: d, reserve: reserve[d]}
+			if j, ok := s.dims.index[sharedResource(d)]; ok {
+				a.shared = j
+			}
+			s.attach = append(s.attach, a)
 		}
 	}
 }
 
-// attachLimit is what a node with these limits offers for one dimension:
-// its limit less the reserve, unlimited without one.
-func (a *attachDim) limit(limits map[string]int64) int64 {
+// offer is what a node with these limits, with used claims already
+// attached, offers: for its own claims, its limit less what is attached
+// and, when the rest holds it, the reserve; for shared claims, unlimited
+// when the reserve is held back, else nothing. Without a limit both are
+// unlimited.
+func (a *attachDim) offer(limits map[string]int64, used int64) (own, shared int64) {
 	l, ok := limits[a.driver]
 	if !ok {
-		return unlimitedAttach
+		return unlimitedAttach, unlimitedAttach
 	}
-	return max(l-a.reserve, 0)
+	free := max(l-used, 0)
+	if a.reserve > 0 && free >= a.reserve {
+		return free - a.reserve, unlimitedAttach
+	}
+	return free, 0
 }
 
 // setTypeAttach fills a type's attachment dimensions.
 func (s *solver) setTypeAttach(t *ptype) {
 	for i := range s.attach {
 		a := &s.attach[i]
-		t.net[a.dim] = a.limit(t.it.VolumeLimits)
-		t.capv[a.dim] = t.net[a.dim]
+		own, shared := a.offer(t.it.VolumeLimits, 0)
+		t.net[a.dim], t.capv[a.dim] = own, own
+		if a.shared >= 0 {
+			t.net[a.shared], t.capv[a.shared] = shared, shared
+		}
 	}
 }
 
 // setNodeAttach fills an existing or in-flight node's attachment
-// dimensions: its CSINode limits, else its instance type's (Karpenter's
-// "until the CSINode driver is published"), and the distinct claims its
-// pods use (capped at the limit, so a node over it still takes pods
-// without volumes).
+// dimensions from its CSINode limits, else its instance type's
+// (Karpenter's "until the CSINode driver is published"), less the
+// distinct claims its pods use.
 func (s *solver) setNodeAttach(b *bin) {
 	if len(s.attach) == 0 {
 		return
@@ -254,8 +281,14 @@ func (s *solver) setNodeAttach(b *bin) {
 	}
 	for i := range s.attach {
 		a := &s.attach[i]
-		b.alloc[a.dim] = a.limit(limits)
-		b.used[a.dim] = min(int64(len(used[a.driver])), b.alloc[a.dim])
+		// The attached claims are taken off the offer (not counted as
+		// used), so a node over its limit still takes pods without
+		// volumes.
+		own, shared := a.offer(limits, int64(len(used[a.driver])))
+		b.alloc[a.dim], b.used[a.dim] = own, 0
+		if a.shared >= 0 {
+			b.alloc[a.shared], b.used[a.shared] = shared, 0
+		}
 	}
 }
 

@@ -2,14 +2,17 @@ package scheduling_test
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"pgregory.net/rapid"
 
 	"github.com/joist-dev/joist/pkg/scheduling"
+	"github.com/joist-dev/joist/pkg/scheduling/verify"
 )
 
 // Karpenter's VolumeUsage cases (scheduling/suite_test.go, Describe
@@ -294,6 +297,15 @@ func TestKarpenterVolumeLimits(t *testing.T) {
 			withVolumeLimits(&in, ebs10)
 			return in
 		}, check: nodes(2, 0, 10)},
+		{name: "pods sharing a claim skip a node whose limit cannot hold it", in: func() scheduling.Input {
+			// n1 can attach nothing more: the two pods sharing "shared"
+			// go to a new node (found by TestPropertyVolumeLimitsHold:
+			// they asked for nothing per pod and the reserve did not fit).
+			ps := pods("s", 2, "10m", "10Mi", usesClaims("shared"))
+			in := volInput(ps, "shared")
+			existing(&in, false, map[string]int64{ebsDriver: 0})
+			return in
+		}, check: nodes(1, 0, 1)},
 		{name: "an in-tree EBS volume counts against the EBS CSI driver's limit", in: func() scheduling.Input {
 			ps := pods("a", 3, "10m", "10Mi", usesClaims("intree"))
 			in := volInput(ps[:1])
@@ -308,4 +320,72 @@ func TestKarpenterVolumeLimits(t *testing.T) {
 			return in
 		}, unschedulable: 1, reason: "attachable-volumes-csi-" + ebsDriver},
 	})
+}
+
+// TestPropertyVolumeLimitsHold: on random clusters (genInput) whose pods
+// get claims of their own or shared by their app, and whose instance
+// types and nodes get random EBS attachment limits, no node of the plan
+// attaches more than its limit (verify.Plan counts the distinct claims per
+// node on its own) and every other hard constraint still holds.
+func TestPropertyVolumeLimitsHold(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		in := genInput(t)
+		wffc := storagev1.VolumeBindingWaitForFirstConsumer
+		class := "ebs"
+		in.StorageClasses = []*storagev1.StorageClass{{ObjectMeta: metav1.ObjectMeta{Name: class}, Provisioner: ebsDriver, VolumeBindingMode: &wffc}}
+		for _, it := range in.InstanceTypes {
+			if rapid.Bool().Draw(t, "typeLimited") {
+				it.VolumeLimits = map[string]int64{ebsDriver: int64(rapid.IntRange(1, 8).Draw(t, "typeLimit"))}
+			}
+		}
+		claims := map[string]bool{}
+		addClaims := func(p *corev1.Pod, names ...string) {
+			usesClaims(names...)(p)
+			for _, n := range names {
+				claims[n] = true
+			}
+		}
+		mode := map[string]int{}
+		for _, p := range in.Pods {
+			app := p.Labels["app"]
+			if _, ok := mode[app]; !ok {
+				mode[app] = rapid.IntRange(0, 2).Draw(t, "volumes")
+			}
+			switch mode[app] {
+			case 1:
+				for j := 0; j < 1+len(p.Name)%3; j++ {
+					addClaims(p, fmt.Sprintf("%s-data-%d", p.Name, j))
+				}
+			case 2:
+				addClaims(p, "shared-"+app)
+			}
+		}
+		for _, n := range in.Nodes {
+			if rapid.Bool().Draw(t, "nodeLimited") {
+				n.VolumeLimits = map[string]int64{ebsDriver: int64(rapid.IntRange(0, 6).Draw(t, "nodeLimit"))}
+			}
+			for _, p := range n.Pods {
+				if rapid.Bool().Draw(t, "heldClaim") {
+					addClaims(p, p.Name+"-data")
+				}
+			}
+		}
+		for _, n := range sortedKeys(claims) {
+			in.PersistentVolumeClaims = append(in.PersistentVolumeClaims, &corev1.PersistentVolumeClaim{
+				ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: "default"}, Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &class}})
+		}
+		plan := scheduling.Solve(in)
+		for _, err := range verify.Plan(in, plan) {
+			t.Fatal(err)
+		}
+	})
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
