@@ -90,6 +90,9 @@ type Snapshot struct {
 	// the snapshot's are used. Without instance types consolidation only
 	// deletes, and a node's price is unknown.
 	Simulation scheduling.Input
+	// VolumeLimits are the nodes' volume attachment limits per CSI
+	// driver, by node name, from their CSINodes (read with the volumes).
+	VolumeLimits map[string]map[string]int64
 	// Unavailable tells offerings that recently ran out of capacity.
 	Unavailable func(instanceType, zone, capacityType string) bool
 	// Instances are the EC2 facts of the nodes' instances, by instance

@@ -130,6 +130,7 @@ func newConsolidator(s Snapshot, nodes []Node) *consolidator {
 			Name: n.Node.Name, Pool: pool, Labels: n.Node.Labels, Taints: n.Node.Spec.Taints,
 			Unschedulable: n.Node.Spec.Unschedulable, Capacity: n.Node.Status.Capacity,
 			Allocatable: n.Node.Status.Allocatable, Pods: onNode, Bound: n.Bound,
+			VolumeLimits: s.VolumeLimits[n.Node.Name],
 		})
 	}
 	return c

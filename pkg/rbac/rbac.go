@@ -77,6 +77,8 @@ func planning() []rbacv1.PolicyRule {
 		rule([]string{"apps"}, []string{"daemonsets"}, list),
 		rule(core, []string{"persistentvolumeclaims", "persistentvolumes"}, list),
 		rule([]string{"storage.k8s.io"}, []string{"storageclasses"}, list),
+		// Volume attachment limits of the nodes (CSINode).
+		rule([]string{"storage.k8s.io"}, []string{"csinodes"}, list),
 		// Namespace labels, when a pod's affinity selects namespaces by
 		// them (namespaceSelector).
 		rule(core, []string{"namespaces"}, list),

@@ -236,18 +236,46 @@ func (s *solver) newNode(b *bin, headroom vec) (NewNode, string) {
 		nn.Labels[model.LabelCapacityType] = nn.CapacityTypes[0]
 	}
 	nn.Requirements = r.toModel(sh.names)
-	// minValues: the options must offer enough distinct values.
+	// minValues: the options must offer enough distinct values (with
+	// BestEffort, the node's requirement gets what they offer).
 	for _, q := range ps.pool.Requirements {
 		if q.MinValues == nil {
 			continue
 		}
 		distinct := map[string]bool{}
-		for _, o := range opts {
-			if v, ok := o.t.it.Labels[model.NormalizeLabelKey(q.Key)]; ok {
+		key := model.NormalizeLabelKey(q.Key)
+		switch key {
+		case corev1.LabelTopologyZone, model.LabelCapacityType:
+			// The offerings decide these: the node's zones or capacity
+			// types.
+			vals := nn.Zones
+			if key == model.LabelCapacityType {
+				vals = nn.CapacityTypes
+			}
+			for _, v := range vals {
 				distinct[v] = true
 			}
+		default:
+			for _, o := range opts {
+				if v, ok := o.t.it.Labels[key]; ok {
+					distinct[v] = true
+				}
+			}
 		}
-		if len(distinct) < *q.MinValues {
+		mv := *q.MinValues
+		if len(distinct) < mv && s.in.Options.MinValuesBestEffort {
+			mv = len(distinct)
+			nn.MinValuesRelaxed = true
+		}
+		for i := range nn.Requirements {
+			if r := &nn.Requirements[i]; r.Key == key {
+				if r.MinValues == nil || *r.MinValues < mv {
+					r.MinValues = &mv
+				}
+				break
+			}
+		}
+		if len(distinct) < mv {
 			return nn, fmt.Sprintf("pool %q needs %d distinct %s values but only %d instance types hold the pods", ps.pool.Name, *q.MinValues, q.Key, len(distinct))
 		}
 	}

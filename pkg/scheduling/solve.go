@@ -144,6 +144,8 @@ type solver struct {
 
 	pvcs map[string]*corev1.PersistentVolumeClaim
 	pvs  map[string]*corev1.PersistentVolume
+	// attach are the volume attachment dimensions (attach.go).
+	attach []attachDim
 	// dsReq are DaemonSets' requests read from their pods
 	// (observeDaemonPods, pools.go).
 	dsReq map[*appsv1.DaemonSet]corev1.ResourceList
@@ -338,7 +340,9 @@ func (s *solver) buildDims() {
 			}
 		}
 	}
+	reserve := s.addAttachRequests(requests, extra)
 	s.dims = newDims(extra)
+	s.buildAttachDims(reserve)
 	for i, c := range s.classes {
 		c.req = s.dims.fromList(requests[i])
 	}
