@@ -86,6 +86,7 @@ type Snapshot struct {
 	// would go and what a new node would cost: the input the provisioner
 	// plans with (fromcatalog.Input: the catalog's instance types per
 	// pool kubelet settings, the region, DaemonSets, volumes, namespaces).
+	// Its options carry the policies (each simulation adds NoImprove).
 	// Its pods, nodes, pools and offerings out of capacity are ignored:
 	// the snapshot's are used. Without instance types consolidation only
 	// deletes, and a node's price is unknown.

@@ -210,7 +210,9 @@ func (c *consolidator) simulate(cands []*candidate) (command, string) {
 	c.simulations++
 	in := c.s.Simulation
 	in.Pods, in.Nodes, in.Pools, in.Unavailable = move, others, c.s.Pools, c.s.Unavailable
-	in.Options = scheduling.Options{NoImprove: true}
+	// The snapshot's policies, and no local search: a candidate only
+	// asks whether its pods fit.
+	in.Options.NoImprove = true
 	plan := scheduling.Solve(in)
 	cmd := command{nodes: cands}
 	switch {

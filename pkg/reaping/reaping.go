@@ -76,6 +76,9 @@ type Reaper struct {
 	// Catalog prices nodes and their replacements for consolidation
 	// (snapshot.go); nil: consolidation only deletes.
 	Catalog func(context.Context) (*catalog.Catalog, error)
+	// Policy is Karpenter's preference and minValues policies, which
+	// consolidation plans under as the provisioner does.
+	Policy scheduling.Options
 	// Replace runs a provisioning pass for nodes going away, without
 	// taking the Lease (the reaper holds it around each decision):
 	// provisioning.Provisioner.Replace with no Lock. It launches the
