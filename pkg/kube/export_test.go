@@ -8,7 +8,7 @@ func PodPage(body []byte, in *Interner, f func(*corev1.Pod)) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return cont, podPage(body, list, &podReader{in: in}, f)
+	return cont, podPage(body, list, "", &podReader{in: in}, f)
 }
 
 // FilterPod is filterPod, for tests of what it drops.
@@ -39,4 +39,12 @@ func FilterNode(dst, node []byte) ([]byte, error) { return filterNode(dst, node)
 func SetNodePageSize(n int64) (restore func()) {
 	nodePageSize = n
 	return func() { nodePageSize = PageSize }
+}
+
+// SplitByNamespace makes EachPod split a read into at most lists
+// namespaces' lists (0: never), streams at once, until restore is called.
+func SplitByNamespace(lists, streams int) (restore func()) {
+	l, s := namespaceLists, namespaceStreams
+	namespaceLists, namespaceStreams = lists, streams
+	return func() { namespaceLists, namespaceStreams = l, s }
 }

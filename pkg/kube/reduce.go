@@ -320,7 +320,7 @@ func (c *Client) EachPod(ctx context.Context, fieldSelector string, in *Interner
 	opts := metav1.ListOptions{FieldSelector: fieldSelector, Limit: podPageSize}
 	var err error
 	if rc := c.restClient(); rc != nil {
-		err = eachPodWire(ctx, rc, opts, in, f)
+		err = c.eachPodWire(ctx, rc, opts, in, f)
 	} else {
 		err = c.eachPodTyped(ctx, opts, func(p *corev1.Pod) {
 			ReducePod(p, in)
