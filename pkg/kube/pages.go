@@ -6,6 +6,7 @@ import (
 	"io"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,8 +30,10 @@ var (
 	namespaceLists = 64
 	// namespaceStreams is how many namespaces' lists are read at once.
 	// Each holds one page in flight (a buffer of a few MB): a read holds
-	// at most namespaceStreams+1 pages.
-	namespaceStreams = 4
+	// at most namespaceStreams+1 pages. Two keep the client decoding while
+	// the API server serves (on this machine's two cores, two did as well
+	// as four, and four held two more buffers: docs/scale.md).
+	namespaceStreams = 2
 )
 
 // eachPodWire lists pods page by page as protobuf and hands each one,
@@ -161,6 +164,10 @@ type pager struct {
 	pages  chan fetched
 	free   chan *pageBuf
 
+	// largest is the largest page read so far: a buffer that must grow
+	// grows to it at once (readAll).
+	largest atomic.Int64
+
 	mu      sync.Mutex
 	bufs    []*pageBuf // every buffer taken from pageBuffers
 	max     int
@@ -213,8 +220,10 @@ func (p *pager) read(pl pageList) fetched {
 	}
 	pg := fetched{buf: buf}
 	buf.Reset()
-	if pg.err = readPage(p.ctx, p.rc, p.l, pl, buf); pg.err == nil {
+	if pg.err = readPage(p.ctx, p.rc, p.l, pl, buf, int(p.largest.Load())); pg.err == nil {
 		pg.body = buf.Bytes()
+		for l := p.largest.Load(); int64(len(pg.body)) > l && !p.largest.CompareAndSwap(l, int64(len(pg.body))); l = p.largest.Load() {
+		}
 		pg.list, pg.cont, pg.err = pageContinue(pg.body, p.l.kind)
 	}
 	return pg
@@ -314,7 +323,9 @@ var pageBuffers = sync.Pool{New: func() any { return new(pageBuf) }}
 
 // readPage reads one page of the list into buf, preferring protobuf (a
 // server may answer JSON: pageContinue tells them apart).
-func readPage(ctx context.Context, rc rest.Interface, l listing, pl pageList, buf *pageBuf) error {
+// A buffer that must grow grows at once to hint and a little more (the
+// largest page read so far).
+func readPage(ctx context.Context, rc rest.Interface, l listing, pl pageList, buf *pageBuf, hint int) error {
 	req := rc.Get().Resource(l.resource).VersionedParams(&pl.opts, scheme.ParameterCodec).
 		SetHeader("Accept", protobufType+", application/json")
 	if pl.ns != "" {
@@ -325,7 +336,7 @@ func readPage(ctx context.Context, rc rest.Interface, l listing, pl pageList, bu
 		return err
 	}
 	defer func() { _ = body.Close() }()
-	if err := readAll(buf, body); err != nil {
+	if err := readAll(buf, body, hint); err != nil {
 		return fmt.Errorf("read %s: %w", l.kind, err)
 	}
 	return nil
@@ -340,15 +351,20 @@ func (b *pageBuf) Reset() { b.b = b.b[:0] }
 // Bytes is what was read.
 func (b *pageBuf) Bytes() []byte { return b.b }
 
-// readAll reads r to its end into buf, growing it by a quarter at a time
-// (at least pageGrowth) rather than by doubling as bytes.Buffer does: a
-// buffer ends at most a quarter larger than the largest page read into
-// it, not up to twice as large (a page of 1,000 realistic pods is ~9 MB;
-// by doubling its buffer grew to 16 MB).
-func readAll(buf *pageBuf, r io.Reader) error {
+// readAll reads r to its end into buf, growing it by half at a time (at
+// least pageGrowth), or at once to hint and an eighth if it is smaller:
+// a buffer ends at most half as large again as the largest page read into
+// it, an eighth once a page of the read has set hint, not up to twice as
+// large as bytes.Buffer's doubling leaves it (a page of 1,000 realistic
+// pods is ~9 MB; by doubling its buffer grew to 16 MB).
+func readAll(buf *pageBuf, r io.Reader, hint int) error {
 	for {
-		if cap(buf.b)-len(buf.b) < pageGrowth/4 {
-			nb := make([]byte, len(buf.b), cap(buf.b)+max(pageGrowth, cap(buf.b)/4))
+		if c := cap(buf.b); c-len(buf.b) < pageGrowth/4 {
+			n := c + max(pageGrowth, c/2)
+			if c < hint {
+				n = max(c+pageGrowth, hint+hint/8)
+			}
+			nb := make([]byte, len(buf.b), n)
 			copy(nb, buf.b)
 			buf.b = nb
 		}
