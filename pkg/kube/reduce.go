@@ -37,6 +37,14 @@ var (
 	nodePageSize int64 = PageSize
 )
 
+// SetPodPageSize makes EachPod read n pods a page until restore is
+// called: for tests, and the scale benchmark's small-scale check, which
+// reads a small cluster in several pages, so split by namespace.
+func SetPodPageSize(n int64) (restore func()) {
+	podPageSize = n
+	return func() { podPageSize = PodPageSize }
+}
+
 // lastApplied is kubectl's copy of the whole object as applied: often the
 // largest annotation, read by nothing in Joist.
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
