@@ -14,7 +14,6 @@ func PodPage(body []byte, in *Interner, f func(*corev1.Pod)) (string, error) {
 // FilterPod is filterPod, for tests of what it drops.
 func FilterPod(dst, pod []byte) ([]byte, error) { return filterPod(dst, pod) }
 
-
 // NodePage is nodePage, for tests of one page's decoding.
 func NodePage(body []byte, in *Interner, f func(*corev1.Node)) (string, error) {
 	list, cont, err := pageContinue(body, nodeListing.kind)
