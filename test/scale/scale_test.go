@@ -267,7 +267,7 @@ func (w *world) pass(t testing.TB, env ...string) (passReport, int64, apiTotals)
 		"LOG_LEVEL=warn",
 	}
 	cmd.Env = append(cmd.Env, env...)
-	for _, k := range []string{"JOIST_PASS_PROFILE", "GODEBUG", "GOGC", "JOIST_KUBE_COMPRESSION"} {
+	for _, k := range []string{"JOIST_PASS_PROFILE", "GODEBUG", "GOGC", "JOIST_KUBE_COMPRESSION", "JOIST_SCALE_POD_PAGE_SIZE"} {
 		if v := os.Getenv(k); v != "" {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
