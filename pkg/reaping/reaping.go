@@ -275,9 +275,14 @@ func (r *Reaper) Pass(ctx context.Context) (Result, error) {
 // what the decisions read (disruption.Node.Add: most bound pods as a
 // ~100-byte scheduling.BoundPod), by node; pending pods only count, in
 // planned, onto the instance they are planned for. Finished pods are
-// left out. Every pod of a node
-// waiting for its replacements is kept whole (advanceReplacing reads
-// them all).
+// left out. Every pod of a node waiting for its replacements is kept
+// whole (advanceReplacing reads them all). A large read is split by
+// namespace, each list of its own revision (kube.EachPod): a pod bound
+// to a node during the read may be missed, as with a read a moment
+// older, and no decision rests on one read (an empty node is retired
+// after consolidateAfter, a consolidation command is checked again
+// before it is carried out, and a node is drained, its pods evicted,
+// before it goes).
 func (r *Reaper) readPods(ctx context.Context, nodes []*corev1.Node, planned map[string]int) (map[string]*disruption.Node, error) {
 	replacing := map[string]bool{}
 	for _, n := range nodes {
