@@ -75,7 +75,10 @@ func (c *cluster) asMoving(pod *corev1.Pod) *corev1.Pod {
 // arrives (pkg/kube: EachPod, Nodes; docs/scale.md): pending pods must
 // include the pod whose event woke the pass, and nodes and bound pods are
 // the room the simulator gives away, so a stale read would plan pods onto
-// room already taken. The bound pods, by far the largest read, are read
+// room already taken. A large read is split by namespace, each list of its
+// own revision after the pass began (kube.EachPod): a pod that was bound
+// before the pass is counted; one bound or deleted during it may or may
+// not be, as with one list. The bound pods, by far the largest read, are read
 // only when the pass has something to plan (needsBound).
 func (p *Provisioner) read(ctx context.Context) (*cluster, error) {
 	c := &cluster{bound: map[string][]*corev1.Pod{}, compact: map[string][]scheduling.BoundPod{}, planned: map[string][]*corev1.Pod{}}
