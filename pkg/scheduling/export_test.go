@@ -38,3 +38,8 @@ func SetOpenCache(on bool) { openCacheOff = !on }
 // (growidx.go) on or off, for the test that plans are the same either
 // way.
 func SetTopoGrowIndex(on bool) { topoGrowIndexOff = !on }
+
+// SetRebuildBound turns the local search's stop of a rebuild whose price
+// floor reached the price before it (rebuildbound.go) on or off, for the
+// test that plans are the same either way.
+func SetRebuildBound(on bool) { rebuildBoundOff = !on }

@@ -67,6 +67,10 @@ type solver struct {
 	// weight, must not win because the cap ruled out their betters).
 	priceCap float64
 	capPool  *poolState
+	// rbBefore, while a rebuild packs, is the new nodes' price before it
+	// (rebuildbound.go); floors their price floors.
+	rbBefore float64
+	floors   floorCache
 	pools    []*poolState
 	// anyPreferNoSchedule enables the last relaxation step.
 	anyPreferNoSchedule bool
