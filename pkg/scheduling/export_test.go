@@ -43,3 +43,7 @@ func SetTopoGrowIndex(on bool) { topoGrowIndexOff = !on }
 // floor reached the price before it (rebuildbound.go) on or off, for the
 // test that plans are the same either way.
 func SetRebuildBound(on bool) { rebuildBoundOff = !on }
+
+// SetNodeOpts turns newNode's answers kept for alike nodes (nodeOptsFor)
+// on or off, for the test that plans are the same either way.
+func SetNodeOpts(on bool) { nodeOptsOff = !on }

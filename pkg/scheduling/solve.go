@@ -144,7 +144,10 @@ type solver struct {
 	// lists made so far, by a hash of their key (sharedOpts).
 	optBuf   []opt
 	rankBuf  bitset
+	selBuf   bitset
 	optLists map[uint64][]*optList
+	// nodeOpts are newNode's answers by what decides them (nodeOptsFor).
+	nodeOpts map[uint64][]*nodeOpts
 
 	pvcs map[string]*corev1.PersistentVolumeClaim
 	pvs  map[string]*corev1.PersistentVolume
