@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -280,6 +281,53 @@ func (s *solver) nodeOptsFor(b *bin, headroom vec) *optList {
 	return sh
 }
 
+// keptOptsOff makes every solve make its own option lists (tests
+// compare).
+var keptOptsOff bool
+
+// maxKeptOptBytes bounds the option lists kept with a pool's types (a
+// list is up to about 100 KB: every type of a catalog holds a small
+// node); when full they are dropped and kept anew.
+const maxKeptOptBytes = 1 << 20
+
+// keptOpts looks up the option list of the key (h, the masks, the types
+// marked in sel) among those kept with the pool's types, or when add is
+// not nil keeps add. Solves against one prepared catalog (the
+// provisioner's passes, consolidation's candidates) give many new nodes
+// the same options: a list is made once, not per solve. What a list is
+// depends on the kept types, the masks and the types alone (the world's
+// zones and capacity types are the list's when types are kept), except
+// the minValues failure, which names the pool: pools with minValues keep
+// none.
+func (ps *poolState) keptOpts(h, zoneMask, ctMask uint64, sel bitset, add *optList) *optList {
+	k := ps.kept
+	if k == nil || keptOptsOff {
+		return nil
+	}
+	for _, q := range ps.pool.Requirements {
+		if q.MinValues != nil {
+			return nil
+		}
+	}
+	k.optMu.Lock()
+	defer k.optMu.Unlock()
+	if add != nil {
+		size := len(add.options)*int(unsafe.Sizeof(InstanceTypeOption{})) + len(add.names)*int(unsafe.Sizeof("")) + len(add.types)*8
+		if k.opts == nil || k.optBytes+size > maxKeptOptBytes {
+			k.opts, k.optBytes = map[uint64][]*optList{}, 0
+		}
+		k.opts[h] = append(k.opts[h], add)
+		k.optBytes += size
+		return add
+	}
+	for _, l := range k.opts[h] {
+		if l.zoneMask == zoneMask && l.ctMask == ctMask && slices.Equal(l.types, sel) {
+			return l
+		}
+	}
+	return nil
+}
+
 // fnvMix is FNV-1a over 64-bit words (from fnvOffset).
 func fnvMix(h, v uint64) uint64 { return (h ^ v) * fnvPrime }
 
@@ -319,8 +367,15 @@ func (s *solver) sharedOpts(ps *poolState, zoneMask, ctMask uint64, sel bitset) 
 			return l
 		}
 	}
+	if l := ps.keptOpts(h, zoneMask, ctMask, sel, nil); l != nil {
+		mine := *l // the solve's pool index; the lists are shared
+		mine.pool = ps.idx
+		s.optLists[h] = append(s.optLists[h], &mine)
+		return &mine
+	}
 	l := &optList{pool: ps.idx, zoneMask: zoneMask, ctMask: ctMask, types: sel.clone()}
 	s.optLists[h] = append(s.optLists[h], l)
+	defer ps.keptOpts(h, zoneMask, ctMask, sel, l)
 	// opts is scratch: the options in the pool's type order.
 	if cap(s.optBuf) < len(ps.types) {
 		s.optBuf = make([]opt, 0, len(ps.types))

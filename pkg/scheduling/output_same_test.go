@@ -53,3 +53,40 @@ func sameOutput(t *testing.T, what string, set func(on bool)) {
 func TestNodeOptsSamePlans(t *testing.T) {
 	sameOutput(t, "node options kept for alike nodes", scheduling.SetNodeOpts)
 }
+
+// TestKeptOptionListsSamePlans: new nodes' option lists are kept with the
+// prepared pool types for later solves, and a later solve of the same
+// input gets, to the last option, the plan a solve making its own lists
+// gets, with its lists shared with the first solve's. Lists kept by
+// fewer than their masks and types (a node in one zone given the
+// options of a node in any zone) would give nodes other options.
+func TestKeptOptionListsSamePlans(t *testing.T) {
+	defer scheduling.SetKeptOpts(true)
+	for _, sh := range workloadgen.Shapes {
+		for _, n := range []int{60, 400} {
+			t.Run(fmt.Sprintf("%s/%d", sh.Name, n), func(t *testing.T) {
+				in, err := workloadgen.Input(sh, n, 3)
+				if err != nil {
+					t.Fatal(err)
+				}
+				scheduling.SetKeptOpts(false)
+				want := scheduling.Solve(in)
+				scheduling.SetKeptOpts(true)
+				first := scheduling.Solve(in)
+				second := scheduling.Solve(in)
+				if len(want.NewNodes) == 0 {
+					t.Fatal("no new nodes: the case does not exercise the output")
+				}
+				for _, got := range []scheduling.Plan{first, second} {
+					if !reflect.DeepEqual(got, want) {
+						t.Fatalf("plan with kept option lists differs from the plan making its own")
+					}
+				}
+				a, b := first.NewNodes[0].InstanceTypeOptions, second.NewNodes[0].InstanceTypeOptions
+				if len(a) > 0 && &a[0] != &b[0] {
+					t.Errorf("the second solve made its own option list: none kept")
+				}
+			})
+		}
+	}
+}
