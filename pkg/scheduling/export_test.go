@@ -38,3 +38,17 @@ func SetOpenCache(on bool) { openCacheOff = !on }
 // (growidx.go) on or off, for the test that plans are the same either
 // way.
 func SetTopoGrowIndex(on bool) { topoGrowIndexOff = !on }
+
+// SetRebuildBound turns the local search's stop of a rebuild whose price
+// floor reached the price before it (rebuildbound.go) on or off, for the
+// test that plans are the same either way.
+func SetRebuildBound(on bool) { rebuildBoundOff = !on }
+
+// SetNodeOpts turns newNode's answers kept for alike nodes (nodeOptsFor)
+// on or off, for the test that plans are the same either way.
+func SetNodeOpts(on bool) { nodeOptsOff = !on }
+
+// SetKeptOpts turns the option lists kept with a prepared pool's types
+// for later solves (keptOpts) on or off, for the test that plans are the
+// same either way.
+func SetKeptOpts(on bool) { keptOptsOff = !on }

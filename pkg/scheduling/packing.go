@@ -175,6 +175,9 @@ func (s *solver) placeAt(l *level, want int) (int, string) {
 				break
 			}
 		}
+		if s.jr != nil && s.rebuildLost() {
+			return placed, "" // the rebuild cannot be kept
+		}
 		g, why := s.bestGrowth(l, want-placed)
 		if g == nil {
 			return placed, why

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -68,6 +69,9 @@ type poolState struct {
 	limit      vec
 	limitNodes int64
 	hasLimits  bool
+	// kept are the pool's types as kept in the prepared list for later
+	// solves (nil: prepared for this solve alone).
+	kept       *keptTypes
 	usage      vec
 	usageNodes int64
 	// hasPreferNoSchedule enables the last relaxation step.
@@ -283,6 +287,7 @@ func (s *solver) preparePoolState(idx int, p *model.Pool) *poolState {
 	key := s.poolTypesKey(ps, pl, lx, dsList)
 	if pt, ok := pl.poolTypesOf(key); ok {
 		pt.fill(ps)
+		ps.kept = pt
 		return ps
 	}
 	s.prepareTypes(ps, pl, lx, dsList)
@@ -298,7 +303,8 @@ func (s *solver) preparePoolState(idx int, p *model.Pool) *poolState {
 	s.buildFrontier(ps)
 	if key != "" {
 		ps.lpCaps(s.dims.n())
-		pl.keepPoolTypes(key, keptTypesOf(ps))
+		ps.kept = keptTypesOf(ps)
+		pl.keepPoolTypes(key, ps.kept)
 	}
 	return ps
 }
@@ -535,6 +541,11 @@ type keptTypes struct {
 	fBits    bitset
 	allIdx   []int
 	byName   []int
+	// opts are new nodes' option lists made by solves with these types
+	// (keptOpts), by a hash of their key.
+	optMu    sync.Mutex
+	opts     map[uint64][]*optList
+	optBytes int
 }
 
 func keptTypesOf(ps *poolState) *keptTypes {

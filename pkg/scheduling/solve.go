@@ -67,6 +67,10 @@ type solver struct {
 	// weight, must not win because the cap ruled out their betters).
 	priceCap float64
 	capPool  *poolState
+	// rbBefore, while a rebuild packs, is the new nodes' price before it
+	// (rebuildbound.go); floors their price floors.
+	rbBefore float64
+	floors   floorCache
 	pools    []*poolState
 	// anyPreferNoSchedule enables the last relaxation step.
 	anyPreferNoSchedule bool
@@ -140,7 +144,10 @@ type solver struct {
 	// lists made so far, by a hash of their key (sharedOpts).
 	optBuf   []opt
 	rankBuf  bitset
+	selBuf   bitset
 	optLists map[uint64][]*optList
+	// nodeOpts are newNode's answers by what decides them (nodeOptsFor).
+	nodeOpts map[uint64][]*nodeOpts
 
 	pvcs map[string]*corev1.PersistentVolumeClaim
 	pvs  map[string]*corev1.PersistentVolume

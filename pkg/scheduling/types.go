@@ -171,7 +171,8 @@ type NewNode struct {
 	Taints []corev1.Taint
 	// InstanceTypeOptions are every type that holds the node's pods and
 	// DaemonSets, cheapest first; CreateFleet picks among them. Read only:
-	// new nodes of a plan with the same options share one list.
+	// new nodes with the same options share one list, within a plan and
+	// across solves against one prepared catalog.
 	InstanceTypeOptions []InstanceTypeOption
 	// Cheapest is the offering the plan's price assumes.
 	Cheapest Launch
