@@ -99,6 +99,7 @@ type solver struct {
 	pmin         *pendMin
 	gidx         *growIdx // growidx.go, while packing
 	existingBins []*bin
+	portSetsMemo *portSets // portSets'
 
 	affinityMemo map[*corev1.Affinity]uint64
 	spreadMemo   map[*corev1.TopologySpreadConstraint]uint64
