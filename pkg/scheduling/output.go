@@ -162,27 +162,23 @@ func (s *solver) newNode(b *bin, headroom vec) (NewNode, string) {
 	}
 	opts := s.optBuf[:0]
 	defer func() { s.optBuf = s.optBuf[:0] }()
-	for i, t := range ps.types {
-		if !b.types.has(i) || !b.used.le(t.net) {
-			continue
-		}
-		o, ok := t.price(b.zoneMask, b.ctMask)
-		if !ok {
-			continue
-		}
-		if headroom != nil && i != b.typ {
-			over := false
-			for d := range headroom {
-				if headroom[d] != math.MaxInt64 && t.capv[d] > chosen.capv[d]+headroom[d] {
-					over = true
-					break
-				}
+	// The node's types in the pool's order, each priced once per zones
+	// and capacity types in the solve (thousands of new nodes at 50,000
+	// pods share a few).
+	prices := s.pricesFor(ps, b.zoneMask, b.ctMask)
+	for w, word := range b.types {
+		for ; word != 0; word &= word - 1 {
+			i := w*64 + bits.TrailingZeros64(word)
+			if i >= len(ps.types) {
+				break
 			}
-			if over {
+			if !prices[i].ok {
 				continue
 			}
+			if t := ps.types[i]; b.used.le(t.net) {
+				opts = s.addOpt(opts, b, chosen, headroom, i, prices[i].o)
+			}
 		}
-		opts = append(opts, opt{t, o})
 	}
 	// New nodes holding alike pods often have the same options: those
 	// share one list (and one list of names), built once.
@@ -356,4 +352,49 @@ func (l *optList) holds(opts []opt) bool {
 		}
 	}
 	return true
+}
+
+// addOpt appends type i of b's pool at offering o to opts unless the
+// pool's limit headroom rules it out.
+func (s *solver) addOpt(opts []opt, b *bin, chosen *ptype, headroom vec, i int, o offer) []opt {
+	t := b.pool.types[i]
+	if headroom != nil && i != b.typ {
+		for d := range headroom {
+			if headroom[d] != math.MaxInt64 && t.capv[d] > chosen.capv[d]+headroom[d] {
+				return opts
+			}
+		}
+	}
+	return append(opts, opt{t, o})
+}
+
+// priceKey is a pool with zone and capacity type masks.
+type priceKey struct {
+	pool      int
+	zone, cts uint64
+}
+
+// priceRow is a type's cheapest offering under a priceKey's masks (ok:
+// it has one).
+type priceRow struct {
+	o  offer
+	ok bool
+}
+
+// pricesFor is every type of ps priced within the masks, made once per
+// solve.
+func (s *solver) pricesFor(ps *poolState, zones, cts uint64) []priceRow {
+	k := priceKey{ps.idx, zones, cts}
+	if r, ok := s.priceMemo[k]; ok {
+		return r
+	}
+	if s.priceMemo == nil {
+		s.priceMemo = map[priceKey][]priceRow{}
+	}
+	r := make([]priceRow, len(ps.types))
+	for i, t := range ps.types {
+		r[i].o, r[i].ok = t.price(zones, cts)
+	}
+	s.priceMemo[k] = r
+	return r
 }

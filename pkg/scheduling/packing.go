@@ -206,13 +206,10 @@ func (s *solver) fillPaid(l *level, want int) int {
 		return s.fillPaidOrdered(l, want)
 	}
 	placed := 0
-	var cands paidCands
-	if s.gidx != nil {
-		// Kept between calls: the candidates are thousands at 50,000
-		// pods.
-		cands = s.gidx.paid.cands
-		defer func() { s.gidx.paid.cands = cands[:0] }()
-	}
+	// Kept between calls: the candidates are thousands at 50,000 pods,
+	// and the local search calls this for every class it places again.
+	cands := s.paidBuf[:0]
+	defer func() { s.paidBuf = cands[:0] }()
 	var unfilled []*bin
 	if s.gidx != nil {
 		unfilled = s.gidx.unfilled[:0]

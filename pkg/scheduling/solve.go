@@ -100,6 +100,10 @@ type solver struct {
 	gidx         *growIdx // growidx.go, while packing
 	existingBins []*bin
 	portSetsMemo *portSets // portSets'
+	paidBuf      paidCands // fillPaid's candidates (scratch)
+	// priceMemo is pricesFor's: each pool's types priced per zone and
+	// capacity type masks.
+	priceMemo map[priceKey][]priceRow
 
 	affinityMemo map[*corev1.Affinity]uint64
 	spreadMemo   map[*corev1.TopologySpreadConstraint]uint64
