@@ -305,26 +305,20 @@ func (s *solver) nodeOptsFor(b *bin, headroom vec) *optList {
 	}
 	sel := s.selBuf[:words]
 	clear(sel)
-	for i, t := range ps.types {
-		if !b.types.has(i) || !b.used.le(t.net) {
-			continue
-		}
-		if _, ok := t.price(b.zoneMask, b.ctMask); !ok {
-			continue
-		}
-		if headroom != nil && i != b.typ {
-			over := false
-			for d := range headroom {
-				if headroom[d] != math.MaxInt64 && t.capv[d] > chosen.capv[d]+headroom[d] {
-					over = true
-					break
-				}
+	// The node's types in the pool's order, each priced once per zones
+	// and capacity types in the solve (thousands of new nodes at 50,000
+	// pods share a few).
+	prices := s.pricesFor(ps, b.zoneMask, b.ctMask)
+	for w, word := range b.types {
+		for ; word != 0; word &= word - 1 {
+			i := w*64 + bits.TrailingZeros64(word)
+			if i >= len(ps.types) {
+				break
 			}
-			if over {
-				continue
+			if t := ps.types[i]; prices[i].ok && b.used.le(t.net) && !s.overHeadroom(b, chosen, headroom, i) {
+				sel.set(i)
 			}
 		}
-		sel.set(i)
 	}
 	sh := s.sharedOpts(ps, b.zoneMask, b.ctMask, sel)
 	if keep {
@@ -429,13 +423,13 @@ func (s *solver) sharedOpts(ps *poolState, zoneMask, ctMask uint64, sel bitset) 
 	}
 	opts := s.optBuf[:0]
 	defer func() { s.optBuf = s.optBuf[:0] }()
+	prices := s.pricesFor(ps, zoneMask, ctMask)
 	for w, word := range sel {
 		for word != 0 {
 			i := w*64 + bits.TrailingZeros64(word)
 			word &= word - 1
 			t := ps.types[i]
-			o, _ := t.price(zoneMask, ctMask)
-			opts = append(opts, opt{t, o})
+			opts = append(opts, opt{t, prices[i].o})
 			l.offered |= t.zoneMask
 			l.offeredCT |= t.ctMask
 		}
@@ -481,4 +475,51 @@ func (s *solver) sharedOpts(ps *poolState, zoneMask, ctMask uint64, sel bitset) 
 	}
 	l.names = l.names[:len(l.names):len(l.names)]
 	return l
+}
+
+// overHeadroom tells whether type i of b's pool is larger than the
+// node's chosen type by more than the pool's limit headroom (nil: no
+// limit), so CreateFleet must not be offered it.
+func (s *solver) overHeadroom(b *bin, chosen *ptype, headroom vec, i int) bool {
+	if headroom == nil || i == b.typ {
+		return false
+	}
+	t := b.pool.types[i]
+	for d := range headroom {
+		if headroom[d] != math.MaxInt64 && t.capv[d] > chosen.capv[d]+headroom[d] {
+			return true
+		}
+	}
+	return false
+}
+
+// priceKey is a pool with zone and capacity type masks.
+type priceKey struct {
+	pool      int
+	zone, cts uint64
+}
+
+// priceRow is a type's cheapest offering under a priceKey's masks (ok:
+// it has one).
+type priceRow struct {
+	o  offer
+	ok bool
+}
+
+// pricesFor is every type of ps priced within the masks, made once per
+// solve.
+func (s *solver) pricesFor(ps *poolState, zones, cts uint64) []priceRow {
+	k := priceKey{ps.idx, zones, cts}
+	if r, ok := s.priceMemo[k]; ok {
+		return r
+	}
+	if s.priceMemo == nil {
+		s.priceMemo = map[priceKey][]priceRow{}
+	}
+	r := make([]priceRow, len(ps.types))
+	for i, t := range ps.types {
+		r[i].o, r[i].ok = t.price(zones, cts)
+	}
+	s.priceMemo[k] = r
+	return r
 }
