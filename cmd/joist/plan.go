@@ -33,6 +33,11 @@ type planOptions struct {
 	zones   []string
 	catalog string
 	output  string
+	// preferencePolicy and minValuesPolicy are Karpenter's policies
+	// (scheduling.PolicyOptions), as the functions' JOIST_PREFERENCE_POLICY
+	// and JOIST_MIN_VALUES_POLICY.
+	preferencePolicy string
+	minValuesPolicy  string
 }
 
 func newPlanCmd() *cobra.Command {
@@ -61,6 +66,8 @@ plan's price and a proven lower bound on the price of any plan.`,
 	f.StringSliceVar(&o.zones, "zones", nil, "zones (letters or full names); default the region's a, b and c")
 	f.StringVar(&o.catalog, "catalog", "embedded", `instance types: "embedded", or a JSON file of pkg/catalog instance types`)
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
+	f.StringVar(&o.preferencePolicy, "preference-policy", scheduling.PreferencePolicyRespect, "Respect or Ignore preferred affinities and ScheduleAnyway spreads (Karpenter's --preference-policy)")
+	f.StringVar(&o.minValuesPolicy, "min-values-policy", scheduling.MinValuesPolicyStrict, "Strict or BestEffort: whether a pool's minValues may be lowered to launch (Karpenter's --min-values-policy)")
 	return cmd
 }
 
@@ -119,10 +126,15 @@ func runPlan(stdin io.Reader, stdout, stderr io.Writer, o *planOptions) error {
 	if len(o.files) == 0 {
 		return errors.New("no input: give -f FILE (or -f - for standard input)")
 	}
+	policy, err := scheduling.PolicyOptions(o.preferencePolicy, o.minValuesPolicy)
+	if err != nil {
+		return fmt.Errorf("--preference-policy/--min-values-policy: %w", err)
+	}
 	in, defaultPool, err := readPlanInput(stdin, stderr, o)
 	if err != nil {
 		return err
 	}
+	in.Options = policy
 	start := time.Now()
 	plan := scheduling.Solve(in)
 	elapsed := time.Since(start)

@@ -138,3 +138,59 @@ spec:
 		t.Errorf("validate accepted a missing node class: %v\n%s", err, vErr.String())
 	}
 }
+
+// --min-values-policy BestEffort plans a pod whose node cannot meet its
+// pool's minValues (two types allowed and asked for, only the larger holds
+// the pod); the default (Strict)
+// leaves its pod unschedulable, as Karpenter does. A bad value is refused.
+func TestPlanMinValuesPolicy(t *testing.T) {
+	manifest := `apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: one-type}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+      - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large, m5.xlarge], minValues: 2}
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  amiSelectorTerms: [{alias: al2023@latest}]
+  role: KarpenterNodeRole
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web}
+spec:
+  containers:
+  - name: x
+    image: x
+    resources: {requests: {cpu: "3"}}
+`
+	for _, c := range []struct {
+		policy string
+		want   string
+	}{
+		{"Strict", "1 pods: 0 on 0 new node(s), 1 unschedulable"},
+		{"BestEffort", "1 pods: 1 on 1 new node(s)"},
+	} {
+		var stdout, stderr bytes.Buffer
+		err := runPlan(strings.NewReader(manifest), &stdout, &stderr, &planOptions{files: []string{"-"}, region: "us-east-1", catalog: "embedded", output: "table", minValuesPolicy: c.policy})
+		if err != nil {
+			t.Fatalf("%s: plan: %v\n%s", c.policy, err, stderr.String())
+		}
+		if !strings.Contains(stdout.String(), c.want) {
+			t.Errorf("%s: output lacks %q:\n%s", c.policy, c.want, stdout.String())
+		}
+	}
+	var out, errOut bytes.Buffer
+	err := runPlan(strings.NewReader(manifest), &out, &errOut, &planOptions{files: []string{"-"}, region: "us-east-1", catalog: "embedded", output: "table", minValuesPolicy: "Loose"})
+	if err == nil || !strings.Contains(err.Error(), "--min-values-policy") {
+		t.Errorf("--min-values-policy Loose: %v, want an error naming the flag", err)
+	}
+}

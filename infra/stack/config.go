@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/joist-dev/joist/pkg/scheduling"
 )
 
 // Spec sources: where the functions read node pools and node classes.
@@ -37,6 +39,11 @@ const (
 	CtxClusterDNSIP           = "clusterDNSIP"
 	CtxZones                  = "zones"
 	CtxLogLevel               = "logLevel"
+	// CtxPreferencePolicy and CtxMinValuesPolicy are Karpenter's
+	// --preference-policy (Respect, Ignore) and --min-values-policy
+	// (Strict, BestEffort), for the provisioner and consolidation.
+	CtxPreferencePolicy = "preferencePolicy"
+	CtxMinValuesPolicy  = "minValuesPolicy"
 	// CtxForwarderImage is a prebuilt forwarder image URI; without it
 	// `cdk deploy` builds cmd/forwarder/Dockerfile (a DockerImageAsset).
 	CtxForwarderImage = "forwarderImage"
@@ -123,6 +130,11 @@ type Config struct {
 	Zones string
 	// LogLevel is info or debug, for the functions' own logs.
 	LogLevel string
+	// PreferencePolicy and MinValuesPolicy are Karpenter's scheduling
+	// policies (scheduling.PolicyOptions); empty is each one's default
+	// (Respect, Strict).
+	PreferencePolicy string
+	MinValuesPolicy  string
 	// AccessEntries makes the stack create the EKS access entries for the
 	// function roles (needs a cluster in API or API_AND_CONFIG_MAP mode).
 	// On by default; -c accessEntries=false when you manage them.
@@ -294,6 +306,12 @@ func (c Config) Validate() error {
 	default:
 		return fmt.Errorf("context %s=%q: want %q or %q", CtxLogLevel, c.LogLevel, LogLevelInfo, LogLevelDebug)
 	}
+	if _, err := scheduling.PolicyOptions(c.PreferencePolicy, ""); err != nil {
+		return fmt.Errorf("context %s: %w", CtxPreferencePolicy, err)
+	}
+	if _, err := scheduling.PolicyOptions("", c.MinValuesPolicy); err != nil {
+		return fmt.Errorf("context %s: %w", CtxMinValuesPolicy, err)
+	}
 	if c.AssetDir == "" {
 		return fmt.Errorf("context %s is empty", CtxAssetDir)
 	}
@@ -380,6 +398,8 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 		{CtxClusterDNSIP, &c.ClusterDNSIP},
 		{CtxZones, &c.Zones},
 		{CtxLogLevel, &c.LogLevel},
+		{CtxPreferencePolicy, &c.PreferencePolicy},
+		{CtxMinValuesPolicy, &c.MinValuesPolicy},
 		{CtxForwarderImage, &c.ForwarderImage},
 		{CtxSourceDir, &c.SourceDir},
 		{CtxSpecs, &c.SpecsDir},

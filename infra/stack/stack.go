@@ -305,6 +305,10 @@ func (s *JoistStack) environment() *map[string]*string {
 		"CLUSTER_SERVICE_CIDR": c.ServiceCIDR,
 		"CLUSTER_DNS_IP":       c.ClusterDNSIP,
 		"JOIST_ZONES":          c.Zones,
+		// The functions read these (pkg/wiring); unset is Karpenter's
+		// defaults.
+		"JOIST_PREFERENCE_POLICY": c.PreferencePolicy,
+		"JOIST_MIN_VALUES_POLICY": c.MinValuesPolicy,
 	} {
 		if v != "" {
 			env[k] = jsii.String(v)

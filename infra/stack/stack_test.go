@@ -850,6 +850,7 @@ func TestOptionalContext(t *testing.T) {
 	cfg.ClusterDNSIP = "172.20.0.10"
 	cfg.Zones = "ap-northeast-2a,ap-northeast-2c"
 	cfg.LogLevel = LogLevelDebug
+	cfg.PreferencePolicy, cfg.MinValuesPolicy = "Ignore", "BestEffort"
 	st, tpl := synth(t, cfg)
 	check(t, "env", func() {
 		tpl.AllResourcesProperties(jsii.String("AWS::Lambda::Function"), like(
@@ -862,6 +863,8 @@ func TestOptionalContext(t *testing.T) {
 				"CLUSTER_DNS_IP", "172.20.0.10",
 				"JOIST_ZONES", "ap-northeast-2a,ap-northeast-2c",
 				"LOG_LEVEL", "debug",
+				"JOIST_PREFERENCE_POLICY", "Ignore",
+				"JOIST_MIN_VALUES_POLICY", "BestEffort",
 			)),
 			// Lambda would otherwise drop the debug lines.
 			"LoggingConfig", like("ApplicationLogLevel", "DEBUG"),
@@ -1049,6 +1052,8 @@ func TestValidate(t *testing.T) {
 		"DNS IP":                func(c *Config) { c.ClusterDNSIP = "dns" },
 		"zones":                 func(c *Config) { c.Zones = "a, b" },
 		"log level":             func(c *Config) { c.LogLevel = "trace" },
+		"preference policy":     func(c *Config) { c.PreferencePolicy = "ignore" },
+		"minValues policy":      func(c *Config) { c.MinValuesPolicy = "Loose" },
 		"subnets without a VPC": func(c *Config) { c.SubnetIDs = []string{"subnet-0123456789abcdef0"} },
 		"VPC without subnets":   func(c *Config) { c.VpcID = "vpc-0123456789abcdef0" },
 		"bad VPC id":            func(c *Config) { c.VpcID, c.SubnetIDs = "vpc-x", []string{"subnet-0123456789abcdef0"} },

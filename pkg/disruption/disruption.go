@@ -86,10 +86,14 @@ type Snapshot struct {
 	// would go and what a new node would cost: the input the provisioner
 	// plans with (fromcatalog.Input: the catalog's instance types per
 	// pool kubelet settings, the region, DaemonSets, volumes, namespaces).
+	// Its options carry the policies (each simulation adds NoImprove).
 	// Its pods, nodes, pools and offerings out of capacity are ignored:
 	// the snapshot's are used. Without instance types consolidation only
 	// deletes, and a node's price is unknown.
 	Simulation scheduling.Input
+	// VolumeLimits are the nodes' volume attachment limits per CSI
+	// driver, by node name, from their CSINodes (read with the volumes).
+	VolumeLimits map[string]map[string]int64
 	// Unavailable tells offerings that recently ran out of capacity.
 	Unavailable func(instanceType, zone, capacityType string) bool
 	// Instances are the EC2 facts of the nodes' instances, by instance

@@ -130,6 +130,7 @@ func newConsolidator(s Snapshot, nodes []Node) *consolidator {
 			Name: n.Node.Name, Pool: pool, Labels: n.Node.Labels, Taints: n.Node.Spec.Taints,
 			Unschedulable: n.Node.Spec.Unschedulable, Capacity: n.Node.Status.Capacity,
 			Allocatable: n.Node.Status.Allocatable, Pods: onNode, Bound: n.Bound,
+			VolumeLimits: s.VolumeLimits[n.Node.Name],
 		})
 	}
 	return c
@@ -209,7 +210,9 @@ func (c *consolidator) simulate(cands []*candidate) (command, string) {
 	c.simulations++
 	in := c.s.Simulation
 	in.Pods, in.Nodes, in.Pools, in.Unavailable = move, others, c.s.Pools, c.s.Unavailable
-	in.Options = scheduling.Options{NoImprove: true}
+	// The snapshot's policies, and no local search: a candidate only
+	// asks whether its pods fit.
+	in.Options.NoImprove = true
 	plan := scheduling.Solve(in)
 	cmd := command{nodes: cands}
 	switch {

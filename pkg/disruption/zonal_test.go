@@ -3,8 +3,10 @@ package disruption
 import (
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -59,6 +61,51 @@ func TestConsolidationKeepsAZonalVolumeInItsZone(t *testing.T) {
 			}
 			_, second := twoPassesWith(in, []*model.Pool{pool}, nodes())
 			if got := describe(second.Retire); !slices.Equal(got, tc.want) {
+				t.Fatalf("retired %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestConsolidationKeepsAVolumeOffANodeAtItsLimit: a pod with a claim is
+// not moved onto a node whose CSINode allows no more attachments (the
+// kube-scheduler would refuse it there): without the limits its node is
+// deleted, with them it is replaced by a cheaper one.
+func TestConsolidationKeepsAVolumeOffANodeAtItsLimit(t *testing.T) {
+	types := testTypes(t)
+	pool := consolidating("on-demand")
+	stateful := app("stateful", "1")
+	stateful.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
+	class := "ebs"
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: stateful.Namespace},
+		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &class}}
+	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Provisioner: "ebs.csi.aws.com"}
+	for _, tc := range []struct {
+		name   string
+		limits map[string]map[string]int64
+		want   []string
+	}{
+		{"without the limits the pod moves to the other node", nil, []string{"full:delete"}},
+		{"with them it stays off it", map[string]map[string]int64{"other": {"ebs.csi.aws.com": 0}}, []string{"full:replace"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nodes := []Node{
+				typed(types, "full", "m5.2xlarge", "on-demand", stateful.DeepCopy()),
+				typed(types, "other", "m5.2xlarge", "on-demand", app("kept", "1", AnnotationDoNotDisrupt)),
+			}
+			in := scheduling.Input{InstanceTypes: types, Region: "us-east-1",
+				PersistentVolumeClaims: []*corev1.PersistentVolumeClaim{pvc}, StorageClasses: []*storagev1.StorageClass{sc}}
+			s := Snapshot{Now: now, Pools: []*model.Pool{pool}, Nodes: nodes, Simulation: in, VolumeLimits: tc.limits}
+			first := Decide(s)
+			for _, n := range nodes {
+				if slices.Contains(first.StampConsolidation, n.Node.Name) {
+					n.Node.Annotations[AnnotationConsolidatableAt] = now.Format(time.RFC3339)
+					n.Node.Annotations[AnnotationConsolidationCommand] = first.ConsolidationCommand
+				}
+			}
+			s.Now = now.Add(ValidationDelay + time.Second)
+			if got := describe(Decide(s).Retire); !slices.Equal(got, tc.want) {
 				t.Fatalf("retired %v, want %v", got, tc.want)
 			}
 		})

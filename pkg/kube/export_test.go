@@ -8,18 +8,11 @@ func PodPage(body []byte, in *Interner, f func(*corev1.Pod)) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return cont, podPage(body, list, &podReader{in: in}, f)
+	return cont, podPage(body, list, "", &podReader{in: in}, f)
 }
 
 // FilterPod is filterPod, for tests of what it drops.
 func FilterPod(dst, pod []byte) ([]byte, error) { return filterPod(dst, pod) }
-
-// SetPodPageSize makes EachPod read n pods a page until restore is
-// called.
-func SetPodPageSize(n int64) (restore func()) {
-	podPageSize = n
-	return func() { podPageSize = PodPageSize }
-}
 
 // NodePage is nodePage, for tests of one page's decoding.
 func NodePage(body []byte, in *Interner, f func(*corev1.Node)) (string, error) {
@@ -39,4 +32,12 @@ func FilterNode(dst, node []byte) ([]byte, error) { return filterNode(dst, node)
 func SetNodePageSize(n int64) (restore func()) {
 	nodePageSize = n
 	return func() { nodePageSize = PageSize }
+}
+
+// SplitByNamespace makes EachPod split a read into at most lists
+// namespaces' lists (0: never), streams at once, until restore is called.
+func SplitByNamespace(lists, streams int) (restore func()) {
+	l, s := namespaceLists, namespaceStreams
+	namespaceLists, namespaceStreams = lists, streams
+	return func() { namespaceLists, namespaceStreams = l, s }
 }

@@ -2,11 +2,9 @@ package kube
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
@@ -51,7 +49,8 @@ const (
 	podSpec     = 2
 	podStatus   = 3
 
-	metaLabels        = 11 // ObjectMeta
+	metaNamespace     = 3 // ObjectMeta
+	metaLabels        = 11
 	metaManagedFields = 17
 
 	specVolumes             = 1 // PodSpec
@@ -106,112 +105,6 @@ var (
 	nodeListing = listing{"nodes", "NodeList"}
 )
 
-// eachPodWire lists pods page by page as protobuf and hands each one,
-// reduced, to f (eachPage).
-func eachPodWire(ctx context.Context, rc rest.Interface, opts metav1.ListOptions, in *Interner, f func(*corev1.Pod)) error {
-	r := &podReader{in: in}
-	return eachPage(ctx, rc, podListing, opts, func(pg fetched) error { return podPage(pg.body, pg.list, r, f) })
-}
-
-// eachPage reads a list page by page, in protobuf where the server
-// speaks it, and hands each page to page. The next page is fetched while
-// the current one is decoded: the API server (encoding, gzip) and the
-// client (gunzip, decoding) then work at once instead of in turns, which
-// on a loaded API server is most of a large read's wall time
-// (docs/scale.md). One page is read ahead, no more, so a read holds at
-// most two pages whatever the cluster's size.
-func eachPage(ctx context.Context, rc rest.Interface, l listing, opts metav1.ListOptions, page func(fetched) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	pages := make(chan fetched)
-	bufs := [2]*bytes.Buffer{pageBuffers.Get().(*bytes.Buffer), pageBuffers.Get().(*bytes.Buffer)}
-	go fetchPages(ctx, rc, l, opts, bufs, pages)
-	defer func() {
-		cancel()
-		for range pages { // let the fetcher see the cancel and stop
-		}
-		// The fetcher is done with the buffers, and so is page.
-		pageBuffers.Put(bufs[0])
-		pageBuffers.Put(bufs[1])
-	}()
-	for pg := range pages {
-		if pg.err != nil {
-			return pg.err
-		}
-		if err := page(pg); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// fetched is one page of a list as the server sent it (body) and, when
-// it is protobuf, the list inside its envelope (list; nil: decode body
-// whole).
-type fetched struct {
-	body, list []byte
-	err        error
-}
-
-// pageBuffers are the buffers pages are read into, kept from one read to
-// the next: a buffer grows by doubling to the size of a page (a few MB),
-// and each read's new ones allocated and zeroed again what the read
-// before had grown to (bytes.growSlice in the profiles at 100,000 pods:
-// 0.2 s of a planning pass's CPU, 0.5 s of the reaper's). A pass reads
-// nodes, then pods; a warm function's next invocation may find them too,
-// until the garbage collector drops them.
-var pageBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-// fetchPages reads the pages of a list in turn and sends each to
-// pages, which it closes when the list is read, it fails, or ctx is
-// done. It reads the continue token of a page itself, so it can ask for
-// the next one while the receiver decodes this one.
-//
-// Each page is read into one of two buffers (bufs) kept across pages,
-// in turn: client-go's Raw would allocate a new, zeroed slice for every page and
-// grow it by doubling (at 100,000 pods, 3 GB allocated and collected for
-// 1.5 GB of pages, a third of a pass's CPU with the collection). Two are
-// enough because the channel is unbuffered: the page read into a buffer
-// is sent only once the receiver asks for the next page, that is once it
-// is done with the page before, which was in the other buffer (the
-// decoded pods copy what they keep out of it).
-func fetchPages(ctx context.Context, rc rest.Interface, l listing, opts metav1.ListOptions, bufs [2]*bytes.Buffer, pages chan<- fetched) {
-	defer close(pages)
-	for i := 0; ; i++ {
-		buf := bufs[i%2]
-		buf.Reset()
-		var pg fetched
-		var cont string
-		if pg.err = readPage(ctx, rc, l, opts, buf); pg.err == nil {
-			pg.body = buf.Bytes()
-			pg.list, cont, pg.err = pageContinue(pg.body, l.kind)
-		}
-		select {
-		case pages <- pg:
-		case <-ctx.Done():
-			return
-		}
-		if cont == "" { // the last page, or a failed one (no token)
-			return
-		}
-		opts.Continue = cont
-	}
-}
-
-// readPage reads one page of the list into buf, preferring protobuf (a
-// server may answer JSON: pageContinue tells them apart).
-func readPage(ctx context.Context, rc rest.Interface, l listing, opts metav1.ListOptions, buf *bytes.Buffer) error {
-	body, err := rc.Get().Resource(l.resource).VersionedParams(&opts, scheme.ParameterCodec).
-		SetHeader("Accept", protobufType+", application/json").Stream(ctx)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = body.Close() }()
-	if _, err := buf.ReadFrom(body); err != nil {
-		return fmt.Errorf("read %s: %w", l.kind, err)
-	}
-	return nil
-}
-
 // pageContinue returns the list (of the kind named) inside a protobuf
 // page's envelope (nil for a page that is not protobuf: JSON) and the
 // list's continue token. A page is told by its first bytes, the protobuf
@@ -251,8 +144,8 @@ func pageContinue(body []byte, kind string) ([]byte, string, error) {
 // list, the PodList of a protobuf page (pageContinue), or, when list is
 // nil, of body, a page that is not protobuf (a server that answers JSON),
 // decoded whole as the typed read does. r is kept across the pages of a
-// read.
-func podPage(body, list []byte, r *podReader, f func(*corev1.Pod)) error {
+// read. The pods of namespace skip (when not "") are left out.
+func podPage(body, list []byte, skip string, r *podReader, f func(*corev1.Pod)) error {
 	if list == nil {
 		var l corev1.PodList
 		if _, _, err := scheme.Codecs.UniversalDeserializer().Decode(body, nil, &l); err != nil {
@@ -270,6 +163,13 @@ func podPage(body, list []byte, r *podReader, f func(*corev1.Pod)) error {
 		if it.num != listItems || it.typ != protowire.BytesType {
 			continue
 		}
+		if skip != "" {
+			if ns, err := podNamespace(it.value); err != nil {
+				return err
+			} else if ns == skip {
+				continue
+			}
+		}
 		p, err := r.pod(it.value)
 		if err != nil {
 			return err
@@ -280,6 +180,40 @@ func podPage(body, list []byte, r *podReader, f func(*corev1.Pod)) error {
 		return fmt.Errorf("decode pod list: %w", it.err)
 	}
 	return nil
+}
+
+// lastNamespace is the namespace of the last pod of a protobuf PodList.
+func lastNamespace(list []byte) (string, error) {
+	var last []byte
+	it := wire{rest: list}
+	for it.next() {
+		if it.num == listItems && it.typ == protowire.BytesType {
+			last = it.value
+		}
+	}
+	if it.err != nil {
+		return "", fmt.Errorf("decode pod list: %w", it.err)
+	}
+	return podNamespace(last)
+}
+
+// podNamespace reads an encoded pod's namespace.
+func podNamespace(pod []byte) (string, error) {
+	var ns string
+	it := wire{rest: pod}
+	for it.next() {
+		if it.num == podMetadata && it.typ == protowire.BytesType {
+			for m := (wire{rest: it.value}); m.next(); {
+				if m.num == metaNamespace && m.typ == protowire.BytesType {
+					ns = string(m.value)
+				}
+			}
+		}
+	}
+	if it.err != nil {
+		return "", fmt.Errorf("decode pod: %w", it.err)
+	}
+	return ns, nil
 }
 
 // podReader decodes the pods of one read, reduced. With an Interner, the

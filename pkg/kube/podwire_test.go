@@ -488,6 +488,7 @@ func TestEachPod_ReadsOnePageAhead(t *testing.T) {
 	env := testenv.Kube(t)
 	ns, n := createShapes(t, env.Client)
 	want := typedRead(t, env.Client, ns, "")
+	t.Cleanup(kube.SplitByNamespace(0, 0)) // one list (TestEachPod_SplitsALargeReadByNamespace: several)
 	c, lists := pagedClient(t, nil)
 	got := map[string]*corev1.Pod{}
 	seen := 0
@@ -524,6 +525,7 @@ func TestEachPod_ReadsOnePageAhead(t *testing.T) {
 func TestEachPod_StopsAtAFailedPage(t *testing.T) {
 	env := testenv.Kube(t)
 	createShapes(t, env.Client)
+	t.Cleanup(kube.SplitByNamespace(0, 0)) // one list
 	c, lists := pagedClient(t, func(n int) bool { return n == 3 })
 	seen := 0
 	err := c.EachPod(context.Background(), "", kube.NewInterner(), func(*corev1.Pod) { seen++ })

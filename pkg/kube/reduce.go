@@ -37,6 +37,14 @@ var (
 	nodePageSize int64 = PageSize
 )
 
+// SetPodPageSize makes EachPod read n pods a page until restore is
+// called: for tests, and the scale benchmark's small-scale check, which
+// reads a small cluster in several pages, so split by namespace.
+func SetPodPageSize(n int64) (restore func()) {
+	podPageSize = n
+	return func() { podPageSize = PodPageSize }
+}
+
 // lastApplied is kubectl's copy of the whole object as applied: often the
 // largest annotation, read by nothing in Joist.
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
@@ -315,12 +323,16 @@ func (in *Interner) tolerations(ts []corev1.Toleration) []corev1.Toleration {
 // consistent read (no resourceVersion): the API server serves it from its
 // watch cache once it has caught up with etcd (consistent reads from
 // cache, on by default since Kubernetes 1.31), and every page of one list
-// is of the same revision.
+// is of the same revision. A read larger than its first page goes on with
+// one list per namespace, two at once (pages.go: eachPodWire), each of
+// its own revision: every pod is read once, as it was at some moment after
+// the read began, not all at one moment (docs/scale.md says why that is
+// enough for the provisioner and the reaper).
 func (c *Client) EachPod(ctx context.Context, fieldSelector string, in *Interner, f func(*corev1.Pod)) error {
 	opts := metav1.ListOptions{FieldSelector: fieldSelector, Limit: podPageSize}
 	var err error
 	if rc := c.restClient(); rc != nil {
-		err = eachPodWire(ctx, rc, opts, in, f)
+		err = c.eachPodWire(ctx, rc, opts, in, f)
 	} else {
 		err = c.eachPodTyped(ctx, opts, func(p *corev1.Pod) {
 			ReducePod(p, in)

@@ -16,6 +16,7 @@ import (
 	"github.com/joist-dev/joist/pkg/launch"
 	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/pods"
+	"github.com/joist-dev/joist/pkg/scheduling"
 )
 
 // launchesAs launches every request as one instance of the type given.
@@ -76,5 +77,56 @@ func TestReconcile_PlanCarriesTheLabelsThePodSelectsOn(t *testing.T) {
 	labels := pods.InstanceLabels(got)
 	if len(labels) != 1 || labels[catalog.LabelInstanceFamily] != "z9" {
 		t.Fatalf("plan labels %v (annotation %q), want only the instance family z9", labels, got.Annotations[pods.AnnotationInstanceLabels])
+	}
+}
+
+// TestReconcile_PlansUnderTheMinValuesPolicy: a pool asking for two
+// instance types per node when the catalog has one. Under Karpenter's
+// default (Strict) the pod waits, unschedulable; under BestEffort
+// (JOIST_MIN_VALUES_POLICY, Provisioner.Policy) the node is launched with
+// the one type there is.
+func TestReconcile_PlansUnderTheMinValuesPolicy(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	z9 := &catalog.InstanceType{Name: "z9.large", Family: "z9", Category: "z", Generation: 9, Size: "large", Arch: "amd64", VCPU: 2, MemoryMiB: 8192, MaxENIs: 3, MaxENIsDefaultCard: 3, IPv4PerENI: 10}
+	cat := catalog.New("us-east-1", []string{"us-east-1a"}, []*catalog.InstanceType{z9},
+		map[string][]catalog.Offering{"z9.large": {{Zone: "us-east-1a", CapacityType: "on-demand", Price: 0.1}}})
+	two := 2
+	pool := &model.Pool{Name: "default", API: model.APIV1, NodeClass: "default", Requirements: []model.Requirement{
+		{Key: corev1.LabelInstanceTypeStable, Operator: "Exists", MinValues: &two}}}
+	for _, c := range []struct {
+		policy        string
+		launched      int
+		unschedulable int
+	}{
+		{scheduling.MinValuesPolicyStrict, 0, 1},
+		{scheduling.MinValuesPolicyBestEffort, 1, 0},
+	} {
+		t.Run(c.policy, func(t *testing.T) {
+			policy, err := scheduling.PolicyOptions("", c.policy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "pause", Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}},
+				Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}}}
+			a := newAPIServer(t)
+			a.pod(pod)
+			p := &Provisioner{
+				Cluster: "test", Kube: a.Kube, Catalog: cat, Clock: clocktesting.NewFakePassiveClock(now), Policy: policy,
+				Launcher: launchesAs{launch.Instance{ID: "i-z9", InstanceType: "z9.large", Zone: "us-east-1a", CapacityType: "on-demand", LaunchTime: now}},
+				Specs: func(context.Context) (*model.Spec, error) {
+					return &model.Spec{Pools: []*model.Pool{pool}, NodeClasses: map[string]*model.NodeClass{"default": {Name: "default"}}}, nil
+				},
+				Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			}
+			res, err := p.Reconcile(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Launched) != c.launched || len(res.Unschedulable) != c.unschedulable {
+				t.Fatalf("launched %d, unschedulable %v; want %d launched, %d unschedulable", len(res.Launched), res.Unschedulable, c.launched, c.unschedulable)
+			}
+		})
 	}
 }

@@ -73,6 +73,9 @@ type Provisioner struct {
 	RegistrationTimeout time.Duration
 	// Metrics records the pass's metrics (flushed by the function).
 	Metrics *metrics.Recorder
+	// Policy is Karpenter's preference and minValues policies
+	// (scheduling.PolicyOptions; the zero value is Respect and Strict).
+	Policy scheduling.Options
 
 	// retiring is set by Replace for the length of its pass.
 	retiring *Retiring
@@ -153,6 +156,7 @@ func (p *Provisioner) Reconcile(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	base := fromcatalog.Input(p.Catalog, c.objects)
+	base.Options = p.Policy
 	todo := c.todo
 	// Pods that cannot be served are told so after every launch of the
 	// pass, and only so many of them: Events cost API requests, and

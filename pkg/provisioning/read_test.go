@@ -2,10 +2,12 @@ package provisioning
 
 import (
 	"context"
+	"maps"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -190,6 +192,43 @@ func TestReadBound_WholeOnlyWhenThePassMayMoveOrReadsTerms(t *testing.T) {
 			whole, compact := len(c.bound["n1"]), len(c.compact["n1"])
 			if tc.whole && (whole != 1 || compact != 0) || !tc.whole && (whole != 0 || compact != 1) {
 				t.Fatalf("web: %d whole, %d compact; want whole %v", whole, compact, tc.whole)
+			}
+		})
+	}
+}
+
+// TestReadForPlanning_CSINodeLimitsWithTheVolumes: a pass planning a pod
+// with a claim reads the CSINodes with the volumes, and each registered
+// node gets its published attachment counts (a driver without a count is
+// not limited); a pass without claims reads neither.
+func TestReadForPlanning_CSINodeLimitsWithTheVolumes(t *testing.T) {
+	ten := int32(10)
+	csi := &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{
+		{Name: "ebs.csi.aws.com", NodeID: "i-1", Allocatable: &storagev1.VolumeNodeResources{Count: &ten}},
+		{Name: "efs.csi.aws.com", NodeID: "i-1"},
+	}}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+	withClaim := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-0", Namespace: "web"}, Spec: corev1.PodSpec{Volumes: []corev1.Volume{
+		{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-db-0"}}}}}}
+	plain := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "web"}}
+	for _, tc := range []struct {
+		name string
+		todo *corev1.Pod
+		want map[string]int64
+	}{
+		{"a pod with a claim", withClaim, map[string]int64{"ebs.csi.aws.com": 10}},
+		{"no claim", plain, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := fake.NewClientset(csi)
+			p := &Provisioner{Kube: kube.New(cs)}
+			c := &cluster{spec: &model.Spec{}, todo: []*corev1.Pod{tc.todo}, nodes: []*corev1.Node{node}}
+			if err := p.readForPlanning(context.Background(), c); err != nil {
+				t.Fatal(err)
+			}
+			got := p.simulatorNodes(c)[0].VolumeLimits
+			if !maps.Equal(got, tc.want) {
+				t.Errorf("node n1 limits %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -74,7 +75,10 @@ func (c *cluster) asMoving(pod *corev1.Pod) *corev1.Pod {
 // arrives (pkg/kube: EachPod, Nodes; docs/scale.md): pending pods must
 // include the pod whose event woke the pass, and nodes and bound pods are
 // the room the simulator gives away, so a stale read would plan pods onto
-// room already taken. The bound pods, by far the largest read, are read
+// room already taken. A large read is split by namespace, each list of its
+// own revision after the pass began (kube.EachPod): a pod that was bound
+// before the pass is counted; one bound or deleted during it may or may
+// not be, as with one list. The bound pods, by far the largest read, are read
 // only when the pass has something to plan (needsBound).
 func (p *Provisioner) read(ctx context.Context) (*cluster, error) {
 	c := &cluster{bound: map[string][]*corev1.Pod{}, compact: map[string][]scheduling.BoundPod{}, planned: map[string][]*corev1.Pod{}}
@@ -372,7 +376,31 @@ func readVolumes(ctx context.Context, k *kube.Client, out *fromcatalog.Cluster) 
 	for i := range scs.Items {
 		out.StorageClasses = append(out.StorageClasses, &scs.Items[i])
 	}
+	csiNodes, err := k.StorageV1().CSINodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list csinodes: %w", err)
+	}
+	out.VolumeLimits = csiNodeLimits(csiNodes.Items)
 	return nil
+}
+
+// csiNodeLimits are the attachment limits the CSINodes publish
+// (drivers[].allocatable.count), by node name; a driver without a count
+// is not limited.
+func csiNodeLimits(nodes []storagev1.CSINode) map[string]map[string]int64 {
+	out := map[string]map[string]int64{}
+	for _, n := range nodes {
+		for _, d := range n.Spec.Drivers {
+			if d.Allocatable == nil || d.Allocatable.Count == nil {
+				continue
+			}
+			if out[n.Name] == nil {
+				out[n.Name] = map[string]int64{}
+			}
+			out[n.Name][d.Name] = int64(*d.Allocatable.Count)
+		}
+	}
+	return out
 }
 
 // simulatorNodes describes the existing nodes and the in-flight instances
@@ -402,6 +430,7 @@ func (p *Provisioner) simulatorNodes(c *cluster) []*scheduling.Node {
 			Name: n.Name, Pool: pool, Labels: n.Labels, Taints: withoutStartupTaints(n.Spec.Taints, pools[pool]),
 			Unschedulable: n.Spec.Unschedulable || n.DeletionTimestamp != nil || !pods.NodeReady(n) && !isNew(n),
 			Capacity:      n.Status.Capacity, Allocatable: n.Status.Allocatable, Pods: onNode, Bound: c.compact[n.Name],
+			VolumeLimits: c.objects.VolumeLimits[n.Name],
 		})
 	}
 	for _, inst := range c.instances {

@@ -77,8 +77,11 @@ func planning() []rbacv1.PolicyRule {
 		rule([]string{"apps"}, []string{"daemonsets"}, list),
 		rule(core, []string{"persistentvolumeclaims", "persistentvolumes"}, list),
 		rule([]string{"storage.k8s.io"}, []string{"storageclasses"}, list),
+		// Volume attachment limits of the nodes (CSINode).
+		rule([]string{"storage.k8s.io"}, []string{"csinodes"}, list),
 		// Namespace labels, when a pod's affinity selects namespaces by
-		// them (namespaceSelector).
+		// them (namespaceSelector); and the namespaces a large pod read
+		// is split by (pkg/kube: without this a read stays one list).
 		rule(core, []string{"namespaces"}, list),
 		// The specs, when they live in the cluster (-c specSource=crd).
 		rule([]string{"karpenter.sh"}, []string{"provisioners", "nodepools"}, list),

@@ -76,6 +76,9 @@ type Reaper struct {
 	// Catalog prices nodes and their replacements for consolidation
 	// (snapshot.go); nil: consolidation only deletes.
 	Catalog func(context.Context) (*catalog.Catalog, error)
+	// Policy is Karpenter's preference and minValues policies, which
+	// consolidation plans under as the provisioner does.
+	Policy scheduling.Options
 	// Replace runs a provisioning pass for nodes going away, without
 	// taking the Lease (the reaper holds it around each decision):
 	// provisioning.Provisioner.Replace with no Lock. It launches the
@@ -274,9 +277,15 @@ func (r *Reaper) Pass(ctx context.Context) (Result, error) {
 // readPods reads every pod of the cluster, page by page, and keeps of each
 // what the decisions read (disruption.Node.Add: most bound pods as a
 // ~100-byte scheduling.BoundPod), by node; pending pods only count, in
-// planned, onto the instance they are planned for. Every pod of a node
-// waiting for its replacements is kept whole (advanceReplacing reads
-// them all).
+// planned, onto the instance they are planned for. Finished pods are
+// left out. Every pod of a node waiting for its replacements is kept
+// whole (advanceReplacing reads them all). A large read is split by
+// namespace, each list of its own revision (kube.EachPod): a pod bound
+// to a node during the read may be missed, as with a read a moment
+// older, and no decision rests on one read (an empty node is retired
+// after consolidateAfter, a consolidation command is checked again
+// before it is carried out, and a node is drained, its pods evicted,
+// before it goes).
 func (r *Reaper) readPods(ctx context.Context, nodes []*corev1.Node, planned map[string]int) (map[string]*disruption.Node, error) {
 	replacing := map[string]bool{}
 	for _, n := range nodes {
@@ -286,7 +295,16 @@ func (r *Reaper) readPods(ctx context.Context, nodes []*corev1.Node, planned map
 	}
 	onNode := map[string]*disruption.Node{}
 	in := kube.NewInterner()
-	err := r.Kube.EachPod(ctx, "", in, func(p *corev1.Pod) {
+	// Finished pods neither need a node nor take room on one: the API
+	// server leaves them out (a cluster's completed Jobs' pods are not
+	// sent), and the check below keeps a reader that ignores field
+	// selectors (a fake) right. A finished pod planned onto an instance
+	// will never run there, so it does not keep the instance's node from
+	// being empty.
+	err := r.Kube.EachPod(ctx, unfinishedSelector, in, func(p *corev1.Pod) {
+		if pods.Finished(p) {
+			return
+		}
 		node := p.Spec.NodeName
 		if node == "" {
 			if id := pods.PlannedInstance(p); id != "" {
@@ -315,6 +333,12 @@ func (r *Reaper) readPods(ctx context.Context, nodes []*corev1.Node, planned map
 	}
 	return onNode, nil
 }
+
+// unfinishedSelector selects the pods that are not finished.
+var unfinishedSelector = fields.AndSelectors(
+	fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
+	fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
+).String()
 
 // podsOn reads the pods bound to a node again, whole (compacted):
 // consolidation moves them in its simulation (disruption.Snapshot.PodsOn).

@@ -40,6 +40,8 @@ func (r *Reaper) consolidationInputs(ctx context.Context, pools []*model.Pool, s
 		return fmt.Errorf("reaper: %w", err)
 	}
 	snap.Simulation = fromcatalog.Input(cat, objs)
+	snap.Simulation.Options = r.Policy
+	snap.VolumeLimits = objs.VolumeLimits
 	return nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -176,5 +178,77 @@ func TestReplacementIsNotEmpty(t *testing.T) {
 		if n == "replaced-new" {
 			t.Fatalf("the replacement was stamped empty while the pod it waits for still runs on the old node")
 		}
+	}
+}
+
+// TestPlannedPodKeepsItsNodeFromBeingEmpty: a node whose instance a
+// pending pod is planned onto (pods.AnnotationInstance) is not empty,
+// under a pool that retires empty nodes at once with no budget to stop
+// it; a finished pod planned onto it, which will never run there, does
+// not keep it (the reaper's read leaves finished pods out).
+func TestPlannedPodKeepsItsNodeFromBeingEmpty(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		phase     corev1.PodPhase
+		wantEmpty bool
+	}{
+		{"a pending pod planned onto it", corev1.PodPending, false},
+		{"a failed pod planned onto it", corev1.PodFailed, true},
+		{"a succeeded pod planned onto it", corev1.PodSucceeded, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := testenv.Kube(t)
+			ctx := context.Background()
+			c := kube.New(env.Client)
+			after := time.Duration(0)
+			name := "planned-" + strings.ToLower(string(tc.phase))
+			pool := &model.Pool{Name: name, API: model.APIV1, Disruption: model.Disruption{
+				ConsolidationPolicy: "WhenEmpty", ConsolidateAfter: &after, Budgets: []model.Budget{{Nodes: "100%"}}}}
+			n, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{model.LabelNodePool: pool.Name}},
+				Spec: corev1.NodeSpec{ProviderID: "aws:///z/i-" + name}}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+			if _, err := c.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": nil}})
+				_, _ = c.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+				_ = c.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
+			})
+			p, err := c.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name + "-pod", Namespace: "default",
+				Annotations: map[string]string{pods.AnnotationInstance: "i-" + name}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "pause"}}}}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				zero := int64(0)
+				_ = c.CoreV1().Pods("default").Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+			})
+			p.Status.Phase = tc.phase
+			if _, err := c.CoreV1().Pods("default").UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			log := slog.New(slog.NewTextHandler(io.Discard, nil))
+			r := &reaping.Reaper{
+				Kube: c, Log: log, Cloud: launched{"i-" + name}, Cluster: "c",
+				Specs:      func(context.Context) (*model.Spec, error) { return &model.Spec{Pools: []*model.Pool{pool}}, nil },
+				Terminator: &termination.Terminator{Kube: c, EC2: &fakeEC2{}, Log: log},
+			}
+			res, err := r.Pass(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			empty := slices.Contains(res.Stamped, name)
+			for _, d := range res.Retired {
+				empty = empty || d.Node == name
+			}
+			if empty != tc.wantEmpty {
+				t.Errorf("node stamped or retired as empty: %v, want %v (stamped %v, retired %v)", empty, tc.wantEmpty, res.Stamped, res.Retired)
+			}
+		})
 	}
 }

@@ -75,6 +75,7 @@ func (s *solver) buildExisting() {
 			b.used.add(s.dims.fromList(n.Bound[i].Requests))
 			b.ports = append(b.ports, n.Bound[i].ports...)
 		}
+		s.setNodeAttach(b)
 		for _, t := range n.Taints {
 			if n.InFlight && (ephemeralTaints[t.Key] || isStartupTaint(s.in.Pools, n.Pool, t)) {
 				continue

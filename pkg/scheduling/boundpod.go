@@ -1,6 +1,9 @@
 package scheduling
 
 import (
+	"strconv"
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -27,6 +30,7 @@ type BoundPod struct {
 	// DaemonSet is the name of the DaemonSet owning the pod, if one does.
 	DaemonSet string
 	ports     []hostPort
+	claims    []string // namespace/name of its volumes' claims
 }
 
 // NewBoundPod is the compact form of a pod bound to a node. It reports
@@ -45,7 +49,7 @@ func NewBoundPod(pod *corev1.Pod, shared func(corev1.ResourceList) corev1.Resour
 	if shared != nil {
 		reqs = shared(reqs)
 	}
-	b := BoundPod{Namespace: pod.Namespace, Labels: pod.Labels, Requests: reqs, ports: podHostPorts(pod)}
+	b := BoundPod{Namespace: pod.Namespace, Labels: pod.Labels, Requests: reqs, ports: podHostPorts(pod), claims: podClaimKeys(pod)}
 	for _, o := range pod.OwnerReferences {
 		if o.Kind == "DaemonSet" {
 			b.DaemonSet = o.Name
@@ -55,7 +59,7 @@ func NewBoundPod(pod *corev1.Pod, shared func(corev1.ResourceList) corev1.Resour
 }
 
 // Pod is the bound pod as a corev1.Pod of the same namespace, labels,
-// DaemonSet owner, requests (as overhead) and host ports, for code that
+// DaemonSet owner, requests (as overhead), host ports and claims, for code that
 // reads pods (pkg/scheduling/verify).
 func (b *BoundPod) Pod() *corev1.Pod {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: b.Namespace, Labels: b.Labels}}
@@ -63,6 +67,11 @@ func (b *BoundPod) Pod() *corev1.Pod {
 	p.Spec.Overhead = b.Requests
 	if b.DaemonSet != "" {
 		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: b.DaemonSet}}
+	}
+	for i, key := range b.claims {
+		name := key[strings.IndexByte(key, '/')+1:]
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "claim-" + strconv.Itoa(i),
+			VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}})
 	}
 	if len(b.ports) > 0 {
 		c := corev1.Container{Name: "host-ports"}

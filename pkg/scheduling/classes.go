@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -22,6 +23,8 @@ type class struct {
 	req    vec
 	value  float64 // dual value of req, for ordering
 	ports  []hostPort
+	// resKey is classKey's hash of what the requests are made of.
+	resKey uint64
 	// volTerms are OR'ed zone requirements from the pod's volumes.
 	volTerms []*reqs
 	// err is a reason the whole class cannot be placed (missing claim,
@@ -93,17 +96,19 @@ func (s *solver) buildClasses() {
 			s.plan.Skipped = append(s.plan.Skipped, Failure{Pod: p, Reason: reason})
 			continue
 		}
-		k := s.classKey(p)
+		k, res := s.classKey(p)
 		c, ok := byKey[k]
 		if !ok {
-			c = &class{pod: p, ns: p.Namespace, labels: p.Labels}
+			c = &class{pod: p, ns: p.Namespace, labels: p.Labels, resKey: res}
 			byKey[k] = c
 			s.classes = append(s.classes, c)
 		}
 		c.pods = append(c.pods, p)
 	}
 	for _, c := range s.classes {
-		sort.Slice(c.pods, func(i, j int) bool { return podLess(c.pods[i], c.pods[j]) })
+		if !slices.IsSortedFunc(c.pods, podCmp) {
+			slices.SortFunc(c.pods, podCmp)
+		}
 		c.pod = c.pods[0]
 		c.remaining = len(c.pods)
 		c.ports = podHostPorts(c.pod)
@@ -119,6 +124,17 @@ func (s *solver) buildClasses() {
 			c.err = "pod uses dynamic resource claims, which the simulator does not provision for"
 		}
 	}
+}
+
+// podCmp orders pods as podLess does.
+func podCmp(a, b *corev1.Pod) int {
+	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.Name, b.Name); c != 0 {
+		return c
+	}
+	return strings.Compare(string(a.UID), string(b.UID))
 }
 
 func podLess(a, b *corev1.Pod) bool {

@@ -16,30 +16,37 @@ import (
 // milliseconds a JSON encoding would. Affinity and spreads, which are
 // nested, are encoded once per distinct pointer (pods expanded from one
 // template share them).
-func (s *solver) classKey(p *corev1.Pod) uint64 {
+//
+// res is the hash of what podRequests reads alone (containers' and init
+// containers' resources and restart policies, overhead, pod-level
+// resources, and the host ports beside them): classes with the same res
+// have the same requests (buildDims computes them once per res).
+func (s *solver) classKey(p *corev1.Pod) (key, res uint64) {
+	r := hasher(fnvOffset)
+	for i := range p.Spec.Containers {
+		r.container(&p.Spec.Containers[i])
+	}
+	r.sep()
+	for i := range p.Spec.InitContainers {
+		r.container(&p.Spec.InitContainers[i])
+		if rp := p.Spec.InitContainers[i].RestartPolicy; rp != nil {
+			r.str(string(*rp))
+		}
+	}
+	r.sep()
+	r.resources(p.Spec.Overhead)
+	if p.Spec.Resources != nil {
+		r.resources(p.Spec.Resources.Requests)
+		r.resources(p.Spec.Resources.Limits)
+	}
+	r.sep()
 	h := hasher(fnvOffset)
 	h.str(p.Namespace)
 	h.strMap(p.Labels)
 	h.sep()
 	h.strMap(p.Spec.NodeSelector)
 	h.sep()
-	for i := range p.Spec.Containers {
-		h.container(&p.Spec.Containers[i])
-	}
-	h.sep()
-	for i := range p.Spec.InitContainers {
-		h.container(&p.Spec.InitContainers[i])
-		if rp := p.Spec.InitContainers[i].RestartPolicy; rp != nil {
-			h.str(string(*rp))
-		}
-	}
-	h.sep()
-	h.resources(p.Spec.Overhead)
-	if p.Spec.Resources != nil {
-		h.resources(p.Spec.Resources.Requests)
-		h.resources(p.Spec.Resources.Limits)
-	}
-	h.sep()
+	h.u64(uint64(r))
 	for _, t := range p.Spec.Tolerations {
 		h.str(t.Key)
 		h.str(string(t.Operator))
@@ -81,7 +88,7 @@ func (s *solver) classKey(p *corev1.Pod) uint64 {
 		}
 	}
 	h.u64(uint64(len(p.Spec.ResourceClaims)))
-	return uint64(h)
+	return uint64(h), uint64(r)
 }
 
 const (

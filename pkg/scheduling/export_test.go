@@ -38,3 +38,62 @@ func SetOpenCache(on bool) { openCacheOff = !on }
 // (growidx.go) on or off, for the test that plans are the same either
 // way.
 func SetTopoGrowIndex(on bool) { topoGrowIndexOff = !on }
+
+// SetRebuildBound turns the local search's stop of a rebuild whose price
+// floor reached the price before it (rebuildbound.go) on or off, for the
+// test that plans are the same either way.
+func SetRebuildBound(on bool) { rebuildBoundOff = !on }
+
+// SetNodeOpts turns newNode's answers kept for alike nodes (nodeOptsFor)
+// on or off, for the test that plans are the same either way.
+func SetNodeOpts(on bool) { nodeOptsOff = !on }
+
+// SetKeptOpts turns the option lists kept with a prepared pool's types
+// for later solves (keptOpts) on or off, for the test that plans are the
+// same either way.
+func SetKeptOpts(on bool) { keptOptsOff = !on }
+
+// SetDrainExtIndex lets drains walk by an extended resource's tree
+// (roomy.go) when a class requests one (on), or by CPU only (off), for
+// the test that plans are the same either way.
+func SetDrainExtIndex(on bool) { drainExtOff = !on }
+
+// DrainTargets packs in and lists, per level of every class, the nodes
+// (by id) a drain of one of its pods may move it to: those the drain
+// index's walk visits (by an extended resource's tree when the class
+// requests one) that the CPU check and allowance accept, then the same
+// over every listed node, for the test that the walk misses none.
+func DrainTargets(in Input) (walked, listed [][]int) {
+	s := newSolver(&in)
+	s.setup()
+	s.pack()
+	r := s.roomyBins()
+	ok := func(l *level, t *bin) bool {
+		if t.node == nil && len(t.entries) == 0 {
+			return false
+		}
+		capType := t.typ
+		if t.node != nil {
+			capType = -1
+		}
+		return s.hasRoom(t, l.cls.req) && s.allowance(l, t, 1, capType).k > 0
+	}
+	for _, c := range s.classes {
+		for _, l := range c.levels {
+			var a, b []int
+			w := r.walk(l)
+			for id := w.next(0); id >= 0; id = w.next(id + 1) {
+				if ok(l, s.bins[id]) {
+					a = append(a, id)
+				}
+			}
+			for _, t := range r.bins {
+				if ok(l, t) {
+					b = append(b, t.id)
+				}
+			}
+			walked, listed = append(walked, a), append(listed, b)
+		}
+	}
+	return walked, listed
+}

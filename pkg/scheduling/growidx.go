@@ -69,6 +69,8 @@ type growIdx struct {
 	// fillPaid clears unfilledFor.
 	unfilled    []*bin
 	unfilledFor *level
+	// ord is fillPaid's order of the nodes with room (paidorder.go).
+	ord *paidOrder
 }
 
 type growItem struct {
@@ -119,6 +121,9 @@ func (s *solver) growDirty(b *bin) {
 		return
 	}
 	g.paid.paidDirty(b)
+	if g.ord != nil {
+		g.ord.queue(b)
+	}
 	g.unfilledFor = nil
 	if b.node != nil {
 		return

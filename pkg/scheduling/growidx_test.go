@@ -2,11 +2,13 @@ package scheduling_test
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/joist-dev/joist/pkg/scheduling"
 	"github.com/joist-dev/joist/pkg/scheduling/internal/workloadgen"
@@ -127,6 +129,51 @@ func TestPaidIndexSamePlans(t *testing.T) {
 // the one the walk over every listed node makes.
 func TestDrainIndexSamePlans(t *testing.T) {
 	samePlans(t, "the drain index", scheduling.SetDrainIndex)
+}
+
+// TestDrainExtIndexSamePlans: a drain of pods requesting an extended
+// resource walks the nodes with room in it (roomy.go) instead of those
+// with CPU room, which skips only nodes allowance would refuse, so every
+// plan is the one the walk by CPU makes.
+func TestDrainExtIndexSamePlans(t *testing.T) {
+	samePlans(t, "the drain index by extended resource", scheduling.SetDrainExtIndex)
+}
+
+// TestDrainWalkByGPUMissesNoTarget: a drain of a GPU pod walks the
+// nodes with a GPU free (roomy.go); every node a GPU pod may move to is
+// on that walk, and so is every node a CPU pod may move to on its walk by
+// CPU. The existing nodes have GPUs and CPU free in every combination
+// (the generated workloads' drains never find a GPU free, so they do not
+// tell).
+func TestDrainWalkByGPUMissesNoTarget(t *testing.T) {
+	gpuNode := func(name, cpu string, gpus int64, held ...*corev1.Pod) *scheduling.Node {
+		n := existingNode(name, "test-1a", held...)
+		n.Capacity, n.Allocatable = n.Capacity.DeepCopy(), n.Allocatable.DeepCopy()
+		n.Capacity["nvidia.com/gpu"] = *resource.NewQuantity(gpus, resource.DecimalSI)
+		n.Allocatable["nvidia.com/gpu"] = *resource.NewQuantity(gpus, resource.DecimalSI)
+		n.Allocatable[corev1.ResourceCPU] = resource.MustParse(cpu)
+		return n
+	}
+	in := input(append(append(pods("g", 3, "1", "1Gi", request("nvidia.com/gpu", "1")),
+		pods("c", 2, "500m", "512Mi")...), pods("h", 1, "2", "1Gi", request("nvidia.com/gpu", "2"))...))
+	in.Nodes = []*scheduling.Node{
+		gpuNode("two-gpus", "16", 2),   // one GPU pod lands: one GPU free, CPU free
+		gpuNode("no-gpu", "16", 0),     // CPU free, no GPU
+		gpuNode("no-cpu", "1", 3),      // GPUs free, no CPU for a GPU pod
+		gpuNode("three-gpus", "16", 3), // GPUs and CPU free after packing
+		gpuNode("one-gpu", "16", 1, pods("held", 1, "1", "1Gi", request("nvidia.com/gpu", "1"))...), // full
+	}
+	walked, listed := scheduling.DrainTargets(in)
+	found := 0
+	for i := range walked {
+		if !slices.Equal(walked[i], listed[i]) {
+			t.Errorf("level %d: the walk finds targets %v, the list %v", i, walked[i], listed[i])
+		}
+		found += len(listed[i])
+	}
+	if found == 0 {
+		t.Fatal("no drain target at all: the case tests nothing")
+	}
 }
 
 // samePlans solves every generated shape with a shortcut of the packer

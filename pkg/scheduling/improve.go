@@ -236,7 +236,9 @@ func (s *solver) tryRebuildBy(group []*bin, place func([]removed) bool) bool {
 	sort.SliceStable(work, func(i, k int) bool { return work[i].l.cls.idx < work[k].l.cls.idx })
 	s.jr = j
 	s.jrPlaced = s.jrBuf[:0]
+	s.rbBefore = before
 	ok := place(work)
+	s.rbBefore = 0
 	s.jr = nil
 	placed := s.jrPlaced
 	s.jrPlaced = nil

@@ -31,3 +31,13 @@ func TestUpgradeCacheSamePlans(t *testing.T) {
 func TestOpenCacheSamePlans(t *testing.T) {
 	samePlans(t, "open states kept", scheduling.SetOpenCache)
 }
+
+// TestRebuildBoundSamePlans: a rebuild stopped once its new nodes' price
+// floor reaches the price before it would not have been kept, so every
+// plan is the one packing every rebuild to the end makes. A floor that
+// could fall (the nodes' offers alone, which an upgrade to a cheaper type
+// or a regroup's right-sizing lowers) would stop rebuilds that win, and
+// plans would differ.
+func TestRebuildBoundSamePlans(t *testing.T) {
+	samePlans(t, "rebuilds stopped at their price floor", scheduling.SetRebuildBound)
+}

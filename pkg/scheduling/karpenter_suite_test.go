@@ -22,8 +22,9 @@ import (
 // (fixtures_test.go). The Karpenter cases not here or in
 // karpenter_cases_test.go / karpenter_provisioning_test.go /
 // constraints_test.go are mostly not plans (metrics, binding, evictions
-// over time) or features Joist does not model (volume attachment limits,
-// reserved capacity, DRA, default spread constraints):
+// over time) or features Joist does not model (reserved capacity, DRA,
+// default spread constraints); volume attachment limits are in
+// karpenter_volumelimits_test.go:
 // testdata/karpenter-coverage.md maps every case.
 //
 // Karpenter provisions in rounds ("schedule one pod in zone 1, then open
@@ -1462,8 +1463,14 @@ func TestKarpenterSuiteVolumes(t *testing.T) {
 		}
 		return c
 	}
+	// claim makes a claim; an ephemeral volume's (<pod>-tmp) is
+	// controlled by its pod, as the ephemeral volume controller makes it.
 	claim := func(name string, mods ...func(*corev1.PersistentVolumeClaim)) *corev1.PersistentVolumeClaim {
 		c := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}}
+		if pod, ok := strings.CutSuffix(name, "-tmp"); ok {
+			yes := true
+			c.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod, Controller: &yes}}
+		}
 		for _, m := range mods {
 			m(c)
 		}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -155,59 +156,23 @@ type opt struct {
 // the pool's minValues cannot be met by the types that hold the pods.
 func (s *solver) newNode(b *bin, headroom vec) (NewNode, string) {
 	ps := b.pool
-	chosen := ps.types[b.typ]
-	// opts is scratch, reused by every new node of the solve.
-	if cap(s.optBuf) < len(ps.types) {
-		s.optBuf = make([]opt, 0, len(ps.types))
-	}
-	opts := s.optBuf[:0]
-	defer func() { s.optBuf = s.optBuf[:0] }()
-	for i, t := range ps.types {
-		if !b.types.has(i) || !b.used.le(t.net) {
-			continue
-		}
-		o, ok := t.price(b.zoneMask, b.ctMask)
-		if !ok {
-			continue
-		}
-		if headroom != nil && i != b.typ {
-			over := false
-			for d := range headroom {
-				if headroom[d] != math.MaxInt64 && t.capv[d] > chosen.capv[d]+headroom[d] {
-					over = true
-					break
-				}
-			}
-			if over {
-				continue
-			}
-		}
-		opts = append(opts, opt{t, o})
-	}
-	// New nodes holding alike pods often have the same options: those
-	// share one list (and one list of names), built once.
-	sh := s.sharedOpts(ps, b.zoneMask, b.ctMask, opts)
+	sh := s.nodeOptsFor(b, headroom)
 	nn := NewNode{Pool: ps.pool.Name, Taints: append([]corev1.Taint(nil), ps.taints...), Labels: map[string]string{}}
 	nn.InstanceTypeOptions = sh.options
-	if len(opts) > 0 {
+	if sh.any {
 		c := sh.cheapest
 		nn.Cheapest = Launch{InstanceType: c.t.it.Name, Zone: s.world.zones[c.o.zone], CapacityType: s.world.cts[c.o.ct], PricePerHour: c.o.price}
 		req := b.used.clone()
 		req.add(c.t.ds)
 		nn.Requests = s.dims.toList(req)
 	}
-	var offered, offeredCT uint64
-	for _, o := range opts {
-		offered |= o.t.zoneMask
-		offeredCT |= o.t.ctMask
-	}
 	for i, z := range s.world.zones {
-		if maskHas(b.zoneMask&offered, i) {
+		if maskHas(b.zoneMask&sh.offered, i) {
 			nn.Zones = append(nn.Zones, z)
 		}
 	}
 	for i, c := range s.world.cts {
-		if maskHas(b.ctMask&offeredCT, i) {
+		if maskHas(b.ctMask&sh.offeredCT, i) {
 			nn.CapacityTypes = append(nn.CapacityTypes, c)
 		}
 	}
@@ -236,73 +201,244 @@ func (s *solver) newNode(b *bin, headroom vec) (NewNode, string) {
 		nn.Labels[model.LabelCapacityType] = nn.CapacityTypes[0]
 	}
 	nn.Requirements = r.toModel(sh.names)
-	// minValues: the options must offer enough distinct values.
+	return nn, s.minValues(ps, sh, &nn)
+}
+
+// minValues checks the pool's minValues against new node nn's options
+// (sh): they must offer enough distinct values of each key; the zone and
+// capacity type count the node's zones and capacity types. Each of nn's
+// requirements carries its minValues; with BestEffort a key whose
+// options offer fewer carries what they offer instead (and nn is marked
+// relaxed). It returns the failure ("": none).
+func (s *solver) minValues(ps *poolState, sh *optList, nn *NewNode) string {
 	for _, q := range ps.pool.Requirements {
 		if q.MinValues == nil {
 			continue
 		}
 		distinct := map[string]bool{}
-		for _, o := range opts {
-			if v, ok := o.t.it.Labels[model.NormalizeLabelKey(q.Key)]; ok {
+		key := model.NormalizeLabelKey(q.Key)
+		switch key {
+		case corev1.LabelTopologyZone, model.LabelCapacityType:
+			// The offerings decide these: the node's zones or capacity
+			// types.
+			vals := nn.Zones
+			if key == model.LabelCapacityType {
+				vals = nn.CapacityTypes
+			}
+			for _, v := range vals {
 				distinct[v] = true
 			}
+		default:
+			for w, word := range sh.types {
+				for word != 0 {
+					i := w*64 + bits.TrailingZeros64(word)
+					word &= word - 1
+					if v, ok := ps.types[i].it.Labels[key]; ok {
+						distinct[v] = true
+					}
+				}
+			}
 		}
-		if len(distinct) < *q.MinValues {
-			return nn, fmt.Sprintf("pool %q needs %d distinct %s values but only %d instance types hold the pods", ps.pool.Name, *q.MinValues, q.Key, len(distinct))
+		mv := *q.MinValues
+		if len(distinct) < mv && s.in.Options.MinValuesBestEffort {
+			mv = len(distinct)
+			nn.MinValuesRelaxed = true
+		}
+		for i := range nn.Requirements {
+			if r := &nn.Requirements[i]; r.Key == key {
+				if r.MinValues == nil || *r.MinValues < mv {
+					r.MinValues = &mv
+				}
+				break
+			}
+		}
+		if len(distinct) < mv {
+			return fmt.Sprintf("pool %q needs %d distinct %s values but only %d instance types hold the pods", ps.pool.Name, *q.MinValues, q.Key, len(distinct))
 		}
 	}
-	return nn, ""
+	return ""
 }
 
-// optList is a list of options as a new node's output gives them:
-// options cheapest first (ties by name), the cheapest's offering, and the
-// types' names in name order, once each. Nodes with the same options
-// share one. The options are decided by the pool, the node's zones and
-// capacity types (each type's offering is its cheapest there) and which
-// types hold the node: that is the key (nodes with other masks but the
-// same options only miss a share).
-type optList struct {
+// nodeOpts is what decides a new node's options (the pool, the node's
+// zones, capacity types and types, what its pods request) and the option
+// list it gets.
+type nodeOpts struct {
 	pool             int
 	zoneMask, ctMask uint64
 	types            bitset
-	cheapest         opt
-	options          []InstanceTypeOption
-	names            []string
+	used             vec
+	sh               *optList
+}
+
+// nodeOptsOff makes newNode work out every node's options (tests
+// compare).
+var nodeOptsOff bool
+
+// nodeOptsFor returns new bin b's option list. Alike nodes (hostname
+// anti-affinity and host ports force dozens of nodes holding the same
+// pods) ask once: the answer is kept by what decides it, so such a node
+// costs a comparison, not a pass over every type of its pool. Not in a
+// limited pool, where the node's share of the limit decides them too.
+func (s *solver) nodeOptsFor(b *bin, headroom vec) *optList {
+	ps := b.pool
+	keep := headroom == nil && !nodeOptsOff
+	var h uint64
+	if keep {
+		h = fnvMix(fnvMix(fnvMix(fnvOffset, uint64(ps.idx)), b.zoneMask), b.ctMask)
+		for _, w := range b.types {
+			h = fnvMix(h, w)
+		}
+		for _, v := range b.used {
+			h = fnvMix(h, uint64(v))
+		}
+		for _, no := range s.nodeOpts[h] {
+			if no.pool == ps.idx && no.zoneMask == b.zoneMask && no.ctMask == b.ctMask && slices.Equal(no.types, b.types) && slices.Equal(no.used, b.used) {
+				return no.sh
+			}
+		}
+	}
+	chosen := ps.types[b.typ]
+	// sel is scratch: the types that hold the node, marked.
+	words := (len(ps.types) + 63) / 64
+	if cap(s.selBuf) < words {
+		s.selBuf = make(bitset, words)
+	}
+	sel := s.selBuf[:words]
+	clear(sel)
+	// The node's types in the pool's order, each priced once per zones
+	// and capacity types in the solve (thousands of new nodes at 50,000
+	// pods share a few).
+	prices := s.pricesFor(ps, b.zoneMask, b.ctMask)
+	for w, word := range b.types {
+		for ; word != 0; word &= word - 1 {
+			i := w*64 + bits.TrailingZeros64(word)
+			if i >= len(ps.types) {
+				break
+			}
+			if t := ps.types[i]; prices[i].ok && b.used.le(t.net) && !s.overHeadroom(b, chosen, headroom, i) {
+				sel.set(i)
+			}
+		}
+	}
+	sh := s.sharedOpts(ps, b.zoneMask, b.ctMask, sel)
+	if keep {
+		if s.nodeOpts == nil {
+			s.nodeOpts = map[uint64][]*nodeOpts{}
+		}
+		s.nodeOpts[h] = append(s.nodeOpts[h], &nodeOpts{pool: ps.idx, zoneMask: b.zoneMask, ctMask: b.ctMask, types: b.types.clone(), used: b.used.clone(), sh: sh})
+	}
+	return sh
+}
+
+// keptOptsOff makes every solve make its own option lists (tests
+// compare).
+var keptOptsOff bool
+
+// maxKeptOptBytes bounds the option lists kept with a pool's types (a
+// list is up to about 100 KB: every type of a catalog holds a small
+// node); when full they are dropped and kept anew.
+const maxKeptOptBytes = 1 << 20
+
+// keptOpts looks up the option list of the key (h, the masks, the types
+// marked in sel) among those kept with the pool's types, or when add is
+// not nil keeps add. Solves against one prepared catalog (the
+// provisioner's passes, consolidation's candidates) give many new nodes
+// the same options: a list is made once, not per solve. What a list is
+// depends on the kept types, the masks and the types alone (the world's
+// zones and capacity types are the list's when types are kept; a pool's
+// minValues are checked per node, minValues).
+func (ps *poolState) keptOpts(h, zoneMask, ctMask uint64, sel bitset, add *optList) *optList {
+	k := ps.kept
+	if k == nil || keptOptsOff {
+		return nil
+	}
+	k.optMu.Lock()
+	defer k.optMu.Unlock()
+	if add != nil {
+		size := len(add.options)*int(unsafe.Sizeof(InstanceTypeOption{})) + len(add.names)*int(unsafe.Sizeof("")) + len(add.types)*8
+		if k.opts == nil || k.optBytes+size > maxKeptOptBytes {
+			k.opts, k.optBytes = map[uint64][]*optList{}, 0
+		}
+		k.opts[h] = append(k.opts[h], add)
+		k.optBytes += size
+		return add
+	}
+	for _, l := range k.opts[h] {
+		if l.zoneMask == zoneMask && l.ctMask == ctMask && slices.Equal(l.types, sel) {
+			return l
+		}
+	}
+	return nil
+}
+
+// fnvMix is FNV-1a over 64-bit words (from fnvOffset).
+func fnvMix(h, v uint64) uint64 { return (h ^ v) * fnvPrime }
+
+// optList is a list of options as a new node's output gives them:
+// options cheapest first (ties by name), the cheapest's offering, and the
+// types' names in name order, once each; the zones and capacity types
+// they are offered in. Nodes with the same options share one. The options are decided
+// by the pool, the node's zones and capacity types (each type's offering
+// is its cheapest there) and which types hold the node: that is the key
+// (nodes with other masks but the same options only miss a share).
+type optList struct {
+	pool               int
+	zoneMask, ctMask   uint64
+	types              bitset
+	cheapest           opt
+	any                bool
+	options            []InstanceTypeOption
+	names              []string
+	offered, offeredCT uint64
 }
 
 // sharedOpts returns the option list for a node of pool ps with the zone
-// and capacity type masks, whose options are opts (scratch, in the pool's
-// type order; sorted here when the list is new), made on its first use in
-// the solve.
-func (s *solver) sharedOpts(ps *poolState, zoneMask, ctMask uint64, opts []opt) *optList {
-	if len(s.rankBuf)*64 < len(ps.types) {
-		s.rankBuf = newBitset(len(ps.types))
-	}
-	ranks := s.rankBuf
-	h := uint64(14695981039346656037)
-	mix := func(v uint64) {
-		h ^= v
-		h *= 1099511628211
-	}
-	mix(uint64(ps.idx))
-	mix(zoneMask)
-	mix(ctMask)
-	for _, o := range opts {
-		mix(uint64(o.t.idx))
+// and capacity type masks, whose options are the types marked in sel,
+// made on its first use in the solve.
+func (s *solver) sharedOpts(ps *poolState, zoneMask, ctMask uint64, sel bitset) *optList {
+	h := fnvMix(fnvMix(fnvMix(fnvOffset, uint64(ps.idx)), zoneMask), ctMask)
+	for _, w := range sel {
+		h = fnvMix(h, w)
 	}
 	if s.optLists == nil {
 		s.optLists = map[uint64][]*optList{}
 	}
 	for _, l := range s.optLists[h] {
-		if l.pool == ps.idx && l.zoneMask == zoneMask && l.ctMask == ctMask && l.holds(opts) {
+		if l.pool == ps.idx && l.zoneMask == zoneMask && l.ctMask == ctMask && slices.Equal(l.types, sel) {
 			return l
 		}
 	}
-	l := &optList{pool: ps.idx, zoneMask: zoneMask, ctMask: ctMask, types: newBitset(len(ps.types))}
-	for _, o := range opts {
-		l.types.set(o.t.idx)
+	if l := ps.keptOpts(h, zoneMask, ctMask, sel, nil); l != nil {
+		mine := *l // the solve's pool index; the lists are shared
+		mine.pool = ps.idx
+		s.optLists[h] = append(s.optLists[h], &mine)
+		return &mine
 	}
+	l := &optList{pool: ps.idx, zoneMask: zoneMask, ctMask: ctMask, types: sel.clone()}
 	s.optLists[h] = append(s.optLists[h], l)
+	defer ps.keptOpts(h, zoneMask, ctMask, sel, l)
+	// opts is scratch: the options in the pool's type order.
+	if cap(s.optBuf) < len(ps.types) {
+		s.optBuf = make([]opt, 0, len(ps.types))
+	}
+	opts := s.optBuf[:0]
+	defer func() { s.optBuf = s.optBuf[:0] }()
+	prices := s.pricesFor(ps, zoneMask, ctMask)
+	for w, word := range sel {
+		for word != 0 {
+			i := w*64 + bits.TrailingZeros64(word)
+			word &= word - 1
+			t := ps.types[i]
+			opts = append(opts, opt{t, prices[i].o})
+			l.offered |= t.zoneMask
+			l.offeredCT |= t.ctMask
+		}
+	}
+	l.any = len(opts) > 0
+	if len(s.rankBuf)*64 < len(ps.types) {
+		s.rankBuf = newBitset(len(ps.types))
+	}
+	ranks := s.rankBuf
 	// Cheapest first, ties by name: the pool's types come in that order
 	// over its zones and capacity types, so often already sorted.
 	byPrice := func(a, b opt) int {
@@ -341,19 +477,49 @@ func (s *solver) sharedOpts(ps *poolState, zoneMask, ctMask uint64, opts []opt) 
 	return l
 }
 
-// holds tells whether the list's types are exactly opts' (in type order).
-func (l *optList) holds(opts []opt) bool {
-	n := 0
-	for _, w := range l.types {
-		n += bits.OnesCount64(w)
-	}
-	if n != len(opts) {
+// overHeadroom tells whether type i of b's pool is larger than the
+// node's chosen type by more than the pool's limit headroom (nil: no
+// limit), so CreateFleet must not be offered it.
+func (s *solver) overHeadroom(b *bin, chosen *ptype, headroom vec, i int) bool {
+	if headroom == nil || i == b.typ {
 		return false
 	}
-	for _, o := range opts {
-		if !l.types.has(o.t.idx) {
-			return false
+	t := b.pool.types[i]
+	for d := range headroom {
+		if headroom[d] != math.MaxInt64 && t.capv[d] > chosen.capv[d]+headroom[d] {
+			return true
 		}
 	}
-	return true
+	return false
+}
+
+// priceKey is a pool with zone and capacity type masks.
+type priceKey struct {
+	pool      int
+	zone, cts uint64
+}
+
+// priceRow is a type's cheapest offering under a priceKey's masks (ok:
+// it has one).
+type priceRow struct {
+	o  offer
+	ok bool
+}
+
+// pricesFor is every type of ps priced within the masks, made once per
+// solve.
+func (s *solver) pricesFor(ps *poolState, zones, cts uint64) []priceRow {
+	k := priceKey{ps.idx, zones, cts}
+	if r, ok := s.priceMemo[k]; ok {
+		return r
+	}
+	if s.priceMemo == nil {
+		s.priceMemo = map[priceKey][]priceRow{}
+	}
+	r := make([]priceRow, len(ps.types))
+	for i, t := range ps.types {
+		r[i].o, r[i].ok = t.price(zones, cts)
+	}
+	s.priceMemo[k] = r
+	return r
 }

@@ -175,6 +175,9 @@ func (s *solver) placeAt(l *level, want int) (int, string) {
 				break
 			}
 		}
+		if s.jr != nil && s.rebuildLost() {
+			return placed, "" // the rebuild cannot be kept
+		}
 		g, why := s.bestGrowth(l, want-placed)
 		if g == nil {
 			return placed, why
@@ -202,14 +205,14 @@ var paidScanAll bool
 // dual value), so small nodes fill up before big ones take the rest. Rounds
 // repeat while they place pods and a spread's minimum may have moved.
 func (s *solver) fillPaid(l *level, want int) int {
-	placed := 0
-	var cands paidCands
-	if s.gidx != nil {
-		// Kept between calls: the candidates are thousands at 50,000
-		// pods.
-		cands = s.gidx.paid.cands
-		defer func() { s.gidx.paid.cands = cands[:0] }()
+	if s.gidx != nil && !paidIndexOff {
+		return s.fillPaidOrdered(l, want)
 	}
+	placed := 0
+	// Kept between calls: the candidates are thousands at 50,000 pods,
+	// and the local search calls this for every class it places again.
+	cands := s.paidBuf[:0]
+	defer func() { s.paidBuf = cands[:0] }()
 	var unfilled []*bin
 	if s.gidx != nil {
 		unfilled = s.gidx.unfilled[:0]
@@ -258,6 +261,79 @@ func (s *solver) fillPaid(l *level, want int) int {
 				break
 			}
 			b := cands.pop().b
+			ch := s.allowance(l, b, want-placed, b.typ)
+			if ch.k <= 0 {
+				unfilled = append(unfilled, b)
+				continue
+			}
+			if ch.zone >= 0 || ch.ct >= 0 {
+				// Pinning may change the price; only take it when it
+				// does not.
+				zm, cm := b.zoneMask, b.ctMask
+				if ch.zone >= 0 {
+					zm = maskOf(ch.zone)
+				}
+				if ch.ct >= 0 {
+					cm = maskOf(ch.ct)
+				}
+				if o, ok := b.pool.types[b.typ].price(zm, cm); !ok || o.price > b.offer.price+1e-12 {
+					unfilled = append(unfilled, b)
+					continue
+				}
+			}
+			s.place(l, b, ch)
+			placed += ch.k
+			progress = true
+			if maxCopies(b.used, l.cls.req, b.pool.types[b.typ].net) > 0 {
+				unfilled = append(unfilled, b) // topology took fewer than the room holds
+			}
+		}
+		if !progress || !l.hasRange {
+			break
+		}
+	}
+	return placed
+}
+
+// fillPaidOrdered is fillPaid while packing: the same nodes in the same
+// order, read from paidOrder (paidorder.go), which visits only the nodes
+// with CPU and memory for the class's request.
+func (s *solver) fillPaidOrdered(l *level, want int) int {
+	g := s.gidx
+	if g.ord == nil {
+		g.ord = s.newPaidOrder()
+		for _, b := range s.bins {
+			g.ord.queue(b)
+		}
+	}
+	o := g.ord
+	unfilled := g.unfilled[:0]
+	defer func() { g.unfilled, g.unfilledFor = unfilled, l }()
+	placed := 0
+	for placed < want {
+		progress := false
+		unfilled = unfilled[:0]
+		s.paidWalk(o, l)
+		for placed < want {
+			b := s.paidNext(o, l)
+			if b == nil {
+				break
+			}
+			if b.node != nil {
+				// Existing nodes come first, in node order.
+				if ch := s.allowance(l, b, want-placed, -1); ch.k > 0 {
+					s.place(l, b, ch)
+					placed += ch.k
+					progress = true
+				}
+				continue
+			}
+			// The nodes fillPaid's scan would have kept: room at the
+			// type in every resource, and listed with paid room for the
+			// smallest pending request (paidroom.go: an open node).
+			if maxCopies(b.used, l.cls.req, b.pool.types[b.typ].net) == 0 || !s.hasRoom(b, s.minPending) || !s.isOpen(b) {
+				continue
+			}
 			ch := s.allowance(l, b, want-placed, b.typ)
 			if ch.k <= 0 {
 				unfilled = append(unfilled, b)

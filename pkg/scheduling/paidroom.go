@@ -32,7 +32,6 @@ type paidRoom struct {
 	sets  [][]paidList // by port set: 0: existing nodes; 1+i: new nodes of pool i
 	min   vec          // minPending at the last query (nil: rebuild)
 	slack []slackMemo  // by bin id
-	cands paidCands    // fillPaid's, kept for their room
 	// add, spare and merged are scratch.
 	add, spare, merged []*bin
 }

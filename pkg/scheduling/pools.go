@@ -3,9 +3,11 @@ package scheduling
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -67,6 +69,9 @@ type poolState struct {
 	limit      vec
 	limitNodes int64
 	hasLimits  bool
+	// kept are the pool's types as kept in the prepared list for later
+	// solves (nil: prepared for this solve alone).
+	kept       *keptTypes
 	usage      vec
 	usageNodes int64
 	// hasPreferNoSchedule enables the last relaxation step.
@@ -168,7 +173,7 @@ func (s *solver) preparePools() {
 func (s *solver) preparePool(idx int, p *model.Pool) *poolState {
 	ps := s.preparePoolState(idx, p)
 	for _, q := range p.Requirements {
-		if q.MinValues != nil && *q.MinValues > 1 {
+		if q.MinValues != nil && *q.MinValues > 1 && !s.in.Options.MinValuesBestEffort {
 			ps.minValues = append(ps.minValues, minValue{model.NormalizeLabelKey(q.Key), *q.MinValues})
 		}
 	}
@@ -182,9 +187,19 @@ func (s *solver) minValuesHold(b *bin, also bitset, need vec) bool {
 	ps := b.pool
 	for _, mv := range ps.minValues {
 		seen := map[string]bool{}
+		var offered uint64 // zones or capacity types, for minValues on those
 		for i, t := range ps.types {
 			if !b.types.has(i) || (also != nil && !also.has(i)) || t.zoneMask&b.zoneMask == 0 || t.ctMask&b.ctMask == 0 || !need.le(t.net) {
 				continue
+			}
+			switch mv.key {
+			case corev1.LabelTopologyZone:
+				offered |= t.zoneMask & b.zoneMask
+			case model.LabelCapacityType:
+				offered |= t.ctMask & b.ctMask
+			}
+			if bits.OnesCount64(offered) >= mv.n {
+				break
 			}
 			if v, ok := t.it.Labels[mv.key]; ok {
 				seen[v] = true
@@ -193,7 +208,7 @@ func (s *solver) minValuesHold(b *bin, also bitset, need vec) bool {
 				}
 			}
 		}
-		if len(seen) < mv.n {
+		if len(seen) < mv.n && bits.OnesCount64(offered) < mv.n {
 			return false
 		}
 	}
@@ -272,6 +287,7 @@ func (s *solver) preparePoolState(idx int, p *model.Pool) *poolState {
 	key := s.poolTypesKey(ps, pl, lx, dsList)
 	if pt, ok := pl.poolTypesOf(key); ok {
 		pt.fill(ps)
+		ps.kept = pt
 		return ps
 	}
 	s.prepareTypes(ps, pl, lx, dsList)
@@ -287,7 +303,8 @@ func (s *solver) preparePoolState(idx int, p *model.Pool) *poolState {
 	s.buildFrontier(ps)
 	if key != "" {
 		ps.lpCaps(s.dims.n())
-		pl.keepPoolTypes(key, keptTypesOf(ps))
+		ps.kept = keptTypesOf(ps)
+		pl.keepPoolTypes(key, ps.kept)
 	}
 	return ps
 }
@@ -336,6 +353,9 @@ func (s *solver) poolTypesKey(ps *poolState, pl *PreparedTypes, x listIdx, dsLis
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%x/%x/%s/%v/%t", x.localZones, x.localCTs, ps.typeReqs.signature(), s.dims.names, ps.hasLimits)
+	for _, a := range s.attach {
+		fmt.Fprintf(&b, "/attach %d", a.reserve)
+	}
 	if len(dsList) > 0 {
 		fmt.Fprintf(&b, "/ds %x/%x/%q/%q/%s", ps.zoneMask, ps.ctMask, s.world.zones, s.world.cts, ps.custom.signature())
 		for _, d := range dsList {
@@ -420,6 +440,9 @@ func (s *solver) prepareTypes(ps *poolState, pl *PreparedTypes, x listIdx, dsLis
 		}
 		if pl.noCap[k] {
 			copy(t.capv, t.net)
+		}
+		if len(s.attach) > 0 {
+			s.setTypeAttach(t)
 		}
 		if shared {
 			t.offers, t.zoneMask, t.ctMask, t.minPrice = po.offers[k], po.zoneMask[k], po.ctMask[k], po.minPrice[k]
@@ -518,6 +541,11 @@ type keptTypes struct {
 	fBits    bitset
 	allIdx   []int
 	byName   []int
+	// opts are new nodes' option lists made by solves with these types
+	// (keptOpts), by a hash of their key.
+	optMu    sync.Mutex
+	opts     map[uint64][]*optList
+	optBytes int
 }
 
 func keptTypesOf(ps *poolState) *keptTypes {

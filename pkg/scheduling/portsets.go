@@ -20,13 +20,18 @@ type portSets struct {
 // newPortSets numbers the distinct sets of host ports of the classes.
 func newPortSets(classes []*class) portSets {
 	p := portSets{sets: [][]hostPort{nil}}
-	seen := map[string]int{}
+	n := 0
 	for _, c := range classes {
-		for len(p.of) <= c.idx {
-			p.of = append(p.of, 0)
-		}
+		n = max(n, c.idx+1)
+	}
+	p.of = make([]int, n)
+	var seen map[string]int
+	for _, c := range classes {
 		if len(c.ports) == 0 {
 			continue
+		}
+		if seen == nil {
+			seen = map[string]int{}
 		}
 		key := fmt.Sprint(c.ports)
 		i, ok := seen[key]
@@ -50,4 +55,15 @@ func (p portSets) blocked(i int, b *bin) bool {
 		}
 	}
 	return false
+}
+
+// portSets is newPortSets of the solve's classes, made once (the classes
+// and their ports do not change after setup; every growth index and
+// round of drains reads them).
+func (s *solver) portSets() portSets {
+	if s.portSetsMemo == nil {
+		p := newPortSets(s.classes)
+		s.portSetsMemo = &p
+	}
+	return *s.portSetsMemo
 }

@@ -85,7 +85,7 @@ func (d *dims) fromList(rl corev1.ResourceList) vec {
 func (d *dims) toList(v vec) corev1.ResourceList {
 	rl := corev1.ResourceList{}
 	for i, n := range d.names {
-		if v[i] == 0 && i != dimCPU && i != dimMemory {
+		if (v[i] == 0 && i != dimCPU && i != dimMemory) || isAttachResource(n) {
 			continue
 		}
 		if i == dimCPU {

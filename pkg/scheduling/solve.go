@@ -71,6 +71,10 @@ type solver struct {
 	// weight, must not win because the cap ruled out their betters).
 	priceCap float64
 	capPool  *poolState
+	// rbBefore, while a rebuild packs, is the new nodes' price before it
+	// (rebuildbound.go); floors their price floors.
+	rbBefore float64
+	floors   floorCache
 	pools    []*poolState
 	// anyPreferNoSchedule enables the last relaxation step.
 	anyPreferNoSchedule bool
@@ -103,6 +107,11 @@ type solver struct {
 	pmin         *pendMin
 	gidx         *growIdx // growidx.go, while packing
 	existingBins []*bin
+	portSetsMemo *portSets // portSets'
+	paidBuf      paidCands // fillPaid's candidates (scratch)
+	// priceMemo is pricesFor's: each pool's types priced per zone and
+	// capacity type masks.
+	priceMemo map[priceKey][]priceRow
 
 	affinityMemo map[*corev1.Affinity]uint64
 	spreadMemo   map[*corev1.TopologySpreadConstraint]uint64
@@ -144,10 +153,15 @@ type solver struct {
 	// lists made so far, by a hash of their key (sharedOpts).
 	optBuf   []opt
 	rankBuf  bitset
+	selBuf   bitset
 	optLists map[uint64][]*optList
+	// nodeOpts are newNode's answers by what decides them (nodeOptsFor).
+	nodeOpts map[uint64][]*nodeOpts
 
 	pvcs map[string]*corev1.PersistentVolumeClaim
 	pvs  map[string]*corev1.PersistentVolume
+	// attach are the volume attachment dimensions (attach.go).
+	attach []attachDim
 	// dsReq are DaemonSets' requests read from their pods
 	// (observeDaemonPods, pools.go).
 	dsReq map[*appsv1.DaemonSet]corev1.ResourceList
@@ -323,8 +337,17 @@ func (s *solver) isTypeKey(k string) bool {
 // buildDims collects the resources anybody asks for or limits.
 func (s *solver) buildDims() {
 	extra := map[corev1.ResourceName]bool{}
+	// Classes whose requests are made of the same (classKey's res) have
+	// the same requests: few-big at 50,000 pods has 5,000 classes of
+	// some fifty sizes.
 	requests := make([]corev1.ResourceList, len(s.classes))
+	byRes := map[uint64]int{}
 	for i, c := range s.classes {
+		if j, ok := byRes[c.resKey]; ok {
+			requests[i] = requests[j]
+			continue
+		}
+		byRes[c.resKey] = i
 		requests[i] = podRequests(c.pod)
 		for n := range requests[i] {
 			extra[n] = true
@@ -342,8 +365,16 @@ func (s *solver) buildDims() {
 			}
 		}
 	}
+	reserve := s.addAttachRequests(requests, extra)
 	s.dims = newDims(extra)
+	s.buildAttachDims(reserve)
 	for i, c := range s.classes {
+		// Attachment requests follow a class's claims, not its
+		// resources: with limited drivers every class reads its own.
+		if j := byRes[c.resKey]; j < i && len(s.attach) == 0 {
+			c.req = s.classes[j].req.clone()
+			continue
+		}
 		c.req = s.dims.fromList(requests[i])
 	}
 }

@@ -24,6 +24,10 @@ type InstanceType struct {
 	// own list through Input.PoolInstanceTypes.
 	Allocatable corev1.ResourceList
 	Offerings   []Offering
+	// VolumeLimits are the volumes a node of this type can attach per
+	// CSI driver (ebs.csi.aws.com: …); a driver not listed is unlimited.
+	// Nil for most callers: then nothing is limited.
+	VolumeLimits map[string]int64
 }
 
 // Offering is one zone and capacity type a type can be launched in.
@@ -53,6 +57,10 @@ type Node struct {
 	Unschedulable bool
 	Capacity      corev1.ResourceList
 	Allocatable   corev1.ResourceList
+	// VolumeLimits are the volumes the node can attach per CSI driver,
+	// from its CSINode (drivers[].allocatable.count). Nil until the
+	// CSINode is published: then its instance type's limits apply.
+	VolumeLimits map[string]int64
 	// Pods are the pods bound to the node (DaemonSet pods included) or, for
 	// an in-flight node, the pods already planned onto it.
 	Pods []*corev1.Pod
@@ -112,6 +120,11 @@ type Options struct {
 	// NoImprove skips the local search after the first packing (for
 	// comparisons and debugging).
 	NoImprove bool
+	// MinValuesBestEffort is Karpenter's MinValuesPolicy=BestEffort: a
+	// pool's minValues neither limit how a new node is packed nor fail
+	// it; a node whose options offer fewer values is launched with the
+	// minValues lowered to what they offer (NewNode.MinValuesRelaxed).
+	MinValuesBestEffort bool
 }
 
 // Plan is Solve's answer.
@@ -158,7 +171,8 @@ type NewNode struct {
 	Taints []corev1.Taint
 	// InstanceTypeOptions are every type that holds the node's pods and
 	// DaemonSets, cheapest first; CreateFleet picks among them. Read only:
-	// new nodes of a plan with the same options share one list.
+	// new nodes with the same options share one list, within a plan and
+	// across solves against one prepared catalog.
 	InstanceTypeOptions []InstanceTypeOption
 	// Cheapest is the offering the plan's price assumes.
 	Cheapest Launch
@@ -170,6 +184,10 @@ type NewNode struct {
 	// Requests is the pods' requests plus the DaemonSet overhead reserved
 	// on the cheapest type.
 	Requests corev1.ResourceList
+	// MinValuesRelaxed is set when Options.MinValuesBestEffort lowered a
+	// minValues of the pool for this node (Requirements carry the
+	// lowered counts, as Karpenter's NodeClaim does).
+	MinValuesRelaxed bool
 }
 
 // InstanceTypeOption is one type a new node may be, with its cheapest

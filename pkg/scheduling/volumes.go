@@ -62,6 +62,10 @@ func (s *solver) classVolumes(c *class) {
 			// before, the template (classKey keeps such pods apart).
 			name = c.ns + "/" + c.pod.Name + "-" + v.Name
 			if pvc, ok := s.pvcs[name]; ok {
+				if !controlledByPod(pvc, c.pod) {
+					c.err = "persistentvolumeclaim " + name + " was not created for pod " + c.ns + "/" + c.pod.Name + " (the pod does not own it)"
+					return
+				}
 				claim = pvc
 			} else {
 				claim = &corev1.PersistentVolumeClaim{Spec: v.Ephemeral.VolumeClaimTemplate.Spec}
@@ -195,4 +199,18 @@ func (s *solver) storageClass(name *string) *storagev1.StorageClass {
 		}
 	}
 	return def
+}
+
+// controlledByPod tells whether the pod controls the claim, as the
+// ephemeral volume controller makes it and the kube-scheduler requires
+// (component-helpers' ephemeral.VolumeIsForPod): a controller reference
+// to the pod, by UID (by name when the input's pod has no UID).
+func controlledByPod(pvc *corev1.PersistentVolumeClaim, pod *corev1.Pod) bool {
+	for _, o := range pvc.OwnerReferences {
+		if o.Controller == nil || !*o.Controller {
+			continue
+		}
+		return o.Kind == "Pod" && o.Name == pod.Name && (pod.UID == "" || o.UID == pod.UID)
+	}
+	return false
 }

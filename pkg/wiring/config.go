@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/joist-dev/joist/pkg/scheduling"
 )
 
 // Setting is one environment variable a function reads: its name, under
@@ -37,6 +39,8 @@ var (
 	SettingReaperLoop       = Setting{"JOIST_REAPER_LOOP", "", "how long one reaper invocation keeps looping"}
 	SettingReaperInterval   = Setting{"JOIST_REAPER_INTERVAL", "", "the pause between the reaper's passes"}
 	SettingReplacementLimit = Setting{"JOIST_REPLACEMENT_TIMEOUT", "", "how long a retiring node waits for its replacement"}
+	SettingPreferencePolicy = Setting{"JOIST_PREFERENCE_POLICY", "", "Respect (default) or Ignore: Karpenter's --preference-policy for preferred affinities and ScheduleAnyway spreads"}
+	SettingMinValuesPolicy  = Setting{"JOIST_MIN_VALUES_POLICY", "", "Strict (default) or BestEffort: Karpenter's --min-values-policy"}
 )
 
 // Settings are all of them, for documentation and checks.
@@ -44,7 +48,7 @@ var Settings = []Setting{
 	SettingCluster, SettingEndpoint, SettingCA, SettingVersion, SettingServiceCIDR, SettingDNSClusterIP,
 	SettingInstanceProfile, SettingSpecSource, SettingLeaseNamespace, SettingLogLevel, SettingZones,
 	SettingCatalog, SettingCacheTTL, SettingRegistration, SettingTemplateMinAge, SettingReaperLoop,
-	SettingReaperInterval, SettingReplacementLimit,
+	SettingReaperInterval, SettingReplacementLimit, SettingPreferencePolicy, SettingMinValuesPolicy,
 }
 
 // Lookup is os.LookupEnv, or a map's lookup in tests.
@@ -101,4 +105,25 @@ func (s Setting) oneOf(env Lookup, def string, allowed ...string) (string, error
 	sorted := append([]string(nil), allowed...)
 	sort.Strings(sorted)
 	return "", fmt.Errorf("read setting %s=%q: want one of %s", s.Name, v, strings.Join(sorted, ", "))
+}
+
+// Policies reads Karpenter's preference and minValues policies as the
+// simulator's options; a bad value is an error naming its setting.
+func Policies(env Lookup) (scheduling.Options, error) {
+	pref, err := SettingPreferencePolicy.Get(env)
+	if err != nil {
+		return scheduling.Options{}, err
+	}
+	mv, err := SettingMinValuesPolicy.Get(env)
+	if err != nil {
+		return scheduling.Options{}, err
+	}
+	if _, err := scheduling.PolicyOptions(pref, ""); err != nil {
+		return scheduling.Options{}, fmt.Errorf("read setting %s: %w", SettingPreferencePolicy.Name, err)
+	}
+	o, err := scheduling.PolicyOptions(pref, mv)
+	if err != nil {
+		return scheduling.Options{}, fmt.Errorf("read setting %s: %w", SettingMinValuesPolicy.Name, err)
+	}
+	return o, nil
 }

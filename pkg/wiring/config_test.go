@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/joist-dev/joist/pkg/scheduling"
 )
 
 func env(m map[string]string) Lookup {
@@ -82,6 +84,32 @@ func TestDurationSettings(t *testing.T) {
 		}
 		if err != nil || got != c.want {
 			t.Errorf("%q: got %s, %v; want %s", c.v, got, err, c.want)
+		}
+	}
+}
+
+func TestPolicies_ReadKarpentersSettings(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want scheduling.Options
+		err  string
+	}{
+		{map[string]string{}, scheduling.Options{}, ""},
+		{map[string]string{"JOIST_PREFERENCE_POLICY": "Ignore"}, scheduling.Options{IgnorePreferences: true}, ""},
+		{map[string]string{"JOIST_MIN_VALUES_POLICY": "BestEffort"}, scheduling.Options{MinValuesBestEffort: true}, ""},
+		{map[string]string{"JOIST_PREFERENCE_POLICY": "Respect", "JOIST_MIN_VALUES_POLICY": "Strict"}, scheduling.Options{}, ""},
+		{map[string]string{"JOIST_PREFERENCE_POLICY": "respect"}, scheduling.Options{}, "JOIST_PREFERENCE_POLICY"},
+		{map[string]string{"JOIST_MIN_VALUES_POLICY": "Loose"}, scheduling.Options{}, "JOIST_MIN_VALUES_POLICY"},
+	} {
+		got, err := Policies(env(c.env))
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%v: got %+v, %v; want an error naming %s", c.env, got, err, c.err)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%v: got %+v, %v; want %+v", c.env, got, err, c.want)
 		}
 	}
 }

@@ -277,6 +277,10 @@ func (e *Env) Provisioners() (func(ctx context.Context, m *metrics.Recorder) (*p
 	if err != nil {
 		return nil, err
 	}
+	policy, err := Policies(os.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
 	unavailable := catalog.NewUnavailable(0)
 	launcher := e.Launcher()
 	return func(ctx context.Context, m *metrics.Recorder) (*provisioning.Provisioner, error) {
@@ -287,7 +291,7 @@ func (e *Env) Provisioners() (func(ctx context.Context, m *metrics.Recorder) (*p
 		return &provisioning.Provisioner{
 			Cluster: e.Cluster, Kube: e.Kube, Specs: specs, Catalog: cat,
 			Launcher: launcher, Log: WithRequest(ctx, e.Log), Unavailable: unavailable,
-			Lock: e.Lease(ctx), RegistrationTimeout: timeout, Metrics: m,
+			Lock: e.Lease(ctx), RegistrationTimeout: timeout, Metrics: m, Policy: policy,
 		}, nil
 	}, nil
 }
@@ -420,6 +424,10 @@ func (e *Env) Reaper() (func(ctx context.Context, m *metrics.Recorder) *reaping.
 	if err != nil {
 		return nil, err
 	}
+	policy, err := Policies(os.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
 	launcher := e.Launcher()
 	return func(ctx context.Context, m *metrics.Recorder) *reaping.Reaper {
 		log := WithRequest(ctx, e.Log)
@@ -438,7 +446,7 @@ func (e *Env) Reaper() (func(ctx context.Context, m *metrics.Recorder) *reaping.
 		lease.Duration = 30 * time.Second
 		return &reaping.Reaper{
 			Kube: e.Kube, Specs: specs, Log: log, Lock: lease, Loop: loop, Interval: interval, Metrics: m,
-			Replace: replace, ReplacementTimeout: replacementTimeout, Cloud: launcher, Cluster: e.Cluster, Catalog: catalogFor,
+			Replace: replace, ReplacementTimeout: replacementTimeout, Cloud: launcher, Cluster: e.Cluster, Catalog: catalogFor, Policy: policy,
 			Terminator: &termination.Terminator{Kube: e.Kube, EC2: launcher, Log: log, Metrics: m},
 		}
 	}, nil

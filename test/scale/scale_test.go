@@ -267,7 +267,7 @@ func (w *world) pass(t testing.TB, env ...string) (passReport, int64, apiTotals)
 		"LOG_LEVEL=warn",
 	}
 	cmd.Env = append(cmd.Env, env...)
-	for _, k := range []string{"JOIST_PASS_PROFILE", "GODEBUG", "GOGC", "JOIST_KUBE_COMPRESSION"} {
+	for _, k := range []string{"JOIST_PASS_PROFILE", "GODEBUG", "GOGC", "JOIST_KUBE_COMPRESSION", "JOIST_SCALE_POD_PAGE_SIZE"} {
 		if v := os.Getenv(k); v != "" {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
@@ -305,11 +305,13 @@ func (w *world) pass(t testing.TB, env ...string) (passReport, int64, apiTotals)
 // 4 full nodes with room for one burst pod each and 10 burst pods. One
 // pass must nominate every pending pod, 4 onto the existing nodes (seen
 // only by reading their bound pods, reduced, whole) and the other 6 onto
-// 3 new nodes.
+// 3 new nodes. The pass reads the pods 5 a page, so that, as a large
+// cluster's reads are, its reads of more than a page are split by
+// namespace (kube.EachPod).
 func TestScalePass(t *testing.T) {
 	s := Size{Nodes: 4, Pods: 4*2 + 40, Pending: 10}
 	w, _ := fill(t, s)
-	rep, rss, api := w.pass(t)
+	rep, rss, api := w.pass(t, "JOIST_SCALE_POD_PAGE_SIZE=5")
 	reqs, bytes := api.requests, api.bytes
 	t.Logf("%v: pass %.2fs, peak heap %.1f MB, peak RSS %.1f MB, %d requests, %.2f MB read, lists from cache %d, from etcd %d, consistent-read fallbacks %d",
 		s, rep.WallSeconds, mb(rep.PeakHeapBytes), mb(uint64(rss)), reqs, mb(uint64(bytes)), api.cacheLists, api.etcdLists, api.fallbacks)
@@ -347,8 +349,11 @@ func TestScalePass(t *testing.T) {
 			t.Errorf("instance %s got %d burst pods, has room for 1", id, n)
 		}
 	}
-	if reqs <= 0 || bytes <= 0 || rss <= 0 || rep.PeakHeapBytes == 0 {
-		t.Errorf("measurements missing: requests %d, bytes %d, rss %d, heap %d", reqs, bytes, rss, rep.PeakHeapBytes)
+	// 48 bound pods and 10 pending, 5 a page: more than 15 lists (one a
+	// read when the whole read fits in a page).
+	if reqs < 30 || bytes <= 0 || rss <= 0 || rep.PeakHeapBytes == 0 || api.cacheLists+api.etcdLists < 15 {
+		t.Errorf("measurements missing, or the pods not read 5 a page: requests %d, lists %d, bytes %d, rss %d, heap %d",
+			reqs, api.cacheLists+api.etcdLists, bytes, rss, rep.PeakHeapBytes)
 	}
 }
 

@@ -150,6 +150,10 @@ type Cluster struct {
 	PersistentVolumes      []*corev1.PersistentVolume
 	StorageClasses         []*storagev1.StorageClass
 	Namespaces             []*corev1.Namespace
+	// VolumeLimits are the registered nodes' volume attachment limits
+	// per CSI driver, by node name, from their CSINodes (the caller sets
+	// scheduling.Node.VolumeLimits from them).
+	VolumeLimits map[string]map[string]int64
 }
 
 // Input is the simulator's input for a cluster planned against a catalog:

@@ -24,6 +24,7 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 	schedcorev1 "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/component-helpers/storage/ephemeral"
 	"k8s.io/klog/v2"
 
 	"github.com/joist-dev/joist/pkg/scheduling"
@@ -44,7 +45,8 @@ import (
 //   - requests (plus DaemonSet pods on new nodes, sized as their pods in
 //     the input show them) fit allocatable;
 //   - host ports do not clash;
-//   - the PersistentVolumes of bound claims accept the node;
+//   - the PersistentVolumes of bound claims accept the node, and a
+//     generic ephemeral volume's existing claim belongs to its pod;
 //   - required pod anti-affinity holds both ways, required pod affinity
 //     has a partner in the domain, and DoNotSchedule spreads keep their
 //     skew, over the final placement of all pods;
@@ -72,6 +74,8 @@ type vnode struct {
 	variants []map[string]string
 	common   map[string]string
 	allocs   []corev1.ResourceList
+	// volLimits[i] are the volume attachment limits under allocs[i].
+	volLimits []map[string]int64
 	// daemons[i] are the DaemonSet pods that would run under allocs[i].
 	daemons  [][]*corev1.Pod
 	taints   []corev1.Taint
@@ -114,6 +118,20 @@ func (v *verifier) run() {
 	}
 	for _, n := range v.in.Nodes {
 		vn := &vnode{name: n.Name, common: n.Labels, variants: []map[string]string{n.Labels}, allocs: []corev1.ResourceList{n.Allocatable}, existing: true}
+		lim := n.VolumeLimits
+		if lim == nil {
+			if it := types[n.Labels[corev1.LabelInstanceTypeStable]]; it != nil {
+				lim = it.VolumeLimits
+			}
+			if list, ok := v.in.PoolInstanceTypes[n.Pool]; ok {
+				for _, it := range list {
+					if it.Name == n.Labels[corev1.LabelInstanceTypeStable] {
+						lim = it.VolumeLimits
+					}
+				}
+			}
+		}
+		vn.volLimits = []map[string]int64{lim}
 		for _, t := range n.Taints {
 			if n.InFlight && (goneAfterRegistration[t.Key] || v.startupTaint(n.Pool, t)) {
 				continue
@@ -194,6 +212,7 @@ func (v *verifier) run() {
 				}
 			}
 			vn.allocs = append(vn.allocs, it.Allocatable)
+			vn.volLimits = append(vn.volLimits, it.VolumeLimits)
 			vn.daemons = append(vn.daemons, v.daemonPods(vn.taints, vn.variants[first:], nil))
 			for r, q := range it.Capacity {
 				largest[r] = max(largest[r], verifyValue(r, q))
@@ -448,6 +467,7 @@ func (v *verifier) checkNode(vn *vnode) {
 	}
 	for i, alloc := range vn.allocs {
 		v.checkFit(vn, i, alloc)
+		v.checkAttachments(vn, vn.volLimits[i])
 	}
 }
 
@@ -468,6 +488,11 @@ func (v *verifier) checkVolumes(p *corev1.Pod, vn *vnode) {
 		}
 		var pv *corev1.PersistentVolume
 		for _, c := range v.in.PersistentVolumeClaims {
+			if vol.Ephemeral != nil && c.Namespace == p.Namespace && c.Name == name {
+				if err := ephemeral.VolumeIsForPod(p, c); err != nil {
+					v.fail("pod %s/%s on node %s: %v", p.Namespace, p.Name, vn.name, err)
+				}
+			}
 			if c.Namespace == p.Namespace && c.Name == name && c.Spec.VolumeName != "" {
 				for _, x := range v.in.PersistentVolumes {
 					if x.Name == c.Spec.VolumeName {

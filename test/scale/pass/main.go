@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/joist-dev/joist/pkg/kube"
 	"github.com/joist-dev/joist/pkg/wiring"
 )
 
@@ -60,6 +61,11 @@ func main() {
 	function := "provisioner"
 	if os.Getenv("JOIST_PASS_FUNCTION") == "reaper" {
 		function = "reaper"
+	}
+	// JOIST_SCALE_POD_PAGE_SIZE reads pods that many a page (a small
+	// cluster's read then takes several pages, and is split by namespace).
+	if n, err := strconv.ParseInt(os.Getenv("JOIST_SCALE_POD_PAGE_SIZE"), 10, 64); err == nil && n > 0 {
+		kube.SetPodPageSize(n)
 	}
 	env := wiring.MustLoad(ctx, function)
 	var pass func() (Report, error)
