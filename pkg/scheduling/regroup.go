@@ -240,3 +240,150 @@ func (p *pendMin) undone(c *class) {
 		p.pull(i)
 	}
 }
+
+// tailSplit: for the least utilised nodes, alone and in groups of the
+// least utilised 2 and 4 of a pool, pack their pods again on nodes each
+// no bigger than the pods still to place fill (placeFilling), and a node
+// alone also on nodes capped at each of the next few cheaper types; keep
+// whatever makes the plan cheaper.
+func (s *solver) tailSplit() bool {
+	for _, ps := range s.pools {
+		if ps.hasLimits || len(ps.minValues) > 0 {
+			return false
+		}
+	}
+	cand := s.freeBins()
+	if len(cand) > tailWorst {
+		cand = cand[:tailWorst]
+	}
+	improved := false
+	for _, b := range cand {
+		if len(b.entries) > 0 && s.tryFilling([]*bin{b}) {
+			improved = true
+			continue
+		}
+		if len(b.entries) > 0 && s.tryCaps(b) {
+			improved = true
+		}
+	}
+	// Groups: the least utilised 2 and 4 nodes of each pool.
+	var groups [][]*bin
+	cand = s.freeBins()
+	for _, ps := range s.pools {
+		var g []*bin
+		for _, b := range cand {
+			if b.pool == ps && len(g) < 4 {
+				g = append(g, b)
+			}
+		}
+		if len(g) >= 2 {
+			groups = append(groups, g[:2])
+		}
+		if len(g) == 4 {
+			groups = append(groups, g)
+		}
+	}
+	for _, g := range groups {
+		live := true
+		for _, b := range g {
+			live = live && len(b.entries) > 0
+		}
+		if live && s.tryFilling(g) {
+			improved = true
+		}
+	}
+	return improved
+}
+
+// Budgets of tailSplit: the least utilised nodes tried alone, and the
+// cheaper types each is capped at.
+const tailWorst, tailCaps = 8, 4
+
+// tryFilling rebuilds the group (nodes of one pool) with placeFilling.
+func (s *solver) tryFilling(group []*bin) bool {
+	ps := group[0].pool
+	allowed := group[0].types.clone()
+	for _, b := range group[1:] {
+		allowed.and(b.types)
+	}
+	return s.tryRebuildBy(group, func(work []removed) bool {
+		return s.placeFilling(work, ps, allowed)
+	})
+}
+
+// tryCaps rebuilds node b with growth in its pool capped at each of the
+// tailCaps next cheaper frontier types it may be, dearest first, until
+// one makes the plan cheaper.
+func (s *solver) tryCaps(b *bin) bool {
+	ps := b.pool
+	var caps []float64
+	for _, i := range ps.frontier {
+		if !b.types.has(i) {
+			continue
+		}
+		o, ok := ps.types[i].price(b.zoneMask, b.ctMask)
+		if ok && o.price < b.offer.price-1e-9 && !slices.Contains(caps, o.price) {
+			caps = append(caps, o.price)
+		}
+	}
+	sort.Sort(sort.Reverse(sort.Float64Slice(caps)))
+	if len(caps) > tailCaps {
+		caps = caps[:tailCaps]
+	}
+	for _, c := range caps {
+		s.priceCap, s.capPool = c+1e-9, ps
+		ok := s.tryRebuild([]*bin{b})
+		s.priceCap, s.capPool = 0, nil
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// placeFilling places work with growth in pool ps capped at the dearest
+// type of allowed that the pods still pending fill (fillCap), which falls
+// as they are placed: each class in runs of as many pods as leave the cap
+// where it is. A pod no capped node takes is placed uncapped.
+func (s *solver) placeFilling(work []removed, ps *poolState, allowed bitset) bool {
+	defer func() { s.priceCap, s.capPool = 0, nil }()
+	s.capPool = ps
+	for _, w := range work {
+		for k := 0; k < w.n; {
+			var floor float64
+			s.priceCap, floor = s.fillCap(ps, allowed)
+			run := 1
+			if v := w.l.cls.value; v > 0 && s.priceCap > 0 {
+				run = max(1, min(w.n-k, int((s.valueOf(s.pending)-floor)/v)))
+			}
+			n, _ := s.placeAt(w.l, run)
+			if n == 0 && s.priceCap > 0 {
+				s.priceCap = 0
+				n, _ = s.placeAt(w.l, 1)
+			}
+			if n == 0 {
+				s.pending.addScaled(w.l.cls.req, -int64(w.n-k))
+				return false
+			}
+			k += n
+		}
+	}
+	return true
+}
+
+// fillCap is just above the price of the dearest type of ps in allowed
+// whose allocatable is worth no more than the pending pods (at the dual
+// prices), 0 if none, and that type's worth.
+func (s *solver) fillCap(ps *poolState, allowed bitset) (float64, float64) {
+	pv := s.valueOf(s.pending) * (1 + 1e-9)
+	best, worth := 0.0, 0.0
+	for _, i := range ps.frontier {
+		if allowed.has(i) && ps.values[i] <= pv && ps.types[i].minPrice > best {
+			best, worth = ps.types[i].minPrice, ps.values[i]
+		}
+	}
+	if best == 0 {
+		return 0, 0
+	}
+	return best + 1e-9, worth
+}

@@ -34,6 +34,10 @@ func Solve(in Input) Plan {
 		if s.settle() {
 			s.improve()
 		}
+		// Last, the tail's sizes, knowing every other node (regroup.go).
+		if s.tailSplit() {
+			s.improve()
+		}
 	}
 	s.finish()
 	return s.plan

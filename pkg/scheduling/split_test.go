@@ -15,11 +15,11 @@ import (
 // plan may be. The aim is 0 (the halves' plans side by side are a plan
 // for the whole), but a heuristic cannot promise it for every split: the
 // same local search that makes the whole cheaper makes the halves
-// cheaper too. Over 120 seeded cases (20 seeds of each shape) the whole
-// was dearer in 15, by up to 2.1% (docs/scheduling.md), so each case is
-// held to 3%, which catches the failure this was written for (one huge
-// node for everything), and the sum over all cases to no slack at all.
-const halvesSlack = 0.03
+// cheaper too. Over 240 seeded cases (seeds 1 to 40 of each shape) the
+// whole was dearer in 22, by up to 2.4% (31, by up to 6.3%, before the
+// tail split of regroup.go; docs/scheduling.md), so each case is held
+// to 2.5%, and the sum over all cases to no slack at all.
+const halvesSlack = 0.025
 
 // halvesCase is seeded case seed of a shape: a workload of 20 to 419
 // pods split at random into two halves by Deployment or by pod.
@@ -132,6 +132,40 @@ func TestWholeNoDearerThanHalves_Regrouped(t *testing.T) {
 			whole, pa, pb := solveHalves(t, in, inA, inB)
 			if sum := pa.TotalPricePerHour + pb.TotalPricePerHour; whole.TotalPricePerHour > sum+1e-9 {
 				t.Errorf("whole $%.4f/h > halves $%.4f/h", whole.TotalPricePerHour, sum)
+			}
+		})
+	}
+}
+
+// TestWholeNoDearerThanHalves_TailSplit: cases where the whole was
+// dearer than its halves (by 0.2% to 6.3%) until the tail split
+// (regroup.go): the whole's last nodes were one node too big for the pods
+// left (daemonsets: one c6a.24xlarge where c6a.16xlarge, 4xlarge,
+// 2xlarge, xlarge and large hold the same pods for less); now the whole
+// costs no more than its halves, with no slack.
+func TestWholeNoDearerThanHalves_TailSplit(t *testing.T) {
+	for _, tc := range []struct {
+		shape string
+		seed  int64
+	}{
+		{"daemonsets", 17},
+		{"daemonsets", 25},
+		{"few-big", 23},
+		{"few-big", 31},
+		{"memory-heavy", 32},
+		{"many-shapes", 31},
+	} {
+		var sh workloadgen.Shape
+		for _, s := range workloadgen.Shapes {
+			if s.Name == tc.shape {
+				sh = s
+			}
+		}
+		name, in, inA, inB, _ := halvesCase(t, sh, tc.seed)
+		t.Run(name, func(t *testing.T) {
+			whole, pa, pb := solveHalves(t, in, inA, inB)
+			if sum := pa.TotalPricePerHour + pb.TotalPricePerHour; whole.TotalPricePerHour > sum+1e-9 {
+				t.Errorf("whole $%.4f/h (%d nodes) > halves $%.4f/h", whole.TotalPricePerHour, len(whole.NewNodes), sum)
 			}
 		})
 	}
