@@ -261,31 +261,13 @@ func (s *solver) fillPaid(l *level, want int) int {
 				break
 			}
 			b := cands.pop().b
-			ch := s.allowance(l, b, want-placed, b.typ)
-			if ch.k <= 0 {
+			k, again := s.fillNew(l, b, want-placed)
+			if k > 0 {
+				placed += k
+				progress = true
+			}
+			if again {
 				unfilled = append(unfilled, b)
-				continue
-			}
-			if ch.zone >= 0 || ch.ct >= 0 {
-				// Pinning may change the price; only take it when it
-				// does not.
-				zm, cm := b.zoneMask, b.ctMask
-				if ch.zone >= 0 {
-					zm = maskOf(ch.zone)
-				}
-				if ch.ct >= 0 {
-					cm = maskOf(ch.ct)
-				}
-				if o, ok := b.pool.types[b.typ].price(zm, cm); !ok || o.price > b.offer.price+1e-12 {
-					unfilled = append(unfilled, b)
-					continue
-				}
-			}
-			s.place(l, b, ch)
-			placed += ch.k
-			progress = true
-			if maxCopies(b.used, l.cls.req, b.pool.types[b.typ].net) > 0 {
-				unfilled = append(unfilled, b) // topology took fewer than the room holds
 			}
 		}
 		if !progress || !l.hasRange {
@@ -334,31 +316,13 @@ func (s *solver) fillPaidOrdered(l *level, want int) int {
 			if maxCopies(b.used, l.cls.req, b.pool.types[b.typ].net) == 0 || !s.hasRoom(b, s.minPending) || !s.isOpen(b) {
 				continue
 			}
-			ch := s.allowance(l, b, want-placed, b.typ)
-			if ch.k <= 0 {
+			k, again := s.fillNew(l, b, want-placed)
+			if k > 0 {
+				placed += k
+				progress = true
+			}
+			if again {
 				unfilled = append(unfilled, b)
-				continue
-			}
-			if ch.zone >= 0 || ch.ct >= 0 {
-				// Pinning may change the price; only take it when it
-				// does not.
-				zm, cm := b.zoneMask, b.ctMask
-				if ch.zone >= 0 {
-					zm = maskOf(ch.zone)
-				}
-				if ch.ct >= 0 {
-					cm = maskOf(ch.ct)
-				}
-				if o, ok := b.pool.types[b.typ].price(zm, cm); !ok || o.price > b.offer.price+1e-12 {
-					unfilled = append(unfilled, b)
-					continue
-				}
-			}
-			s.place(l, b, ch)
-			placed += ch.k
-			progress = true
-			if maxCopies(b.used, l.cls.req, b.pool.types[b.typ].net) > 0 {
-				unfilled = append(unfilled, b) // topology took fewer than the room holds
 			}
 		}
 		if !progress || !l.hasRange {
@@ -366,6 +330,32 @@ func (s *solver) fillPaidOrdered(l *level, want int) int {
 		}
 	}
 	return placed
+}
+
+// fillNew places up to want of level l's pods on new node b, at its type
+// and price: pinning a zone or capacity type that would raise the price is
+// refused. It returns how many it placed and whether b is worth another
+// look this round (allowance or the price refused it, or topology took
+// fewer than its room holds).
+func (s *solver) fillNew(l *level, b *bin, want int) (placed int, again bool) {
+	ch := s.allowance(l, b, want, b.typ)
+	if ch.k <= 0 {
+		return 0, true
+	}
+	if ch.zone >= 0 || ch.ct >= 0 {
+		zm, cm := b.zoneMask, b.ctMask
+		if ch.zone >= 0 {
+			zm = maskOf(ch.zone)
+		}
+		if ch.ct >= 0 {
+			cm = maskOf(ch.ct)
+		}
+		if o, ok := b.pool.types[b.typ].price(zm, cm); !ok || o.price > b.offer.price+1e-12 {
+			return 0, true
+		}
+	}
+	s.place(l, b, ch)
+	return ch.k, maxCopies(b.used, l.cls.req, b.pool.types[b.typ].net) > 0
 }
 
 // addEntry counts k more pods of level l on the bin.
