@@ -41,25 +41,12 @@ func TestReconcile_PlanCarriesTheLabelsThePodSelectsOn(t *testing.T) {
 	if _, ok := catalog.Lookup("z9.large"); ok {
 		t.Fatal("the embedded catalog knows z9.large: pick a type it does not")
 	}
-	z9 := &catalog.InstanceType{Name: "z9.large", Family: "z9", Category: "z", Generation: 9, Size: "large", Arch: "amd64", VCPU: 2, MemoryMiB: 8192, MaxENIs: 3, MaxENIsDefaultCard: 3, IPv4PerENI: 10}
-	cat := catalog.New("us-east-1", []string{"us-east-1a"}, []*catalog.InstanceType{z9},
-		map[string][]catalog.Offering{"z9.large": {{Zone: "us-east-1a", CapacityType: "on-demand", Price: 0.1}}})
 	pool := &model.Pool{Name: "default", API: model.APIV1, NodeClass: "default"}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "z9", Namespace: "default"},
-		Spec: corev1.PodSpec{NodeSelector: map[string]string{catalog.LabelInstanceFamily: "z9"},
-			Containers: []corev1.Container{{Name: "c", Image: "pause", Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}},
-		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}}}
+	pod := pendingPod("z9", "100m")
+	pod.Spec.NodeSelector = map[string]string{catalog.LabelInstanceFamily: "z9"}
 	a := newAPIServer(t)
 	a.pod(pod)
-	p := &Provisioner{
-		Cluster: "test", Kube: a.Kube, Catalog: cat, Clock: clocktesting.NewFakePassiveClock(now),
-		Launcher: launchesAs{launch.Instance{ID: "i-z9", InstanceType: "z9.large", Zone: "us-east-1a", CapacityType: "on-demand", LaunchTime: now}},
-		Specs: func(context.Context) (*model.Spec, error) {
-			return &model.Spec{Pools: []*model.Pool{pool}, NodeClasses: map[string]*model.NodeClass{"default": {Name: "default"}}}, nil
-		},
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}
+	p := z9Provisioner(a, pool, now)
 	res, err := p.Reconcile(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -87,9 +74,6 @@ func TestReconcile_PlanCarriesTheLabelsThePodSelectsOn(t *testing.T) {
 // the one type there is.
 func TestReconcile_PlansUnderTheMinValuesPolicy(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	z9 := &catalog.InstanceType{Name: "z9.large", Family: "z9", Category: "z", Generation: 9, Size: "large", Arch: "amd64", VCPU: 2, MemoryMiB: 8192, MaxENIs: 3, MaxENIsDefaultCard: 3, IPv4PerENI: 10}
-	cat := catalog.New("us-east-1", []string{"us-east-1a"}, []*catalog.InstanceType{z9},
-		map[string][]catalog.Offering{"z9.large": {{Zone: "us-east-1a", CapacityType: "on-demand", Price: 0.1}}})
 	two := 2
 	pool := &model.Pool{Name: "default", API: model.APIV1, NodeClass: "default", Requirements: []model.Requirement{
 		{Key: corev1.LabelInstanceTypeStable, Operator: "Exists", MinValues: &two}}}
@@ -106,20 +90,10 @@ func TestReconcile_PlansUnderTheMinValuesPolicy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "pause", Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}},
-				Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}}}
 			a := newAPIServer(t)
-			a.pod(pod)
-			p := &Provisioner{
-				Cluster: "test", Kube: a.Kube, Catalog: cat, Clock: clocktesting.NewFakePassiveClock(now), Policy: policy,
-				Launcher: launchesAs{launch.Instance{ID: "i-z9", InstanceType: "z9.large", Zone: "us-east-1a", CapacityType: "on-demand", LaunchTime: now}},
-				Specs: func(context.Context) (*model.Spec, error) {
-					return &model.Spec{Pools: []*model.Pool{pool}, NodeClasses: map[string]*model.NodeClass{"default": {Name: "default"}}}, nil
-				},
-				Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			}
+			a.pod(pendingPod("web", "100m"))
+			p := z9Provisioner(a, pool, now)
+			p.Policy = policy
 			res, err := p.Reconcile(context.Background())
 			if err != nil {
 				t.Fatal(err)
@@ -129,4 +103,29 @@ func TestReconcile_PlansUnderTheMinValuesPolicy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// z9Provisioner plans against a catalog of one type the embedded one
+// lacks (z9.large, on-demand in us-east-1a) for the pool, and launches
+// every node as one such instance.
+func z9Provisioner(a *apiServer, pool *model.Pool, now time.Time) *Provisioner {
+	z9 := &catalog.InstanceType{Name: "z9.large", Family: "z9", Category: "z", Generation: 9, Size: "large", Arch: "amd64", VCPU: 2, MemoryMiB: 8192, MaxENIs: 3, MaxENIsDefaultCard: 3, IPv4PerENI: 10}
+	cat := catalog.New("us-east-1", []string{"us-east-1a"}, []*catalog.InstanceType{z9},
+		map[string][]catalog.Offering{"z9.large": {{Zone: "us-east-1a", CapacityType: "on-demand", Price: 0.1}}})
+	return &Provisioner{
+		Cluster: "test", Kube: a.Kube, Catalog: cat, Clock: clocktesting.NewFakePassiveClock(now),
+		Launcher: launchesAs{launch.Instance{ID: "i-z9", InstanceType: "z9.large", Zone: "us-east-1a", CapacityType: "on-demand", LaunchTime: now}},
+		Specs: func(context.Context) (*model.Spec, error) {
+			return &model.Spec{Pools: []*model.Pool{pool}, NodeClasses: map[string]*model.NodeClass{"default": {Name: "default"}}}, nil
+		},
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+}
+
+// pendingPod is an unschedulable pod in namespace default requesting cpu.
+func pendingPod(name, cpu string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "pause", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}}}
 }

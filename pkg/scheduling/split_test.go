@@ -113,28 +113,7 @@ func TestWholeNoDearerThanHalves(t *testing.T) {
 // packed again at their own pods' prices, now costs no more, with no
 // slack.
 func TestWholeNoDearerThanHalves_Regrouped(t *testing.T) {
-	for _, tc := range []struct {
-		shape string
-		seed  int64
-	}{
-		{"web-six", 2},
-		{"few-big", 3},
-		{"memory-heavy", 3},
-	} {
-		var sh workloadgen.Shape
-		for _, s := range workloadgen.Shapes {
-			if s.Name == tc.shape {
-				sh = s
-			}
-		}
-		name, in, inA, inB, _ := halvesCase(t, sh, tc.seed)
-		t.Run(name, func(t *testing.T) {
-			whole, pa, pb := solveHalves(t, in, inA, inB)
-			if sum := pa.TotalPricePerHour + pb.TotalPricePerHour; whole.TotalPricePerHour > sum+1e-9 {
-				t.Errorf("whole $%.4f/h > halves $%.4f/h", whole.TotalPricePerHour, sum)
-			}
-		})
-	}
+	wholeNoDearerThanHalves(t, []shapeSeed{{"web-six", 2}, {"few-big", 3}, {"memory-heavy", 3}})
 }
 
 // TestWholeNoDearerThanHalves_TailSplit: cases where the whole was
@@ -144,17 +123,22 @@ func TestWholeNoDearerThanHalves_Regrouped(t *testing.T) {
 // 2xlarge, xlarge and large hold the same pods for less); now the whole
 // costs no more than its halves, with no slack.
 func TestWholeNoDearerThanHalves_TailSplit(t *testing.T) {
-	for _, tc := range []struct {
-		shape string
-		seed  int64
-	}{
-		{"daemonsets", 17},
-		{"daemonsets", 25},
-		{"few-big", 23},
-		{"few-big", 31},
-		{"memory-heavy", 32},
-		{"many-shapes", 31},
-	} {
+	wholeNoDearerThanHalves(t, []shapeSeed{
+		{"daemonsets", 17}, {"daemonsets", 25}, {"few-big", 23}, {"few-big", 31}, {"memory-heavy", 32}, {"many-shapes", 31},
+	})
+}
+
+// shapeSeed names one generated case of the halves test.
+type shapeSeed struct {
+	shape string
+	seed  int64
+}
+
+// wholeNoDearerThanHalves checks, with no slack, that each case's whole
+// costs no more than its halves planned apart.
+func wholeNoDearerThanHalves(t *testing.T, cases []shapeSeed) {
+	t.Helper()
+	for _, tc := range cases {
 		var sh workloadgen.Shape
 		for _, s := range workloadgen.Shapes {
 			if s.Name == tc.shape {
