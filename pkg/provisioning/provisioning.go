@@ -227,6 +227,17 @@ func (p *Provisioner) markRetiringUnavailable() {
 	}
 }
 
+// solveUnavailable is what the simulator is told of offerings out of
+// capacity: nil while none is marked, so a warm function's solves reuse
+// the pool types and option lists kept with the prepared catalog (a
+// solve told of any offering prepares its own), else unavailable.
+func (p *Provisioner) solveUnavailable(now time.Time, unavailable func(t, z, ct string) bool) func(t, z, ct string) bool {
+	if p.Unavailable == nil || len(p.Unavailable.Keys(now)) == 0 {
+		return nil
+	}
+	return unavailable
+}
+
 // countPending records how many pods are pending and how many of them an
 // instance already waits for: the pass's result and its pending-pods
 // metric say so even when there is nothing to plan.
@@ -247,7 +258,7 @@ func (p *Provisioner) planAndLaunch(ctx context.Context, c *cluster, base schedu
 	now := p.now()
 	unavailable := func(t, z, ct string) bool { return p.Unavailable.IsUnavailable(now, t, z, ct) }
 	in := base
-	in.Pods, in.Nodes, in.Unavailable = todo, p.simulatorNodes(c), unavailable
+	in.Pods, in.Nodes, in.Unavailable = todo, p.simulatorNodes(c), p.solveUnavailable(now, unavailable)
 	start := time.Now()
 	plan := scheduling.Solve(in)
 	p.Log.Info("planned", "pods", len(todo), "newNodes", len(plan.NewNodes), "unschedulable", len(plan.Unschedulable),

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"sort"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -107,5 +108,32 @@ func TestLaunchOptions_EveryAllowedAvailableOffering(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("launchOptions = %v, want %v (zones and capacity types of the node, unavailable ones left out)", got, want)
+	}
+}
+
+// TestSolveUnavailable_NilWhileNothingIsMarked: the simulator is told of
+// offerings out of capacity only when one is marked and not expired, so
+// warm solves keep what the prepared catalog holds.
+func TestSolveUnavailable_NilWhileNothingIsMarked(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	live := func(string, string, string) bool { return true }
+	expired := catalog.NewUnavailable(time.Minute)
+	expired.Mark(now.Add(-time.Hour), "m5.large", "us-east-1a", "spot")
+	marked := catalog.NewUnavailable(time.Minute)
+	marked.Mark(now, "m5.large", "us-east-1a", "spot")
+	for _, c := range []struct {
+		name string
+		u    *catalog.Unavailable
+		told bool
+	}{
+		{"no set", nil, false},
+		{"empty set", catalog.NewUnavailable(time.Minute), false},
+		{"only expired marks", expired, false},
+		{"a mark that holds", marked, true},
+	} {
+		p := &Provisioner{Unavailable: c.u}
+		if got := p.solveUnavailable(now, live) != nil; got != c.told {
+			t.Errorf("%s: simulator told of unavailable offerings %v, want %v", c.name, got, c.told)
+		}
 	}
 }
