@@ -99,9 +99,13 @@ func twoPasses(types []*scheduling.InstanceType, pools []*model.Pool, nodes []No
 
 // twoPassesWith is twoPasses with the snapshot's Simulation given.
 func twoPassesWith(in scheduling.Input, pools []*model.Pool, nodes []Node) (Plan, Plan) {
-	s := Snapshot{Now: now, Pools: pools, Nodes: nodes, Simulation: in}
+	return twoPassesOf(Snapshot{Now: now, Pools: pools, Nodes: nodes, Simulation: in})
+}
+
+// twoPassesOf is twoPasses over a whole snapshot (its Now is now).
+func twoPassesOf(s Snapshot) (Plan, Plan) {
 	first := Decide(s)
-	for _, n := range nodes {
+	for _, n := range s.Nodes {
 		if slices.Contains(first.StampConsolidation, n.Node.Name) {
 			n.Node.Annotations[AnnotationConsolidatableAt] = now.Format(time.RFC3339)
 			n.Node.Annotations[AnnotationConsolidationCommand] = first.ConsolidationCommand

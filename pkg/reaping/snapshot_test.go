@@ -134,20 +134,7 @@ func TestReplacementIsNotEmpty(t *testing.T) {
 	pool := &model.Pool{Name: "replaced", API: model.APIV1, Disruption: model.Disruption{
 		ConsolidationPolicy: "WhenEmpty", ConsolidateAfter: &after, Budgets: []model.Budget{{Nodes: "100%"}}}}
 	for _, name := range []string{"replaced-old", "replaced-new"} {
-		n, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{model.LabelNodePool: pool.Name}},
-			Spec: corev1.NodeSpec{ProviderID: "aws:///z/i-" + name}}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
-		if _, err := c.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": nil}})
-			_, _ = c.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
-			_ = c.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
-		})
+		readyNode(t, c, name, "i-"+name, map[string]string{model.LabelNodePool: pool.Name})
 	}
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "replaced-pod", Namespace: "default",
 		Annotations: map[string]string{pods.AnnotationReplacement: "i-replaced-new"}},
@@ -204,20 +191,7 @@ func TestPlannedPodKeepsItsNodeFromBeingEmpty(t *testing.T) {
 			name := "planned-" + strings.ToLower(string(tc.phase))
 			pool := &model.Pool{Name: name, API: model.APIV1, Disruption: model.Disruption{
 				ConsolidationPolicy: "WhenEmpty", ConsolidateAfter: &after, Budgets: []model.Budget{{Nodes: "100%"}}}}
-			n, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{model.LabelNodePool: pool.Name}},
-				Spec: corev1.NodeSpec{ProviderID: "aws:///z/i-" + name}}, metav1.CreateOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
-			if _, err := c.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() {
-				patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": nil}})
-				_, _ = c.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
-				_ = c.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
-			})
+			readyNode(t, c, name, "i-"+name, map[string]string{model.LabelNodePool: pool.Name})
 			p, err := c.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name + "-pod", Namespace: "default",
 				Annotations: map[string]string{pods.AnnotationInstance: "i-" + name}},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "pause"}}}}, metav1.CreateOptions{})

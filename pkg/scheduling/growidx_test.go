@@ -179,6 +179,19 @@ func TestDrainWalkByGPUMissesNoTarget(t *testing.T) {
 // samePlans solves every generated shape with a shortcut of the packer
 // off (set(false)) and on, and wants the same plans.
 func samePlans(t *testing.T, what string, set func(on bool)) {
+	bySwitch(t, set, func(t *testing.T, got, want scheduling.Plan) {
+		if a, b := planShape(got), planShape(want); a != b {
+			t.Errorf("plan with %s differs from the full scan's:\n%s\n--- full scan:\n%s", what, a, b)
+		}
+		if len(got.NewNodes) == 0 {
+			t.Fatal("no new nodes: the case does not exercise growth")
+		}
+	})
+}
+
+// bySwitch solves every generated shape (seed 3, at a few sizes) with a
+// switch off (set(false)) and on, and hands both plans to compare.
+func bySwitch(t *testing.T, set func(on bool), compare func(t *testing.T, got, want scheduling.Plan)) {
 	sizes := []int{60, 400, 1500}
 	if testing.Short() {
 		sizes = []int{400}
@@ -194,13 +207,7 @@ func samePlans(t *testing.T, what string, set func(on bool)) {
 				set(false)
 				want := scheduling.Solve(in)
 				set(true)
-				got := scheduling.Solve(in)
-				if a, b := planShape(got), planShape(want); a != b {
-					t.Errorf("plan with %s differs from the full scan's:\n%s\n--- full scan:\n%s", what, a, b)
-				}
-				if len(got.NewNodes) == 0 {
-					t.Fatal("no new nodes: the case does not exercise growth")
-				}
+				compare(t, scheduling.Solve(in), want)
 			})
 		}
 	}
