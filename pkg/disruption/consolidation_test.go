@@ -379,3 +379,46 @@ func TestConsolidationAvoidsUnavailableOfferings(t *testing.T) {
 		t.Fatalf("with every cheaper offering out of capacity: stamped %v, want nothing", p.StampConsolidation)
 	}
 }
+
+// TestConsolidationFollowsThePreferencePolicy: the consolidation's
+// simulation runs under the snapshot's scheduling options, Karpenter's
+// --preference-policy among them. A pod that prefers its node's
+// (dearer) instance type keeps that node under Respect — the replacement
+// would honour the preference and save nothing — and moves to a cheaper
+// node under Ignore.
+func TestConsolidationFollowsThePreferencePolicy(t *testing.T) {
+	types := testTypes(t)
+	pool := consolidating(model.CapacityTypeOnDemand)
+	cheap, _ := cheapestFor(types, pool, app("x", "1"))
+	const preferred = "m5.2xlarge"
+	if cheap == preferred {
+		t.Fatalf("the cheapest type for the pod is %s already", preferred)
+	}
+	nodes := func() []Node {
+		p := app("p1", "1")
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{Weight: 1,
+				Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+					{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{preferred}}}}}}}}
+		return []Node{typed(types, "a", preferred, "on-demand", p)}
+	}
+	for _, tc := range []struct {
+		policy string
+		want   []string
+	}{
+		{scheduling.PreferencePolicyRespect, nil},
+		{scheduling.PreferencePolicyIgnore, []string{"a:replace"}},
+	} {
+		t.Run(tc.policy, func(t *testing.T) {
+			opts, err := scheduling.PolicyOptions(tc.policy, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := scheduling.Input{InstanceTypes: types, Region: "us-east-1", Options: opts}
+			_, second := twoPassesWith(in, []*model.Pool{pool}, nodes())
+			if got := describe(second.Retire); !slices.Equal(got, tc.want) {
+				t.Fatalf("retired %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
