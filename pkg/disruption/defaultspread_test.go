@@ -36,8 +36,10 @@ func TestConsolidationGivesMovedPodsTheDefaultSpread(t *testing.T) {
 	}{
 		{name: "without defaults the pod joins its sibling", want: []string{"a:delete"}},
 		{name: "a default hostname spread keeps it apart",
-			spread: func(ps []*corev1.Pod) ([]*corev1.Pod, error) { return scheduling.WithDefaultSpread(hostDefault, ps, src), nil },
-			want:   []string{"a:replace"}},
+			spread: func(ps []*corev1.Pod) ([]*corev1.Pod, error) {
+				return scheduling.WithDefaultSpread(hostDefault, ps, src), nil
+			},
+			want: []string{"a:replace"}},
 		{name: "a failed read retires nothing",
 			spread: func([]*corev1.Pod) ([]*corev1.Pod, error) { return nil, errors.New("services forbidden") }},
 	} {

@@ -123,7 +123,9 @@ func TestReconcile_SpreadsPodsByTheDefaultConstraint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = a.cs.AppsV1().ReplicaSets("default").Delete(context.Background(), rs.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = a.cs.AppsV1().ReplicaSets("default").Delete(context.Background(), rs.Name, metav1.DeleteOptions{})
+	})
 	yes := true
 	for i := range 3 {
 		p := pendingPod(fmt.Sprintf("spread-web-%d", i), "100m")
