@@ -121,9 +121,17 @@ var (
 )
 
 // defaultSpreadTarget says whether a pod gets the defaults (when it
-// deduces a selector): it declares no spread of its own.
+// deduces a selector): it declares no spread of its own, and it is one
+// Solve places (not bound, not a DaemonSet's: those it skips, so reading
+// their Services would be for nothing).
 func defaultSpreadTarget(p *corev1.Pod) bool {
-	return len(p.Spec.TopologySpreadConstraints) == 0
+	if len(p.Spec.TopologySpreadConstraints) != 0 || p.Spec.NodeName != "" {
+		return false
+	}
+	if ref := metav1.GetControllerOfNoCopy(p); ref != nil && ref.Kind == "DaemonSet" {
+		return false
+	}
+	return true
 }
 
 // spreadOwner is the pod's controller when it is one the deduction reads.
@@ -278,12 +286,8 @@ func newSpreadDeducer(src SpreadSources) *spreadDeducer {
 // an empty selector would count every pod of the namespace.
 func (d *spreadDeducer) selector(p *corev1.Pod) *metav1.LabelSelector {
 	match := map[string]string{}
-	podLabels := labels.Set(p.Labels)
 	for _, s := range d.services[p.Namespace] {
-		if s.Spec.Selector == nil {
-			continue
-		}
-		if labels.SelectorFromValidatedSet(s.Spec.Selector).Matches(podLabels) {
+		if s.Spec.Selector != nil && selects(s.Spec.Selector, p.Labels) {
 			for k, v := range s.Spec.Selector {
 				match[k] = v
 			}
@@ -315,6 +319,17 @@ func (d *spreadDeducer) selector(p *corev1.Pod) *metav1.LabelSelector {
 		match = nil
 	}
 	return &metav1.LabelSelector{MatchLabels: match, MatchExpressions: exprs}
+}
+
+// selects says whether an equality selector (a Service's) selects these
+// labels: every key has its value (an empty selector selects all).
+func selects(sel, l map[string]string) bool {
+	for k, v := range sel {
+		if lv, ok := l[k]; !ok || lv != v {
+			return false
+		}
+	}
+	return true
 }
 
 // requirementsOf is a selector as requirements: each matchLabels entry

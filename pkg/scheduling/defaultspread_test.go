@@ -1,6 +1,7 @@
 package scheduling_test
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -250,13 +251,18 @@ func TestDefaultSpreadSelector(t *testing.T) {
 }
 
 // TestDefaultSpreadReads: only the namespaces and controllers of the pods
-// that would be defaulted are read, each once.
+// that would be defaulted are read, each once: not those of pods with
+// spreads of their own, nor of pods Solve skips (bound, a DaemonSet's).
 func TestDefaultSpreadReads(t *testing.T) {
 	ps := concat(
 		pods("web", 2, "1", "1Gi", owned(map[string]string{"app": "web"}, rsOwned("web"))),
 		pods("db", 1, "1", "1Gi", owned(map[string]string{"app": "db"}, controller("apps/v1", "StatefulSet", "db")), inNamespace("data")),
 		pods("own", 1, "1", "1Gi", inNamespace("spread"), spread(corev1.LabelHostname, 1, corev1.DoNotSchedule, "own")),
 		pods("job", 1, "1", "1Gi", owned(map[string]string{"app": "job"}, controller("batch/v1", "Job", "j")), inNamespace("batch")),
+		// Solve skips these: nothing is read for them.
+		pods("agent", 1, "1", "1Gi", owned(map[string]string{"app": "agent"}, controller("apps/v1", "DaemonSet", "agent")), inNamespace("kube-system")),
+		pods("bound", 1, "1", "1Gi", owned(map[string]string{"app": "bound"}, controller("apps/v1", "ReplicaSet", "bound")), inNamespace("running"),
+			func(p *corev1.Pod) { p.Spec.NodeName = "n1" }),
 	)
 	ns, owners := scheduling.DefaultSpreadReads([]corev1.TopologySpreadConstraint{zoneDefault}, ps)
 	if want := []string{"batch", "data", "default"}; !reflect.DeepEqual(ns, want) {
@@ -398,4 +404,33 @@ func TestKarpenterDefaultConstraints(t *testing.T) {
 			return defaulted(input(pods("a", 4, "100m", "100Mi", owned(a, controller("batch/v1", "Job", "test-job")))), src, zoneDefault)
 		}, check: wantSkew(zone, "a", 2, 1, 1)},
 	})
+}
+
+// BenchmarkWithDefaultSpread: 10,000 pending pods of 200 ReplicaSets in 20
+// namespaces, each namespace with 50 Services (one selecting each
+// workload): the cost a provisioner pass adds before Solve.
+func BenchmarkWithDefaultSpread(b *testing.B) {
+	var src scheduling.SpreadSources
+	var ps []*corev1.Pod
+	for w := range 200 {
+		ns, app := fmt.Sprintf("ns-%d", w%20), fmt.Sprintf("app-%d", w)
+		l := map[string]string{"app": app, "pod-template-hash": "h"}
+		rs := replicaSet(app, l)
+		rs.Namespace = ns
+		src.ReplicaSets = append(src.ReplicaSets, rs)
+		ps = append(ps, pods(app, 50, "100m", "100Mi", owned(l, rsOwned(app)), inNamespace(ns))...)
+	}
+	for n := range 20 {
+		for s := range 50 {
+			src.Services = append(src.Services, service(fmt.Sprintf("svc-%d", s), fmt.Sprintf("ns-%d", n), map[string]string{"app": fmt.Sprintf("app-%d", s*4)}))
+		}
+	}
+	defaults := []corev1.TopologySpreadConstraint{zoneDefault}
+	b.ResetTimer()
+	for range b.N {
+		out := scheduling.WithDefaultSpread(defaults, ps, src)
+		if len(out[0].Spec.TopologySpreadConstraints) != 1 {
+			b.Fatal("not defaulted")
+		}
+	}
 }
