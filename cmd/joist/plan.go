@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/joist-dev/joist/pkg/catalog"
@@ -38,6 +39,12 @@ type planOptions struct {
 	// and JOIST_MIN_VALUES_POLICY.
 	preferencePolicy string
 	minValuesPolicy  string
+	// schedulerConfig is a file holding Karpenter's --scheduler-config
+	// (the functions' JOIST_SCHEDULER_CONFIG): its default spread
+	// constraints go to the pods that declare none.
+	schedulerConfig string
+	// defaults are its default constraints, read by runPlan.
+	defaults []corev1.TopologySpreadConstraint
 }
 
 func newPlanCmd() *cobra.Command {
@@ -67,6 +74,7 @@ plan's price and a proven lower bound on the price of any plan.`,
 	f.StringVar(&o.catalog, "catalog", "embedded", `instance types: "embedded", or a JSON file of pkg/catalog instance types`)
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
 	f.StringVar(&o.preferencePolicy, "preference-policy", scheduling.PreferencePolicyRespect, "Respect or Ignore preferred affinities and ScheduleAnyway spreads (Karpenter's --preference-policy)")
+	f.StringVar(&o.schedulerConfig, "scheduler-config", "", "a YAML or JSON file of Karpenter's --scheduler-config: its podTopologySpread.defaultConstraints go to pods that declare no spread, with the selector kube-scheduler deduces from the manifests' Services, ReplicaSets, Deployments and StatefulSets")
 	f.StringVar(&o.minValuesPolicy, "min-values-policy", scheduling.MinValuesPolicyStrict, "Strict or BestEffort: whether a pool's minValues may be lowered to launch (Karpenter's --min-values-policy)")
 	return cmd
 }
@@ -130,6 +138,17 @@ func runPlan(stdin io.Reader, stdout, stderr io.Writer, o *planOptions) error {
 	if err != nil {
 		return fmt.Errorf("--preference-policy/--min-values-policy: %w", err)
 	}
+	var schedulerConfig *scheduling.SchedulerConfig
+	if o.schedulerConfig != "" {
+		raw, err := os.ReadFile(o.schedulerConfig)
+		if err != nil {
+			return fmt.Errorf("--scheduler-config: %w", err)
+		}
+		if schedulerConfig, err = scheduling.ParseSchedulerConfig(string(raw)); err != nil {
+			return fmt.Errorf("--scheduler-config %s: %w", o.schedulerConfig, err)
+		}
+	}
+	o.defaults = schedulerConfig.Defaults()
 	in, defaultPool, err := readPlanInput(stdin, stderr, o)
 	if err != nil {
 		return err
@@ -225,7 +244,10 @@ func readPlanInput(stdin io.Reader, stderr io.Writer, o *planOptions) (schedulin
 		PersistentVolumeClaims: wl.PersistentVolumeClaims, PersistentVolumes: wl.PersistentVolumes,
 		StorageClasses: wl.StorageClasses, Namespaces: wl.Namespaces,
 	})
-	in.Pods = wl.Pods
+	// Default spread constraints, as the functions give them.
+	in.Pods = scheduling.WithDefaultSpread(o.defaults, wl.Pods, scheduling.SpreadSources{
+		Services: wl.Services, ReplicaSets: wl.ReplicaSets, StatefulSets: wl.StatefulSets,
+	})
 	return in, defaultPool, nil
 }
 

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -192,5 +194,56 @@ spec:
 	err := runPlan(strings.NewReader(manifest), &out, &errOut, &planOptions{files: []string{"-"}, region: "us-east-1", catalog: "embedded", output: "table", minValuesPolicy: "Loose"})
 	if err == nil || !strings.Contains(err.Error(), "--min-values-policy") {
 		t.Errorf("--min-values-policy Loose: %v, want an error naming the flag", err)
+	}
+}
+
+// --scheduler-config gives the Deployment's pods the default hostname
+// spread (their selector deduced from the ReplicaSet the Deployment
+// would create), so the three replicas get a node each; without it they
+// share one. A bad config is refused naming the flag and the field.
+func TestPlanSchedulerConfig(t *testing.T) {
+	manifest := `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: x
+        image: x
+        resources: {requests: {cpu: 100m}}
+`
+	dir := t.TempDir()
+	good := filepath.Join(dir, "spread.yaml")
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(good, []byte("podTopologySpread:\n  defaultConstraints:\n  - {maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: DoNotSchedule}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("podTopologySpread: {defaultConstraints: [{maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: Never}]}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		config string
+		want   string
+	}{
+		{"", "3 pods: 3 on 1 new node(s)"},
+		{good, "3 pods: 3 on 3 new node(s)"},
+	} {
+		var stdout, stderr bytes.Buffer
+		err := runPlan(strings.NewReader(manifest), &stdout, &stderr, &planOptions{files: []string{"-"}, region: "us-east-1", catalog: "embedded", output: "table", schedulerConfig: c.config})
+		if err != nil {
+			t.Fatalf("%q: plan: %v\n%s", c.config, err, stderr.String())
+		}
+		if !strings.Contains(stdout.String(), c.want) {
+			t.Errorf("%q: output lacks %q:\n%s", c.config, c.want, stdout.String())
+		}
+	}
+	var out, errOut bytes.Buffer
+	err := runPlan(strings.NewReader(manifest), &out, &errOut, &planOptions{files: []string{"-"}, region: "us-east-1", catalog: "embedded", output: "table", schedulerConfig: bad})
+	if err == nil || !strings.Contains(err.Error(), "--scheduler-config") || !strings.Contains(err.Error(), "defaultConstraints[0].whenUnsatisfiable") {
+		t.Errorf("a bad --scheduler-config: %v, want an error naming the flag and the field", err)
 	}
 }

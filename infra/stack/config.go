@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"regexp"
@@ -44,6 +45,11 @@ const (
 	// (Strict, BestEffort), for the provisioner and consolidation.
 	CtxPreferencePolicy = "preferencePolicy"
 	CtxMinValuesPolicy  = "minValuesPolicy"
+	// CtxSchedulerConfig is Karpenter's --scheduler-config: a YAML or
+	// JSON document (a string, or an object in cdk.json) whose
+	// podTopologySpread.defaultConstraints the functions give to pods
+	// that declare no spread (JOIST_SCHEDULER_CONFIG).
+	CtxSchedulerConfig = "schedulerConfig"
 	// CtxForwarderImage is a prebuilt forwarder image URI; without it
 	// `cdk deploy` builds cmd/forwarder/Dockerfile (a DockerImageAsset).
 	CtxForwarderImage = "forwarderImage"
@@ -135,6 +141,11 @@ type Config struct {
 	// (Respect, Strict).
 	PreferencePolicy string
 	MinValuesPolicy  string
+	// SchedulerConfig is Karpenter's --scheduler-config document
+	// (scheduling.ParseSchedulerConfig); empty for none. With default
+	// constraints in it the installer grants the planning functions the
+	// reads they need (rbac.Features.DefaultSpread).
+	SchedulerConfig string
 	// AccessEntries makes the stack create the EKS access entries for the
 	// function roles (needs a cluster in API or API_AND_CONFIG_MAP mode).
 	// On by default; -c accessEntries=false when you manage them.
@@ -312,6 +323,9 @@ func (c Config) Validate() error {
 	if _, err := scheduling.PolicyOptions("", c.MinValuesPolicy); err != nil {
 		return fmt.Errorf("context %s: %w", CtxMinValuesPolicy, err)
 	}
+	if _, err := scheduling.ParseSchedulerConfig(c.SchedulerConfig); err != nil {
+		return fmt.Errorf("context %s: %w", CtxSchedulerConfig, err)
+	}
 	if c.AssetDir == "" {
 		return fmt.Errorf("context %s is empty", CtxAssetDir)
 	}
@@ -380,6 +394,19 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 	}
 	var c Config
 	var err error
+	// The scheduler config may be an object in cdk.json: the functions
+	// get it as JSON.
+	if v := scope.Node().TryGetContext(jsii.String(CtxSchedulerConfig)); v != nil {
+		if str, ok := v.(string); ok {
+			c.SchedulerConfig = strings.TrimSpace(str)
+		} else {
+			b, err := json.Marshal(v)
+			if err != nil {
+				return Config{}, fmt.Errorf("context %s: %w", CtxSchedulerConfig, err)
+			}
+			c.SchedulerConfig = string(b)
+		}
+	}
 	fields := []struct {
 		key string
 		dst *string
@@ -470,4 +497,11 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// defaultSpread says whether the scheduler config has default topology
+// spread constraints (a valid config; Validate checks it).
+func (c Config) defaultSpread() bool {
+	sc, err := scheduling.ParseSchedulerConfig(c.SchedulerConfig)
+	return err == nil && len(sc.Defaults()) > 0
 }

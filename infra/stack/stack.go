@@ -309,6 +309,7 @@ func (s *JoistStack) environment() *map[string]*string {
 		// defaults.
 		"JOIST_PREFERENCE_POLICY": c.PreferencePolicy,
 		"JOIST_MIN_VALUES_POLICY": c.MinValuesPolicy,
+		"JOIST_SCHEDULER_CONFIG":  c.SchedulerConfig,
 	} {
 		if v != "" {
 			env[k] = jsii.String(v)
@@ -655,18 +656,24 @@ func (s *JoistStack) defineInstall(installerAccess awscdk.CfnResource) {
 		ServiceAccount: jsii.String(ForwarderServiceAccount),
 		RoleArn:        s.ForwarderRole.RoleArn(),
 	})
+	props := map[string]interface{}{
+		"Cluster":        c.ClusterName,
+		"Region":         *s.Stack.Region(),
+		"ForwarderImage": image,
+		"EventBus":       *s.Bus.EventBusName(),
+		// In CRD mode the installer creates the Karpenter CRDs the
+		// cluster lacks (never replacing or deleting one).
+		"CRDs": strconv.FormatBool(c.SpecSource == SpecSourceCRD),
+	}
+	// With default spread constraints the planning functions read
+	// Services and the pods' controllers: only then are they granted.
+	if c.defaultSpread() {
+		props["DefaultSpread"] = "true"
+	}
 	cr := awscdk.NewCustomResource(s.Stack, jsii.String("Install"), &awscdk.CustomResourceProps{
 		ServiceToken: s.Functions[FnInstaller].FunctionArn(),
 		ResourceType: jsii.String("Custom::JoistInstall"),
-		Properties: &map[string]interface{}{
-			"Cluster":        c.ClusterName,
-			"Region":         *s.Stack.Region(),
-			"ForwarderImage": image,
-			"EventBus":       *s.Bus.EventBusName(),
-			// In CRD mode the installer creates the Karpenter CRDs the
-			// cluster lacks (never replacing or deleting one).
-			"CRDs": strconv.FormatBool(c.SpecSource == SpecSourceCRD),
-		},
+		Properties:   &props,
 	})
 	if installerAccess != nil {
 		cr.Node().AddDependency(installerAccess)

@@ -851,6 +851,7 @@ func TestOptionalContext(t *testing.T) {
 	cfg.Zones = "ap-northeast-2a,ap-northeast-2c"
 	cfg.LogLevel = LogLevelDebug
 	cfg.PreferencePolicy, cfg.MinValuesPolicy = "Ignore", "BestEffort"
+	cfg.SchedulerConfig = spreadConfig
 	st, tpl := synth(t, cfg)
 	check(t, "env", func() {
 		tpl.AllResourcesProperties(jsii.String("AWS::Lambda::Function"), like(
@@ -865,6 +866,7 @@ func TestOptionalContext(t *testing.T) {
 				"LOG_LEVEL", "debug",
 				"JOIST_PREFERENCE_POLICY", "Ignore",
 				"JOIST_MIN_VALUES_POLICY", "BestEffort",
+				"JOIST_SCHEDULER_CONFIG", spreadConfig,
 			)),
 			// Lambda would otherwise drop the debug lines.
 			"LoggingConfig", like("ApplicationLogLevel", "DEBUG"),
@@ -872,6 +874,11 @@ func TestOptionalContext(t *testing.T) {
 	})
 	check(t, "retention", func() {
 		tpl.AllResourcesProperties(jsii.String("AWS::Logs::LogGroup"), like("RetentionInDays", 7))
+	})
+	// Default spread constraints need the planning roles to read Services
+	// and controllers: the installer is told to grant them.
+	check(t, "installer grants the default spread reads", func() {
+		tpl.HasResourceProperties(jsii.String("Custom::JoistInstall"), like("DefaultSpread", "true"))
 	})
 	check(t, "access entries", func() {
 		tpl.ResourceCountIs(jsii.String("AWS::EKS::AccessEntry"), jsii.Number(len(FunctionNames)))
@@ -966,6 +973,13 @@ func TestConfigFromContext(t *testing.T) {
 	if cfg, err = ConfigFromContext(app); err != nil || cfg.AccessEntries || cfg.ForwarderImage != "123.dkr.ecr.us-west-2.amazonaws.com/fwd:1" {
 		t.Errorf("with accessEntries=false and a forwarder image: %+v, %v", cfg, err)
 	}
+	// The scheduler config in cdk.json may be an object: the functions
+	// get it as JSON.
+	app.Node().SetContext(jsii.String(CtxSchedulerConfig), map[string]interface{}{"podTopologySpread": map[string]interface{}{
+		"defaultConstraints": []interface{}{map[string]interface{}{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway"}}}})
+	if cfg, err = ConfigFromContext(app); err != nil || !cfg.defaultSpread() || cfg.Validate() != nil {
+		t.Errorf("scheduler config object: %q, %v, %v", cfg.SchedulerConfig, err, cfg.Validate())
+	}
 	app.Node().SetContext(jsii.String(CtxVpcID), "vpc-0123456789abcdef0")
 	app.Node().SetContext(jsii.String(CtxSubnetIDs), "subnet-0123456789abcdef0, subnet-0123456789abcdef1")
 	app.Node().SetContext(jsii.String(CtxClusterSecurityGroupID), "sg-0123456789abcdef0")
@@ -990,6 +1004,9 @@ func TestInstall(t *testing.T) {
 			"ForwarderImage", assertions.Match_AnyValue(),
 			"CRDs", "false",
 		))
+	})
+	check(t, "no default spread reads without a scheduler config", func() {
+		tpl.HasResourceProperties(jsii.String("Custom::JoistInstall"), like("DefaultSpread", assertions.Match_Absent()))
 	})
 	check(t, "installer access entry", func() {
 		tpl.HasResourceProperties(jsii.String("AWS::EKS::AccessEntry"), like(
@@ -1054,6 +1071,7 @@ func TestValidate(t *testing.T) {
 		"log level":             func(c *Config) { c.LogLevel = "trace" },
 		"preference policy":     func(c *Config) { c.PreferencePolicy = "ignore" },
 		"minValues policy":      func(c *Config) { c.MinValuesPolicy = "Loose" },
+		"scheduler config":      func(c *Config) { c.SchedulerConfig = "podTopologySpread: {defaultConstraints: [{maxSkew: 0}]}" },
 		"subnets without a VPC": func(c *Config) { c.SubnetIDs = []string{"subnet-0123456789abcdef0"} },
 		"VPC without subnets":   func(c *Config) { c.VpcID = "vpc-0123456789abcdef0" },
 		"bad VPC id":            func(c *Config) { c.VpcID, c.SubnetIDs = "vpc-x", []string{"subnet-0123456789abcdef0"} },
@@ -1436,3 +1454,6 @@ func TestTeardown(t *testing.T) {
 		t.Errorf("installer timeout %v with teardown, want %d", got, teardownTimeoutSeconds)
 	}
 }
+
+// spreadConfig is a scheduler config with a default zonal spread.
+const spreadConfig = "podTopologySpread: {defaultConstraints: [{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: ScheduleAnyway}]}"

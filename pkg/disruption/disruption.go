@@ -96,6 +96,11 @@ type Snapshot struct {
 	VolumeLimits map[string]map[string]int64
 	// Unavailable tells offerings that recently ran out of capacity.
 	Unavailable func(instanceType, zone, capacityType string) bool
+	// DefaultSpread gives the pods a simulation moves the cluster's
+	// default topology spread constraints, as the provisioner gives the
+	// pods it plans (provisioning.SpreadDefaults); nil when none are
+	// configured.
+	DefaultSpread func(pods []*corev1.Pod) ([]*corev1.Pod, error)
 	// Instances are the EC2 facts of the nodes' instances, by instance
 	// id, and Classes what each node class resolves to now, by name: the
 	// drift rule reads them. A node whose instance or class is missing

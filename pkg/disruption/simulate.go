@@ -207,6 +207,12 @@ func (c *consolidator) simulate(cands []*candidate) (command, string) {
 			others = append(others, n)
 		}
 	}
+	if c.s.DefaultSpread != nil {
+		var err error
+		if move, err = c.s.DefaultSpread(move); err != nil {
+			return command{nodes: cands}, "its pods' default spread constraints cannot be read: " + err.Error()
+		}
+	}
 	c.simulations++
 	in := c.s.Simulation
 	in.Pods, in.Nodes, in.Pools, in.Unavailable = move, others, c.s.Pools, c.s.Unavailable

@@ -46,6 +46,10 @@ type Params struct {
 	// CRDs makes the install create the Karpenter CRDs Joist reads
 	// (spec source crd) where the cluster lacks them; see EnsureCRDs.
 	CRDs bool
+	// DefaultSpread grants the planning functions the reads of default
+	// topology spread constraints (rbac.Features.DefaultSpread): set when
+	// the stack's scheduler config has any.
+	DefaultSpread bool
 }
 
 // Validate names the first missing or bad parameter.
@@ -72,7 +76,7 @@ func Objects(p Params) ([]runtime.Object, error) {
 		p.EventBus = "joist-" + p.Cluster
 	}
 	objs := []runtime.Object{forwarderNamespace(), forwarderServiceAccount()}
-	fn, err := rbac.Objects(p.Cluster, p.LeaseNamespace)
+	fn, err := rbac.ObjectsWith(p.Cluster, p.LeaseNamespace, rbac.Features{DefaultSpread: p.DefaultSpread})
 	if err != nil {
 		return nil, fmt.Errorf("install: %w", err)
 	}

@@ -13,8 +13,10 @@ import (
 
 // Resource is the installer as a CloudFormation custom resource
 // (Custom::JoistInstall). Its properties are Params by their Go names:
-// Cluster, Region, LeaseNamespace, ForwarderImage, EventBus, and CRDs
-// ("true" to create the Karpenter CRDs the cluster lacks).
+// Cluster, Region, LeaseNamespace, ForwarderImage, EventBus, CRDs
+// ("true" to create the Karpenter CRDs the cluster lacks) and
+// DefaultSpread ("true" when the functions plan with default spread
+// constraints: their roles get the reads).
 type Resource struct {
 	Dynamic dynamic.Interface
 	Mapper  meta.RESTMapper
@@ -89,10 +91,11 @@ func objectsOf(props map[string]any) ([]runtime.Object, error) {
 // a string (CloudFormation passes them so).
 func paramsOf(props map[string]any) (Params, error) {
 	var p Params
-	var installCRDs string
+	var installCRDs, defaultSpread string
 	fields := map[string]*string{
 		"Cluster": &p.Cluster, "Region": &p.Region, "LeaseNamespace": &p.LeaseNamespace,
 		"ForwarderImage": &p.ForwarderImage, "EventBus": &p.EventBus, "CRDs": &installCRDs,
+		"DefaultSpread": &defaultSpread,
 	}
 	for k, v := range props {
 		dst, ok := fields[k]
@@ -111,6 +114,13 @@ func paramsOf(props map[string]any) (Params, error) {
 		p.CRDs = true
 	default:
 		return Params{}, fmt.Errorf("install: property CRDs is %q, want \"true\" or \"false\"", installCRDs)
+	}
+	switch defaultSpread {
+	case "", "false":
+	case "true":
+		p.DefaultSpread = true
+	default:
+		return Params{}, fmt.Errorf("install: property DefaultSpread is %q, want \"true\" or \"false\"", defaultSpread)
 	}
 	return p, p.Validate()
 }

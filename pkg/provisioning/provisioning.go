@@ -76,6 +76,10 @@ type Provisioner struct {
 	// Policy is Karpenter's preference and minValues policies
 	// (scheduling.PolicyOptions; the zero value is Respect and Strict).
 	Policy scheduling.Options
+	// SchedulerConfig is Karpenter's --scheduler-config: its default
+	// topology spread constraints are given to the pods to plan that
+	// declare none (SpreadDefaults); nil for none.
+	SchedulerConfig *scheduling.SchedulerConfig
 
 	// retiring is set by Replace for the length of its pass.
 	retiring *Retiring
@@ -157,7 +161,10 @@ func (p *Provisioner) Reconcile(ctx context.Context) (*Result, error) {
 	}
 	base := fromcatalog.Input(p.Catalog, c.objects)
 	base.Options = p.Policy
-	todo := c.todo
+	todo, err := NewSpreadDefaults(p.Kube, p.SchedulerConfig).Apply(ctx, c.todo)
+	if err != nil {
+		return nil, err
+	}
 	// Pods that cannot be served are told so after every launch of the
 	// pass, and only so many of them: Events cost API requests, and
 	// hundreds of pods nobody can serve must not delay the one that can.

@@ -89,6 +89,27 @@ func planning() []rbacv1.PolicyRule {
 	}
 }
 
+// Features are options of a deployment that need more rules than the
+// defaults; the zero value is none.
+type Features struct {
+	// DefaultSpread: the scheduler config has default topology spread
+	// constraints (JOIST_SCHEDULER_CONFIG), so every planning pass reads
+	// the Services of the namespaces of the pods it plans and the pods'
+	// controllers, to deduce each pod's selector as kube-scheduler does.
+	DefaultSpread bool
+}
+
+// defaultSpread are those reads: Services listed per namespace; the
+// ReplicationController, ReplicaSet or StatefulSet controlling a pod got
+// by name.
+func defaultSpread() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		rule(core, []string{"services"}, list),
+		rule(core, []string{"replicationcontrollers"}, []string{"get"}),
+		rule([]string{"apps"}, []string{"replicasets", "statefulsets"}, []string{"get"}),
+	}
+}
+
 // binding are the calls that bind planned pods to Ready nodes (the binder,
 // and a provisioning pass that finds a node Ready already).
 func binding() []rbacv1.PolicyRule {
@@ -128,8 +149,15 @@ func events() []rbacv1.PolicyRule {
 }
 
 // Rules are a function's cluster-wide rules (the Lease is apart, see
-// LeaseRules).
+// LeaseRules) with no Features.
 func Rules(function string) ([]rbacv1.PolicyRule, error) {
+	return RulesWith(function, Features{})
+}
+
+// RulesWith are a function's cluster-wide rules for the features on: the
+// planning functions (provisioner, reaper, interruption) get the reads of
+// each feature they plan with.
+func RulesWith(function string, f Features) ([]rbacv1.PolicyRule, error) {
 	var r []rbacv1.PolicyRule
 	switch function {
 	case iampolicy.Provisioner:
@@ -156,6 +184,9 @@ func Rules(function string) ([]rbacv1.PolicyRule, error) {
 		r = append(r, rule(core, []string{"nodes"}, []string{"update", "delete"}))
 	default:
 		return nil, fmt.Errorf("rbac: unknown function %q", function)
+	}
+	if f.DefaultSpread && function != iampolicy.Binder {
+		r = append(r, defaultSpread()...)
 	}
 	return merge(r), nil
 }
@@ -236,6 +267,11 @@ func meta(name, namespace, component string) metav1.ObjectMeta {
 // RoleBinding on the Lease in leaseNamespace (DefaultLeaseNamespace when
 // empty). The forwarder's are in ForwarderObjects.
 func Objects(cluster, leaseNamespace string) ([]runtime.Object, error) {
+	return ObjectsWith(cluster, leaseNamespace, Features{})
+}
+
+// ObjectsWith are Objects with the rules of the features on.
+func ObjectsWith(cluster, leaseNamespace string, f Features) ([]runtime.Object, error) {
 	if cluster == "" {
 		return nil, fmt.Errorf("rbac: cluster name is empty")
 	}
@@ -245,7 +281,7 @@ func Objects(cluster, leaseNamespace string) ([]runtime.Object, error) {
 	var out []runtime.Object
 	var deciders []rbacv1.Subject
 	for _, fn := range Functions {
-		rules, err := Rules(fn)
+		rules, err := RulesWith(fn, f)
 		if err != nil {
 			return nil, err
 		}

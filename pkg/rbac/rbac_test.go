@@ -125,3 +125,49 @@ func TestRules_UnknownFunction(t *testing.T) {
 		t.Error("want an error for an unknown function")
 	}
 }
+
+// TestRulesWith_DefaultSpreadOnlyWhenOn: the reads of default spread
+// constraints (Services, the pods' controllers) are granted to the
+// planning functions only when the feature is on, and never to the binder.
+func TestRulesWith_DefaultSpreadOnlyWhenOn(t *testing.T) {
+	has := func(rules []rbacv1.PolicyRule, group, resource, verb string) bool {
+		for _, r := range rules {
+			if slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb) {
+				return true
+			}
+		}
+		return false
+	}
+	reads := [][3]string{{"", "services", "list"}, {"", "replicationcontrollers", "get"}, {"apps", "replicasets", "get"}, {"apps", "statefulsets", "get"}}
+	for _, fn := range Functions {
+		off, err := Rules(fn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		on, err := RulesWith(fn, Features{DefaultSpread: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range reads {
+			if has(off, r[0], r[1], r[2]) {
+				t.Errorf("%s may %s %s/%s without default spread constraints", fn, r[2], r[0], r[1])
+			}
+			if want := fn != "binder"; has(on, r[0], r[1], r[2]) != want {
+				t.Errorf("%s with default spread: may %s %s/%s = %v, want %v", fn, r[2], r[0], r[1], !want, want)
+			}
+		}
+	}
+	objs, err := ObjectsWith("c", "", Features{DefaultSpread: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, o := range objs {
+		if cr, ok := o.(*rbacv1.ClusterRole); ok && cr.Name == "joist-provisioner" {
+			found = has(cr.Rules, "apps", "replicasets", "get")
+		}
+	}
+	if !found {
+		t.Error("ObjectsWith(DefaultSpread) does not grant the provisioner's ClusterRole the reads")
+	}
+}

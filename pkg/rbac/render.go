@@ -27,6 +27,11 @@ const fileHeader = `# What Joist's Lambda functions may do in the cluster. GENER
 # this file is for review, or for a cluster run without the stack:
 #
 #   envsubst '$CLUSTER_NAME' < infra/k8s/rbac.yaml | kubectl apply -f -
+#
+# With default topology spread constraints (-c schedulerConfig, i.e.
+# JOIST_SCHEDULER_CONFIG) the provisioner, reaper and interruption roles
+# also need: list services; get replicationcontrollers; get replicasets
+# and statefulsets (apps). The stack's installer adds them then.
 `
 
 // Render is the file infra/k8s/rbac.yaml: the functions' RBAC objects for

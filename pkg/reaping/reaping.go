@@ -79,6 +79,10 @@ type Reaper struct {
 	// Policy is Karpenter's preference and minValues policies, which
 	// consolidation plans under as the provisioner does.
 	Policy scheduling.Options
+	// SchedulerConfig is Karpenter's --scheduler-config, whose default
+	// topology spread constraints consolidation gives the pods it would
+	// move, as the provisioner does (nil: none).
+	SchedulerConfig *scheduling.SchedulerConfig
 	// Replace runs a provisioning pass for nodes going away, without
 	// taking the Lease (the reaper holds it around each decision):
 	// provisioning.Provisioner.Replace with no Lock. It launches the

@@ -41,6 +41,9 @@ func (r *Reaper) consolidationInputs(ctx context.Context, pools []*model.Pool, s
 	}
 	snap.Simulation = fromcatalog.Input(cat, objs)
 	snap.Simulation.Options = r.Policy
+	if d := provisioning.NewSpreadDefaults(r.Kube, r.SchedulerConfig); d != nil {
+		snap.DefaultSpread = func(ps []*corev1.Pod) ([]*corev1.Pod, error) { return d.Apply(ctx, ps) }
+	}
 	snap.VolumeLimits = objs.VolumeLimits
 	return nil
 }

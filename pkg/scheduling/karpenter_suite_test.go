@@ -22,8 +22,9 @@ import (
 // (fixtures_test.go). The Karpenter cases not here or in
 // karpenter_cases_test.go / karpenter_provisioning_test.go /
 // constraints_test.go are mostly not plans (metrics, binding, evictions
-// over time) or features Joist does not model (reserved capacity, DRA,
-// default spread constraints); volume attachment limits are in
+// over time) or features Joist does not model (reserved capacity, DRA);
+// default spread constraints are in defaultspread_test.go, volume
+// attachment limits in
 // karpenter_volumelimits_test.go:
 // testdata/karpenter-coverage.md maps every case.
 //

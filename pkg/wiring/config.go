@@ -41,6 +41,7 @@ var (
 	SettingReplacementLimit = Setting{"JOIST_REPLACEMENT_TIMEOUT", "", "how long a retiring node waits for its replacement"}
 	SettingPreferencePolicy = Setting{"JOIST_PREFERENCE_POLICY", "", "Respect (default) or Ignore: Karpenter's --preference-policy for preferred affinities and ScheduleAnyway spreads"}
 	SettingMinValuesPolicy  = Setting{"JOIST_MIN_VALUES_POLICY", "", "Strict (default) or BestEffort: Karpenter's --min-values-policy"}
+	SettingSchedulerConfig  = Setting{"JOIST_SCHEDULER_CONFIG", "", "Karpenter's --scheduler-config: a YAML or JSON document whose podTopologySpread.defaultConstraints go to pods that declare no spread (default none)"}
 )
 
 // Settings are all of them, for documentation and checks.
@@ -49,6 +50,7 @@ var Settings = []Setting{
 	SettingInstanceProfile, SettingSpecSource, SettingLeaseNamespace, SettingLogLevel, SettingZones,
 	SettingCatalog, SettingCacheTTL, SettingRegistration, SettingTemplateMinAge, SettingReaperLoop,
 	SettingReaperInterval, SettingReplacementLimit, SettingPreferencePolicy, SettingMinValuesPolicy,
+	SettingSchedulerConfig,
 }
 
 // Lookup is os.LookupEnv, or a map's lookup in tests.
@@ -126,4 +128,19 @@ func Policies(env Lookup) (scheduling.Options, error) {
 		return scheduling.Options{}, fmt.Errorf("read setting %s: %w", SettingMinValuesPolicy.Name, err)
 	}
 	return o, nil
+}
+
+// SchedulerConfig reads Karpenter's --scheduler-config
+// (JOIST_SCHEDULER_CONFIG): nil when unset; a bad document is an error
+// naming the setting and the field.
+func SchedulerConfig(env Lookup) (*scheduling.SchedulerConfig, error) {
+	raw, err := SettingSchedulerConfig.Get(env)
+	if err != nil {
+		return nil, err
+	}
+	c, err := scheduling.ParseSchedulerConfig(raw)
+	if err != nil {
+		return nil, fmt.Errorf("read setting %s: %w", SettingSchedulerConfig.Name, err)
+	}
+	return c, nil
 }

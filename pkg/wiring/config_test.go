@@ -113,3 +113,27 @@ func TestPolicies_ReadKarpentersSettings(t *testing.T) {
 		}
 	}
 }
+
+func TestSchedulerConfig_ReadsKarpentersSetting(t *testing.T) {
+	for _, c := range []struct {
+		env      map[string]string
+		defaults int
+		err      string
+	}{
+		{map[string]string{}, 0, ""},
+		{map[string]string{"JOIST_SCHEDULER_CONFIG": "podTopologySpread: {defaultConstraints: [{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: ScheduleAnyway}]}"}, 1, ""},
+		{map[string]string{"JOIST_SCHEDULER_CONFIG": "podTopologySpread: {defaultConstraints: [{maxSkew: 0, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: ScheduleAnyway}]}"}, 0, "JOIST_SCHEDULER_CONFIG: scheduler config: podTopologySpread.defaultConstraints[0].maxSkew"},
+		{map[string]string{"JOIST_SCHEDULER_CONFIG": "podTopologySpread: {defaultConstraints: [{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: ScheduleAnyway, labelSelector: {}}]}"}, 0, "defaultConstraints[0].labelSelector"},
+	} {
+		got, err := SchedulerConfig(env(c.env))
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%v: %v, want an error containing %q", c.env, err, c.err)
+			}
+			continue
+		}
+		if err != nil || len(got.Defaults()) != c.defaults {
+			t.Errorf("%v: %d defaults, %v; want %d", c.env, len(got.Defaults()), err, c.defaults)
+		}
+	}
+}

@@ -281,6 +281,10 @@ func (e *Env) Provisioners() (func(ctx context.Context, m *metrics.Recorder) (*p
 	if err != nil {
 		return nil, err
 	}
+	schedulerConfig, err := SchedulerConfig(os.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
 	unavailable := catalog.NewUnavailable(0)
 	launcher := e.Launcher()
 	return func(ctx context.Context, m *metrics.Recorder) (*provisioning.Provisioner, error) {
@@ -292,6 +296,7 @@ func (e *Env) Provisioners() (func(ctx context.Context, m *metrics.Recorder) (*p
 			Cluster: e.Cluster, Kube: e.Kube, Specs: specs, Catalog: cat,
 			Launcher: launcher, Log: WithRequest(ctx, e.Log), Unavailable: unavailable,
 			Lock: e.Lease(ctx), RegistrationTimeout: timeout, Metrics: m, Policy: policy,
+			SchedulerConfig: schedulerConfig,
 		}, nil
 	}, nil
 }
@@ -428,6 +433,10 @@ func (e *Env) Reaper() (func(ctx context.Context, m *metrics.Recorder) *reaping.
 	if err != nil {
 		return nil, err
 	}
+	schedulerConfig, err := SchedulerConfig(os.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
 	launcher := e.Launcher()
 	return func(ctx context.Context, m *metrics.Recorder) *reaping.Reaper {
 		log := WithRequest(ctx, e.Log)
@@ -447,7 +456,8 @@ func (e *Env) Reaper() (func(ctx context.Context, m *metrics.Recorder) *reaping.
 		return &reaping.Reaper{
 			Kube: e.Kube, Specs: specs, Log: log, Lock: lease, Loop: loop, Interval: interval, Metrics: m,
 			Replace: replace, ReplacementTimeout: replacementTimeout, Cloud: launcher, Cluster: e.Cluster, Catalog: catalogFor, Policy: policy,
-			Terminator: &termination.Terminator{Kube: e.Kube, EC2: launcher, Log: log, Metrics: m},
+			SchedulerConfig: schedulerConfig,
+			Terminator:      &termination.Terminator{Kube: e.Kube, EC2: launcher, Log: log, Metrics: m},
 		}
 	}, nil
 }

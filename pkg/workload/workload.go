@@ -3,7 +3,9 @@
 // ReplicaSets, Jobs and DaemonSets becomes the pods their controllers would
 // create (replicas expanded, names and UIDs derived deterministically from
 // the manifest) and the DaemonSets; volume objects and namespaces are kept
-// typed for the simulator; every other document is returned untouched.
+// typed for the simulator, and Services and the pods' controllers with
+// their selectors (for default spread constraints); every other document
+// is returned untouched.
 //
 // The package is pure: no client, no clock, no randomness.
 package workload
@@ -51,6 +53,13 @@ type Result struct {
 	PersistentVolumes      []*corev1.PersistentVolume
 	StorageClasses         []*storagev1.StorageClass
 	Namespaces             []*corev1.Namespace
+	// Services, and the ReplicaSets and StatefulSets that control Pods
+	// (a Deployment's as the ReplicaSet it would create, whose selector
+	// adds pod-template-hash), with their selectors only: what default
+	// topology spread constraints deduce a pod's selector from.
+	Services     []*corev1.Service
+	ReplicaSets  []*appsv1.ReplicaSet
+	StatefulSets []*appsv1.StatefulSet
 	// Others are the documents of any other kind, unchanged.
 	Others []Object
 }
@@ -74,6 +83,9 @@ func (r *Result) Merge(o *Result) {
 	r.PersistentVolumes = append(r.PersistentVolumes, o.PersistentVolumes...)
 	r.StorageClasses = append(r.StorageClasses, o.StorageClasses...)
 	r.Namespaces = append(r.Namespaces, o.Namespaces...)
+	r.Services = append(r.Services, o.Services...)
+	r.ReplicaSets = append(r.ReplicaSets, o.ReplicaSets...)
+	r.StatefulSets = append(r.StatefulSets, o.StatefulSets...)
 	r.Others = append(r.Others, o.Others...)
 }
 
@@ -150,18 +162,31 @@ func (r *Result) add(js []byte, source string, index *int) error {
 			return err
 		}
 		r.Pods = append(r.Pods, expandDeployment(&d)...)
+		sel := d.Spec.Selector.DeepCopy()
+		if sel == nil {
+			sel = &metav1.LabelSelector{}
+		}
+		if sel.MatchLabels == nil {
+			sel.MatchLabels = map[string]string{}
+		}
+		sel.MatchLabels[LabelPodTemplateHash] = templateHash(&d.Spec.Template)
+		r.ReplicaSets = append(r.ReplicaSets, &appsv1.ReplicaSet{
+			ObjectMeta: metav1.ObjectMeta{Name: d.Name + "-" + templateHash(&d.Spec.Template), Namespace: d.Namespace},
+			Spec:       appsv1.ReplicaSetSpec{Selector: sel}})
 	case tm.Kind == "ReplicaSet" && group == "apps/v1":
 		var rs appsv1.ReplicaSet
 		if err := decode(&rs); err != nil {
 			return err
 		}
 		r.Pods = append(r.Pods, expandReplicaSet(&rs)...)
+		r.ReplicaSets = append(r.ReplicaSets, &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: rs.Name, Namespace: rs.Namespace}, Spec: appsv1.ReplicaSetSpec{Selector: rs.Spec.Selector}})
 	case tm.Kind == "StatefulSet" && group == "apps/v1":
 		var ss appsv1.StatefulSet
 		if err := decode(&ss); err != nil {
 			return err
 		}
 		pods, claims := expandStatefulSet(&ss)
+		r.StatefulSets = append(r.StatefulSets, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: ss.Name, Namespace: ss.Namespace}, Spec: appsv1.StatefulSetSpec{Selector: ss.Spec.Selector}})
 		r.Pods = append(r.Pods, pods...)
 		r.PersistentVolumeClaims = append(r.PersistentVolumeClaims, claims...)
 	case tm.Kind == "Job" && group == "batch/v1":
@@ -196,6 +221,13 @@ func (r *Result) add(js []byte, source string, index *int) error {
 			return err
 		}
 		r.StorageClasses = append(r.StorageClasses, &sc)
+	case tm.Kind == "Service" && group == "v1":
+		var svc corev1.Service
+		if err := decode(&svc); err != nil {
+			return err
+		}
+		defaultNamespace(&svc.ObjectMeta)
+		r.Services = append(r.Services, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: svc.Name, Namespace: svc.Namespace}, Spec: corev1.ServiceSpec{Selector: svc.Spec.Selector}})
 	case tm.Kind == "Namespace" && group == "v1":
 		var ns corev1.Namespace
 		if err := decode(&ns); err != nil {

@@ -223,3 +223,40 @@ func TestReadReportsBadDocuments(t *testing.T) {
 		t.Errorf("empty documents: %v %+v", err, res)
 	}
 }
+
+// TestReadKeepsSpreadSelectorSources: the controllers the pods name, with
+// their selectors (a Deployment's ReplicaSet selects its revision's
+// pod-template-hash too), and the Services, for default spread constraints.
+func TestReadKeepsSpreadSelectorSources(t *testing.T) {
+	res, err := Read([]byte(manifests+"---\napiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: shop}\nspec: {selector: {app: web}}\n"), "test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	owners := map[string]map[string]string{}
+	for _, rs := range res.ReplicaSets {
+		owners[rs.Namespace+"/"+rs.Name] = rs.Spec.Selector.MatchLabels
+	}
+	for _, p := range res.Pods {
+		if ownerKind(p) != "ReplicaSet" {
+			continue
+		}
+		sel, ok := owners[p.Namespace+"/"+p.OwnerReferences[0].Name]
+		if !ok {
+			t.Fatalf("pod %s names ReplicaSet %s, which is not kept", p.Name, p.OwnerReferences[0].Name)
+		}
+		for k, v := range sel {
+			if p.Labels[k] != v {
+				t.Errorf("pod %s (labels %v) is not selected by its ReplicaSet's %v", p.Name, p.Labels, sel)
+			}
+		}
+		if p.Labels["app"] == "web" && sel[LabelPodTemplateHash] == "" {
+			t.Errorf("the Deployment's ReplicaSet selector %v lacks %s", sel, LabelPodTemplateHash)
+		}
+	}
+	if len(res.StatefulSets) != 1 || res.StatefulSets[0].Spec.Selector.MatchLabels["app"] != "db" {
+		t.Errorf("statefulsets %+v", res.StatefulSets)
+	}
+	if len(res.Services) != 1 || res.Services[0].Namespace != "shop" || res.Services[0].Spec.Selector["app"] != "web" {
+		t.Errorf("services %+v", res.Services)
+	}
+}

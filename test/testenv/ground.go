@@ -30,6 +30,8 @@ import (
 
 	"github.com/joist-dev/joist/pkg/forwarder"
 	"github.com/joist-dev/joist/pkg/iampolicy"
+	"github.com/joist-dev/joist/pkg/rbac"
+	"github.com/joist-dev/joist/pkg/scheduling"
 	"github.com/joist-dev/joist/pkg/specs"
 	"github.com/joist-dev/joist/pkg/specstore"
 	"github.com/joist-dev/joist/test/ec2sim"
@@ -322,7 +324,11 @@ func StartGround(ctx context.Context, kube *KubeEnv, kumo *KumoEnv, rie string, 
 			return nil, err
 		}
 	}
-	if err := kube.installRBAC(ctx, o.Cluster); err != nil {
+	sc, err := scheduling.ParseSchedulerConfig(o.ExtraEnv["JOIST_SCHEDULER_CONFIG"])
+	if err != nil {
+		return nil, err
+	}
+	if err := kube.installRBAC(ctx, o.Cluster, rbac.Features{DefaultSpread: len(sc.Defaults()) > 0}); err != nil {
 		return nil, err
 	}
 	if ns := o.Namespace; ns != "default" {

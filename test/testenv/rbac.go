@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/joist-dev/joist/pkg/install"
@@ -76,8 +77,18 @@ func (k *KubeEnv) Apply(ctx context.Context, objs ...runtime.Object) error {
 // (pkg/install, without the forwarder's Deployment: the ground runs the
 // forwarder as a program): the functions' and the forwarder's RBAC and
 // the pod admission policy.
-func (k *KubeEnv) installRBAC(ctx context.Context, cluster string) error {
-	objs, err := install.Objects(install.Params{Cluster: cluster})
+//
+// With default spread constraints in the functions' environment
+// (JOIST_SCHEDULER_CONFIG) it installs what the stack's installer does
+// then (install.Params.DefaultSpread), and the run's RBACUnneeded checks
+// those rules too.
+func (k *KubeEnv) installRBAC(ctx context.Context, cluster string, f rbac.Features) error {
+	if f.DefaultSpread {
+		featuresMu.Lock()
+		featuresUsed.DefaultSpread = true
+		featuresMu.Unlock()
+	}
+	objs, err := install.Objects(install.Params{Cluster: cluster, DefaultSpread: f.DefaultSpread})
 	if err != nil {
 		return err
 	}
@@ -86,6 +97,12 @@ func (k *KubeEnv) installRBAC(ctx context.Context, cluster string) error {
 	}
 	return nil
 }
+
+// featuresUsed are the rbac.Features some ground of the run installed.
+var (
+	featuresMu   sync.Mutex
+	featuresUsed rbac.Features
+)
 
 // AuditRequest is one request of a Joist identity, from the audit log.
 type AuditRequest struct {
@@ -170,15 +187,20 @@ func RBACRefused(reqs []AuditRequest) []string {
 // used ("user: verb group/resource"). The Lease rules are checked for every
 // cluster the run had. exempt names entries the ground cannot exercise,
 // with the reason as value; sameAs maps a user to another whose requests
-// count for it too (the reaper runs the provisioner's very pass).
+// count for it too (the reaper runs the provisioner's very pass). The
+// rules of the features some ground installed (installRBAC) are checked
+// with the others.
 func RBACUnneeded(reqs []AuditRequest, exempt map[string]string, sameAs map[string]string) []string {
 	type identity struct {
 		user  string
 		rules []rbacv1.PolicyRule
 	}
 	var ids []identity
+	featuresMu.Lock()
+	features := featuresUsed
+	featuresMu.Unlock()
 	for _, fn := range rbac.Functions {
-		rules, _ := rbac.Rules(fn)
+		rules, _ := rbac.RulesWith(fn, features)
 		if rbac.Decides(fn) {
 			rules = append(rules, rbac.LeaseRules("*")...)
 		}
