@@ -147,7 +147,12 @@ func solveCover(cols []lpColumn, demand []float64) (float64, []float64) {
 			for i, v := range norm[j*m : (j+1)*m] {
 				rc -= dual[i] * v
 			}
-			// Scale-free comparison: reduced cost relative to the cost.
+			// Scale-free comparison: reduced cost relative to the cost
+			// (best is negative, so a reduced cost of 0 or more, most
+			// types, needs no division).
+			if rc >= 0 {
+				continue
+			}
 			if score := rc / den[j]; score < best {
 				best, enter = score, j
 			}
