@@ -48,7 +48,9 @@ type poolState struct {
 	types  []*ptype
 	values []float64
 	// cols are the types as the bound's columns (lpCols).
-	cols     []lpColumn
+	cols []lpColumn
+	// offerIdx are the types by zone and capacity type (byOffer).
+	offerIdx *typesByOffer
 	allTypes bitset
 	// frontier are the types no other type dominates (as much of every
 	// resource, no dearer in any zone and capacity type); cheapest and
@@ -317,6 +319,7 @@ func (s *solver) preparePoolState(idx int, p *model.Pool) *poolState {
 	s.buildFrontier(ps)
 	if key != "" {
 		ps.lpCols(s.dims.n())
+		ps.byOffer()
 		ps.kept = keptTypesOf(ps)
 		pl.keepPoolTypes(key, ps.kept)
 	}
@@ -565,16 +568,20 @@ type keptTypes struct {
 	// (pricesFor), by the masks.
 	prices     map[[2]uint64][]priceRow
 	priceBytes int
+	// holding are typesHolding's answers, by the request.
+	holding map[string]bitset
+	// offerIdx are the types by zone and capacity type (byOffer).
+	offerIdx *typesByOffer
 }
 
 func keptTypesOf(ps *poolState) *keptTypes {
-	return &keptTypes{types: ps.types, cols: ps.cols, dsPorts: ps.dsPorts, allTypes: ps.allTypes, frontier: ps.frontier,
+	return &keptTypes{types: ps.types, cols: ps.cols, offerIdx: ps.offerIdx, dsPorts: ps.dsPorts, allTypes: ps.allTypes, frontier: ps.frontier,
 		fBits: ps.frontierBits, allIdx: ps.allIdx, byName: ps.byName}
 }
 
 // fill gives the pool the kept types.
 func (k *keptTypes) fill(ps *poolState) {
-	ps.types, ps.cols, ps.dsPorts = k.types, k.cols, k.dsPorts
+	ps.types, ps.cols, ps.offerIdx, ps.dsPorts = k.types, k.cols, k.offerIdx, k.dsPorts
 	ps.allTypes, ps.frontier, ps.frontierBits, ps.allIdx, ps.byName = k.allTypes, k.frontier, k.fBits, k.allIdx, k.byName
 }
 
