@@ -67,7 +67,7 @@ func solveCover(cols []lpColumn, demand []float64) (float64, []float64) {
 	n := len(cols)
 	maxCost := 0.0
 	for _, c := range cols {
-		maxCost = math.Max(maxCost, c.cost)
+		maxCost = max(maxCost, c.cost) // as math.Max, inlined
 	}
 	bigM := 1e6 * math.Max(maxCost, 1)
 	// Columns: 0..n-1 types, n..n+m-1 surplus (−e_i, cost 0), n+m..n+2m-1
@@ -89,7 +89,7 @@ func solveCover(cols []lpColumn, demand []float64) (float64, []float64) {
 		for i, r := range rows {
 			norm[j*m+i] = c.cap[r] / demand[r]
 		}
-		costs[j], den[j] = c.cost, math.Max(c.cost, 1e-9)
+		costs[j], den[j] = c.cost, max(c.cost, 1e-9)
 	}
 	col := func(j int, out []float64) {
 		switch {
@@ -137,26 +137,7 @@ func solveCover(cols []lpColumn, demand []float64) (float64, []float64) {
 			}
 			dual[k] = v
 		}
-		enter, best := -1, -1e-9
-		// The types' reduced costs, read from the normalized array.
-		for j := 0; j < n; j++ {
-			if isBasic[j] {
-				continue
-			}
-			rc := costs[j]
-			for i, v := range norm[j*m : (j+1)*m] {
-				rc -= dual[i] * v
-			}
-			// Scale-free comparison: reduced cost relative to the cost
-			// (best is negative, so a reduced cost of 0 or more, most
-			// types, needs no division).
-			if rc >= 0 {
-				continue
-			}
-			if score := rc / den[j]; score < best {
-				best, enter = score, j
-			}
-		}
+		enter, best := priceTypes(norm, costs, den, isBasic[:n], dual)
 		for j := n; j < n+2*m; j++ {
 			if isBasic[j] {
 				continue
@@ -239,6 +220,56 @@ func solveCover(cols []lpColumn, demand []float64) (float64, []float64) {
 		bound += demand[r] * y[r]
 	}
 	return bound, y
+}
+
+// priceTypes is solveCover's pricing pass over the types: the first type
+// of least reduced cost relative to its cost (den, the cost but at least
+// 1e-9), below -1e-9 (enter -1: none), with the duals of the m rows
+// (norm holds type j's normalized column at [j*m:]). Three rows (CPU,
+// memory and pods: most solves) have their own loop, doing the same
+// arithmetic in the same order.
+func priceTypes(norm, costs, den []float64, isBasic []bool, dual []float64) (enter int, best float64) {
+	enter, best = -1, -1e-9
+	m := len(dual)
+	if m == 3 {
+		d0, d1, d2 := dual[0], dual[1], dual[2]
+		for j := range costs {
+			if isBasic[j] {
+				continue
+			}
+			v := norm[j*3 : j*3+3 : j*3+3]
+			rc := costs[j]
+			rc -= d0 * v[0]
+			rc -= d1 * v[1]
+			rc -= d2 * v[2]
+			// Scale-free comparison: reduced cost relative to the cost
+			// (best is negative, so a reduced cost of 0 or more, most
+			// types, needs no division).
+			if rc >= 0 {
+				continue
+			}
+			if score := rc / den[j]; score < best {
+				best, enter = score, j
+			}
+		}
+		return enter, best
+	}
+	for j := range costs {
+		if isBasic[j] {
+			continue
+		}
+		rc := costs[j]
+		for i, v := range norm[j*m : (j+1)*m] {
+			rc -= dual[i] * v
+		}
+		if rc >= 0 {
+			continue
+		}
+		if score := rc / den[j]; score < best {
+			best, enter = score, j
+		}
+	}
+	return enter, best
 }
 
 // columns lists (pool, type) capacity vectors, optionally restricted (a
