@@ -37,6 +37,16 @@ func maskOf(i int) uint64 {
 	return 1 << uint(i)
 }
 
+// meets tells whether b and o share a bit.
+func (b bitset) meets(o bitset) bool {
+	for i := range b {
+		if b[i]&o[i] != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // contains tells whether every bit of o is set in b.
 func (b bitset) contains(o bitset) bool {
 	for i := range o {

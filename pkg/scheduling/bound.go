@@ -1,10 +1,10 @@
 package scheduling
 
 import (
+	"encoding/binary"
 	"math"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 )
 
@@ -28,6 +28,10 @@ import (
 
 // normPool holds solveCover's normalized columns, reused between solves.
 var normPool = sync.Pool{New: func() any { return new([]float64) }}
+
+// colPool holds the bound's restricted column lists (columns), reused
+// between solves.
+var colPool = sync.Pool{New: func() any { return new([]lpColumn) }}
 
 // lpColumn is one purchasable capacity vector.
 type lpColumn struct {
@@ -63,7 +67,7 @@ func solveCover(cols []lpColumn, demand []float64) (float64, []float64) {
 	n := len(cols)
 	maxCost := 0.0
 	for _, c := range cols {
-		maxCost = math.Max(maxCost, c.cost)
+		maxCost = max(maxCost, c.cost) // as math.Max, inlined
 	}
 	bigM := 1e6 * math.Max(maxCost, 1)
 	// Columns: 0..n-1 types, n..n+m-1 surplus (−e_i, cost 0), n+m..n+2m-1
@@ -72,16 +76,20 @@ func solveCover(cols []lpColumn, demand []float64) (float64, []float64) {
 	// [j*m:].
 	// Scratch (every entry is written below): the LP is solved a few
 	// times per solve, over every type of the catalog.
+	// After them, each type's cost and the divisor of its reduced cost
+	// in the pricing pass.
 	np := normPool.Get().(*[]float64)
 	defer normPool.Put(np)
-	if cap(*np) < n*m {
-		*np = make([]float64, n*m)
+	if cap(*np) < n*m+2*n {
+		*np = make([]float64, n*m+2*n)
 	}
 	norm := (*np)[:n*m]
+	costs, den := (*np)[n*m:n*m+n], (*np)[n*m+n:n*m+2*n]
 	for j, c := range cols {
 		for i, r := range rows {
 			norm[j*m+i] = c.cap[r] / demand[r]
 		}
+		costs[j], den[j] = c.cost, max(c.cost, 1e-9)
 	}
 	col := func(j int, out []float64) {
 		switch {
@@ -129,22 +137,7 @@ func solveCover(cols []lpColumn, demand []float64) (float64, []float64) {
 			}
 			dual[k] = v
 		}
-		enter, best := -1, -1e-9
-		// The types' reduced costs, read from the normalized array.
-		for j := 0; j < n; j++ {
-			if isBasic[j] {
-				continue
-			}
-			cj := cols[j].cost
-			rc := cj
-			for i, v := range norm[j*m : (j+1)*m] {
-				rc -= dual[i] * v
-			}
-			// Scale-free comparison: reduced cost relative to the cost.
-			if score := rc / math.Max(cj, 1e-9); score < best {
-				best, enter = score, j
-			}
-		}
+		enter, best := priceTypes(norm, costs, den, isBasic[:n], dual)
 		for j := n; j < n+2*m; j++ {
 			if isBasic[j] {
 				continue
@@ -229,15 +222,69 @@ func solveCover(cols []lpColumn, demand []float64) (float64, []float64) {
 	return bound, y
 }
 
+// priceTypes is solveCover's pricing pass over the types: the first type
+// of least reduced cost relative to its cost (den, the cost but at least
+// 1e-9), below -1e-9 (enter -1: none), with the duals of the m rows
+// (norm holds type j's normalized column at [j*m:]). Three rows (CPU,
+// memory and pods: most solves) have their own loop, doing the same
+// arithmetic in the same order.
+func priceTypes(norm, costs, den []float64, isBasic []bool, dual []float64) (enter int, best float64) {
+	enter, best = -1, -1e-9
+	m := len(dual)
+	if m == 3 {
+		d0, d1, d2 := dual[0], dual[1], dual[2]
+		for j := range costs {
+			if isBasic[j] {
+				continue
+			}
+			v := norm[j*3 : j*3+3 : j*3+3]
+			rc := costs[j]
+			rc -= d0 * v[0]
+			rc -= d1 * v[1]
+			rc -= d2 * v[2]
+			// Scale-free comparison: reduced cost relative to the cost
+			// (best is negative, so a reduced cost of 0 or more, most
+			// types, needs no division).
+			if rc >= 0 {
+				continue
+			}
+			if score := rc / den[j]; score < best {
+				best, enter = score, j
+			}
+		}
+		return enter, best
+	}
+	for j := range costs {
+		if isBasic[j] {
+			continue
+		}
+		rc := costs[j]
+		for i, v := range norm[j*m : (j+1)*m] {
+			rc -= dual[i] * v
+		}
+		if rc >= 0 {
+			continue
+		}
+		if score := rc / den[j]; score < best {
+			best, enter = score, j
+		}
+	}
+	return enter, best
+}
+
 // columns lists (pool, type) capacity vectors, optionally restricted (a
 // restricted list is scratch, valid until the next such call).
-// Every solve lists them twice or more over the whole catalog, so the
-// capacities are the pools' (lpCaps), made once.
+// Every solve lists them twice or more over the whole catalog, so each
+// pool's columns are made once (lpCols) and, for one pool, are the
+// unrestricted list as they are.
 func (s *solver) columns(allowed func(ps *poolState, t *ptype) bool) []lpColumn {
-	n, nd := 0, s.dims.n()
+	n, nd, pools := 0, s.dims.n(), 0
+	var only *poolState
 	for _, ps := range s.pools {
 		if ps.ok {
 			n += len(ps.types)
+			pools++
+			only = ps
 		}
 	}
 	var out []lpColumn
@@ -247,37 +294,42 @@ func (s *solver) columns(allowed func(ps *poolState, t *ptype) bool) []lpColumn 
 		out = s.colBuf[:0]
 		defer func() { s.colBuf = out[:0] }()
 	} else {
+		if pools == 1 {
+			return only.lpCols(nd)
+		}
 		out = make([]lpColumn, 0, n)
 	}
 	for _, ps := range s.pools {
 		if !ps.ok {
 			continue
 		}
-		caps := ps.lpCaps(nd)
-		for _, t := range ps.types {
+		cols := ps.lpCols(nd)
+		for i, t := range ps.types {
 			if allowed != nil && !allowed(ps, t) {
 				continue
 			}
-			k := t.idx * nd
-			out = append(out, lpColumn{cost: t.minPrice, cap: caps[k : k+nd : k+nd]})
+			out = append(out, cols[i])
 		}
 	}
 	return out
 }
 
-// lpCaps are the pool's types' allocatable as the bound's columns read
-// it (type i at [i*nd:]), made on first use; kept pool types keep them
-// too (read only).
-func (ps *poolState) lpCaps(nd int) []float64 {
-	if ps.capf == nil {
-		ps.capf = make([]float64, len(ps.types)*nd)
+// lpCols are the pool's types as the bound's columns (type i at i: its
+// cheapest price and its allocatable), made on first use; kept pool
+// types keep them too (read only: shared by every solve of the kept
+// types, and by a solve's lists of all columns).
+func (ps *poolState) lpCols(nd int) []lpColumn {
+	if ps.cols == nil {
+		capf := make([]float64, len(ps.types)*nd)
+		ps.cols = make([]lpColumn, len(ps.types))
 		for i, t := range ps.types {
 			for d, v := range t.net {
-				ps.capf[i*nd+d] = float64(max(v, 0))
+				capf[i*nd+d] = float64(max(v, 0))
 			}
+			ps.cols[i] = lpColumn{cost: t.minPrice, cap: capf[i*nd : (i+1)*nd : (i+1)*nd]}
 		}
 	}
-	return ps.capf
+	return ps.cols
 }
 
 // allColumns are the unrestricted columns: the types do not change after
@@ -356,6 +408,7 @@ func (s *solver) lowerBound() float64 {
 	free := s.existingFree()
 	var sets []*set
 	byKey := map[string]*set{}
+	var kb []byte // a set's key, scratch
 	total := make([]float64, s.dims.n())
 	for _, c := range s.classes {
 		placed := len(c.pods) - c.remaining
@@ -363,27 +416,24 @@ func (s *solver) lowerBound() float64 {
 			continue
 		}
 		l := c.levels[len(c.levels)-1]
-		bits := make([]bitset, len(s.pools))
-		var kb strings.Builder
-		for i, cp := range l.pools {
+		kb = kb[:0]
+		for _, cp := range l.pools {
 			if cp.ok {
-				bits[i] = cp.types
 				for _, w := range cp.types {
-					kb.WriteByte(byte(w))
-					kb.WriteByte(byte(w >> 8))
-					kb.WriteByte(byte(w >> 16))
-					kb.WriteByte(byte(w >> 24))
-					kb.WriteByte(byte(w >> 32))
-					kb.WriteByte(byte(w >> 40))
-					kb.WriteByte(byte(w >> 48))
-					kb.WriteByte(byte(w >> 56))
+					kb = binary.LittleEndian.AppendUint64(kb, w)
 				}
 			}
-			kb.WriteByte('|')
+			kb = append(kb, '|')
 		}
-		st, ok := byKey[kb.String()]
+		st, ok := byKey[string(kb)]
 		if !ok {
-			st = &set{key: kb.String(), bits: bits, demand: make([]float64, s.dims.n())}
+			bits := make([]bitset, len(s.pools))
+			for i, cp := range l.pools {
+				if cp.ok {
+					bits[i] = cp.types
+				}
+			}
+			st = &set{key: string(kb), bits: bits, demand: make([]float64, s.dims.n())}
 			byKey[st.key] = st
 			sets = append(sets, st)
 		}
@@ -476,6 +526,14 @@ func (s *solver) lowerBound() float64 {
 		}
 	}
 	sort.Slice(sets, func(i, j int) bool { return sets[i].key < sets[j].key })
+	// The restricted lists' buffer outlives the solve (a list of a whole
+	// catalog's columns is tens of KB).
+	cb := colPool.Get().(*[]lpColumn)
+	s.colBuf = *cb
+	defer func() {
+		*cb, s.colBuf = s.colBuf[:0], nil
+		colPool.Put(cb)
+	}()
 	for _, a := range sets {
 		if subsetOf(tight, a.bits) {
 			continue

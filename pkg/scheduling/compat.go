@@ -138,26 +138,47 @@ func (s *solver) classPoolCompat(l *level, ps *poolState) *classPool {
 			port = p
 		}
 	}
+	// The types that match, hold the pod and are offered in the allowed
+	// zones and capacity types, word by word (the pool's types by zone
+	// and capacity type are made once, typesByOffer).
 	cp.types = newBitset(len(ps.types))
 	fits, blocked := false, false
 	holding := s.typesHolding(ps, l.cls.req)
+	x := ps.byOffer()
 	for w, word := range labelOK {
 		word &= holding[w]
-		for word != 0 {
-			i := w<<6 | bits.TrailingZeros64(word)
-			word &= word - 1
-			fits = true
-			t := ps.types[i]
-			if t.zoneMask&cp.zoneMask == 0 || t.ctMask&cp.ctMask == 0 {
-				continue
+		if word == 0 {
+			continue
+		}
+		fits = true
+		var zw, cw uint64
+		for m := cp.zoneMask; m != 0; m &= m - 1 {
+			if z := bits.TrailingZeros64(m); z < len(x.zone) {
+				zw |= x.zone[z][w]
 			}
-			if portBlocked != nil && portBlocked.has(i) {
+		}
+		for m := cp.ctMask; m != 0; m &= m - 1 {
+			if c := bits.TrailingZeros64(m); c < len(x.ct) {
+				cw |= x.ct[c][w]
+			}
+		}
+		word &= zw & cw
+		if portBlocked != nil {
+			if word&portBlocked[w] != 0 {
 				blocked = true
-				continue
 			}
-			cp.types.set(i)
-			cp.offerZones |= t.zoneMask & cp.zoneMask
-			cp.offerCTs |= t.ctMask & cp.ctMask
+			word &^= portBlocked[w]
+		}
+		cp.types[w] = word
+	}
+	for m := cp.zoneMask; m != 0; m &= m - 1 {
+		if z := bits.TrailingZeros64(m); z < len(x.zone) && cp.types.meets(x.zone[z]) {
+			cp.offerZones |= maskOf(z)
+		}
+	}
+	for m := cp.ctMask; m != 0; m &= m - 1 {
+		if c := bits.TrailingZeros64(m); c < len(x.ct) && cp.types.meets(x.ct[c]) {
+			cp.offerCTs |= maskOf(c)
 		}
 	}
 	if !fits {
@@ -175,9 +196,12 @@ func (s *solver) classPoolCompat(l *level, ps *poolState) *classPool {
 
 // typesHolding returns the pool's types whose allocatable holds req,
 // memoized per pool and request: every level of a class, and classes of
-// one pod size, ask the same (a scan of every type of the catalog).
+// one pod size, ask the same (a scan of every type of the catalog). Kept
+// pool types keep the answers for later solves too (the same workloads'
+// requests come back).
 func (s *solver) typesHolding(ps *poolState, req vec) bitset {
 	kb := strconv.AppendInt(s.holdKey[:0], int64(ps.idx), 10)
+	at := len(kb)
 	for _, v := range req {
 		kb = append(kb, ',')
 		kb = strconv.AppendInt(kb, v, 36)
@@ -186,15 +210,73 @@ func (s *solver) typesHolding(ps *poolState, req vec) bitset {
 	if b, ok := s.holdMemo[string(kb)]; ok {
 		return b
 	}
-	b := newBitset(len(ps.types))
-	for i, t := range ps.types {
-		// CPU and memory first: most types that fail, fail there.
-		if req[dimCPU] <= t.net[dimCPU] && req[dimMemory] <= t.net[dimMemory] && req.le(t.net) {
-			b.set(i)
+	b := ps.keptHolding(kb[at:], nil)
+	if b == nil {
+		b = newBitset(len(ps.types))
+		for i, t := range ps.types {
+			// CPU and memory first: most types that fail, fail there.
+			if req[dimCPU] <= t.net[dimCPU] && req[dimMemory] <= t.net[dimMemory] && req.le(t.net) {
+				b.set(i)
+			}
 		}
+		ps.keptHolding(kb[at:], b)
 	}
 	s.holdMemo[string(kb)] = b
 	return b
+}
+
+// maxKeptHolding bounds the typesHolding answers kept with a pool's
+// types (each a bit per type: about 170 bytes for a catalog); when full
+// they are dropped and kept anew.
+const maxKeptHolding = 4096
+
+// keptHolding looks up which of the kept types hold the request keyed
+// by key, or when add is not nil keeps add (read only from then on).
+func (ps *poolState) keptHolding(key []byte, add bitset) bitset {
+	k := ps.kept
+	if k == nil || keptOptsOff {
+		return nil
+	}
+	k.optMu.Lock()
+	defer k.optMu.Unlock()
+	if add == nil {
+		return k.holding[string(key)]
+	}
+	if k.holding == nil || len(k.holding) >= maxKeptHolding {
+		k.holding = map[string]bitset{}
+	}
+	k.holding[string(key)] = add
+	return add
+}
+
+// typesByOffer are a pool's types with a usable offering in each zone
+// and in each capacity type (by the world's indices).
+type typesByOffer struct {
+	zone, ct []bitset
+}
+
+// byOffer returns the pool's types by zone and capacity type, made on
+// first use (kept pool types keep them: read only).
+func (ps *poolState) byOffer() *typesByOffer {
+	if ps.offerIdx != nil {
+		return ps.offerIdx
+	}
+	x := &typesByOffer{}
+	add := func(sets *[]bitset, mask uint64, i int) {
+		for ; mask != 0; mask &= mask - 1 {
+			j := bits.TrailingZeros64(mask)
+			for len(*sets) <= j {
+				*sets = append(*sets, newBitset(len(ps.types)))
+			}
+			(*sets)[j].set(i)
+		}
+	}
+	for i, t := range ps.types {
+		add(&x.zone, t.zoneMask, i)
+		add(&x.ct, t.ctMask, i)
+	}
+	ps.offerIdx = x
+	return x
 }
 
 // labelOffered is the union of the zones and of the capacity types

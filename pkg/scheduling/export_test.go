@@ -48,8 +48,8 @@ func SetRebuildBound(on bool) { rebuildBoundOff = !on }
 // on or off, for the test that plans are the same either way.
 func SetNodeOpts(on bool) { nodeOptsOff = !on }
 
-// SetKeptOpts turns the option lists kept with a prepared pool's types
-// for later solves (keptOpts) on or off, for the test that plans are the
+// SetKeptOpts turns the option lists and price lists kept with a
+// prepared pool's types for later solves (keptOpts, keptPrices) on or off, for the test that plans are the
 // same either way.
 func SetKeptOpts(on bool) { keptOptsOff = !on }
 

@@ -507,7 +507,7 @@ type priceRow struct {
 }
 
 // pricesFor is every type of ps priced within the masks, made once per
-// solve.
+// solve, or once for every solve of kept pool types (keptPrices).
 func (s *solver) pricesFor(ps *poolState, zones, cts uint64) []priceRow {
 	k := priceKey{ps.idx, zones, cts}
 	if r, ok := s.priceMemo[k]; ok {
@@ -516,10 +516,44 @@ func (s *solver) pricesFor(ps *poolState, zones, cts uint64) []priceRow {
 	if s.priceMemo == nil {
 		s.priceMemo = map[priceKey][]priceRow{}
 	}
-	r := make([]priceRow, len(ps.types))
-	for i, t := range ps.types {
-		r[i].o, r[i].ok = t.price(zones, cts)
+	r := ps.keptPrices(zones, cts, nil)
+	if r == nil {
+		r = make([]priceRow, len(ps.types))
+		for i, t := range ps.types {
+			r[i].o, r[i].ok = t.price(zones, cts)
+		}
+		ps.keptPrices(zones, cts, r)
 	}
 	s.priceMemo[k] = r
 	return r
+}
+
+// maxKeptPriceBytes bounds the price lists kept with a pool's types (a
+// list is about 40 KB for a catalog; a pool's nodes have few zone and
+// capacity type masks); when full they are dropped and kept anew.
+const maxKeptPriceBytes = 1 << 20
+
+// keptPrices looks up the pool's types priced within the masks among
+// those kept with the pool's types, or when add is not nil keeps add
+// (read only from then on). The prices depend on the kept types and the
+// masks alone (the types' offerings are in the world's indices when
+// types are kept).
+func (ps *poolState) keptPrices(zones, cts uint64, add []priceRow) []priceRow {
+	k := ps.kept
+	if k == nil || keptOptsOff {
+		return nil
+	}
+	key := [2]uint64{zones, cts}
+	k.optMu.Lock()
+	defer k.optMu.Unlock()
+	if add == nil {
+		return k.prices[key]
+	}
+	size := len(add) * int(unsafe.Sizeof(priceRow{}))
+	if k.prices == nil || k.priceBytes+size > maxKeptPriceBytes {
+		k.prices, k.priceBytes = map[[2]uint64][]priceRow{}, 0
+	}
+	k.prices[key] = add
+	k.priceBytes += size
+	return add
 }

@@ -37,12 +37,14 @@ func TestNodeOptsSamePlans(t *testing.T) {
 	sameOutput(t, "node options kept for alike nodes", scheduling.SetNodeOpts)
 }
 
-// TestKeptOptionListsSamePlans: new nodes' option lists are kept with the
-// prepared pool types for later solves, and a later solve of the same
-// input gets, to the last option, the plan a solve making its own lists
-// gets, with its lists shared with the first solve's. Lists kept by
-// fewer than their masks and types (a node in one zone given the
-// options of a node in any zone) would give nodes other options.
+// TestKeptOptionListsSamePlans: new nodes' option lists, and the pool's
+// types priced per zone and capacity type masks they are made from, are
+// kept with the prepared pool types for later solves, and a later solve
+// of the same input gets, to the last option, the plan a solve making
+// its own lists gets, with its lists shared with the first solve's.
+// Lists or prices kept by fewer than their masks and types (a node in
+// one zone given the options or prices of a node in any zone) would give
+// nodes other options.
 func TestKeptOptionListsSamePlans(t *testing.T) {
 	defer scheduling.SetKeptOpts(true)
 	for _, sh := range workloadgen.Shapes {

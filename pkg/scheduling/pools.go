@@ -47,8 +47,10 @@ type poolState struct {
 	// worth at this solve's dual prices (see bound.go).
 	types  []*ptype
 	values []float64
-	// capf are the types' capacities as the bound reads them (lpCaps).
-	capf     []float64
+	// cols are the types as the bound's columns (lpCols).
+	cols []lpColumn
+	// offerIdx are the types by zone and capacity type (byOffer).
+	offerIdx *typesByOffer
 	allTypes bitset
 	// frontier are the types no other type dominates (as much of every
 	// resource, no dearer in any zone and capacity type); cheapest and
@@ -118,6 +120,10 @@ type ptype struct {
 	zoneMask uint64
 	ctMask   uint64
 	minPrice float64
+	// cheap is the cheapest offering of all (the first of that price),
+	// what price answers for masks holding every offering (cheapOK: set).
+	cheap   offer
+	cheapOK bool
 }
 
 // dominates tells whether a is at least as good as b for every purpose:
@@ -144,8 +150,18 @@ type offer struct {
 	price    float64
 }
 
-// price returns the cheapest offering within the masks.
+// price returns the cheapest offering within the masks. Masks holding
+// every zone and capacity type the type is offered in (a node free to
+// be anywhere) take the offering found once (prepareTypes).
 func (t *ptype) price(zones, cts uint64) (offer, bool) {
+	if t.cheapOK && (t.zoneMask&^zones|t.ctMask&^cts) == 0 {
+		return t.cheap, true
+	}
+	return t.priceIn(zones, cts)
+}
+
+// priceIn is price by a pass over the offerings.
+func (t *ptype) priceIn(zones, cts uint64) (offer, bool) {
 	best, found := offer{}, false
 	for _, o := range t.offers {
 		if maskHas(zones, o.zone) && maskHas(cts, o.ct) && (!found || o.price < best.price) {
@@ -302,7 +318,8 @@ func (s *solver) preparePoolState(idx int, p *model.Pool) *poolState {
 	ps.frontierBits = newBitset(len(ps.types))
 	s.buildFrontier(ps)
 	if key != "" {
-		ps.lpCaps(s.dims.n())
+		ps.lpCols(s.dims.n())
+		ps.byOffer()
 		ps.kept = keptTypesOf(ps)
 		pl.keepPoolTypes(key, ps.kept)
 	}
@@ -466,6 +483,7 @@ func (s *solver) prepareTypes(ps *poolState, pl *PreparedTypes, x listIdx, dsLis
 		if t.net[dimPods] <= 0 || t.net[dimCPU] <= 0 {
 			continue
 		}
+		t.cheap, t.cheapOK = t.priceIn(t.zoneMask, t.ctMask)
 		ps.types = append(ps.types, t)
 		byList[k] = t
 	}
@@ -534,7 +552,7 @@ func (s *solver) typeOffers(t *ptype, ps *poolState, pl *PreparedTypes, k int, z
 // key (poolTypesKey), which share them (read only).
 type keptTypes struct {
 	types    []*ptype
-	capf     []float64
+	cols     []lpColumn
 	dsPorts  []dsPortSet
 	allTypes bitset
 	frontier []int
@@ -546,16 +564,24 @@ type keptTypes struct {
 	optMu    sync.Mutex
 	opts     map[uint64][]*optList
 	optBytes int
+	// prices are the types priced within zone and capacity type masks
+	// (pricesFor), by the masks.
+	prices     map[[2]uint64][]priceRow
+	priceBytes int
+	// holding are typesHolding's answers, by the request.
+	holding map[string]bitset
+	// offerIdx are the types by zone and capacity type (byOffer).
+	offerIdx *typesByOffer
 }
 
 func keptTypesOf(ps *poolState) *keptTypes {
-	return &keptTypes{types: ps.types, capf: ps.capf, dsPorts: ps.dsPorts, allTypes: ps.allTypes, frontier: ps.frontier,
+	return &keptTypes{types: ps.types, cols: ps.cols, offerIdx: ps.offerIdx, dsPorts: ps.dsPorts, allTypes: ps.allTypes, frontier: ps.frontier,
 		fBits: ps.frontierBits, allIdx: ps.allIdx, byName: ps.byName}
 }
 
 // fill gives the pool the kept types.
 func (k *keptTypes) fill(ps *poolState) {
-	ps.types, ps.capf, ps.dsPorts = k.types, k.capf, k.dsPorts
+	ps.types, ps.cols, ps.offerIdx, ps.dsPorts = k.types, k.cols, k.offerIdx, k.dsPorts
 	ps.allTypes, ps.frontier, ps.frontierBits, ps.allIdx, ps.byName = k.allTypes, k.frontier, k.fBits, k.allIdx, k.byName
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"sort"
+	"sync"
 )
 
 // The shape bound: a lower bound that sees each pod's shape, where the
@@ -184,7 +185,9 @@ func (s *solver) shapeBound(y []float64) float64 {
 	// Start: each column's candidate worth most for the total demand: its
 	// whole price on one resource or the scaled duals (a split between
 	// two resources is worth a mean of the two prices alone, never more).
-	w := make([][]float64, len(cols))
+	sc := shapePool.Get().(*shapeScratch)
+	defer shapePool.Put(sc)
+	w := sc.rows(&sc.w, &sc.wArr, len(cols), nd)
 	for k, cl := range cols {
 		t := cl.t
 		best, bestR := -1.0, -1
@@ -195,7 +198,6 @@ func (s *solver) shapeBound(y []float64) float64 {
 				}
 			}
 		}
-		w[k] = make([]float64, nd)
 		if scaledDuals(w[k], y, t) == 0 || dot(w[k], total) <= best {
 			if bestR < 0 {
 				return 0
@@ -208,7 +210,7 @@ func (s *solver) shapeBound(y []float64) float64 {
 	// val[g][k] = req_g · w_k; per group the smallest two over its types
 	// (values and columns), so that a column's change is scored without a
 	// pass over every type.
-	val := make([][]float64, len(groups))
+	val := sc.rows(&sc.val, &sc.valArr, len(groups), len(cols))
 	type least struct {
 		v1, v2 float64
 		k1, k2 int
@@ -230,7 +232,6 @@ func (s *solver) shapeBound(y []float64) float64 {
 		lo[gi] = m
 	}
 	for gi, g := range groups {
-		val[gi] = make([]float64, len(cols))
 		for k := range cols {
 			val[gi][k] = dot(g.req, w[k])
 		}
@@ -310,6 +311,33 @@ func (s *solver) shapeBound(y []float64) float64 {
 		return 0
 	}
 	return bound
+}
+
+// shapeScratch holds shapeBound's price and value rows between solves
+// (a catalog's frontier, or a limited pool's every type, is up to
+// thousands of rows a solve).
+type shapeScratch struct {
+	w, val       [][]float64
+	wArr, valArr []float64
+}
+
+var shapePool = sync.Pool{New: func() any { return new(shapeScratch) }}
+
+// rows makes *rs n rows of m zeros each, over *arr.
+func (*shapeScratch) rows(rs *[][]float64, arr *[]float64, n, m int) [][]float64 {
+	if cap(*arr) < n*m {
+		*arr = make([]float64, n*m)
+	}
+	a := (*arr)[:n*m]
+	clear(a)
+	if cap(*rs) < n {
+		*rs = make([][]float64, n)
+	}
+	r := (*rs)[:n]
+	for i := range r {
+		r[i] = a[i*m : (i+1)*m : (i+1)*m]
+	}
+	return r
 }
 
 // feasiblePrices scales prices w for type t down, if rounding put them
