@@ -371,7 +371,7 @@ func (r *Reaper) decide(ctx context.Context, snap disruption.Snapshot, nodes []*
 				r.Log.Warn("release lease", "error", err.Error())
 			}
 		}()
-		snap.Unavailable = unavailableOn(held, snap.Now, r.Log)
+		snap.Unavailable = unavailableOn(held.Annotations()[provisioning.AnnotationUnavailable], snap.Now, r.Log)
 	}
 	plan := disruption.Decide(snap)
 	var errs []error
