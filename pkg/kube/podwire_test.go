@@ -623,6 +623,10 @@ func TestEachPod_GunzipsPagesItself(t *testing.T) {
 		t.Fatal(err)
 	}
 	pods := env.Client.CoreV1().Pods(ns.Name)
+	t.Cleanup(func() { // the API server is the package's: later tests list every pod
+		zero := int64(0)
+		_ = pods.DeleteCollection(context.Background(), metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+	})
 	for j := range 80 {
 		p := scale.AppPod(j, wireNode)
 		p.Namespace = ns.Name
