@@ -57,8 +57,7 @@ var (
 // is enough for each reader). With many namespaces (more than
 // namespaceLists after the first page), or when they cannot be listed,
 // the read goes on as one list.
-func (c *Client) eachPodWire(ctx context.Context, rc rest.Interface, opts metav1.ListOptions, in *Interner, f func(*corev1.Pod)) error {
-	r := &podReader{in: in}
+func (c *Client) eachPodWire(ctx context.Context, rc rest.Interface, opts metav1.ListOptions, r *podReader, f func(*corev1.Pod)) error {
 	p := newPager(ctx, rc, podListing, max(2, namespaceStreams+1))
 	defer p.close()
 	first := p.read(pageList{opts: opts})

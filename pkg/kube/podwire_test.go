@@ -280,6 +280,22 @@ func TestEachPod_SameAsTypedRead(t *testing.T) {
 			t.Fatal(err)
 		}
 		sameReads(t, fmt.Sprintf("EachPod(%q)", sel), want, got)
+		// EachPodBorrowed hands each pod in one struct: a copy of each
+		// is the pod EachPod and the typed read give.
+		borrowed, handed := map[string]*corev1.Pod{}, map[*corev1.Pod]bool{}
+		if err := c.EachPodBorrowed(context.Background(), sel, kube.NewInterner(), func(p *corev1.Pod) {
+			handed[p] = true
+			if p.Namespace == ns {
+				cp := *p
+				borrowed[p.Name] = &cp
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		sameReads(t, fmt.Sprintf("EachPodBorrowed(%q), copied", sel), want, borrowed)
+		if len(handed) != 1 {
+			t.Errorf("EachPodBorrowed(%q) handed %d structs, want one for every pod", sel, len(handed))
+		}
 	}
 
 	var ct string

@@ -203,7 +203,7 @@ func (p *Provisioner) readBound(ctx context.Context, c *cluster) error {
 	// keeps a reader that ignores field selectors (a fake) right.
 	sel := boundSelector()
 	in := kube.NewInterner()
-	err := p.Kube.EachPod(ctx, sel, in, func(bp *corev1.Pod) {
+	err := p.Kube.EachPodBorrowed(ctx, sel, in, func(bp *corev1.Pod) {
 		if pods.Finished(bp) {
 			return
 		}
