@@ -380,15 +380,16 @@ func (b *pageBuf) gunzip(r io.Reader, hint int) error {
 		return nil
 	}
 	// The gzip trailer gives the page's size (modulo 4 GB): a buffer too
-	// small for it is made that size at once, with the room readAll
-	// wants left at the end. Grown by half at a time from nothing, the
-	// first page's buffer was copied into each larger one, ~2.5 times
-	// the page, every byte of it memory not touched before (page faults:
-	// a tenth of a 10,000-pod pass's CPU).
+	// small for it is made that size and an eighth at once (so that the
+	// next pages, a little larger or smaller, fit in it too), with the
+	// room readAll wants left at the end. Grown by half at a time from
+	// nothing, the first page's buffer was copied into each larger one,
+	// ~2.5 times the page, every byte of it memory not touched before
+	// (page faults: a tenth of a 10,000-pod pass's CPU).
 	if n := len(b.z); n >= 18 { // a gzip header and trailer
 		size := int(binary.LittleEndian.Uint32(b.z[n-4:]))
-		if need := size + pageGrowth/4 + 1; cap(b.b) < need && size <= 1100*n { // deflate expands at most ~1,032 times
-			b.b = make([]byte, 0, need)
+		if cap(b.b) < size+pageGrowth/4+1 && size <= 1100*n { // deflate expands at most ~1,032 times
+			b.b = make([]byte, 0, size+size/8+pageGrowth/4+1)
 		}
 	}
 	if b.zr == nil {
