@@ -468,6 +468,8 @@ func BenchmarkPodPage(b *testing.B) {
 		return l.Continue, nil
 	}, func(page []byte, f func(*corev1.Pod)) (string, error) {
 		return kube.PodPage(page, kube.NewInterner(), f)
+	}, func(page []byte, f func(*corev1.Pod)) (string, error) {
+		return kube.PodPageBorrowed(page, kube.NewInterner(), f)
 	})
 }
 
