@@ -11,6 +11,16 @@ func PodPage(body []byte, in *Interner, f func(*corev1.Pod)) (string, error) {
 	return cont, podPage(body, list, "", &podReader{in: in}, f)
 }
 
+// PodPageBorrowed is PodPage decoding every pod into one struct
+// (EachPodBorrowed).
+func PodPageBorrowed(body []byte, in *Interner, f func(*corev1.Pod)) (string, error) {
+	list, cont, err := pageContinue(body, podListing.kind)
+	if err != nil {
+		return "", err
+	}
+	return cont, podPage(body, list, "", &podReader{in: in, reuse: new(corev1.Pod)}, f)
+}
+
 // FilterPod is filterPod, for tests of what it drops.
 func FilterPod(dst, pod []byte) ([]byte, error) { return filterPod(dst, pod) }
 

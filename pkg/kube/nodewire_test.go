@@ -291,11 +291,13 @@ func BenchmarkNodePage(b *testing.B) {
 
 // benchPage encodes list (one full page, continued) in protobuf as the
 // API server sends it, and benchmarks reading it with the typed decoder
-// and reducer (typed) beside the wire reader (wire).
+// and reducer (typed) beside the wire reader (wire) and, for pods, the
+// wire reader decoding every pod into one struct (borrowed:
+// EachPodBorrowed).
 func benchPage[T any](b *testing.B, list interface {
 	runtime.Object
 	SetContinue(string)
-}, typed, wire func(page []byte, f func(*T)) (string, error)) {
+}, typed, wire func(page []byte, f func(*T)) (string, error), borrowed ...func(page []byte, f func(*T)) (string, error)) {
 	list.SetContinue("next-page")
 	var body bytes.Buffer
 	if err := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme).Encode(list, &body); err != nil {
@@ -305,7 +307,13 @@ func benchPage[T any](b *testing.B, list interface {
 	for _, read := range []struct {
 		name string
 		read func(page []byte, f func(*T)) (string, error)
-	}{{"typed", typed}, {"wire", wire}} {
+	}{{"typed", typed}, {"wire", wire}, {"wire-borrowed", nil}} {
+		if read.name == "wire-borrowed" {
+			if len(borrowed) == 0 {
+				continue
+			}
+			read.read = borrowed[0]
+		}
 		b.Run(read.name, func(b *testing.B) {
 			b.SetBytes(int64(len(page)))
 			b.ReportAllocs()

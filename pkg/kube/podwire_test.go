@@ -280,6 +280,22 @@ func TestEachPod_SameAsTypedRead(t *testing.T) {
 			t.Fatal(err)
 		}
 		sameReads(t, fmt.Sprintf("EachPod(%q)", sel), want, got)
+		// EachPodBorrowed hands each pod in one struct: a copy of each
+		// is the pod EachPod and the typed read give.
+		borrowed, handed := map[string]*corev1.Pod{}, map[*corev1.Pod]bool{}
+		if err := c.EachPodBorrowed(context.Background(), sel, kube.NewInterner(), func(p *corev1.Pod) {
+			handed[p] = true
+			if p.Namespace == ns {
+				cp := *p
+				borrowed[p.Name] = &cp
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		sameReads(t, fmt.Sprintf("EachPodBorrowed(%q), copied", sel), want, borrowed)
+		if len(handed) != 1 {
+			t.Errorf("EachPodBorrowed(%q) handed %d structs, want one for every pod", sel, len(handed))
+		}
 	}
 
 	var ct string
@@ -452,6 +468,8 @@ func BenchmarkPodPage(b *testing.B) {
 		return l.Continue, nil
 	}, func(page []byte, f func(*corev1.Pod)) (string, error) {
 		return kube.PodPage(page, kube.NewInterner(), f)
+	}, func(page []byte, f func(*corev1.Pod)) (string, error) {
+		return kube.PodPageBorrowed(page, kube.NewInterner(), f)
 	})
 }
 
@@ -588,4 +606,78 @@ func TestPodPage_ReplicasShareWhatTheyHaveInCommon(t *testing.T) {
 			t.Errorf("pod %d differs from the whole pod reduced (- whole, + read):\n%s", i, diff.Diff(want, p))
 		}
 	}
+}
+
+// seeing wraps a transport, naming it (so EachPod sees through to
+// client-go's transport), and counts the pod lists asked for gzip'd by
+// the caller and answered gzip'd.
+type seeing struct {
+	next           http.RoundTripper
+	asked, gzipped atomic.Int32
+}
+
+func (s *seeing) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := s.next.RoundTrip(r)
+	if err == nil && strings.HasSuffix(r.URL.Path, "/pods") && r.Header.Get("Accept-Encoding") == "gzip" {
+		s.asked.Add(1)
+		if resp.Header.Get("Content-Encoding") == "gzip" {
+			s.gzipped.Add(1)
+		}
+	}
+	return resp, err
+}
+
+func (s *seeing) WrappedRoundTripper() http.RoundTripper { return s.next }
+
+// TestEachPod_GunzipsPagesItself checks on the API server that EachPod
+// asks for a page large enough to be gzip'd (the API server gzips
+// responses past 128 KB) gzip'd itself, gunzips it, and reads the same
+// pods as the typed read.
+func TestEachPod_GunzipsPagesItself(t *testing.T) {
+	env := testenv.Kube(t)
+	ctx := context.Background()
+	ns, err := env.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "podwire-gzip-"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := env.Client.CoreV1().Pods(ns.Name)
+	t.Cleanup(func() { // the API server is the package's: later tests list every pod
+		zero := int64(0)
+		_ = pods.DeleteCollection(context.Background(), metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+	})
+	for j := range 80 {
+		p := scale.AppPod(j, wireNode)
+		p.Namespace = ns.Name
+		created, err := pods.Create(ctx, p, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		created.Status = scale.Running(created)
+		if _, err := pods.UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := rest.CopyConfig(env.Config)
+	s := &seeing{}
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { s.next = rt; return s })
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]*corev1.Pod{}
+	if err := kube.New(cs).EachPod(ctx, "", kube.NewInterner(), func(p *corev1.Pod) {
+		if p.Namespace == ns.Name {
+			got[p.Name] = p
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if s.asked.Load() == 0 || s.gzipped.Load() == 0 {
+		t.Fatalf("%d pod lists asked for gzip'd by EachPod, %d answered gzip'd: want both", s.asked.Load(), s.gzipped.Load())
+	}
+	want := typedRead(t, env.Client, ns.Name, "")
+	if len(want) != 80 {
+		t.Fatalf("the typed read has %d pods, want 80", len(want))
+	}
+	sameReads(t, "EachPod, gzip'd", want, got)
 }

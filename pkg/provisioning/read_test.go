@@ -2,6 +2,7 @@ package provisioning
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"testing"
 	"time"
@@ -229,6 +230,73 @@ func TestReadForPlanning_CSINodeLimitsWithTheVolumes(t *testing.T) {
 			got := p.simulatorNodes(c)[0].VolumeLimits
 			if !maps.Equal(got, tc.want) {
 				t.Errorf("node n1 limits %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// awaitingLauncher's read of the instances ends only once the bound
+// pods have been listed (or, if they are not, after a while, with an
+// error), or with failure's error.
+type awaitingLauncher struct {
+	instancesOnly
+	a       *apiServer
+	failure error
+}
+
+func (l awaitingLauncher) Instances(ctx context.Context) ([]launch.Instance, error) {
+	if l.failure != nil {
+		return nil, l.failure
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !l.a.listed("pods", boundNodeSelector) {
+		if time.Now().After(deadline) {
+			return nil, errors.New("the bound pods were not listed while EC2's read went on")
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return l.instancesOnly, nil
+}
+
+// TestRead_BoundPodsWhileEC2IsReadWhenAPodIsPlannedOntoNone: a pending
+// pod planned onto no instance needs the bound pods whatever EC2's read
+// says, so their read starts while EC2's goes on, not after it; a
+// failed EC2 read fails the pass.
+func TestRead_BoundPodsWhileEC2IsReadWhenAPodIsPlannedOntoNone(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name    string
+		failure error
+	}{
+		{"EC2 read", nil},
+		{"EC2 read fails", errors.New("DescribeInstances refused by the test")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newAPIServer(t)
+			a.node(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Spec: corev1.NodeSpec{ProviderID: "aws:///a/i-1"}})
+			a.pod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: corev1.PodSpec{NodeName: "n1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}})
+			a.pod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "burst", Namespace: "default"},
+				Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}}})
+			p := &Provisioner{
+				Kube: a.Kube, Launcher: awaitingLauncher{instancesOnly{{ID: "i-1"}}, a, tc.failure}, Clock: clocktesting.NewFakePassiveClock(now),
+				Specs: func(context.Context) (*model.Spec, error) { return &model.Spec{}, nil },
+			}
+			c, err := p.read(context.Background())
+			if tc.failure != nil {
+				if !errors.Is(err, tc.failure) {
+					t.Fatalf("read: %v, want EC2's error", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(c.todo) != 1 || len(c.compact["n1"]) != 1 || len(c.instances) != 1 {
+				t.Fatalf("read %d pods to plan, %d bound on n1, %d instances; want 1 each", len(c.todo), len(c.compact["n1"]), len(c.instances))
 			}
 		})
 	}

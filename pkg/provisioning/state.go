@@ -79,7 +79,9 @@ func (c *cluster) asMoving(pod *corev1.Pod) *corev1.Pod {
 // own revision after the pass began (kube.EachPod): a pod that was bound
 // before the pass is counted; one bound or deleted during it may or may
 // not be, as with one list. The bound pods, by far the largest read, are read
-// only when the pass has something to plan (needsBound).
+// only when the pass has something to plan (needsBound); when a pending
+// pod is planned onto no instance, that is known before EC2's read ends,
+// and their read starts then (after the nodes', as always).
 func (p *Provisioner) read(ctx context.Context) (*cluster, error) {
 	c := &cluster{bound: map[string][]*corev1.Pod{}, compact: map[string][]scheduling.BoundPod{}, planned: map[string][]*corev1.Pod{}}
 	var err error
@@ -94,6 +96,26 @@ func (p *Provisioner) read(ctx context.Context) (*cluster, error) {
 	}()
 	if c.nodes, err = p.Kube.Nodes(ctx); err == nil {
 		c.pending, err = p.Kube.PendingPods(ctx)
+	}
+	// A pending pod planned onto no instance is a pod to plan whatever
+	// EC2's read says, so the bound pods are needed: their read starts
+	// now, while EC2's goes on (at 5,000 instances, reading and decoding
+	// DescribeInstances' pages outlasts the nodes' read), rather than
+	// after it.
+	var boundErr error
+	var boundDone chan struct{}
+	if err == nil && anyUnplanned(c.pending) {
+		bctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		boundDone = make(chan struct{})
+		go func() {
+			defer close(boundDone)
+			boundErr = p.readBound(bctx, c)
+		}()
+		defer func() {
+			cancel()
+			<-boundDone
+		}()
 	}
 	<-instDone
 	if instErr != nil {
@@ -113,7 +135,12 @@ func (p *Provisioner) read(ctx context.Context) (*cluster, error) {
 		}
 		c.todo = append(c.todo, pod)
 	}
-	if p.needsBound(c) {
+	if boundDone != nil {
+		<-boundDone
+		if boundErr != nil {
+			return nil, boundErr
+		}
+	} else if p.needsBound(c) {
 		if err := p.readBound(ctx, c); err != nil {
 			return nil, err
 		}
@@ -123,6 +150,16 @@ func (p *Provisioner) read(ctx context.Context) (*cluster, error) {
 		c.retireNodes(p.retiring.Nodes, live)
 	}
 	return c, nil
+}
+
+// anyUnplanned says whether a pending pod is planned onto no instance.
+func anyUnplanned(pending []*corev1.Pod) bool {
+	for _, pod := range pending {
+		if pods.PlannedInstance(pod) == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // needsBound says whether the pass must read the bound pods: when there
@@ -166,7 +203,7 @@ func (p *Provisioner) readBound(ctx context.Context, c *cluster) error {
 	// keeps a reader that ignores field selectors (a fake) right.
 	sel := boundSelector()
 	in := kube.NewInterner()
-	err := p.Kube.EachPod(ctx, sel, in, func(bp *corev1.Pod) {
+	err := p.Kube.EachPodBorrowed(ctx, sel, in, func(bp *corev1.Pod) {
 		if pods.Finished(bp) {
 			return
 		}

@@ -305,7 +305,7 @@ func (r *Reaper) readPods(ctx context.Context, nodes []*corev1.Node, planned map
 	// selectors (a fake) right. A finished pod planned onto an instance
 	// will never run there, so it does not keep the instance's node from
 	// being empty.
-	err := r.Kube.EachPod(ctx, unfinishedSelector, in, func(p *corev1.Pod) {
+	err := r.Kube.EachPodBorrowed(ctx, unfinishedSelector, in, func(p *corev1.Pod) {
 		if pods.Finished(p) {
 			return
 		}
@@ -350,7 +350,7 @@ func (r *Reaper) podsOn(ctx context.Context, node string) ([]*corev1.Pod, error)
 	var out []*corev1.Pod
 	in := kube.NewInterner()
 	sel := fields.OneTermEqualSelector("spec.nodeName", node).String()
-	err := r.Kube.EachPod(ctx, sel, in, func(p *corev1.Pod) {
+	err := r.Kube.EachPodBorrowed(ctx, sel, in, func(p *corev1.Pod) {
 		if p.Spec.NodeName != node {
 			return
 		}
@@ -375,7 +375,7 @@ func (r *Reaper) decide(ctx context.Context, snap disruption.Snapshot, nodes []*
 				r.Log.Warn("release lease", "error", err.Error())
 			}
 		}()
-		snap.Unavailable = unavailableOn(held, snap.Now, r.Log)
+		snap.Unavailable = unavailableOn(held.Annotations()[provisioning.AnnotationUnavailable], snap.Now, r.Log)
 	}
 	plan := disruption.Decide(snap)
 	var errs []error

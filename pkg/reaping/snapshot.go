@@ -10,7 +10,6 @@ import (
 
 	"github.com/joist-dev/joist/pkg/catalog"
 	"github.com/joist-dev/joist/pkg/disruption"
-	"github.com/joist-dev/joist/pkg/kube"
 	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/provisioning"
 	"github.com/joist-dev/joist/pkg/scheduling/fromcatalog"
@@ -57,18 +56,24 @@ func anyUnderutilized(pools []*model.Pool) bool {
 	return false
 }
 
-// unavailableOn is what the provisioner keeps on the decider Lease: the
-// offerings recently out of capacity, which a consolidation must not
-// price a replacement on (nil when there are none or they cannot be
-// read).
-func unavailableOn(held *kube.Held, now time.Time, log *slog.Logger) func(instanceType, zone, capacityType string) bool {
-	enc := held.Annotations()[provisioning.AnnotationUnavailable]
+// unavailableOn is what the provisioner keeps on the decider Lease
+// (enc, its unavailable-offerings annotation): the offerings recently out
+// of capacity, which a consolidation must not price a replacement on. It
+// is nil when none is marked at now (none, only expired marks, or marks
+// that cannot be read), so consolidation's solves reuse the pool types
+// and option lists kept with the prepared catalog, as the provisioner's
+// do (provisioning's solveUnavailable): a solve told of any offering
+// prepares its own.
+func unavailableOn(enc string, now time.Time, log *slog.Logger) func(instanceType, zone, capacityType string) bool {
 	if enc == "" {
 		return nil
 	}
 	u, err := catalog.DecodeUnavailable(enc)
 	if err != nil {
 		log.Warn("ignoring unreadable unavailable-offerings annotation", "error", err.Error())
+		return nil
+	}
+	if len(u.Keys(now)) == 0 {
 		return nil
 	}
 	return func(t, z, ct string) bool { return u.IsUnavailable(now, t, z, ct) }
