@@ -105,7 +105,8 @@ type solver struct {
 	minGen       uint32
 	minFellGen   uint32 // the last minGen at which some dimension fell
 	pmin         *pendMin
-	gidx         *growIdx // growidx.go, while packing
+	gidx         *growIdx              // growidx.go, while packing
+	bounds       map[uint64]*boundMemo // growBound's answers by node shape (shapememo.go)
 	existingBins []*bin
 	portSetsMemo *portSets // portSets'
 	paidBuf      paidCands // fillPaid's candidates (scratch)
