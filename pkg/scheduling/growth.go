@@ -241,8 +241,7 @@ func (s *solver) upgradeValue(l *level, b *bin, cp *classPool, want int) (growth
 	// changes with every placement.
 	eff := math.Inf(1)
 	if c.dp > 1e-12 {
-		v, _ := s.usefulValue(l, want, b.pool.types[typ].net, b.used)
-		cur, _ := s.usefulValue(l, want, b.pool.types[b.typ].net, b.used)
+		v, cur := s.usefulPair(l, want, b.pool.types[typ].net, b.pool.types[b.typ].net, b.used)
 		eff = (v - cur) / c.dp
 	}
 	return growth{b: b, ps: b.pool, typ: typ, eff: eff, dp: c.dp}, true
