@@ -97,3 +97,12 @@ func DrainTargets(in Input) (walked, listed [][]int) {
 	}
 	return walked, listed
 }
+
+// SetUpgradeMemo turns upgradeFor's answers kept by node contents
+// (upgradeMemo) on or off, for the test that plans are the same either
+// way.
+func SetUpgradeMemo(on bool) { upMemoOff = !on }
+
+// SetBoundMemo turns growBound's answers kept by node shape on or off,
+// for the test that plans are the same either way.
+func SetBoundMemo(on bool) { boundMemoOff = !on }

@@ -170,6 +170,31 @@ func (s *solver) growBound(b *bin, minReq vec) float64 {
 	if b.node != nil || len(b.entries) == 0 || b.typ < 0 {
 		return math.Inf(-1)
 	}
+	if boundMemoOff {
+		return s.growBoundOf(b, minReq)
+	}
+	h := shapeHash(b, s.unitPrice)
+	for _, v := range minReq {
+		h = (h ^ uint64(v)) * fnvPrime
+	}
+	if m := s.bounds[h]; m != nil && slices.Equal(m.min, minReq) && m.shape.matches(b, s.unitPrice) {
+		return m.ub
+	}
+	ub := s.growBoundOf(b, minReq)
+	if s.bounds == nil {
+		s.bounds = map[uint64]*boundMemo{}
+	}
+	if _, taken := s.bounds[h]; !taken {
+		s.bounds[h] = &boundMemo{shape: shapeOf(b, s.unitPrice), min: minReq.clone(), ub: ub}
+	}
+	return ub
+}
+
+// boundMemoOff makes growBound compute every bound (tests compare).
+var boundMemoOff bool
+
+// growBoundOf is growBound computed.
+func (s *solver) growBoundOf(b *bin, minReq vec) float64 {
 	ps := b.pool
 	curValue := ps.values[b.typ]
 	need := b.used.clone()

@@ -133,7 +133,11 @@ func (c *upCache) holds(ver uint32, cap float64) bool {
 // undone and the bin takes its version back (restoreShape). Answers
 // under a price cap have two slots of their own (capped), so that a
 // split does not overwrite the others.
-type upCaches struct{ e, capped [][2]upCache }
+type upCaches struct {
+	e, capped [][2]upCache
+	// memo are upgradeFor's answers by node shape (shapememo.go).
+	memo map[uint64]*upMemo
+}
 
 // slotsFor is the pair of slots of bin id in e, grown as needed (to the
 // solve's bins at once: a search asks them in id order).
@@ -225,11 +229,8 @@ func (s *solver) upgradeValue(l *level, b *bin, cp *classPool, want int) (growth
 	// A limited pool's answer also depends on the other nodes' sizes: no
 	// caching there.
 	if !c.holds(b.ver, cp0) || b.pool.hasLimits {
-		g, ok := s.upgradeFor(l, b, cp)
-		*c = upCache{ver: b.ver, code: 1, cap: s.priceCap}
-		if ok {
-			c.code, c.dp = int32(g.typ)+2, g.dp
-		}
+		code, dp := s.upgradeMemo(l, b, cp)
+		*c = upCache{ver: b.ver, code: code, dp: dp, cap: s.priceCap}
 	}
 	if c.code == 1 {
 		return growth{}, false
@@ -240,8 +241,7 @@ func (s *solver) upgradeValue(l *level, b *bin, cp *classPool, want int) (growth
 	// changes with every placement.
 	eff := math.Inf(1)
 	if c.dp > 1e-12 {
-		v, _ := s.usefulValue(l, want, b.pool.types[typ].net, b.used)
-		cur, _ := s.usefulValue(l, want, b.pool.types[b.typ].net, b.used)
+		v, cur := s.usefulPair(l, want, b.pool.types[typ].net, b.pool.types[b.typ].net, b.used)
 		eff = (v - cur) / c.dp
 	}
 	return growth{b: b, ps: b.pool, typ: typ, eff: eff, dp: c.dp}, true
@@ -274,12 +274,14 @@ func (s *solver) upgradeFor(l *level, b *bin, cp *classPool) (growth, bool) {
 	need.add(l.cls.req)
 	curValue := s.valueOf(cur.net)
 	best, bestEff, bestDp := -1, 0.0, 0.0
+	// Every type's price within the masks, made once per solve.
+	prices := s.pricesFor(ps, zm, cm)
 	for _, i := range s.searchList(b, cp) {
 		t := ps.types[i]
 		if need[dimCPU] > t.net[dimCPU] || need[dimMemory] > t.net[dimMemory] || !need.le(t.net) || !b.types.has(i) || !cp.types.has(i) || t.zoneMask&zm == 0 || t.ctMask&cm == 0 {
 			continue
 		}
-		o, ok := t.price(zm, cm)
+		o, ok := prices[i].o, prices[i].ok
 		if !ok || (s.priceCap > 0 && o.price >= s.priceCap) {
 			continue
 		}

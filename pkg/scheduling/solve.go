@@ -105,7 +105,8 @@ type solver struct {
 	minGen       uint32
 	minFellGen   uint32 // the last minGen at which some dimension fell
 	pmin         *pendMin
-	gidx         *growIdx // growidx.go, while packing
+	gidx         *growIdx              // growidx.go, while packing
+	bounds       map[uint64]*boundMemo // growBound's answers by node shape (shapememo.go)
 	existingBins []*bin
 	portSetsMemo *portSets // portSets'
 	paidBuf      paidCands // fillPaid's candidates (scratch)
@@ -476,6 +477,38 @@ func (s *solver) usefulValue(l *level, want int, net, used vec) (v float64, capp
 	}
 	v += room
 	return v, capped
+}
+
+// usefulPair is usefulValue of a node holding used at allocatables a
+// and b (an upgrade's new type and its current one) in one pass: the
+// other pending pods' worth and the per-node cap are the same for both.
+// Each sum adds the same terms in the same order as usefulValue's, so
+// the values are usefulValue's to the bit.
+func (s *solver) usefulPair(l *level, want int, a, b, used vec) (va, vb float64) {
+	c := l.cls
+	ka, kb := maxCopies(used, c.req, a), maxCopies(used, c.req, b)
+	ka, kb = min(ka, want), min(kb, want)
+	if pn := s.perNode(l); ka > pn || kb > pn {
+		ka, kb = min(ka, pn), min(kb, pn)
+	}
+	va, vb = float64(ka)*c.value, float64(kb)*c.value
+	var roomA, roomB, other float64
+	for i, price := range s.unitPrice {
+		if price == 0 {
+			continue
+		}
+		u := used[i]
+		if r := a[i] - int64(ka)*c.req[i] - u; r > 0 {
+			roomA += price * float64(r)
+		}
+		if r := b[i] - int64(kb)*c.req[i] - u; r > 0 {
+			roomB += price * float64(r)
+		}
+		if o := s.pending[i] - int64(want)*c.req[i]; o > 0 {
+			other += price * float64(o)
+		}
+	}
+	return va + min(roomA, other), vb + min(roomB, other)
 }
 
 // perNode is how many pods of a level one node may hold by its own
