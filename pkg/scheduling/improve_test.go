@@ -32,6 +32,15 @@ func TestOpenCacheSamePlans(t *testing.T) {
 	samePlans(t, "open states kept", scheduling.SetOpenCache)
 }
 
+// TestLiveEmptySamePlans: the new nodes the local search emptied (kept
+// in the solver's bins, without pods) are left out of the live list the
+// growth and paid-room searches scan, which skip them anyway, so every
+// plan is the one keeping them there makes. Leaving out a node that
+// still holds pods would make plans differ.
+func TestLiveEmptySamePlans(t *testing.T) {
+	samePlans(t, "empty new nodes left out of the live list", scheduling.SetLiveEmpty)
+}
+
 // TestRebuildBoundSamePlans: a rebuild stopped once its new nodes' price
 // floor reaches the price before it would not have been kept, so every
 // plan is the one packing every rebuild to the end makes. A floor that
