@@ -102,3 +102,9 @@ func DrainTargets(in Input) (walked, listed [][]int) {
 // (on) or keeps them there (off), for the test that plans are the same
 // either way.
 func SetLiveEmpty(on bool) { liveEmptyKept = !on }
+
+// SetWorkMin makes a rebuild without the growth index take the smallest
+// request of its work still to place as the pending minimum (on), or the
+// request of the class it places (off), for the test that plans are the
+// same either way.
+func SetWorkMin(on bool) { workMinOff = !on }

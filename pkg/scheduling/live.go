@@ -26,20 +26,28 @@ type openState struct {
 func (s *solver) noteShrink() { s.liveStale = true }
 
 // setMinPending sets the minimum pending request from the classes with
-// pods left (pendmin.go) and the level being placed (whose class may be
-// one the local search put back).
+// pods left (pendmin.go), the level being placed (whose class may be
+// one the local search put back) and, while a rebuild places its work
+// without the growth index, the work still to place (workMin).
 func (s *solver) setMinPending(l *level) {
 	root := s.pendingMin().root()
+	at := func(i int, v int64) int64 {
+		m := min(v, root[i])
+		if s.workMin != nil {
+			m = min(m, s.workMin[i])
+		}
+		return m
+	}
 	if s.minPending == nil {
 		s.minPending, s.liveStale = s.dims.zero(), true
 		for i, v := range l.cls.req {
-			s.minPending[i] = min(v, root[i])
+			s.minPending[i] = at(i, v)
 		}
 		return
 	}
 	same := true
 	for i, v := range l.cls.req {
-		m := min(v, root[i])
+		m := at(i, v)
 		if m < s.minPending[i] {
 			s.liveStale = true
 		}
@@ -49,7 +57,7 @@ func (s *solver) setMinPending(l *level) {
 	}
 	if !same {
 		for i, v := range l.cls.req {
-			s.minPending[i] = min(v, root[i])
+			s.minPending[i] = at(i, v)
 		}
 		s.minGen++
 		if s.liveStale {
