@@ -209,7 +209,7 @@ func WithDefaultSpread(defaults []corev1.TopologySpreadConstraint, pods []*corev
 		if !defaultSpreadTarget(p) {
 			continue
 		}
-		key := shapeOf(p)
+		key := spreadShapeOf(p)
 		tsc, ok := shared[key]
 		if !ok {
 			if sel := d.selector(p); sel != nil {
@@ -241,7 +241,7 @@ type spreadShape struct {
 	labelsText string
 }
 
-func shapeOf(p *corev1.Pod) spreadShape {
+func spreadShapeOf(p *corev1.Pod) spreadShape {
 	k := spreadShape{namespace: p.Namespace, labelsText: labels.Set(p.Labels).String()}
 	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
 		k.owner, k.ownerKind, k.ownerName = ref.UID, ref.APIVersion+"/"+ref.Kind, ref.Name

@@ -106,3 +106,14 @@ func SetUpgradeMemo(on bool) { upMemoOff = !on }
 // SetBoundMemo turns growBound's answers kept by node shape on or off,
 // for the test that plans are the same either way.
 func SetBoundMemo(on bool) { boundMemoOff = !on }
+
+// SetLiveEmpty leaves new nodes without pods out of the live list
+// (on) or keeps them there (off), for the test that plans are the same
+// either way.
+func SetLiveEmpty(on bool) { liveEmptyKept = !on }
+
+// SetWorkMin makes a rebuild without the growth index take the smallest
+// request of its work still to place as the pending minimum (on), or the
+// request of the class it places (off), for the test that plans are the
+// same either way.
+func SetWorkMin(on bool) { workMinOff = !on }

@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"math"
 	"sort"
 )
 
@@ -196,7 +197,9 @@ type removed struct {
 // placeWork packs a rebuild's pods again, in class order; it tells
 // whether every pod found a place.
 func (s *solver) placeWork(work []removed) bool {
-	for _, w := range work {
+	defer s.setWorkMin(work)()
+	for i, w := range work {
+		s.nextWork(i)
 		if n, _ := s.placeAt(w.l, w.n); n < w.n {
 			s.pending.addScaled(w.l.cls.req, -int64(w.n-n))
 			return false
@@ -204,6 +207,49 @@ func (s *solver) placeWork(work []removed) bool {
 	}
 	return true
 }
+
+// setWorkMin makes the smallest pending request, while a rebuild places
+// work without the growth index, the smallest request of the work still
+// to place (suffix minima by work item; nextWork moves to item i), and
+// returns what ends that. Else every class a rebuild places (its classes
+// are done for the pending minimum, pendmin.go) would make the minimum
+// its own request, which moves at every class: every node's open state
+// (isOpen) was asked again for each, a tenth of many-shapes at 2,000
+// pods. The minimum of what is left only rises, so closed nodes stay
+// closed without asking; a smaller minimum only keeps more nodes in the
+// live list, which the searches check one by one anyway, so the plans
+// are the same (TestWorkMinSamePlans).
+func (s *solver) setWorkMin(work []removed) func() {
+	if workMinOff || s.gidx != nil || len(work) == 0 {
+		return func() {}
+	}
+	d := s.dims.n()
+	buf := s.workMinBuf[:0]
+	for range (len(work) + 1) * d {
+		buf = append(buf, math.MaxInt64)
+	}
+	for i := len(work) - 1; i >= 0; i-- {
+		req, row, next := work[i].l.cls.req, buf[i*d:i*d+d], buf[(i+1)*d:(i+2)*d]
+		for k := range row {
+			row[k] = min(req[k], next[k])
+		}
+	}
+	s.workMinBuf = buf
+	s.workMin = buf[:d:d]
+	return func() { s.workMin = nil }
+}
+
+// nextWork points workMin at the suffix minimum from work item i.
+func (s *solver) nextWork(i int) {
+	if s.workMin != nil {
+		d := len(s.workMin)
+		s.workMin = s.workMinBuf[i*d : i*d+d : i*d+d]
+	}
+}
+
+// workMinOff makes rebuilds leave the pending minimum to the class being
+// placed (tests compare).
+var workMinOff bool
 
 // tryRebuildBy is tryRebuild with the re-packing done by place.
 func (s *solver) tryRebuildBy(group []*bin, place func([]removed) bool) bool {

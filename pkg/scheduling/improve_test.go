@@ -32,6 +32,26 @@ func TestOpenCacheSamePlans(t *testing.T) {
 	samePlans(t, "open states kept", scheduling.SetOpenCache)
 }
 
+// TestLiveEmptySamePlans: the new nodes the local search emptied (kept
+// in the solver's bins, without pods) are left out of the live list the
+// growth and paid-room searches scan, which skip them anyway, so every
+// plan is the one keeping them there makes. Leaving out a node that
+// still holds pods would make plans differ.
+func TestLiveEmptySamePlans(t *testing.T) {
+	samePlans(t, "empty new nodes left out of the live list", scheduling.SetLiveEmpty)
+}
+
+// TestWorkMinSamePlans: a rebuild without the growth index takes the
+// smallest request of its work still to place as the pending minimum
+// (setWorkMin), which keeps more nodes open than the request of the
+// class it places; the searches check each node anyway, so every plan is
+// the one the class's own request makes. A minimum above the request of
+// the class placed would close nodes that could take it, and plans would
+// differ (one no node holds: 17 of the 27 cases).
+func TestWorkMinSamePlans(t *testing.T) {
+	samePlans(t, "the work's smallest request as the pending minimum", scheduling.SetWorkMin)
+}
+
 // TestRebuildBoundSamePlans: a rebuild stopped once its new nodes' price
 // floor reaches the price before it would not have been kept, so every
 // plan is the one packing every rebuild to the end makes. A floor that

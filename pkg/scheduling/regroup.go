@@ -347,8 +347,10 @@ func (s *solver) tryCaps(b *bin) bool {
 // where it is. A pod no capped node takes is placed uncapped.
 func (s *solver) placeFilling(work []removed, ps *poolState, allowed bitset) bool {
 	defer func() { s.priceCap, s.capPool = 0, nil }()
+	defer s.setWorkMin(work)()
 	s.capPool = ps
-	for _, w := range work {
+	for i, w := range work {
+		s.nextWork(i)
 		for k := 0; k < w.n; {
 			var floor float64
 			s.priceCap, floor = s.fillCap(ps, allowed)

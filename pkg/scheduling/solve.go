@@ -74,8 +74,13 @@ type solver struct {
 	// rbBefore, while a rebuild packs, is the new nodes' price before it
 	// (rebuildbound.go); floors their price floors.
 	rbBefore float64
-	floors   floorCache
-	pools    []*poolState
+	// workMin, while a rebuild places work without the growth index, is
+	// the smallest request of the work left (setWorkMin), a row of
+	// workMinBuf.
+	workMin    vec
+	workMinBuf []int64
+	floors     floorCache
+	pools      []*poolState
 	// anyPreferNoSchedule enables the last relaxation step.
 	anyPreferNoSchedule bool
 
