@@ -170,7 +170,7 @@ func (s *solver) growBound(b *bin, minReq vec) float64 {
 	if b.node != nil || len(b.entries) == 0 || b.typ < 0 {
 		return math.Inf(-1)
 	}
-	if boundMemoOff {
+	if boundMemoOff || !s.boundStats.serves() {
 		return s.growBoundOf(b, minReq)
 	}
 	h := shapeHash(b, s.unitPrice)
@@ -178,8 +178,10 @@ func (s *solver) growBound(b *bin, minReq vec) float64 {
 		h = (h ^ uint64(v)) * fnvPrime
 	}
 	if m := s.bounds[h]; m != nil && slices.Equal(m.min, minReq) && m.shape.matches(b, s.unitPrice) {
+		s.boundStats.hits++
 		return m.ub
 	}
+	s.boundStats.misses++
 	ub := s.growBoundOf(b, minReq)
 	if s.bounds == nil {
 		s.bounds = map[uint64]*boundMemo{}

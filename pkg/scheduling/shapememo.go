@@ -96,11 +96,17 @@ func (s *solver) upMemoKey(b *bin, cp *classPool) (h uint64, ok bool) {
 // upgradeMemo is upgradeFor's answer for b as code and dp (upCache's),
 // kept by node shape for the level's caches.
 func (s *solver) upgradeMemo(l *level, b *bin, cp *classPool) (code int32, dp float64) {
-	h, ok := s.upMemoKey(b, cp)
+	var h uint64
+	ok := s.upStats.serves()
+	if ok {
+		h, ok = s.upMemoKey(b, cp)
+	}
 	if ok {
 		if m := l.up.memo[h]; m != nil && m.cap == s.priceCap && (cp.custom == nil || m.custom == b.custom) && m.shape.matches(b, s.unitPrice) {
+			s.upStats.hits++
 			return m.code, m.dp
 		}
+		s.upStats.misses++
 	}
 	code = 1
 	if g, found := s.upgradeFor(l, b, cp); found {
@@ -131,4 +137,23 @@ type boundMemo struct {
 	shape nodeShape
 	min   vec
 	ub    float64
+}
+
+// memoStats says whether a memo by node shape still pays. Keeping an
+// answer costs a hash, a copy of the node's shape and a map entry, more
+// than upgradeFor or growBound itself on most nodes, and pays only when
+// the same shapes come back (the local search's rebuilds on web-six and
+// gpu). Where they do not (many-shapes at 50,000 pods: hundreds of
+// large nodes whose contents rarely repeat, the memo's upkeep was two
+// thirds of its extra second), the memo stops being asked once it has
+// missed memoTrial times and hit fewer times than a quarter of its
+// misses (counted over the whole solve: one count per class level
+// would pay the trial once per class, and many-shapes has thousands). Plans are the same either way: an answer is exact or not
+// used.
+type memoStats struct{ hits, misses int }
+
+const memoTrial = 256
+
+func (m *memoStats) serves() bool {
+	return m.misses < memoTrial || 4*m.hits >= m.misses
 }

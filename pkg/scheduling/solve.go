@@ -112,6 +112,8 @@ type solver struct {
 	pmin         *pendMin
 	gidx         *growIdx              // growidx.go, while packing
 	bounds       map[uint64]*boundMemo // growBound's answers by node shape (shapememo.go)
+	boundStats   memoStats             // how bounds has served
+	upStats      memoStats             // how the levels' upgrade memos have served
 	existingBins []*bin
 	portSetsMemo *portSets // portSets'
 	paidBuf      paidCands // fillPaid's candidates (scratch)
