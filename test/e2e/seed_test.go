@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -85,25 +86,30 @@ func TestE2E_SeedServiceScaleUp(t *testing.T) {
 		t.Errorf("node %s providerID %q does not name instance %s", node.Name, node.Spec.ProviderID, service[0])
 	}
 	// What happened is visible where an operator looks: kubectl describe.
-	evs, err := g.Kube.Client.CoreV1().Events("seed").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reasons := map[string]map[string]bool{}
-	for _, e := range evs.Items {
-		if e.Source.Component != "joist" {
-			continue
+	// A pod's Bound event is written after its binding, so the pods being
+	// bound does not mean the event is there yet: wait for it.
+	eventually(t, 30*time.Second, "each pod's Nominated and Bound events", func() (bool, error) {
+		evs, err := g.Kube.Client.CoreV1().Events("seed").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
 		}
-		if reasons[e.InvolvedObject.Name] == nil {
-			reasons[e.InvolvedObject.Name] = map[string]bool{}
+		reasons := map[string]map[string]bool{}
+		for _, e := range evs.Items {
+			if e.Source.Component != "joist" {
+				continue
+			}
+			if reasons[e.InvolvedObject.Name] == nil {
+				reasons[e.InvolvedObject.Name] = map[string]bool{}
+			}
+			reasons[e.InvolvedObject.Name][e.Reason] = true
 		}
-		reasons[e.InvolvedObject.Name][e.Reason] = true
-	}
-	for _, p := range pending {
-		if !reasons[p.Name]["Nominated"] || !reasons[p.Name]["Bound"] {
-			t.Errorf("pod %s has Joist events %v, want Nominated and Bound", p.Name, reasons[p.Name])
+		for _, p := range pending {
+			if !reasons[p.Name]["Nominated"] || !reasons[p.Name]["Bound"] {
+				return false, fmt.Errorf("pod %s has Joist events %v, want Nominated and Bound", p.Name, reasons[p.Name])
+			}
 		}
-	}
+		return true, nil
+	})
 	nodeEvs, err := g.Kube.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=Node,reason=Launched"})
 	if err != nil {
 		t.Fatal(err)
