@@ -51,3 +51,13 @@ func SplitByNamespace(lists, streams int) (restore func()) {
 	namespaceLists, namespaceStreams = lists, streams
 	return func() { namespaceLists, namespaceStreams = l, s }
 }
+
+// BoundPage is podPage as EachBoundPod reads a page, for tests of one
+// page's reading.
+func BoundPage(body []byte, in *Interner, read BoundRead, whole func(*corev1.Pod)) (string, error) {
+	list, cont, err := pageContinue(body, podListing.kind)
+	if err != nil {
+		return "", err
+	}
+	return cont, podPage(body, list, "", &podReader{in: in, reuse: new(corev1.Pod), bound: &read}, whole)
+}

@@ -170,6 +170,13 @@ func podPage(body, list []byte, skip string, r *podReader, f func(*corev1.Pod)) 
 				continue
 			}
 		}
+		if r.bound != nil {
+			if ok, err := r.boundPod(it.value); err != nil {
+				return err
+			} else if ok {
+				continue
+			}
+		}
 		p, err := r.pod(it.value)
 		if err != nil {
 			return err
@@ -240,6 +247,10 @@ type podReader struct {
 	// reuse, when not nil, is the pod every pod is decoded into
 	// (EachPodBorrowed).
 	reuse *corev1.Pod
+	// bound, when not nil, takes the pods that can be read as a
+	// scheduling.BoundPod (EachBoundPod); key is its scratch space.
+	bound *BoundRead
+	key   []byte
 }
 
 // pod decodes one encoded pod, reduced.

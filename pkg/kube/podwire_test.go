@@ -433,6 +433,29 @@ func TestFilterPod_DropsOnlyWhatReducePodDrops(t *testing.T) {
 // fields), reduced: the typed decoding (as client-go's typed list decodes
 // a page) against the filtering one.
 func BenchmarkPodPage(b *testing.B) {
+	list := benchPodList(b)
+	benchPage(b, list, func(page []byte, f func(*corev1.Pod)) (string, error) {
+		var l corev1.PodList
+		if _, _, err := scheme.Codecs.UniversalDeserializer().Decode(page, nil, &l); err != nil {
+			return "", err
+		}
+		in := kube.NewInterner()
+		for i := range l.Items {
+			kube.ReducePod(&l.Items[i], in)
+			f(&l.Items[i])
+		}
+		return l.Continue, nil
+	}, func(page []byte, f func(*corev1.Pod)) (string, error) {
+		return kube.PodPage(page, kube.NewInterner(), f)
+	}, func(page []byte, f func(*corev1.Pod)) (string, error) {
+		return kube.PodPageBorrowed(page, kube.NewInterner(), f)
+	})
+}
+
+// benchPodList is a page of 500 pods of the scale benchmark's shapes (23
+// app replicas to 2 DaemonSet pods, as its nodes carry them; created
+// through the API server, so with its defaults and managed fields).
+func benchPodList(b *testing.B) *corev1.PodList {
 	env := testenv.Kube(b)
 	ns, _ := createShapes(b, env.Client)
 	ctx := context.Background()
@@ -455,22 +478,7 @@ func BenchmarkPodPage(b *testing.B) {
 		p.Spec.NodeName = fmt.Sprintf("ip-10-1-%d-%d.ap-northeast-2.compute.internal", i/25/256, i/25%256)
 		list.Items = append(list.Items, *p)
 	}
-	benchPage(b, list, func(page []byte, f func(*corev1.Pod)) (string, error) {
-		var l corev1.PodList
-		if _, _, err := scheme.Codecs.UniversalDeserializer().Decode(page, nil, &l); err != nil {
-			return "", err
-		}
-		in := kube.NewInterner()
-		for i := range l.Items {
-			kube.ReducePod(&l.Items[i], in)
-			f(&l.Items[i])
-		}
-		return l.Continue, nil
-	}, func(page []byte, f func(*corev1.Pod)) (string, error) {
-		return kube.PodPage(page, kube.NewInterner(), f)
-	}, func(page []byte, f func(*corev1.Pod)) (string, error) {
-		return kube.PodPageBorrowed(page, kube.NewInterner(), f)
-	})
+	return list
 }
 
 // pagedClient is a client of the API server, reading two pods a page,

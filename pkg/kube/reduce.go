@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/joist-dev/joist/pkg/scheduling"
 )
 
 // PageSize is how many objects one list request asks for. A page of
@@ -203,6 +205,9 @@ type Interner struct {
 		labels    map[string]map[string]string
 		terms     map[string]*corev1.PodSpec
 		resources map[string]corev1.ResourceRequirements
+		// bound: a BoundPod's requests and host ports by the encoding
+		// of what they are read from (EachBoundPod).
+		bound map[string]scheduling.BoundPod
 	}
 	// key and keys are scratch space for the keys of the maps above,
 	// kept from one call to the next (a key is copied only when kept).

@@ -185,12 +185,13 @@ func (p *Provisioner) needsBound(c *cluster) bool {
 }
 
 // readBound reads the pods bound to a node that are not finished, by
-// node, page by page, reduced (kube.ReducePod). Each is kept in its
-// compact form (scheduling.BoundPod, ~100 bytes) unless the pass may move
-// it or reads more of it: a pod of a node being retired, one a replacement
-// waits for (pods.AnnotationReplacement), one with pod affinity terms (the
-// simulator and scheduling.ReadsNamespaces read them); those are kept
-// whole, compacted (scheduling.Compact) and copied out of their page.
+// node, page by page (kube.EachBoundPod). Each is kept in its compact form
+// (scheduling.BoundPod, ~100 bytes, most built straight from the wire)
+// unless the pass may move it or reads more of it: a pod of a node being
+// retired, one a replacement waits for (pods.AnnotationReplacement), one
+// with pod affinity terms (the simulator and scheduling.ReadsNamespaces
+// read them); those are read whole, reduced (kube.ReducePod), and kept
+// compacted (scheduling.Compact), copied out of their page.
 func (p *Provisioner) readBound(ctx context.Context, c *cluster) error {
 	retiring := map[string]bool{}
 	if p.retiring != nil {
@@ -203,7 +204,15 @@ func (p *Provisioner) readBound(ctx context.Context, c *cluster) error {
 	// keeps a reader that ignores field selectors (a fake) right.
 	sel := boundSelector()
 	in := kube.NewInterner()
-	err := p.Kube.EachPodBorrowed(ctx, sel, in, func(bp *corev1.Pod) {
+	// Most pods are built as a BoundPod straight from the wire (the same
+	// BoundPod NewBoundPod gives for the pod reduced); the rest, and
+	// every pod the read cannot stand for so, are handed over whole.
+	read := kube.BoundRead{
+		Annotations: []string{pods.AnnotationReplacement},
+		WholeNode:   func(node string) bool { return retiring[node] },
+		Bound:       func(node string, b scheduling.BoundPod) { c.compact[node] = append(c.compact[node], b) },
+	}
+	err := p.Kube.EachBoundPod(ctx, sel, in, read, func(bp *corev1.Pod) {
 		if pods.Finished(bp) {
 			return
 		}
