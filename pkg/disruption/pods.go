@@ -56,6 +56,28 @@ func (n *Node) Add(p *corev1.Pod, shared func(corev1.ResourceList) corev1.Resour
 	n.AddWhole(p, shared)
 }
 
+// WholeAnnotations are the annotations whose pods AddBound cannot be
+// given: what Reschedulable and the do-not-disrupt rule read of a pod
+// beyond a BoundPod, and the replacement a pod waits for (its reader
+// counts it onto that instance).
+var WholeAnnotations = []string{corev1.MirrorPodAnnotationKey, AnnotationDoNotDisrupt, AnnotationDoNotEvict, pods.AnnotationReplacement}
+
+// AddBound is Add for a pod a reader built as a BoundPod without the pod
+// (kube.EachBoundPod): one not finished, not being deleted, without a
+// Node owner, pod (anti-)affinity terms, volume claims or any of
+// WholeAnnotations, and with a DaemonSet owner only if named. Of such a
+// pod Add keeps b, and it needs a new home (Reschedulable) unless a
+// DaemonSet owns it.
+func (n *Node) AddBound(b scheduling.BoundPod) {
+	n.Bound = append(n.Bound, b)
+	if b.DaemonSet == "" {
+		cpu, mem := cpuMem(b.Requests)
+		n.moving.pods++
+		n.moving.cpu += cpu
+		n.moving.mem += mem
+	}
+}
+
 // AddWhole keeps a pod bound to the node whole, compacted
 // (scheduling.Compact) and copied out of the caller's page: for the nodes
 // whose every pod a pass reads (a node waiting for its replacements:

@@ -15,6 +15,7 @@ import (
 
 	"github.com/joist-dev/joist/pkg/kube"
 	"github.com/joist-dev/joist/pkg/model"
+	"github.com/joist-dev/joist/pkg/pods"
 	"github.com/joist-dev/joist/pkg/scheduling"
 )
 
@@ -285,5 +286,61 @@ func BenchmarkPodMemory(b *testing.B) {
 				runtime.KeepAlive(nodes)
 			}
 		})
+	}
+}
+
+// TestAddBound_SameAsAdd checks that a pod meeting AddBound's conditions,
+// given to it as its BoundPod, leaves the node as Add leaves it with the
+// whole pod (pkg/kube's tests check that the BoundPod a reader builds
+// from the wire is NewBoundPod's), on the pods of varied clusters:
+// replicas, DaemonSet pods, standalone ones.
+func TestAddBound_SameAsAdd(t *testing.T) {
+	types := testTypes(t)
+	meets := func(p *corev1.Pod) bool {
+		if p.Spec.NodeName == "" || pods.Finished(p) || p.DeletionTimestamp != nil || readsTerms(p) {
+			return false
+		}
+		for _, a := range WholeAnnotations {
+			if _, ok := p.Annotations[a]; ok {
+				return false
+			}
+		}
+		for _, o := range p.OwnerReferences {
+			if o.Kind == "Node" || o.Kind == "DaemonSet" && o.Name == "" {
+				return false
+			}
+		}
+		return true
+	}
+	checked, daemons := 0, 0
+	for seed := range 20 {
+		c := variedCluster(rand.New(rand.NewSource(int64(2000+seed))), types)
+		for _, n := range c.nodes {
+			in := kube.NewInterner()
+			var whole, bound Node
+			for _, p := range n.Pods {
+				p = p.DeepCopy()
+				p.Spec.NodeName = n.Node.Name
+				if !meets(p) {
+					continue
+				}
+				b, ok := scheduling.NewBoundPod(p, in.ResourceList)
+				if !ok {
+					t.Fatalf("pod %s meets AddBound's conditions, NewBoundPod refuses it", p.Name)
+				}
+				whole.Add(p, in.ResourceList)
+				bound.AddBound(b)
+				checked++
+				if b.DaemonSet != "" {
+					daemons++
+				}
+			}
+			if !reflect.DeepEqual(whole, bound) {
+				t.Fatalf("seed %d node %s: AddBound leaves %+v, Add %+v", seed, n.Node.Name, bound, whole)
+			}
+		}
+	}
+	if checked == 0 || daemons == 0 || daemons == checked {
+		t.Fatalf("%d pods checked, %d of them DaemonSet pods: want both kinds", checked, daemons)
 	}
 }

@@ -27,8 +27,9 @@ import (
 // scheduling.NewBoundPod from those parts decoded. Any pod the walk
 // cannot stand for is decoded whole as EachPodBorrowed decodes it: one
 // with pod affinity or anti-affinity terms, a volume claim, a deletion
-// time, a Node owner, a finished or pending one, one carrying an
-// annotation the reader names, one on a node the reader wants whole.
+// time, a Node owner (or a DaemonSet owner without a name), a finished
+// or pending one, one carrying an annotation the reader names, one on a
+// node the reader wants whole.
 // TestEachBoundPod_SameAsNewBoundPod checks that every pod it builds is
 // the BoundPod the typed read, ReducePod and NewBoundPod give.
 
@@ -215,6 +216,9 @@ func (r *podReader) scanBoundMeta(s *boundScan, meta []byte) (bool, error) {
 			}
 			switch string(kind) {
 			case "DaemonSet":
+				if len(name) == 0 {
+					return false, nil // (invalid) read whole, as its readers see it
+				}
 				s.daemonSet = name
 			case "Node":
 				return false, nil

@@ -35,7 +35,7 @@ func boundExpected(p *corev1.Pod) bool {
 		return false
 	}
 	for _, o := range p.OwnerReferences {
-		if o.Kind == "Node" {
+		if o.Kind == "Node" || o.Kind == "DaemonSet" && o.Name == "" {
 			return false
 		}
 	}
@@ -248,7 +248,7 @@ func generatedPod(rnd *rand.Rand, i int) *corev1.Pod {
 	}
 	switch rnd.Intn(6) {
 	case 0:
-		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: fmt.Sprint("ds-", rnd.Intn(3)), UID: "ds"}}
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: []string{"ds-0", "ds-1", ""}[rnd.Intn(3)], UID: "ds"}}
 	case 1:
 		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: "node-1", UID: "node"}}
 	case 2, 3:

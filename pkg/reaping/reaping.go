@@ -305,7 +305,24 @@ func (r *Reaper) readPods(ctx context.Context, nodes []*corev1.Node, planned map
 	// selectors (a fake) right. A finished pod planned onto an instance
 	// will never run there, so it does not keep the instance's node from
 	// being empty.
-	err := r.Kube.EachPodBorrowed(ctx, unfinishedSelector, in, func(p *corev1.Pod) {
+	nodeOf := func(node string) *disruption.Node {
+		n := onNode[node]
+		if n == nil {
+			n = &disruption.Node{}
+			onNode[node] = n
+		}
+		return n
+	}
+	// Most bound pods are built as a BoundPod straight from the wire
+	// (kube.EachBoundPod: the BoundPod NewBoundPod gives for the pod
+	// reduced), those meeting disruption.Node.AddBound's conditions; the
+	// rest are handed over whole.
+	read := kube.BoundRead{
+		Annotations: disruption.WholeAnnotations,
+		WholeNode:   func(node string) bool { return replacing[node] },
+		Bound:       func(node string, b scheduling.BoundPod) { nodeOf(node).AddBound(b) },
+	}
+	err := r.Kube.EachBoundPod(ctx, unfinishedSelector, in, read, func(p *corev1.Pod) {
 		if pods.Finished(p) {
 			return
 		}
@@ -321,11 +338,7 @@ func (r *Reaper) readPods(ctx context.Context, nodes []*corev1.Node, planned map
 		if id := pods.ReplacementInstance(p); id != "" && disruption.Reschedulable(p) {
 			planned[id]++
 		}
-		n := onNode[node]
-		if n == nil {
-			n = &disruption.Node{}
-			onNode[node] = n
-		}
+		n := nodeOf(node)
 		if replacing[node] {
 			n.AddWhole(p, in.ResourceList)
 		} else {
