@@ -117,3 +117,8 @@ func SetLiveEmpty(on bool) { liveEmptyKept = !on }
 // request of the class it places (off), for the test that plans are the
 // same either way.
 func SetWorkMin(on bool) { workMinOff = !on }
+
+// SetFitIndex makes upgradeFor and isOpen visit only the frontier types
+// with the CPU and memory asked (on) or scan the whole frontier (off),
+// for the test that plans are the same either way.
+func SetFitIndex(on bool) { fitIndexOff = !on }

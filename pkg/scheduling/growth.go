@@ -276,7 +276,12 @@ func (s *solver) upgradeFor(l *level, b *bin, cp *classPool) (growth, bool) {
 	best, bestEff, bestDp := -1, 0.0, 0.0
 	// Every type's price within the masks, made once per solve.
 	prices := s.pricesFor(ps, zm, cm)
-	for _, i := range s.searchList(b, cp) {
+	list := s.searchList(b, cp)
+	if fi := s.fitFor(ps, list); fi != nil {
+		s.upFit = fi.holding(need, s.upFit[:0])
+		list = s.upFit
+	}
+	for _, i := range list {
 		t := ps.types[i]
 		if need[dimCPU] > t.net[dimCPU] || need[dimMemory] > t.net[dimMemory] || !need.le(t.net) || !b.types.has(i) || !cp.types.has(i) || t.zoneMask&zm == 0 || t.ctMask&cm == 0 {
 			continue

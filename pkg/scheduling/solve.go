@@ -173,6 +173,11 @@ type solver struct {
 	// dsReq are DaemonSets' requests read from their pods
 	// (observeDaemonPods, pools.go).
 	dsReq map[*appsv1.DaemonSet]corev1.ResourceList
+
+	// fits are the pools' frontiers by CPU and memory (fitidx.go), by
+	// pool; upFit is upgradeFor's scratch.
+	fits  []*fitIndex
+	upFit []int
 }
 
 // world indexes zones and capacity types.

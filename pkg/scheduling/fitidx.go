@@ -1,0 +1,114 @@
+package scheduling
+
+import (
+	"math/bits"
+	"slices"
+)
+
+// Types holding a request, by CPU and memory. upgradeFor and isOpen scan
+// a pool's frontier for the types that hold a node's pods and one more
+// (or the smallest pending request), and most of the frontier fails on
+// CPU or memory: at many-shapes with 2,000 pods that first test was two
+// fifths of upgradeFor's time, asked tens of thousands of times per
+// solve. fitIndex keeps, for each CPU amount and each memory amount some
+// frontier type has, the set of frontier positions with at least that
+// much, so a search visits only the types with both, in frontier order:
+// the types it skips are the ones its first test refused, so its answer
+// is the same (TestFitIndexSamePlans).
+
+// fitIndex is one pool's frontier by CPU and memory.
+type fitIndex struct {
+	list []int // the frontier it was made for
+	// cpuVals are the distinct CPU amounts of the frontier's types,
+	// ascending; row k of cpuGE (words per row) is the positions in list
+	// of the types with at least cpuVals[k]. memVals and memGE likewise.
+	cpuVals, memVals []int64
+	cpuGE, memGE     []uint64
+	words            int
+}
+
+// fitIndexOff makes the searches scan the whole frontier (tests compare).
+var fitIndexOff bool
+
+// fitFor is the index of pool ps's frontier, made on first use in a
+// solve; nil when list is not that frontier (a limited pool's or a
+// label-cut search's list of every type).
+func (s *solver) fitFor(ps *poolState, list []int) *fitIndex {
+	if fitIndexOff || len(list) == 0 || len(ps.frontier) == 0 || &list[0] != &ps.frontier[0] || len(list) != len(ps.frontier) {
+		return nil
+	}
+	for len(s.fits) <= ps.idx {
+		s.fits = append(s.fits, nil)
+	}
+	if fi := s.fits[ps.idx]; fi != nil && len(fi.list) == len(list) && &fi.list[0] == &list[0] {
+		return fi
+	}
+	fi := &fitIndex{list: list, words: (len(list) + 63) / 64}
+	fi.cpuVals, fi.cpuGE = fi.rowsBy(ps, dimCPU)
+	fi.memVals, fi.memGE = fi.rowsBy(ps, dimMemory)
+	s.fits[ps.idx] = fi
+	return fi
+}
+
+// rowsBy makes the distinct amounts of dimension d and their rows.
+func (fi *fitIndex) rowsBy(ps *poolState, d int) ([]int64, []uint64) {
+	vals := make([]int64, 0, len(fi.list))
+	for _, i := range fi.list {
+		vals = append(vals, ps.types[i].net[d])
+	}
+	slices.Sort(vals)
+	vals = slices.Compact(vals)
+	rows := make([]uint64, len(vals)*fi.words)
+	for p, i := range fi.list {
+		v := ps.types[i].net[d]
+		// Every amount up to v: the type has at least each of them.
+		for k := 0; k < len(vals) && vals[k] <= v; k++ {
+			rows[k*fi.words+p>>6] |= 1 << uint(p&63)
+		}
+	}
+	return vals, rows
+}
+
+// row is the row of the smallest amount in vals at least v (nil when
+// every amount is below v: no type has that much).
+func (fi *fitIndex) row(vals []int64, rows []uint64, v int64) []uint64 {
+	k, _ := slices.BinarySearch(vals, v)
+	if k == len(vals) {
+		return nil
+	}
+	return rows[k*fi.words : (k+1)*fi.words]
+}
+
+// holding appends to out, in frontier order, the types with CPU and
+// memory at least need's.
+func (fi *fitIndex) holding(need vec, out []int) []int {
+	cr := fi.row(fi.cpuVals, fi.cpuGE, need[dimCPU])
+	mr := fi.row(fi.memVals, fi.memGE, need[dimMemory])
+	if cr == nil || mr == nil {
+		return out
+	}
+	for w := range cr {
+		for x := cr[w] & mr[w]; x != 0; x &= x - 1 {
+			out = append(out, fi.list[w<<6+bits.TrailingZeros64(x)])
+		}
+	}
+	return out
+}
+
+// firstHolding is isOpen's search: the first type in frontier order
+// that b may be and that holds need.
+func (fi *fitIndex) firstHolding(ps *poolState, b *bin, need vec) (bool, int32) {
+	cr := fi.row(fi.cpuVals, fi.cpuGE, need[dimCPU])
+	mr := fi.row(fi.memVals, fi.memGE, need[dimMemory])
+	if cr == nil || mr == nil {
+		return false, -1
+	}
+	for w := range cr {
+		for x := cr[w] & mr[w]; x != 0; x &= x - 1 {
+			if i := fi.list[w<<6+bits.TrailingZeros64(x)]; b.types.has(i) && need.le(ps.types[i].net) {
+				return true, int32(i)
+			}
+		}
+	}
+	return false, -1
+}
