@@ -122,3 +122,8 @@ func SetWorkMin(on bool) { workMinOff = !on }
 // with the CPU and memory asked (on) or scan the whole frontier (off),
 // for the test that plans are the same either way.
 func SetFitIndex(on bool) { fitIndexOff = !on }
+
+// SetFitAnswers keeps upgradeFor's answers by bin version and the
+// frontier rows a request falls in (on) or not (off), for the test that
+// plans are the same either way.
+func SetFitAnswers(on bool) { fitAnswersOff = !on }

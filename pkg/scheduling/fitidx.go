@@ -3,6 +3,7 @@ package scheduling
 import (
 	"math/bits"
 	"slices"
+	"strconv"
 )
 
 // Types holding a request, by CPU and memory. upgradeFor and isOpen scan
@@ -111,4 +112,105 @@ func (fi *fitIndex) firstHolding(ps *poolState, b *bin, need vec) (bool, int32) 
 		}
 	}
 	return false, -1
+}
+
+// Answers by bin version and the frontier rows a request falls in.
+// upgradeFor's answer for bin b and a pod of level l depends on l only
+// through the types it may take (what it allows per pool) and which
+// types hold b's pods and the pod: the frontier types with the CPU and
+// memory that b's pods and the pod need, the smallest amounts of the
+// frontier at least those (the rows of fitIndex), and the request's other
+// resources. Levels alike in those get the same answer for one version
+// of b. The caches by level (upCache) are one per request: many-shapes
+// at 2,000 pods asks upgradeFor about 49,000 times, two thirds of them
+// for a bin version another level with the same rows had asked about
+// (mostly a node a rebuild left alone, asked again by every class each
+// rebuild places). So answers are also kept per bin, for two versions
+// as upCache keeps them (the one before a rebuild and the one passing),
+// keyed by the level's fit key, the rows and the price cap
+// (TestFitAnswersSamePlans).
+
+// fitEntry is one kept answer (code and dp as in upCache; code 0 while
+// being computed).
+type fitEntry struct {
+	key  uint64
+	cap  float64
+	code int32
+	dp   float64
+}
+
+// fitTable is a bin's answers at one version.
+type fitTable struct {
+	ver  uint32
+	ents []fitEntry
+}
+
+// fitTableMax bounds a table (an answer not kept is computed again).
+const fitTableMax = 64
+
+// fitAnswersOff turns the answers by rows off (tests compare).
+var fitAnswersOff bool
+
+// fitKeyOf numbers what upgradeFor reads of l besides its CPU and
+// memory: its request's other resources and what it allows per pool.
+func (s *solver) fitKeyOf(l *level) uint32 {
+	kb := s.fitKeyBuf[:0]
+	for _, v := range l.cls.req[dimMemory+1:] {
+		kb = strconv.AppendInt(kb, v, 36)
+		kb = append(kb, ',')
+	}
+	kb = s.appendPoolsKey(kb, l)
+	s.fitKeyBuf = kb
+	if s.fitKeys == nil {
+		s.fitKeys = map[string]uint32{}
+	}
+	k, ok := s.fitKeys[string(kb)]
+	if !ok {
+		k = uint32(len(s.fitKeys))
+		s.fitKeys[string(kb)] = k
+	}
+	return k
+}
+
+// fitAnswer is the entry for upgradeFor's answer for b and a pod of l:
+// kept (code not 0) or to fill (code 0); nil when none is kept for this
+// search (a list other than the frontier, or a full table).
+func (s *solver) fitAnswer(l *level, b *bin, cp *classPool) *fitEntry {
+	if fitAnswersOff || upCacheOff {
+		return nil
+	}
+	fi := s.fitFor(b.pool, s.searchList(b, cp))
+	if fi == nil {
+		return nil
+	}
+	k1, _ := slices.BinarySearch(fi.cpuVals, b.used[dimCPU]+l.cls.req[dimCPU])
+	k2, _ := slices.BinarySearch(fi.memVals, b.used[dimMemory]+l.cls.req[dimMemory])
+	key := uint64(l.up.fit)<<32 | uint64(k1)<<16 | uint64(k2)
+	for len(s.fitTables) <= b.id {
+		s.fitTables = append(s.fitTables, [2]fitTable{})
+	}
+	tw := &s.fitTables[b.id]
+	var t *fitTable
+	switch {
+	case tw[0].ver == b.ver && b.ver != 0:
+		t = &tw[0]
+	case tw[1].ver == b.ver && b.ver != 0:
+		t = &tw[1]
+	case s.jr != nil && b.ver > s.jr.from:
+		t = &tw[1]
+		t.ver, t.ents = b.ver, t.ents[:0]
+	default:
+		t = &tw[0]
+		t.ver, t.ents = b.ver, t.ents[:0]
+	}
+	for i := range t.ents {
+		if e := &t.ents[i]; e.key == key && e.cap == s.priceCap {
+			return e
+		}
+	}
+	if len(t.ents) == fitTableMax {
+		return nil
+	}
+	t.ents = append(t.ents, fitEntry{key: key, cap: s.priceCap})
+	return &t.ents[len(t.ents)-1]
 }

@@ -14,3 +14,12 @@ import (
 func TestFitIndexSamePlans(t *testing.T) {
 	samePlans(t, "the frontier indexed by CPU and memory", scheduling.SetFitIndex)
 }
+
+// TestFitAnswersSamePlans: upgradeFor's answers kept by bin version for
+// the levels alike in everything it reads but their CPU and memory, and
+// in the frontier rows those fall in (fitidx.go), give the plans asking
+// upgradeFor every time gives. Keying by the level's fit key without the
+// rows (one answer for every request size) would make plans differ.
+func TestFitAnswersSamePlans(t *testing.T) {
+	samePlans(t, "upgrade answers kept by frontier rows", scheduling.SetFitAnswers)
+}

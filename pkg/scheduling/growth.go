@@ -137,6 +137,9 @@ type upCaches struct {
 	e, capped [][2]upCache
 	// memo are upgradeFor's answers by node shape (shapememo.go).
 	memo map[uint64]*upMemo
+	// fit names what upgradeFor reads of the levels besides their CPU
+	// and memory (fitidx.go's answers by bin version).
+	fit uint32
 }
 
 // slotsFor is the pair of slots of bin id in e, grown as needed (to the
@@ -163,6 +166,19 @@ func (s *solver) upCachesFor(l *level) *upCaches {
 		kb = strconv.AppendInt(kb, v, 36)
 		kb = append(kb, ',')
 	}
+	kb = s.appendPoolsKey(kb, l)
+	s.upKey = kb
+	u, ok := s.upShared[string(kb)]
+	if !ok {
+		u = &upCaches{fit: s.fitKeyOf(l)}
+		s.upShared[string(kb)] = u
+	}
+	return u
+}
+
+// appendPoolsKey appends to kb what l allows per pool (types, zones,
+// capacity types, custom labels), as upgradeFor reads it.
+func (s *solver) appendPoolsKey(kb []byte, l *level) []byte {
 	for _, cp := range l.pools {
 		kb = append(kb, '|')
 		if !cp.ok {
@@ -183,13 +199,7 @@ func (s *solver) upCachesFor(l *level) *upCaches {
 			kb = append(kb, cp.custom.signature()...)
 		}
 	}
-	s.upKey = kb
-	u, ok := s.upShared[string(kb)]
-	if !ok {
-		u = &upCaches{}
-		s.upShared[string(kb)] = u
-	}
-	return u
+	return kb
 }
 
 // upgradeCached is upgradeValue for callers that keep the growth.

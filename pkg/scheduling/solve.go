@@ -178,6 +178,11 @@ type solver struct {
 	// pool; upFit is upgradeFor's scratch.
 	fits  []*fitIndex
 	upFit []int
+	// fitTables are upgradeFor's answers by bin (id) version and rows,
+	// fitKeys the levels' fit keys, fitKeyBuf fitKeyOf's scratch.
+	fitTables [][2]fitTable
+	fitKeys   map[string]uint32
+	fitKeyBuf []byte
 }
 
 // world indexes zones and capacity types.
