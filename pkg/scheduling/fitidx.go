@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"math"
 	"math/bits"
 	"slices"
 	"strconv"
@@ -131,22 +132,74 @@ func (fi *fitIndex) firstHolding(ps *poolState, b *bin, need vec) (bool, int32) 
 // (TestFitAnswersSamePlans).
 
 // fitEntry is one kept answer (code and dp as in upCache; code 0 while
-// being computed).
+// being computed), valid while gen is its table's.
 type fitEntry struct {
 	key  uint64
 	cap  float64
 	code int32
+	gen  uint32
 	dp   float64
 }
 
-// fitTable is a bin's answers at one version.
+// fitTable is a bin's answers at one version: an open-addressing table
+// (a power of two long, at most three quarters full) whose entries of
+// another generation are free, so that taking a new version is a count
+// up, not a clear.
 type fitTable struct {
 	ver  uint32
+	gen  uint32
+	n    int
 	ents []fitEntry
 }
 
 // fitTableMax bounds a table (an answer not kept is computed again).
-const fitTableMax = 64
+const fitTableMax = 1 << 12
+
+// reset makes t the table of version ver, empty.
+func (t *fitTable) reset(ver uint32) {
+	t.ver, t.n = ver, 0
+	t.gen++
+}
+
+// entry finds key and cap's entry, or takes a free one for them (code
+// 0); nil when the table is full.
+func (t *fitTable) entry(key uint64, cap float64) *fitEntry {
+	if len(t.ents) == 0 {
+		t.ents = make([]fitEntry, 16)
+	}
+	h := (key ^ math.Float64bits(cap)) * 0x9e3779b97f4a7c15
+	mask := len(t.ents) - 1
+	for i := int(h>>40) & mask; ; i = (i + 1) & mask {
+		e := &t.ents[i]
+		if e.gen != t.gen {
+			if 4*(t.n+1) > 3*len(t.ents) {
+				if len(t.ents) >= fitTableMax {
+					return nil
+				}
+				t.grow()
+				return t.entry(key, cap)
+			}
+			t.n++
+			*e = fitEntry{key: key, cap: cap, gen: t.gen}
+			return e
+		}
+		if e.key == key && e.cap == cap {
+			return e
+		}
+	}
+}
+
+// grow doubles t, keeping its entries.
+func (t *fitTable) grow() {
+	old := t.ents
+	t.ents, t.n = make([]fitEntry, 2*len(old)), 0
+	for i := range old {
+		if e := &old[i]; e.gen == t.gen {
+			n := t.entry(e.key, e.cap)
+			n.code, n.dp = e.code, e.dp
+		}
+	}
+}
 
 // fitAnswersOff turns the answers by rows off (tests compare).
 var fitAnswersOff bool
@@ -198,19 +251,10 @@ func (s *solver) fitAnswer(l *level, b *bin, cp *classPool) *fitEntry {
 		t = &tw[1]
 	case s.jr != nil && b.ver > s.jr.from:
 		t = &tw[1]
-		t.ver, t.ents = b.ver, t.ents[:0]
+		t.reset(b.ver)
 	default:
 		t = &tw[0]
-		t.ver, t.ents = b.ver, t.ents[:0]
+		t.reset(b.ver)
 	}
-	for i := range t.ents {
-		if e := &t.ents[i]; e.key == key && e.cap == s.priceCap {
-			return e
-		}
-	}
-	if len(t.ents) == fitTableMax {
-		return nil
-	}
-	t.ents = append(t.ents, fitEntry{key: key, cap: s.priceCap})
-	return &t.ents[len(t.ents)-1]
+	return t.entry(key, s.priceCap)
 }

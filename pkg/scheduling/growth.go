@@ -140,6 +140,8 @@ type upCaches struct {
 	// fit names what upgradeFor reads of the levels besides their CPU
 	// and memory (fitidx.go's answers by bin version).
 	fit uint32
+	// slots tells whether e and capped are used (upgradeValue).
+	slots bool
 }
 
 // slotsFor is the pair of slots of bin id in e, grown as needed (to the
@@ -170,7 +172,7 @@ func (s *solver) upCachesFor(l *level) *upCaches {
 	s.upKey = kb
 	u, ok := s.upShared[string(kb)]
 	if !ok {
-		u = &upCaches{fit: s.fitKeyOf(l)}
+		u = &upCaches{fit: s.fitKeyOf(l), slots: len(s.upShared) < slotCachesMax}
 		s.upShared[string(kb)] = u
 	}
 	return u
@@ -219,6 +221,20 @@ func (s *solver) upgradeValue(l *level, b *bin, cp *classPool, want int) (growth
 	if l.up == nil {
 		l.up = s.upCachesFor(l)
 	}
+	// Past the first levels' caches, answers only by bin version and
+	// frontier rows (fitidx.go): their slots below were most of a
+	// solve's bytes where classes differ in size (many-shapes at 2,000
+	// pods: 780 levels' caches, 4.6 MB a solve), and the answers by rows
+	// are shared by more levels. The slots are the cheaper look-up where
+	// a few caches serve many classes (gpu: 9 caches, 324 classes).
+	if !l.up.slots {
+		if fe := s.fitAnswer(l, b, cp); fe != nil {
+			if fe.code == 0 {
+				fe.code, fe.dp = s.upgradeMemo(l, b, cp)
+			}
+			return s.upgradeGrowth(l, b, want, fe.code, fe.dp)
+		}
+	}
 	e := &l.up.e
 	if s.priceCap > 0 {
 		e = &l.up.capped
@@ -239,23 +255,42 @@ func (s *solver) upgradeValue(l *level, b *bin, cp *classPool, want int) (growth
 	// A limited pool's answer also depends on the other nodes' sizes: no
 	// caching there.
 	if !c.holds(b.ver, cp0) || b.pool.hasLimits {
-		code, dp := s.upgradeMemo(l, b, cp)
+		var code int32
+		var dp float64
+		if fe := s.fitAnswer(l, b, cp); fe != nil {
+			if fe.code == 0 {
+				fe.code, fe.dp = s.upgradeMemo(l, b, cp)
+			}
+			code, dp = fe.code, fe.dp
+		} else {
+			code, dp = s.upgradeMemo(l, b, cp)
+		}
 		*c = upCache{ver: b.ver, code: code, dp: dp, cap: s.priceCap}
 	}
-	if c.code == 1 {
+	return s.upgradeGrowth(l, b, want, c.code, c.dp)
+}
+
+// upgradeGrowth is the growth of an upgradeFor answer (code and dp as in
+// upCache) for want more pods of l.
+func (s *solver) upgradeGrowth(l *level, b *bin, want int, code int32, dp float64) (growth, bool) {
+	if code == 1 {
 		return growth{}, false
 	}
-	typ := int(c.code - 2)
+	typ := int(code - 2)
 	// The type is chosen by capacity value (cached); whether growing is
 	// worth it is judged by what the pending pods can use of it, which
 	// changes with every placement.
 	eff := math.Inf(1)
-	if c.dp > 1e-12 {
+	if dp > 1e-12 {
 		v, cur := s.usefulPair(l, want, b.pool.types[typ].net, b.pool.types[b.typ].net, b.used)
-		eff = (v - cur) / c.dp
+		eff = (v - cur) / dp
 	}
-	return growth{b: b, ps: b.pool, typ: typ, eff: eff, dp: c.dp}, true
+	return growth{b: b, ps: b.pool, typ: typ, eff: eff, dp: dp}, true
 }
+
+// slotCachesMax is how many levels' caches keep answers in slots per bin
+// (upgradeValue).
+const slotCachesMax = 64
 
 // upCacheOff makes upgradeValue ask upgradeFor every time (tests
 // compare).

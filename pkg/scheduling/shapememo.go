@@ -96,15 +96,6 @@ func (s *solver) upMemoKey(b *bin, cp *classPool) (h uint64, ok bool) {
 // upgradeMemo is upgradeFor's answer for b as code and dp (upCache's),
 // kept by node shape for the level's caches.
 func (s *solver) upgradeMemo(l *level, b *bin, cp *classPool) (code int32, dp float64) {
-	fe := s.fitAnswer(l, b, cp)
-	if fe != nil && fe.code != 0 {
-		return fe.code, fe.dp
-	}
-	defer func() {
-		if fe != nil {
-			fe.code, fe.dp = code, dp
-		}
-	}()
 	var h uint64
 	ok := s.upStats.serves()
 	if ok {
