@@ -127,3 +127,8 @@ func SetFitIndex(on bool) { fitIndexOff = !on }
 // frontier rows a request falls in (on) or not (off), for the test that
 // plans are the same either way.
 func SetFitAnswers(on bool) { fitAnswersOff = !on }
+
+// SetRepeatPass skips a rebuild pass that would find every node as the
+// last pass that kept nothing left it (on) or runs it (off), for the
+// test that plans are the same either way.
+func SetRepeatPass(on bool) { repeatPassOff = !on }

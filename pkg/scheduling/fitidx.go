@@ -1,10 +1,10 @@
 package scheduling
 
 import (
+	"encoding/binary"
 	"math"
 	"math/bits"
 	"slices"
-	"strconv"
 )
 
 // Types holding a request, by CPU and memory. upgradeFor and isOpen scan
@@ -209,8 +209,7 @@ var fitAnswersOff bool
 func (s *solver) fitKeyOf(l *level) uint32 {
 	kb := s.fitKeyBuf[:0]
 	for _, v := range l.cls.req[dimMemory+1:] {
-		kb = strconv.AppendInt(kb, v, 36)
-		kb = append(kb, ',')
+		kb = binary.LittleEndian.AppendUint64(kb, uint64(v))
 	}
 	kb = s.appendPoolsKey(kb, l)
 	s.fitKeyBuf = kb

@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -165,8 +166,7 @@ func (s *solver) slotsFor(e *[][2]upCache, id int) *[2]upCache {
 func (s *solver) upCachesFor(l *level) *upCaches {
 	kb := s.upKey[:0]
 	for _, v := range l.cls.req {
-		kb = strconv.AppendInt(kb, v, 36)
-		kb = append(kb, ',')
+		kb = binary.LittleEndian.AppendUint64(kb, uint64(v))
 	}
 	kb = s.appendPoolsKey(kb, l)
 	s.upKey = kb
@@ -179,26 +179,32 @@ func (s *solver) upCachesFor(l *level) *upCaches {
 }
 
 // appendPoolsKey appends to kb what l allows per pool (types, zones,
-// capacity types, custom labels), as upgradeFor reads it.
+// capacity types, custom labels), as upgradeFor reads it: fixed-width
+// words (a pool's type set has as many as the pool's types need), the
+// custom labels' signature after its length.
 func (s *solver) appendPoolsKey(kb []byte, l *level) []byte {
 	for _, cp := range l.pools {
-		kb = append(kb, '|')
 		if !cp.ok {
+			kb = append(kb, 0)
 			continue
 		}
-		for _, w := range cp.types {
-			kb = strconv.AppendUint(kb, w, 36)
-			kb = append(kb, ',')
-		}
-		kb = strconv.AppendUint(kb, cp.zoneMask, 36)
-		kb = append(kb, ',')
-		kb = strconv.AppendUint(kb, cp.ctMask, 36)
+		flags := byte(1)
 		if cp.labelAll {
-			kb = append(kb, ",a"...)
+			flags |= 2
 		}
 		if cp.custom != nil {
-			kb = append(kb, ",c"...)
-			kb = append(kb, cp.custom.signature()...)
+			flags |= 4
+		}
+		kb = append(kb, flags)
+		for _, w := range cp.types {
+			kb = binary.LittleEndian.AppendUint64(kb, w)
+		}
+		kb = binary.LittleEndian.AppendUint64(kb, cp.zoneMask)
+		kb = binary.LittleEndian.AppendUint64(kb, cp.ctMask)
+		if cp.custom != nil {
+			sig := cp.custom.signature()
+			kb = binary.LittleEndian.AppendUint64(kb, uint64(len(sig)))
+			kb = append(kb, sig...)
 		}
 	}
 	return kb

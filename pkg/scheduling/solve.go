@@ -183,6 +183,12 @@ type solver struct {
 	fitTables [][2]fitTable
 	fitKeys   map[string]uint32
 	fitKeyBuf []byte
+	// lastPass are the bins' versions after the last rebuild pass, when
+	// it kept nothing, under the dual prices lastPrices points at;
+	// passBuf their buffer (improve.go).
+	lastPass   []uint32
+	passBuf    []uint32
+	lastPrices *float64
 }
 
 // world indexes zones and capacity types.
