@@ -165,7 +165,7 @@ func (t *fitTable) reset(ver uint32) {
 // 0); nil when the table is full.
 func (t *fitTable) entry(key uint64, cap float64) *fitEntry {
 	if len(t.ents) == 0 {
-		t.ents = make([]fitEntry, 16)
+		t.ents = make([]fitEntry, 8)
 	}
 	h := (key ^ math.Float64bits(cap)) * 0x9e3779b97f4a7c15
 	mask := len(t.ents) - 1
