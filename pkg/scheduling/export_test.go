@@ -117,3 +117,18 @@ func SetLiveEmpty(on bool) { liveEmptyKept = !on }
 // request of the class it places (off), for the test that plans are the
 // same either way.
 func SetWorkMin(on bool) { workMinOff = !on }
+
+// SetFitIndex makes upgradeFor and isOpen visit only the frontier types
+// with the CPU and memory asked (on) or scan the whole frontier (off),
+// for the test that plans are the same either way.
+func SetFitIndex(on bool) { fitIndexOff = !on }
+
+// SetFitAnswers keeps upgradeFor's answers by bin version and the
+// frontier rows a request falls in (on) or not (off), for the test that
+// plans are the same either way.
+func SetFitAnswers(on bool) { fitAnswersOff = !on }
+
+// SetRepeatPass skips a rebuild pass that would find every node as the
+// last pass that kept nothing left it (on) or runs it (off), for the
+// test that plans are the same either way.
+func SetRepeatPass(on bool) { repeatPassOff = !on }

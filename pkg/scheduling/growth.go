@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -137,6 +138,11 @@ type upCaches struct {
 	e, capped [][2]upCache
 	// memo are upgradeFor's answers by node shape (shapememo.go).
 	memo map[uint64]*upMemo
+	// fit names what upgradeFor reads of the levels besides their CPU
+	// and memory (fitidx.go's answers by bin version).
+	fit uint32
+	// slots tells whether e and capped are used (upgradeValue).
+	slots bool
 }
 
 // slotsFor is the pair of slots of bin id in e, grown as needed (to the
@@ -160,36 +166,48 @@ func (s *solver) slotsFor(e *[][2]upCache, id int) *[2]upCache {
 func (s *solver) upCachesFor(l *level) *upCaches {
 	kb := s.upKey[:0]
 	for _, v := range l.cls.req {
-		kb = strconv.AppendInt(kb, v, 36)
-		kb = append(kb, ',')
+		kb = binary.LittleEndian.AppendUint64(kb, uint64(v))
 	}
-	for _, cp := range l.pools {
-		kb = append(kb, '|')
-		if !cp.ok {
-			continue
-		}
-		for _, w := range cp.types {
-			kb = strconv.AppendUint(kb, w, 36)
-			kb = append(kb, ',')
-		}
-		kb = strconv.AppendUint(kb, cp.zoneMask, 36)
-		kb = append(kb, ',')
-		kb = strconv.AppendUint(kb, cp.ctMask, 36)
-		if cp.labelAll {
-			kb = append(kb, ",a"...)
-		}
-		if cp.custom != nil {
-			kb = append(kb, ",c"...)
-			kb = append(kb, cp.custom.signature()...)
-		}
-	}
+	kb = s.appendPoolsKey(kb, l)
 	s.upKey = kb
 	u, ok := s.upShared[string(kb)]
 	if !ok {
-		u = &upCaches{}
+		u = &upCaches{fit: s.fitKeyOf(l), slots: len(s.upShared) < slotCachesMax}
 		s.upShared[string(kb)] = u
 	}
 	return u
+}
+
+// appendPoolsKey appends to kb what l allows per pool (types, zones,
+// capacity types, custom labels), as upgradeFor reads it: fixed-width
+// words (a pool's type set has as many as the pool's types need), the
+// custom labels' signature after its length.
+func (s *solver) appendPoolsKey(kb []byte, l *level) []byte {
+	for _, cp := range l.pools {
+		if !cp.ok {
+			kb = append(kb, 0)
+			continue
+		}
+		flags := byte(1)
+		if cp.labelAll {
+			flags |= 2
+		}
+		if cp.custom != nil {
+			flags |= 4
+		}
+		kb = append(kb, flags)
+		for _, w := range cp.types {
+			kb = binary.LittleEndian.AppendUint64(kb, w)
+		}
+		kb = binary.LittleEndian.AppendUint64(kb, cp.zoneMask)
+		kb = binary.LittleEndian.AppendUint64(kb, cp.ctMask)
+		if cp.custom != nil {
+			sig := cp.custom.signature()
+			kb = binary.LittleEndian.AppendUint64(kb, uint64(len(sig)))
+			kb = append(kb, sig...)
+		}
+	}
+	return kb
 }
 
 // upgradeCached is upgradeValue for callers that keep the growth.
@@ -208,6 +226,20 @@ func (s *solver) upgradeCached(l *level, b *bin, cp *classPool, want int) *growt
 func (s *solver) upgradeValue(l *level, b *bin, cp *classPool, want int) (growth, bool) {
 	if l.up == nil {
 		l.up = s.upCachesFor(l)
+	}
+	// Past the first levels' caches, answers only by bin version and
+	// frontier rows (fitidx.go): their slots below were most of a
+	// solve's bytes where classes differ in size (many-shapes at 2,000
+	// pods: 780 levels' caches, 4.6 MB a solve), and the answers by rows
+	// are shared by more levels. The slots are the cheaper look-up where
+	// a few caches serve many classes (gpu: 9 caches, 324 classes).
+	if !l.up.slots {
+		if fe := s.fitAnswer(l, b, cp); fe != nil {
+			if fe.code == 0 {
+				fe.code, fe.dp = s.upgradeMemo(l, b, cp)
+			}
+			return s.upgradeGrowth(l, b, want, fe.code, fe.dp)
+		}
 	}
 	e := &l.up.e
 	if s.priceCap > 0 {
@@ -229,23 +261,42 @@ func (s *solver) upgradeValue(l *level, b *bin, cp *classPool, want int) (growth
 	// A limited pool's answer also depends on the other nodes' sizes: no
 	// caching there.
 	if !c.holds(b.ver, cp0) || b.pool.hasLimits {
-		code, dp := s.upgradeMemo(l, b, cp)
+		var code int32
+		var dp float64
+		if fe := s.fitAnswer(l, b, cp); fe != nil {
+			if fe.code == 0 {
+				fe.code, fe.dp = s.upgradeMemo(l, b, cp)
+			}
+			code, dp = fe.code, fe.dp
+		} else {
+			code, dp = s.upgradeMemo(l, b, cp)
+		}
 		*c = upCache{ver: b.ver, code: code, dp: dp, cap: s.priceCap}
 	}
-	if c.code == 1 {
+	return s.upgradeGrowth(l, b, want, c.code, c.dp)
+}
+
+// upgradeGrowth is the growth of an upgradeFor answer (code and dp as in
+// upCache) for want more pods of l.
+func (s *solver) upgradeGrowth(l *level, b *bin, want int, code int32, dp float64) (growth, bool) {
+	if code == 1 {
 		return growth{}, false
 	}
-	typ := int(c.code - 2)
+	typ := int(code - 2)
 	// The type is chosen by capacity value (cached); whether growing is
 	// worth it is judged by what the pending pods can use of it, which
 	// changes with every placement.
 	eff := math.Inf(1)
-	if c.dp > 1e-12 {
+	if dp > 1e-12 {
 		v, cur := s.usefulPair(l, want, b.pool.types[typ].net, b.pool.types[b.typ].net, b.used)
-		eff = (v - cur) / c.dp
+		eff = (v - cur) / dp
 	}
-	return growth{b: b, ps: b.pool, typ: typ, eff: eff, dp: c.dp}, true
+	return growth{b: b, ps: b.pool, typ: typ, eff: eff, dp: dp}, true
 }
+
+// slotCachesMax is how many levels' caches keep answers in slots per bin
+// (upgradeValue).
+const slotCachesMax = 64
 
 // upCacheOff makes upgradeValue ask upgradeFor every time (tests
 // compare).
@@ -276,7 +327,12 @@ func (s *solver) upgradeFor(l *level, b *bin, cp *classPool) (growth, bool) {
 	best, bestEff, bestDp := -1, 0.0, 0.0
 	// Every type's price within the masks, made once per solve.
 	prices := s.pricesFor(ps, zm, cm)
-	for _, i := range s.searchList(b, cp) {
+	list := s.searchList(b, cp)
+	if fi := s.fitFor(ps, list); fi != nil {
+		s.upFit = fi.holding(need, s.upFit[:0])
+		list = s.upFit
+	}
+	for _, i := range list {
 		t := ps.types[i]
 		if need[dimCPU] > t.net[dimCPU] || need[dimMemory] > t.net[dimMemory] || !need.le(t.net) || !b.types.has(i) || !cp.types.has(i) || t.zoneMask&zm == 0 || t.ctMask&cm == 0 {
 			continue

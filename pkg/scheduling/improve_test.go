@@ -61,3 +61,12 @@ func TestWorkMinSamePlans(t *testing.T) {
 func TestRebuildBoundSamePlans(t *testing.T) {
 	samePlans(t, "rebuilds stopped at their price floor", scheduling.SetRebuildBound)
 }
+
+// TestRepeatPassSamePlans: a rebuild pass that would find every node at
+// the version the last pass that kept nothing left it at is skipped (it
+// would try the same rebuilds and keep none), so every plan is the one
+// running it makes. Skipping every pass after the first one, whatever
+// the nodes, makes 7 of the cases differ.
+func TestRepeatPassSamePlans(t *testing.T) {
+	samePlans(t, "repeated rebuild passes skipped", scheduling.SetRepeatPass)
+}

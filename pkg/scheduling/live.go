@@ -94,7 +94,12 @@ func (s *solver) isOpen(b *bin) bool {
 				return true
 			}
 		}
-		for _, i := range s.searchList(b, nil) {
+		list := s.searchList(b, nil)
+		if fi := s.fitFor(ps, list); fi != nil {
+			open, wit = fi.firstHolding(ps, b, need)
+			break
+		}
+		for _, i := range list {
 			net := ps.types[i].net
 			// CPU and memory first: most types fail there.
 			if need[dimCPU] <= net[dimCPU] && need[dimMemory] <= net[dimMemory] && b.types.has(i) && need.le(net) {

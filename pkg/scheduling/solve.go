@@ -173,6 +173,22 @@ type solver struct {
 	// dsReq are DaemonSets' requests read from their pods
 	// (observeDaemonPods, pools.go).
 	dsReq map[*appsv1.DaemonSet]corev1.ResourceList
+
+	// fits are the pools' frontiers by CPU and memory (fitidx.go), by
+	// pool; upFit is upgradeFor's scratch.
+	fits  []*fitIndex
+	upFit []int
+	// fitTables are upgradeFor's answers by bin (id) version and rows,
+	// fitKeys the levels' fit keys, fitKeyBuf fitKeyOf's scratch.
+	fitTables [][2]fitTable
+	fitKeys   map[string]uint32
+	fitKeyBuf []byte
+	// lastPass are the bins' versions after the last rebuild pass, when
+	// it kept nothing, under the dual prices lastPrices points at;
+	// passBuf their buffer (improve.go).
+	lastPass   []uint32
+	passBuf    []uint32
+	lastPrices *float64
 }
 
 // world indexes zones and capacity types.
