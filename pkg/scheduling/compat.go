@@ -3,6 +3,7 @@ package scheduling
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -212,16 +213,96 @@ func (s *solver) typesHolding(ps *poolState, req vec) bitset {
 	}
 	b := ps.keptHolding(kb[at:], nil)
 	if b == nil {
-		b = newBitset(len(ps.types))
-		for i, t := range ps.types {
-			// CPU and memory first: most types that fail, fail there.
-			if req[dimCPU] <= t.net[dimCPU] && req[dimMemory] <= t.net[dimMemory] && req.le(t.net) {
-				b.set(i)
+		ps.holdScans++
+		if ps.holdScans > holdScanMax {
+			b = ps.holdIndex().holding(req, len(ps.types))
+		} else {
+			b = newBitset(len(ps.types))
+			for i, t := range ps.types {
+				// CPU and memory first: most types that fail, fail there.
+				if req[dimCPU] <= t.net[dimCPU] && req[dimMemory] <= t.net[dimMemory] && req.le(t.net) {
+					b.set(i)
+				}
 			}
 		}
 		ps.keptHolding(kb[at:], b)
 	}
 	s.holdMemo[string(kb)] = b
+	return b
+}
+
+// holdIdx is, per resource, a pool's types by how much of it they
+// have: vals are the distinct amounts (net of DaemonSets) ascending, and
+// sets[k] the types with at least vals[k]. The types holding a request
+// are then one set per resource intersected, not a check of every type:
+// many-shapes at 50,000 pods asks this for thousands of request shapes
+// per pool, each a scan of the catalog.
+type holdIdx struct {
+	vals [][]int64
+	sets [][]bitset
+}
+
+// holdIndex is the pool's holdIdx, made on first use.
+func (ps *poolState) holdIndex() *holdIdx {
+	if ps.holdIdx != nil {
+		return ps.holdIdx
+	}
+	h := &holdIdx{}
+	if len(ps.types) > 0 {
+		d := len(ps.types[0].net)
+		h.vals, h.sets = make([][]int64, d), make([][]bitset, d)
+		for r := range d {
+			vals := make([]int64, 0, len(ps.types))
+			for _, t := range ps.types {
+				vals = append(vals, t.net[r])
+			}
+			slices.Sort(vals)
+			vals = slices.Compact(vals)
+			sets := make([]bitset, len(vals))
+			for k := range sets {
+				sets[k] = newBitset(len(ps.types))
+			}
+			for i, t := range ps.types {
+				k, _ := slices.BinarySearch(vals, t.net[r])
+				sets[k].set(i)
+			}
+			for k := len(sets) - 2; k >= 0; k-- {
+				for w, x := range sets[k+1] {
+					sets[k][w] |= x
+				}
+			}
+			h.vals[r], h.sets[r] = vals, sets
+		}
+	}
+	ps.holdIdx = h
+	return h
+}
+
+// holdScanMax is how many requests typesHolding answers for a pool by
+// checking every type before it makes the pool's holdIdx (a few sorts of
+// the catalog: more than a small solve's few scans).
+const holdScanMax = 32
+
+// holding is the set of the n types whose every resource is at least
+// req's.
+func (h *holdIdx) holding(req vec, n int) bitset {
+	b := newBitset(n)
+	if n == 0 {
+		return b
+	}
+	for r, v := range req {
+		vals := h.vals[r]
+		k, _ := slices.BinarySearch(vals, v) // the first amount >= v
+		if k == len(vals) {
+			clear(b)
+			return b
+		}
+		if r == 0 {
+			copy(b, h.sets[r][k])
+		} else {
+			b.and(h.sets[r][k])
+		}
+	}
 	return b
 }
 

@@ -98,3 +98,54 @@ func TestClassPoolTypesAreEachTypesCheck(t *testing.T) {
 		t.Fatalf("only %d class pools checked", checked)
 	}
 }
+
+// TestTypesHoldingIsEachTypesCheck: the types of a pool holding a request
+// (typesHolding: a check of every type for a pool's first requests, then
+// the pool's sets of types by amount of each resource) are the types
+// whose every resource, net of DaemonSets, is at least the request's:
+// requests of random sizes, of exactly a type's amounts, of nothing, and
+// of more than any type has.
+func TestTypesHoldingIsEachTypesCheck(t *testing.T) {
+	checked := 0
+	for seed := int64(1); seed <= 20; seed++ {
+		rnd := rand.New(rand.NewSource(seed))
+		in := Input{Pods: []*corev1.Pod{cpuPod(0, 100)}, Pools: []*model.Pool{{Name: "all"}}, InstanceTypes: randomTypes(rnd)}
+		s := newSolver(&in)
+		s.setup()
+		ps := s.pools[0]
+		d := s.dims.n()
+		var reqs []vec
+		reqs = append(reqs, make(vec, d))
+		for _, pt := range ps.types {
+			reqs = append(reqs, pt.net.clone())
+		}
+		for range 8 * holdScanMax {
+			pt := ps.types[rnd.Intn(len(ps.types))]
+			r := make(vec, d)
+			for i := range r {
+				r[i] = rnd.Int63n(pt.net[i] + 2)
+			}
+			reqs = append(reqs, r)
+		}
+		over := make(vec, d)
+		for _, pt := range ps.types {
+			over[dimCPU] = max(over[dimCPU], pt.net[dimCPU]+1)
+		}
+		reqs = append(reqs, over)
+		for _, req := range reqs {
+			got := s.typesHolding(ps, req)
+			for i, pt := range ps.types {
+				if want := req.le(pt.net); got.has(i) != want {
+					t.Fatalf("seed %d, request %v, type %d (%v): holds %v, want %v", seed, req, i, pt.net, got.has(i), want)
+				}
+			}
+			checked++
+		}
+		if ps.holdIdx == nil {
+			t.Fatalf("seed %d: %d requests did not reach the sets by amount", seed, len(reqs))
+		}
+	}
+	if checked < 1000 {
+		t.Fatalf("only %d requests checked", checked)
+	}
+}

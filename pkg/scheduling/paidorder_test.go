@@ -11,7 +11,7 @@ import (
 
 // TestPaidOrderSamePlansWithExistingNodes: while packing, fillPaid reads
 // the nodes with paid room from a treap by (room's value, node) with each
-// subtree's largest free CPU and memory (paidorder.go), existing nodes
+// subtree's largest free amount of each resource (paidorder.go), existing nodes
 // first; every plan, placements on existing nodes included, is the one
 // the scan over every open node makes. The generated shapes have no
 // existing nodes; these cases do, with host ports taken on some, pods of

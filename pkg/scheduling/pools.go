@@ -50,8 +50,10 @@ type poolState struct {
 	// cols are the types as the bound's columns (lpCols).
 	cols []lpColumn
 	// offerIdx are the types by zone and capacity type (byOffer).
-	offerIdx *typesByOffer
-	allTypes bitset
+	offerIdx  *typesByOffer
+	holdIdx   *holdIdx // typesHolding's (compat.go)
+	holdScans int      // typesHolding's answers scanned so far
+	allTypes  bitset
 	// frontier are the types no other type dominates (as much of every
 	// resource, no dearer in any zone and capacity type); cheapest and
 	// most efficient choices are always among them, so searches that may
@@ -571,7 +573,9 @@ type keptTypes struct {
 	// holding are typesHolding's answers, by the request.
 	holding map[string]bitset
 	// offerIdx are the types by zone and capacity type (byOffer).
-	offerIdx *typesByOffer
+	offerIdx  *typesByOffer
+	holdIdx   *holdIdx // typesHolding's (compat.go)
+	holdScans int      // typesHolding's answers scanned so far
 }
 
 func keptTypesOf(ps *poolState) *keptTypes {

@@ -102,8 +102,8 @@ func (t *freeTree) set(id int, v int64) {
 // next is the first node with id >= from whose value is at least need,
 // or -1.
 func (t *freeTree) next(from int, need int64) int {
-	if from >= t.size {
-		return -1
+	if from >= t.size || t.v[1] < need {
+		return -1 // (the root: no node of the tree has room)
 	}
 	i := t.size + from
 	if t.v[i] >= need {
