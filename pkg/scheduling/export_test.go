@@ -117,3 +117,8 @@ func SetLiveEmpty(on bool) { liveEmptyKept = !on }
 // request of the class it places (off), for the test that plans are the
 // same either way.
 func SetWorkMin(on bool) { workMinOff = !on }
+
+// SetLPDominance makes the bound's LP skip columns an earlier column
+// dominates while pricing (on) or price every column (off), for the test
+// that plans are the same either way.
+func SetLPDominance(on bool) { lpDomOff = !on }

@@ -319,6 +319,7 @@ func (s *solver) preparePoolState(idx int, p *model.Pool) *poolState {
 	s.buildFrontier(ps)
 	if key != "" {
 		ps.lpCols(s.dims.n())
+		ps.lpDominance()
 		ps.byOffer()
 		ps.kept = keptTypesOf(ps)
 		pl.keepPoolTypes(key, ps.kept)

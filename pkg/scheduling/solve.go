@@ -141,6 +141,7 @@ type solver struct {
 	// their LP solved before packing (dualPrices).
 	allCols []lpColumn
 	colBuf  []lpColumn // columns' scratch
+	colAt   []int32    // columns' scratch
 	full    cover
 	// needBuf is isOpen's scratch, upNeed upgradeFor's, newScratch
 	// newBinFor's by pool; zeroVec is all zeros (read only).
