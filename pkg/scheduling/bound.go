@@ -453,7 +453,14 @@ func (s *solver) columns(allowed func(ps *poolState, t *ptype) bool) []lpColumn 
 		if pools == 1 {
 			return only.lpCols(nd)
 		}
+		if pools == 0 {
+			return nil
+		}
+		if j, ok := s.keptJoint(); ok {
+			return j
+		}
 		out = make([]lpColumn, 0, n)
+		defer func() { s.keepJoint(out) }()
 	}
 	for _, ps := range s.pools {
 		if !ps.ok {
@@ -490,6 +497,73 @@ func (s *solver) columns(allowed func(ps *poolState, t *ptype) bool) []lpColumn 
 		}
 	}
 	return out
+}
+
+// keptJoint returns the joint columns kept for the solve's pools (more
+// than one, each with kept types: solves of the same pools share them).
+func (s *solver) keptJoint() ([]lpColumn, bool) {
+	var first *keptTypes
+	for _, ps := range s.pools {
+		if !ps.ok {
+			continue
+		}
+		if ps.kept == nil || keptOptsOff {
+			return nil, false
+		}
+		if first == nil {
+			first = ps.kept
+		}
+	}
+	first.optMu.Lock()
+	defer first.optMu.Unlock()
+	for _, j := range first.joint {
+		if s.jointIs(j.with) {
+			return j.cols, true
+		}
+	}
+	return nil, false
+}
+
+// jointIs tells whether with are the kept types of the solve's pools.
+func (s *solver) jointIs(with []*keptTypes) bool {
+	i := 0
+	for _, ps := range s.pools {
+		if !ps.ok {
+			continue
+		}
+		if i >= len(with) || with[i] != ps.kept {
+			return false
+		}
+		i++
+	}
+	return i == len(with)
+}
+
+// keepJoint keeps the solve's joint columns with its first pool's kept
+// types, when every pool has kept types (the oldest go when full).
+func (s *solver) keepJoint(cols []lpColumn) {
+	var with []*keptTypes
+	for _, ps := range s.pools {
+		if !ps.ok {
+			continue
+		}
+		if ps.kept == nil || keptOptsOff {
+			return
+		}
+		with = append(with, ps.kept)
+	}
+	first := with[0]
+	first.optMu.Lock()
+	defer first.optMu.Unlock()
+	for _, j := range first.joint {
+		if s.jointIs(j.with) {
+			return
+		}
+	}
+	if len(first.joint) >= maxJoint {
+		first.joint = first.joint[1:]
+	}
+	first.joint = append(first.joint, jointCols{with: with, cols: cols})
 }
 
 // lpCols are the pool's types as the bound's columns (type i at i: its

@@ -173,3 +173,58 @@ func TestSolveCoverDominanceSameAnswers(t *testing.T) {
 		t.Fatal("no column was dominated: the test exercises nothing")
 	}
 }
+
+// TestJointColumnsKeptPerPools: a solve with several pools keeps its
+// bound's columns laid end to end with its first pool's kept types, and
+// a later solve reuses them only if its pools have the very same kept
+// types: solves whose first pool is the same but whose other pools
+// differ (arm64 or spot instead) each get the bound and duals of a
+// solve keeping nothing, and a solve of the same pools again gets the
+// kept list.
+func TestJointColumnsKeptPerPools(t *testing.T) {
+	defer func() { keptOptsOff = false }()
+	for seed := int64(1); seed <= 20; seed++ {
+		rnd := rand.New(rand.NewSource(seed))
+		list := randomTypes(rnd)
+		prep := PrepareTypes(list)
+		pool := func(name string, weight int32, key string, values ...string) *model.Pool {
+			return &model.Pool{Name: name, Weight: weight, Requirements: []model.Requirement{{Key: key, Operator: "In", Values: values}}}
+		}
+		first := pool("first", 10, corev1.LabelArchStable, "amd64")
+		others := []*model.Pool{
+			pool("other", 0, corev1.LabelArchStable, "arm64"),
+			pool("other", 0, model.LabelCapacityType, model.CapacityTypeSpot),
+			pool("other", 0, "karpenter.k8s.aws/instance-category", "c"),
+		}
+		var pods []*corev1.Pod
+		for i := 0; i < 8; i++ {
+			pods = append(pods, cpuPod(i, int64(200+rnd.Intn(900))))
+		}
+		solve := func(other *model.Pool, keep bool) (*solver, Plan) {
+			keptOptsOff = !keep
+			in := Input{Pods: pods, Pools: []*model.Pool{first, other}, InstanceTypes: list, Prepared: []*PreparedTypes{prep}}
+			s := newSolver(&in)
+			s.setup()
+			s.pack()
+			s.finish()
+			return s, s.plan
+		}
+		for round := 0; round < 2; round++ {
+			for _, other := range others {
+				_, want := solve(other, false)
+				s, got := solve(other, true)
+				if got.LowerBoundPricePerHour != want.LowerBoundPricePerHour {
+					t.Fatalf("seed %d, pools first and %v: bound %v with kept joint columns, %v keeping nothing",
+						seed, other.Requirements, got.LowerBoundPricePerHour, want.LowerBoundPricePerHour)
+				}
+				if _, ok := s.keptJoint(); round == 1 && !ok {
+					t.Fatalf("seed %d: the second round kept no joint columns", seed)
+				}
+				ws, _ := solve(other, false)
+				if !slices.Equal(s.unitPrice, ws.unitPrice) {
+					t.Fatalf("seed %d, pools first and %v: dual prices %v with kept joint columns, %v keeping nothing", seed, other.Requirements, s.unitPrice, ws.unitPrice)
+				}
+			}
+		}
+	}
+}

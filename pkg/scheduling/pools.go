@@ -573,7 +573,20 @@ type keptTypes struct {
 	holding map[string]bitset
 	// offerIdx are the types by zone and capacity type (byOffer).
 	offerIdx *typesByOffer
+	// joint are the bound's columns of these types followed by other
+	// kept pools' (a solve with several pools: columns), under optMu.
+	joint []jointCols
 }
+
+// jointCols are the bound's columns of a solve's pools, each with kept
+// types (with, in the solve's order) laid end to end (read only).
+type jointCols struct {
+	with []*keptTypes
+	cols []lpColumn
+}
+
+// maxJoint bounds the joint column lists kept with a pool's types.
+const maxJoint = 8
 
 func keptTypesOf(ps *poolState) *keptTypes {
 	return &keptTypes{types: ps.types, cols: ps.cols, offerIdx: ps.offerIdx, dsPorts: ps.dsPorts, allTypes: ps.allTypes, frontier: ps.frontier,

@@ -166,6 +166,8 @@ type solver struct {
 	optLists map[uint64][]*optList
 	// nodeOpts are newNode's answers by what decides them (nodeOptsFor).
 	nodeOpts map[uint64][]*nodeOpts
+	// outReqs are newNode's requirements (scratch).
+	outReqs reqs
 
 	pvcs map[string]*corev1.PersistentVolumeClaim
 	pvs  map[string]*corev1.PersistentVolume
