@@ -121,6 +121,7 @@ type solver struct {
 	// capacity type masks.
 	priceMemo map[priceKey][]priceRow
 
+	lastRes      resMemo // classKey's
 	affinityMemo map[*corev1.Affinity]uint64
 	spreadMemo   map[*corev1.TopologySpreadConstraint]uint64
 	typeMemo     map[string]bitset
