@@ -75,11 +75,6 @@ func solveCover(cols []lpColumn, demand []float64) (float64, []float64) {
 	}
 	// Normalized problem: a'_{i,t} = cap_{rows[i],t} / demand, rhs 1.
 	n := len(cols)
-	maxCost := 0.0
-	for _, c := range cols {
-		maxCost = max(maxCost, c.cost) // as math.Max, inlined
-	}
-	bigM := 1e6 * math.Max(maxCost, 1)
 	// Columns: 0..n-1 types, n..n+m-1 surplus (−e_i, cost 0), n+m..n+2m-1
 	// artificial (e_i, cost M). The types' normalized columns are computed
 	// once (every pricing pass reads them all) into one array, type j at
@@ -95,12 +90,39 @@ func solveCover(cols []lpColumn, demand []float64) (float64, []float64) {
 	}
 	norm := (*np)[:n*m]
 	costs, den := (*np)[n*m:n*m+n], (*np)[n*m+n:n*m+2*n]
+	// The columns no earlier column dominates (cands), and each
+	// column's dominated ones (kids[kidAt[u]:kidAt[u+1]], in order),
+	// counted in the same pass (one sweep over the columns).
+	var cands, kidAt, kids, domOf []int32
+	if !lpDomOff {
+		dp := domPool.Get().(*[]int32)
+		defer domPool.Put(dp)
+		if cap(*dp) < 4*n+1 {
+			*dp = make([]int32, 4*n+1)
+		}
+		buf := (*dp)[:4*n+1]
+		kidAt, kids, domOf = buf[:n+1], buf[n+1:2*n+1], buf[3*n+1:4*n+1]
+		clear(kidAt)
+		cands = buf[2*n+1 : 2*n+1 : 3*n+1]
+	}
+	maxCost := 0.0
 	for j, c := range cols {
+		maxCost = max(maxCost, c.cost) // as math.Max, inlined
 		for i, r := range rows {
 			norm[j*m+i] = c.cap[r] / demand[r]
 		}
 		costs[j], den[j] = c.cost, max(c.cost, 1e-9)
+		if kidAt == nil {
+			continue
+		}
+		domOf[j] = c.dom
+		if c.dom > 0 {
+			kidAt[c.dom]++ // counted at u+1: prefix sums below
+		} else {
+			cands = append(cands, int32(j))
+		}
 	}
+	bigM := 1e6 * math.Max(maxCost, 1)
 	col := func(j int, out []float64) {
 		switch {
 		case j < n:
@@ -116,32 +138,13 @@ func solveCover(cols []lpColumn, demand []float64) (float64, []float64) {
 	cost := func(j int) float64 {
 		switch {
 		case j < n:
-			return cols[j].cost
+			return costs[j]
 		case j < n+m:
 			return 0
 		}
 		return bigM
 	}
-	// The columns no earlier column dominates (cands), and each
-	// column's dominated ones (kids[kidAt[u]:kidAt[u+1]], in order).
-	var cands, kidAt, kids []int32
-	if !lpDomOff {
-		dp := domPool.Get().(*[]int32)
-		defer domPool.Put(dp)
-		if cap(*dp) < 3*n+1 {
-			*dp = make([]int32, 3*n+1)
-		}
-		buf := (*dp)[:3*n+1]
-		kidAt, kids = buf[:n+1], buf[n+1:2*n+1]
-		clear(kidAt)
-		cands = buf[2*n+1 : 2*n+1]
-		for j, c := range cols {
-			if c.dom > 0 {
-				kidAt[c.dom]++ // counted at u+1: prefix sums below
-			} else {
-				cands = append(cands, int32(j))
-			}
-		}
+	if kidAt != nil {
 		if len(cands) == n {
 			cands = nil // nothing dominated: price every column
 		} else {
@@ -150,9 +153,9 @@ func solveCover(cols []lpColumn, demand []float64) (float64, []float64) {
 			}
 			// Fill each dominator's kids in order, moving kidAt[u]
 			// from u's start to u+1's; a second pass puts them back.
-			for j, c := range cols {
-				if c.dom > 0 {
-					u := c.dom - 1
+			for j, d := range domOf {
+				if d > 0 {
+					u := d - 1
 					kids[kidAt[u]] = int32(j)
 					kidAt[u]++
 				}
