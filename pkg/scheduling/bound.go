@@ -33,11 +33,21 @@ var normPool = sync.Pool{New: func() any { return new([]float64) }}
 // between solves.
 var colPool = sync.Pool{New: func() any { return new([]lpColumn) }}
 
-// lpColumn is one purchasable capacity vector.
+// lpColumn is one purchasable capacity vector. dom, when above 0, is
+// 1 + the index in its list of an earlier column dominating it: as much
+// of every dimension for no more money (solveCover's pricing skips it
+// while that column is a candidate, see priceSome).
 type lpColumn struct {
 	cost float64
 	cap  []float64
+	dom  int32
 }
+
+// lpDomOff makes solveCover price every column (tests compare).
+var lpDomOff bool
+
+// domPool holds solveCover's dominance scratch, reused between solves.
+var domPool = sync.Pool{New: func() any { return new([]int32) }}
 
 // solveCover solves the covering LP by a revised simplex with a big-M
 // start and returns the optimum and the dual prices (per unit of demand
@@ -65,11 +75,6 @@ func solveCover(cols []lpColumn, demand []float64) (float64, []float64) {
 	}
 	// Normalized problem: a'_{i,t} = cap_{rows[i],t} / demand, rhs 1.
 	n := len(cols)
-	maxCost := 0.0
-	for _, c := range cols {
-		maxCost = max(maxCost, c.cost) // as math.Max, inlined
-	}
-	bigM := 1e6 * math.Max(maxCost, 1)
 	// Columns: 0..n-1 types, n..n+m-1 surplus (−e_i, cost 0), n+m..n+2m-1
 	// artificial (e_i, cost M). The types' normalized columns are computed
 	// once (every pricing pass reads them all) into one array, type j at
@@ -85,12 +90,39 @@ func solveCover(cols []lpColumn, demand []float64) (float64, []float64) {
 	}
 	norm := (*np)[:n*m]
 	costs, den := (*np)[n*m:n*m+n], (*np)[n*m+n:n*m+2*n]
+	// The columns no earlier column dominates (cands), and each
+	// column's dominated ones (kids[kidAt[u]:kidAt[u+1]], in order),
+	// counted in the same pass (one sweep over the columns).
+	var cands, kidAt, kids, domOf []int32
+	if !lpDomOff {
+		dp := domPool.Get().(*[]int32)
+		defer domPool.Put(dp)
+		if cap(*dp) < 4*n+1 {
+			*dp = make([]int32, 4*n+1)
+		}
+		buf := (*dp)[:4*n+1]
+		kidAt, kids, domOf = buf[:n+1], buf[n+1:2*n+1], buf[3*n+1:4*n+1]
+		clear(kidAt)
+		cands = buf[2*n+1 : 2*n+1 : 3*n+1]
+	}
+	maxCost := 0.0
 	for j, c := range cols {
+		maxCost = max(maxCost, c.cost) // as math.Max, inlined
 		for i, r := range rows {
 			norm[j*m+i] = c.cap[r] / demand[r]
 		}
 		costs[j], den[j] = c.cost, max(c.cost, 1e-9)
+		if kidAt == nil {
+			continue
+		}
+		domOf[j] = c.dom
+		if c.dom > 0 {
+			kidAt[c.dom]++ // counted at u+1: prefix sums below
+		} else {
+			cands = append(cands, int32(j))
+		}
 	}
+	bigM := 1e6 * math.Max(maxCost, 1)
 	col := func(j int, out []float64) {
 		switch {
 		case j < n:
@@ -106,11 +138,33 @@ func solveCover(cols []lpColumn, demand []float64) (float64, []float64) {
 	cost := func(j int) float64 {
 		switch {
 		case j < n:
-			return cols[j].cost
+			return costs[j]
 		case j < n+m:
 			return 0
 		}
 		return bigM
+	}
+	if kidAt != nil {
+		if len(cands) == n {
+			cands = nil // nothing dominated: price every column
+		} else {
+			for u := 1; u <= n; u++ {
+				kidAt[u] += kidAt[u-1]
+			}
+			// Fill each dominator's kids in order, moving kidAt[u]
+			// from u's start to u+1's; a second pass puts them back.
+			for j, d := range domOf {
+				if d > 0 {
+					u := d - 1
+					kids[kidAt[u]] = int32(j)
+					kidAt[u]++
+				}
+			}
+			for u := n; u > 0; u-- {
+				kidAt[u] = kidAt[u-1]
+			}
+			kidAt[0] = 0
+		}
 	}
 	basis := make([]int, m)
 	binv := make([][]float64, m)
@@ -137,7 +191,28 @@ func solveCover(cols []lpColumn, demand []float64) (float64, []float64) {
 			}
 			dual[k] = v
 		}
-		enter, best := priceTypes(norm, costs, den, isBasic[:n], dual)
+		var enter int
+		var best float64
+		if cands != nil && nonNegative(dual) {
+			enter, best = priceSome(norm, costs, den, isBasic[:n], dual, cands)
+			// A dominated column whose dominator is basic (skipped by
+			// the pricing) is priced too.
+			for _, u := range basis {
+				if u >= n {
+					continue
+				}
+				for _, t := range kids[kidAt[u]:kidAt[u+1]] {
+					if isBasic[t] {
+						continue
+					}
+					if sc, ok := priceOne(norm, costs, den, dual, int(t)); ok && (sc < best || sc == best && int(t) < enter) {
+						best, enter = sc, int(t)
+					}
+				}
+			}
+		} else {
+			enter, best = priceTypes(norm, costs, den, isBasic[:n], dual)
+		}
 		for j := n; j < n+2*m; j++ {
 			if isBasic[j] {
 				continue
@@ -206,6 +281,10 @@ func solveCover(cols []lpColumn, demand []float64) (float64, []float64) {
 	}
 	scale := 1.0
 	for _, c := range cols {
+		if c.dom > 0 && !lpDomOff {
+			// y ≥ 0: its dominator's check is as strict (see priceSome).
+			continue
+		}
 		v := 0.0
 		for r := range y {
 			v += c.cap[r] * y[r]
@@ -272,6 +351,86 @@ func priceTypes(norm, costs, den []float64, isBasic []bool, dual []float64) (ent
 	return enter, best
 }
 
+// nonNegative tells whether every dual is 0 or more (NaN is not).
+func nonNegative(dual []float64) bool {
+	for _, v := range dual {
+		if !(v >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// priceSome is priceTypes over the columns cands only (ascending), for
+// duals all 0 or more. It finds the column priceTypes would: a column t
+// left out has an earlier column u dominating it (cols[t].dom), and with
+// no dual below 0 u's reduced cost is at most t's, in floating point
+// too (every step is monotone: the normalized columns are cap/demand,
+// the products of a dual ≥ 0, the differences, and the division by the
+// cost, at most t's), so u, earlier and not basic, is chosen before t
+// whenever t could be; when u is basic, solveCover prices t itself.
+func priceSome(norm, costs, den []float64, isBasic []bool, dual []float64, cands []int32) (enter int, best float64) {
+	enter, best = -1, -1e-9
+	m := len(dual)
+	if m == 3 {
+		d0, d1, d2 := dual[0], dual[1], dual[2]
+		for _, j := range cands {
+			if isBasic[j] {
+				continue
+			}
+			v := norm[j*3 : j*3+3 : j*3+3]
+			rc := costs[j]
+			rc -= d0 * v[0]
+			rc -= d1 * v[1]
+			rc -= d2 * v[2]
+			if rc >= 0 {
+				continue
+			}
+			if score := rc / den[j]; score < best {
+				best, enter = score, int(j)
+			}
+		}
+		return enter, best
+	}
+	for _, j := range cands {
+		if isBasic[j] {
+			continue
+		}
+		rc := costs[j]
+		for i, v := range norm[int(j)*m : (int(j)+1)*m] {
+			rc -= dual[i] * v
+		}
+		if rc >= 0 {
+			continue
+		}
+		if score := rc / den[j]; score < best {
+			best, enter = score, int(j)
+		}
+	}
+	return enter, best
+}
+
+// priceOne is one column's score as priceTypes computes it (ok: its
+// reduced cost is below 0).
+func priceOne(norm, costs, den, dual []float64, j int) (float64, bool) {
+	m := len(dual)
+	rc := costs[j]
+	if m == 3 {
+		v := norm[j*3 : j*3+3 : j*3+3]
+		rc -= dual[0] * v[0]
+		rc -= dual[1] * v[1]
+		rc -= dual[2] * v[2]
+	} else {
+		for i, v := range norm[j*m : (j+1)*m] {
+			rc -= dual[i] * v
+		}
+	}
+	if rc >= 0 {
+		return 0, false
+	}
+	return rc / den[j], true
+}
+
 // columns lists (pool, type) capacity vectors, optionally restricted (a
 // restricted list is scratch, valid until the next such call).
 // Every solve lists them twice or more over the whole catalog, so each
@@ -297,21 +456,117 @@ func (s *solver) columns(allowed func(ps *poolState, t *ptype) bool) []lpColumn 
 		if pools == 1 {
 			return only.lpCols(nd)
 		}
+		if pools == 0 {
+			return nil
+		}
+		if j, ok := s.keptJoint(); ok {
+			return j
+		}
 		out = make([]lpColumn, 0, n)
+		defer func() { s.keepJoint(out) }()
 	}
 	for _, ps := range s.pools {
 		if !ps.ok {
 			continue
 		}
 		cols := ps.lpCols(nd)
+		base := int32(len(out))
+		if allowed == nil {
+			for _, c := range cols {
+				if c.dom > 0 {
+					c.dom += base
+				}
+				out = append(out, c)
+			}
+			continue
+		}
+		// A column keeps its dominator only if that one is listed too
+		// (at[i]: type i's place in out, plus 1).
+		if cap(s.colAt) < len(cols) {
+			s.colAt = make([]int32, len(cols))
+		}
+		at := s.colAt[:len(cols)]
 		for i, t := range ps.types {
-			if allowed != nil && !allowed(ps, t) {
+			at[i] = 0
+			if !allowed(ps, t) {
 				continue
 			}
-			out = append(out, cols[i])
+			c := cols[i]
+			if c.dom > 0 {
+				c.dom = at[c.dom-1]
+			}
+			out = append(out, c)
+			at[i] = int32(len(out))
 		}
 	}
 	return out
+}
+
+// keptJoint returns the joint columns kept for the solve's pools (more
+// than one, each with kept types: solves of the same pools share them).
+func (s *solver) keptJoint() ([]lpColumn, bool) {
+	var first *keptTypes
+	for _, ps := range s.pools {
+		if !ps.ok {
+			continue
+		}
+		if ps.kept == nil || keptOptsOff {
+			return nil, false
+		}
+		if first == nil {
+			first = ps.kept
+		}
+	}
+	first.optMu.Lock()
+	defer first.optMu.Unlock()
+	for _, j := range first.joint {
+		if s.jointIs(j.with) {
+			return j.cols, true
+		}
+	}
+	return nil, false
+}
+
+// jointIs tells whether with are the kept types of the solve's pools.
+func (s *solver) jointIs(with []*keptTypes) bool {
+	i := 0
+	for _, ps := range s.pools {
+		if !ps.ok {
+			continue
+		}
+		if i >= len(with) || with[i] != ps.kept {
+			return false
+		}
+		i++
+	}
+	return i == len(with)
+}
+
+// keepJoint keeps the solve's joint columns with its first pool's kept
+// types, when every pool has kept types (the oldest go when full).
+func (s *solver) keepJoint(cols []lpColumn) {
+	var with []*keptTypes
+	for _, ps := range s.pools {
+		if !ps.ok {
+			continue
+		}
+		if ps.kept == nil || keptOptsOff {
+			return
+		}
+		with = append(with, ps.kept)
+	}
+	first := with[0]
+	first.optMu.Lock()
+	defer first.optMu.Unlock()
+	for _, j := range first.joint {
+		if s.jointIs(j.with) {
+			return
+		}
+	}
+	if len(first.joint) >= maxJoint {
+		first.joint = first.joint[1:]
+	}
+	first.joint = append(first.joint, jointCols{with: with, cols: cols})
 }
 
 // lpCols are the pool's types as the bound's columns (type i at i: its
@@ -330,6 +585,37 @@ func (ps *poolState) lpCols(nd int) []lpColumn {
 		}
 	}
 	return ps.cols
+}
+
+// lpDominance marks each of the pool's columns dominated by an earlier
+// one (lpColumn.dom): as much of every dimension for no more money. A
+// column dominated by an earlier dominated one is dominated by what
+// dominates that (transitivity), so each is compared with the columns
+// found undominated so far only. Made once per kept pool types (a
+// pool's columns are then read only).
+func (ps *poolState) lpDominance() {
+	var front []int
+	for j := range ps.cols {
+		t := &ps.cols[j]
+		for _, u := range front {
+			if c := &ps.cols[u]; c.cost <= t.cost && capAtLeast(c.cap, t.cap) {
+				t.dom = int32(u) + 1
+				break
+			}
+		}
+		if t.dom == 0 {
+			front = append(front, j)
+		}
+	}
+}
+
+func capAtLeast(a, b []float64) bool {
+	for i, v := range b {
+		if a[i] < v {
+			return false
+		}
+	}
+	return true
 }
 
 // allColumns are the unrestricted columns: the types do not change after

@@ -392,8 +392,12 @@ func (s *solver) buildLevel(c *class, st relaxState, desc string) *level {
 	l := &level{cls: c, idx: len(c.levels), desc: desc, st: st, strictTaint: !st.tolPNS}
 	p := prefs(c.pod)
 	terms := s.requiredTerms(c)
-	l.nodeReqs = terms[st.term].clone()
+	// terms are made for this level: the term is its own unless the
+	// preferred term narrows it (spreadTerm may hand the term out as
+	// it was).
+	l.nodeReqs = terms[st.term]
 	if st.prefNodeDrop < len(p.node) {
+		l.nodeReqs = l.nodeReqs.clone()
 		pr := newReqs()
 		if !pr.addNodeSelectorRequirements(p.node[st.prefNodeDrop].MatchExpressions) {
 			pr = newReqs()

@@ -22,24 +22,30 @@ import (
 // resources, and the host ports beside them): classes with the same res
 // have the same requests (buildDims computes them once per res).
 func (s *solver) classKey(p *corev1.Pod) (key, res uint64) {
-	r := hasher(fnvOffset)
-	for i := range p.Spec.Containers {
-		r.container(&p.Spec.Containers[i])
-	}
-	r.sep()
-	for i := range p.Spec.InitContainers {
-		r.container(&p.Spec.InitContainers[i])
-		if rp := p.Spec.InitContainers[i].RestartPolicy; rp != nil {
-			r.str(string(*rp))
+	var r hasher
+	if rp := s.resOf(p); rp != nil {
+		r = hasher(*rp)
+	} else {
+		r = hasher(fnvOffset)
+		for i := range p.Spec.Containers {
+			r.container(&p.Spec.Containers[i])
 		}
+		r.sep()
+		for i := range p.Spec.InitContainers {
+			r.container(&p.Spec.InitContainers[i])
+			if rp := p.Spec.InitContainers[i].RestartPolicy; rp != nil {
+				r.str(string(*rp))
+			}
+		}
+		r.sep()
+		r.resources(p.Spec.Overhead)
+		if p.Spec.Resources != nil {
+			r.resources(p.Spec.Resources.Requests)
+			r.resources(p.Spec.Resources.Limits)
+		}
+		r.sep()
+		s.lastRes = resMemo{pod: p, res: uint64(r)}
 	}
-	r.sep()
-	r.resources(p.Spec.Overhead)
-	if p.Spec.Resources != nil {
-		r.resources(p.Spec.Resources.Requests)
-		r.resources(p.Spec.Resources.Limits)
-	}
-	r.sep()
 	h := hasher(fnvOffset)
 	h.str(p.Namespace)
 	h.strMap(p.Labels)
@@ -89,6 +95,32 @@ func (s *solver) classKey(p *corev1.Pod) (key, res uint64) {
 	}
 	h.u64(uint64(len(p.Spec.ResourceClaims)))
 	return uint64(h), uint64(r)
+}
+
+// resMemo is the res hash of the last pod classKey hashed in full.
+type resMemo struct {
+	pod *corev1.Pod
+	res uint64
+}
+
+// resOf returns the res hash of the last pod hashed in full when p's
+// containers, init containers and pod-level resources are that pod's very
+// own (the same arrays: pods made from one template by a shallow copy of
+// its spec, as workload expansion makes them, come in a row) and neither
+// has an overhead; nil otherwise.
+func (s *solver) resOf(p *corev1.Pod) *uint64 {
+	q := s.lastRes.pod
+	if q == nil || len(p.Spec.Overhead) > 0 || len(q.Spec.Overhead) > 0 || p.Spec.Resources != q.Spec.Resources ||
+		!sameArray(p.Spec.Containers, q.Spec.Containers) || !sameArray(p.Spec.InitContainers, q.Spec.InitContainers) {
+		return nil
+	}
+	return &s.lastRes.res
+}
+
+// sameArray tells whether a and b are the same elements in the same
+// memory (both empty counts).
+func sameArray[T any](a, b []T) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 const (

@@ -132,3 +132,8 @@ func SetFitAnswers(on bool) { fitAnswersOff = !on }
 // last pass that kept nothing left it (on) or runs it (off), for the
 // test that plans are the same either way.
 func SetRepeatPass(on bool) { repeatPassOff = !on }
+
+// SetLPDominance makes the bound's LP skip columns an earlier column
+// dominates while pricing (on) or price every column (off), for the test
+// that plans are the same either way.
+func SetLPDominance(on bool) { lpDomOff = !on }

@@ -32,10 +32,12 @@ func (s *solver) finish() {
 		next[c.idx] += n
 		return out
 	}
+	var esBuf []entry
 	podsOf := func(b *bin) []*corev1.Pod {
 		var out []*corev1.Pod
-		// Entries in class order so output is stable.
-		es := append([]entry(nil), b.entries...)
+		// Entries in class order so output is stable (es is scratch).
+		es := append(esBuf[:0], b.entries...)
+		defer func() { esBuf = es[:0] }()
 		sort.SliceStable(es, func(i, j int) bool {
 			if es[i].l.cls.idx != es[j].l.cls.idx {
 				return es[i].l.cls.idx < es[j].l.cls.idx
@@ -177,8 +179,17 @@ func (s *solver) newNode(b *bin, headroom vec) (NewNode, string) {
 		}
 	}
 	// Requirements: the pool's type requirements, the instance types, the
-	// zones and capacity types, and custom labels as narrowed.
-	r := ps.typeReqs.clone()
+	// zones and capacity types, and custom labels as narrowed (in
+	// scratch: toModel copies what it keeps but the shared names).
+	r := &s.outReqs
+	if r.sets == nil {
+		r.sets = map[string]valueSet{}
+	}
+	r.keys = append(r.keys[:0], ps.typeReqs.keys...)
+	clear(r.sets)
+	for k, v := range ps.typeReqs.sets {
+		r.sets[k] = v
+	}
 	r.add(corev1.LabelInstanceTypeStable, valueSet{values: sh.names})
 	r.add(corev1.LabelTopologyZone, valueSet{values: nn.Zones})
 	r.add(model.LabelCapacityType, valueSet{values: nn.CapacityTypes})

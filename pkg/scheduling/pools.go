@@ -321,6 +321,7 @@ func (s *solver) preparePoolState(idx int, p *model.Pool) *poolState {
 	s.buildFrontier(ps)
 	if key != "" {
 		ps.lpCols(s.dims.n())
+		ps.lpDominance()
 		ps.byOffer()
 		ps.kept = keptTypesOf(ps)
 		pl.keepPoolTypes(key, ps.kept)
@@ -576,7 +577,20 @@ type keptTypes struct {
 	offerIdx  *typesByOffer
 	holdIdx   *holdIdx // typesHolding's (compat.go)
 	holdScans int      // typesHolding's answers scanned so far
+	// joint are the bound's columns of these types followed by other
+	// kept pools' (a solve with several pools: columns), under optMu.
+	joint []jointCols
 }
+
+// jointCols are the bound's columns of a solve's pools, each with kept
+// types (with, in the solve's order) laid end to end (read only).
+type jointCols struct {
+	with []*keptTypes
+	cols []lpColumn
+}
+
+// maxJoint bounds the joint column lists kept with a pool's types.
+const maxJoint = 8
 
 func keptTypesOf(ps *poolState) *keptTypes {
 	return &keptTypes{types: ps.types, cols: ps.cols, offerIdx: ps.offerIdx, dsPorts: ps.dsPorts, allTypes: ps.allTypes, frontier: ps.frontier,

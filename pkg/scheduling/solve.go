@@ -121,6 +121,7 @@ type solver struct {
 	// capacity type masks.
 	priceMemo map[priceKey][]priceRow
 
+	lastRes      resMemo // classKey's
 	affinityMemo map[*corev1.Affinity]uint64
 	spreadMemo   map[*corev1.TopologySpreadConstraint]uint64
 	typeMemo     map[string]bitset
@@ -141,6 +142,7 @@ type solver struct {
 	// their LP solved before packing (dualPrices).
 	allCols []lpColumn
 	colBuf  []lpColumn // columns' scratch
+	colAt   []int32    // columns' scratch
 	full    cover
 	// needBuf is isOpen's scratch, upNeed upgradeFor's, newScratch
 	// newBinFor's by pool; zeroVec is all zeros (read only).
@@ -165,6 +167,8 @@ type solver struct {
 	optLists map[uint64][]*optList
 	// nodeOpts are newNode's answers by what decides them (nodeOptsFor).
 	nodeOpts map[uint64][]*nodeOpts
+	// outReqs are newNode's requirements (scratch).
+	outReqs reqs
 
 	pvcs map[string]*corev1.PersistentVolumeClaim
 	pvs  map[string]*corev1.PersistentVolume
