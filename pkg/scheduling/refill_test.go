@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"math/rand"
 	"slices"
 	"testing"
 )
@@ -34,5 +35,67 @@ func TestBalancedFillFillsEveryResource(t *testing.T) {
 				t.Errorf("balancedFill = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// balancedFillPodByPod is balancedFill one pod at a time, as it was
+// written first: the reference its runs must agree with.
+func balancedFillPodByPod(ls []*level, counts []int, net vec) []int {
+	sel := make([]int, len(ls))
+	room := net.clone()
+	inv := make([]float64, len(net))
+	for d, v := range net {
+		if v > 0 {
+			inv[d] = 1 / (float64(v) * float64(v))
+		}
+	}
+	for {
+		best, bestScore := -1, 0.0
+		for i, l := range ls {
+			if sel[i] >= counts[i] || !l.cls.req.le(room) {
+				continue
+			}
+			score := 0.0
+			for d, r := range l.cls.req {
+				score += float64(r) * float64(room[d]) * inv[d]
+			}
+			if best < 0 || score > bestScore {
+				best, bestScore = i, score
+			}
+		}
+		if best < 0 {
+			return sel
+		}
+		sel[best]++
+		room.addScaled(ls[best].cls.req, -1)
+	}
+}
+
+// TestBalancedFillRunsAsPodByPod: balancedFill, which takes a level's
+// pods in runs, chooses what choosing one pod at a time chooses, over
+// random nodes and pods (equal requests, ties, pods that do not fit,
+// many small pods on a big node).
+func TestBalancedFillRunsAsPodByPod(t *testing.T) {
+	const gi = 1 << 30
+	rnd := rand.New(rand.NewSource(1))
+	for n := 0; n < 3000; n++ {
+		net := vec{int64(2000 + rnd.Intn(190000)), int64(4*gi + rnd.Int63n(760*gi)), 0, int64(8 + rnd.Intn(730))}
+		nl := 1 + rnd.Intn(12)
+		ls := make([]*level, nl)
+		counts := make([]int, nl)
+		for i := range ls {
+			cpu := int64(50 * (1 + rnd.Intn(80)))
+			mem := int64(64<<20) * int64(1+rnd.Intn(256))
+			if i > 0 && rnd.Intn(4) == 0 { // the same requests as another level
+				r := ls[rnd.Intn(i)].cls.req
+				cpu, mem = r[0], r[1]
+			}
+			ls[i] = &level{cls: &class{req: vec{cpu, mem, 0, 1}}}
+			counts[i] = rnd.Intn(300)
+		}
+		want := balancedFillPodByPod(ls, counts, net)
+		if got := balancedFill(ls, counts, net); !slices.Equal(got, want) {
+			t.Fatalf("case %d: net %v counts %v: balancedFill = %v, pod by pod %v", n, net, counts, got, want)
+		}
 	}
 }

@@ -132,17 +132,19 @@ func TestWholeNoDearerThanHalves_TailSplit(t *testing.T) {
 }
 
 // TestWholeNoDearerThanHalves_Refill: cases where the whole was dearer
-// than its halves (by 0.7% to 2.4%) until the refill (refill.go): a node
+// than its halves (by 1.2% to 2.4%) until the refill (refill.go): a node
 // full in CPU with memory idle (or the other way round) beside nodes
 // holding the pods that could use that memory (many-shapes/71 seed 25:
 // a c6a.24xlarge with 34 GiB idle and two r5a.xlarge and an r7a.medium
 // for memory-heavy pods, where the halves fill their c nodes' memory and
 // need an m5a.2xlarge and an m5a.large); now the whole costs no more
-// than its halves, with no slack.
+// than its halves, with no slack. (web-six/331 seed 18, /306 seed 7 and
+// many-shapes/220 seed 21 were also fixed by the refill when it tried
+// every set; since it tries only those its estimate finds cheaper, they
+// are not: docs/scheduling.md.)
 func TestWholeNoDearerThanHalves_Refill(t *testing.T) {
 	wholeNoDearerThanHalves(t, []shapeSeed{
-		{"many-shapes", 25}, {"web-six", 18}, {"many-shapes", 20}, {"many-shapes", 38},
-		{"many-shapes", 21}, {"many-shapes", 17}, {"web-six", 7},
+		{"many-shapes", 25}, {"many-shapes", 20}, {"many-shapes", 38}, {"many-shapes", 17},
 	})
 }
 
