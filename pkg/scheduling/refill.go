@@ -34,7 +34,8 @@ import (
 // again, and most tries find nothing; so a set is tried only when
 // refillEstimate, the same refill priced without touching the plan (the
 // rest packed as packBalanced would, at the current prices, knowing no
-// other node's room), is cheaper than the nodes it replaces. Over the
+// other node's room; none when the pods share no zone and capacity type
+// with x), is cheaper than the nodes it replaces. Over the
 // halves test's 720 solves that gate let through 2% of the sets, and 96%
 // of those made the plan cheaper; it misses the refills that gain from
 // other nodes' room or from the rebuild's own LP prices.
@@ -464,6 +465,7 @@ func (s *solver) refillEstimate(x *bin, others []*bin) float64 {
 	ps := x.pool
 	var ls []*level
 	var counts []int
+	zones, cts := x.zoneMask, x.ctMask
 	for _, b := range append([]*bin{x}, others...) {
 		for _, e := range b.entries {
 			i := slices.Index(ls, e.l)
@@ -471,9 +473,17 @@ func (s *solver) refillEstimate(x *bin, others []*bin) float64 {
 				ls = append(ls, e.l)
 				counts = append(counts, 0)
 				i = len(ls) - 1
+				cp := e.l.pools[ps.idx]
+				zones &= cp.zoneMask
+				cts &= cp.ctMask
 			}
 			counts[i] += e.n
 		}
+	}
+	if zones == 0 || cts == 0 {
+		// Pods pinned apart (zonal volumes): the fill below would mix
+		// them on one node.
+		return math.Inf(1)
 	}
 	// In class order, as a rebuild's work is.
 	idx := make([]int, len(ls))
