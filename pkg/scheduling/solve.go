@@ -38,6 +38,10 @@ func Solve(in Input) Plan {
 		if s.tailSplit() {
 			s.improve()
 		}
+		// Last, exchanges between lopsided nodes and others (refill.go).
+		if s.refill() {
+			s.improve()
+		}
 	}
 	s.finish()
 	return s.plan
