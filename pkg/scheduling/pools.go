@@ -574,9 +574,7 @@ type keptTypes struct {
 	// holding are typesHolding's answers, by the request.
 	holding map[string]bitset
 	// offerIdx are the types by zone and capacity type (byOffer).
-	offerIdx  *typesByOffer
-	holdIdx   *holdIdx // typesHolding's (compat.go)
-	holdScans int      // typesHolding's answers scanned so far
+	offerIdx *typesByOffer
 	// joint are the bound's columns of these types followed by other
 	// kept pools' (a solve with several pools: columns), under optMu.
 	joint []jointCols
