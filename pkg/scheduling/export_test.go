@@ -137,3 +137,13 @@ func SetRepeatPass(on bool) { repeatPassOff = !on }
 // dominates while pricing (on) or price every column (off), for the test
 // that plans are the same either way.
 func SetLPDominance(on bool) { lpDomOff = !on }
+
+// SetRefillTried makes refill skip a group it tried in another order the
+// same round (on) or try it again (off), for the test that plans are the
+// same either way.
+func SetRefillTried(on bool) { refillTriedOff = !on }
+
+// SetEstimateCut makes refillEstimate stop once its price reached the
+// group's (on) or price the whole refill (off), for the test that plans
+// are the same either way.
+func SetEstimateCut(on bool) { estimateCutOff = !on }

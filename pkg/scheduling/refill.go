@@ -57,6 +57,11 @@ func (s *solver) refill() bool {
 		}
 	}
 	improved := false
+	// tried are the groups tried this round: the sets of different x
+	// overlap (the least utilised nodes with each lopsided one), and a
+	// group met again in another order fares as it did (the plan is as
+	// it was: every try of the round so far failed).
+	var tried map[refillKey]bool
 	for round := 0; round < refillRounds; round++ {
 		cand := s.freeBins()
 		if len(cand) < 2 {
@@ -64,15 +69,30 @@ func (s *solver) refill() bool {
 		}
 		top := s.lopsided(cand)
 		kept := false
+		clear(tried) // a kept refill changed the plan
 	tries:
 		for _, x := range top {
 			for _, set := range refillSets(x, cand, top) {
+				if key, ok := refillKeyOf(x, set); ok && !refillTriedOff {
+					if tried[key] {
+						continue
+					}
+					if tried == nil {
+						tried = map[refillKey]bool{}
+					}
+					tried[key] = true
+				}
 				if !s.canBalance(x, set) {
 					continue
 				}
 				// Only when a refill priced without touching the plan
 				// is cheaper than the nodes it replaces.
-				if s.refillEstimate(x, set) >= groupPrice(x, set)-1e-9 {
+				limit := groupPrice(x, set) - 1e-9
+				cut := limit
+				if estimateCutOff {
+					cut = math.Inf(1)
+				}
+				if s.refillEstimate(x, set, cut) >= limit {
 					continue
 				}
 				if s.tryRefill(x, set, false) || s.tryRefill(x, set, true) {
@@ -87,6 +107,60 @@ func (s *solver) refill() bool {
 		improved = true
 	}
 	return improved
+}
+
+// refillTriedOff makes refill try again a group it tried in another
+// order the same round; estimateCutOff makes refillEstimate price the
+// whole refill after its cost reached the nodes' price (tests compare).
+var refillTriedOff, estimateCutOff bool
+
+// refillKey names a try whatever the order of its other nodes: x's id,
+// then theirs ascending, -1 past the last.
+type refillKey [5]int
+
+// refillKeyOf is the key of refilling x with others; false when their
+// order may change the try: more than 4 of them, or two levels of one
+// class among the pods (a rebuild takes a class's levels in the order of
+// the nodes holding them, and refillEstimate, fills and balancedFill
+// break ties by that order). Otherwise the try sees the same levels in
+// class order and the same counts either way.
+func refillKeyOf(x *bin, others []*bin) (refillKey, bool) {
+	var k refillKey
+	if len(others) >= len(k) {
+		return k, false
+	}
+	var buf [16]*level
+	seen := buf[:0]
+	for i := -1; i < len(others); i++ {
+		b := x
+		if i >= 0 {
+			b = others[i]
+		}
+		for _, e := range b.entries {
+			known := false
+			for _, l := range seen {
+				if l == e.l {
+					known = true
+					break
+				}
+				if l.cls == e.l.cls {
+					return k, false
+				}
+			}
+			if !known {
+				seen = append(seen, e.l)
+			}
+		}
+	}
+	k[0] = x.id
+	for i := range k[1:] {
+		k[i+1] = -1
+		if i < len(others) {
+			k[i+1] = others[i].id
+		}
+	}
+	slices.Sort(k[1 : 1+len(others)])
+	return k, true
 }
 
 // refillSets are the nodes tried with x, all of x's pool: the least
@@ -460,8 +534,10 @@ func groupPrice(x *bin, others []*bin) float64 {
 // on new nodes of x's pool chosen and filled as packBalanced does at the
 // current prices, each priced at the cheapest type (by its cheapest
 // offering) holding what it got. It knows no other node's room, which the
-// real refill may use; +Inf when some pod finds no type.
-func (s *solver) refillEstimate(x *bin, others []*bin) float64 {
+// real refill may use; +Inf when some pod finds no type. It stops as
+// soon as the price reaches limit (the refill cannot win then), and
+// returns the price so far.
+func (s *solver) refillEstimate(x *bin, others []*bin, limit float64) float64 {
 	ps := x.pool
 	var ls []*level
 	var counts []int
@@ -524,6 +600,9 @@ func (s *solver) refillEstimate(x *bin, others []*bin) float64 {
 	}
 	sel := balancedFill(ls, counts, ps.types[x.typ].net)
 	total := cheapest(sel)
+	if total >= limit {
+		return total
+	}
 	for i := range counts {
 		counts[i] -= sel[i]
 	}
@@ -571,5 +650,8 @@ func (s *solver) refillEstimate(x *bin, others []*bin) float64 {
 			return math.Inf(1)
 		}
 		total += cheapest(sel)
+		if total >= limit {
+			return total
+		}
 	}
 }
