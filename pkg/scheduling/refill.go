@@ -46,15 +46,8 @@ const refillTop, refillRounds = 3, 3
 
 // refill tries the exchanges; it tells whether any was kept.
 func (s *solver) refill() bool {
-	for _, ps := range s.pools {
-		if ps.hasLimits || len(ps.minValues) > 0 {
-			return false
-		}
-	}
-	for _, p := range s.unitPrice {
-		if p < 0 {
-			return false
-		}
+	if !s.rebuildable() {
+		return false
 	}
 	improved := false
 	// tried are the groups tried this round: the sets of different x
@@ -495,20 +488,7 @@ func (s *solver) packBalanced(ls []*level, counts []int, ps *poolState) bool {
 		if !slices.ContainsFunc(counts, func(n int) bool { return n > 0 }) {
 			return true
 		}
-		best, bestEff := -1, 0.0
-		for _, i := range ps.frontier {
-			t := ps.types[i]
-			if allowed == nil || !allowed.has(i) || t.minPrice <= 0 {
-				continue
-			}
-			v := 0.0
-			for d, p := range s.unitPrice {
-				v += p * float64(min(t.net[d], left[d]))
-			}
-			if eff := v / t.minPrice; best < 0 || eff > bestEff {
-				best, bestEff = i, eff
-			}
-		}
+		best := s.bestValueType(ps, allowed, left)
 		if best < 0 {
 			return false
 		}
@@ -518,6 +498,31 @@ func (s *solver) packBalanced(ls []*level, counts []int, ps *poolState) bool {
 			return false
 		}
 	}
+}
+
+// bestValueType is the frontier type of ps among allowed whose
+// allocatable, capped per resource at left, is worth the most per dollar
+// (its cheapest offering's) at the current prices; -1 when there is none
+// (allowed nil: no type).
+func (s *solver) bestValueType(ps *poolState, allowed bitset, left vec) int {
+	if allowed == nil {
+		return -1
+	}
+	best, bestEff := -1, 0.0
+	for _, i := range ps.frontier {
+		t := ps.types[i]
+		if !allowed.has(i) || t.minPrice <= 0 {
+			continue
+		}
+		v := 0.0
+		for d, p := range s.unitPrice {
+			v += p * float64(min(t.net[d], left[d]))
+		}
+		if eff := v / t.minPrice; best < 0 || eff > bestEff {
+			best, bestEff = i, eff
+		}
+	}
+	return best
 }
 
 // groupPrice is the price of x and others.
@@ -623,20 +628,7 @@ func (s *solver) refillEstimate(x *bin, others []*bin, limit float64) float64 {
 		if allowed == nil {
 			return total
 		}
-		best, bestEff := -1, 0.0
-		for _, i := range ps.frontier {
-			t := ps.types[i]
-			if !allowed.has(i) || t.minPrice <= 0 {
-				continue
-			}
-			v := 0.0
-			for d, p := range s.unitPrice {
-				v += p * float64(min(t.net[d], left[d]))
-			}
-			if eff := v / t.minPrice; best < 0 || eff > bestEff {
-				best, bestEff = i, eff
-			}
-		}
+		best := s.bestValueType(ps, allowed, left)
 		if best < 0 {
 			return math.Inf(1)
 		}

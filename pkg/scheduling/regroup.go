@@ -49,11 +49,12 @@ func (s *solver) settle() bool {
 	return changed
 }
 
-// regroup tries the groups; it tells whether any rebuild was kept.
-// Rebuilds take pods off nodes and pack them again, which pool limits
-// (the other nodes' sizes count) and minValues (a node's type list)
-// would make wrong; the nodes must be right-sized (settle).
-func (s *solver) regroup() bool {
+// rebuildable tells whether groups of nodes may be rebuilt at their own
+// prices (regroup, refill): rebuilds take pods off nodes and pack them
+// again, which pool limits (the other nodes' sizes count) and minValues
+// (a node's type list) would make wrong, and the prices they value
+// types at must not be negative.
+func (s *solver) rebuildable() bool {
 	for _, ps := range s.pools {
 		if ps.hasLimits || len(ps.minValues) > 0 {
 			return false
@@ -63,6 +64,15 @@ func (s *solver) regroup() bool {
 		if p < 0 {
 			return false
 		}
+	}
+	return true
+}
+
+// regroup tries the groups; it tells whether any rebuild was kept
+// (none when !rebuildable); the nodes must be right-sized (settle).
+func (s *solver) regroup() bool {
+	if !s.rebuildable() {
+		return false
 	}
 	improved := false
 	for round := 0; round < regroupRounds; round++ {
