@@ -54,7 +54,7 @@ func (s *solver) refill() bool {
 	// overlap (the least utilised nodes with each lopsided one), and a
 	// group met again in another order fares as it did (the plan is as
 	// it was: every try of the round so far failed).
-	var tried map[refillKey]bool
+	var tried []refillKey
 	for round := 0; round < refillRounds; round++ {
 		cand := s.freeBins()
 		if len(cand) < 2 {
@@ -62,18 +62,15 @@ func (s *solver) refill() bool {
 		}
 		top := s.lopsided(cand)
 		kept := false
-		clear(tried) // a kept refill changed the plan
+		tried = tried[:0] // a kept refill changed the plan
 	tries:
 		for _, x := range top {
 			for _, set := range refillSets(x, cand, top) {
 				if key, ok := refillKeyOf(x, set); ok && !refillTriedOff {
-					if tried[key] {
+					if slices.Contains(tried, key) {
 						continue
 					}
-					if tried == nil {
-						tried = map[refillKey]bool{}
-					}
-					tried[key] = true
+					tried = append(tried, key)
 				}
 				if !s.canBalance(x, set) {
 					continue
