@@ -137,3 +137,8 @@ func SetRepeatPass(on bool) { repeatPassOff = !on }
 // dominates while pricing (on) or price every column (off), for the test
 // that plans are the same either way.
 func SetLPDominance(on bool) { lpDomOff = !on }
+
+// SetSearchScratch turns the local search's reused buffers and
+// reflection-free sorts (searchbuf.go) on or off, for the test that
+// plans are the same either way.
+func SetSearchScratch(on bool) { searchScratchOff = !on }

@@ -3,7 +3,6 @@ package scheduling
 import (
 	"math"
 	"slices"
-	"sort"
 )
 
 // The growth index: while packing, the open new nodes ordered by an upper
@@ -102,7 +101,7 @@ const growTie = 1e-3
 // (neither beating them nor being beaten by them in a way they are not
 // beaten otherwise): the scan over the nodes above picks the same node.
 func tieLow(e []float64) float64 {
-	sort.Sort(sort.Reverse(sort.Float64Slice(e)))
+	sortDesc(e)
 	low := e[0]
 	for _, v := range e[1:] {
 		if v < low*(1-growTie) {
@@ -397,7 +396,7 @@ func (s *solver) fastUpgrades(l *level, want int, excluded []*bin) (cands []*gro
 			return nil, false
 		}
 	}
-	sort.Slice(cands, func(i, j int) bool { return cands[i].b.id < cands[j].b.id })
+	sortByNode(cands)
 	// A node both unfilled and in the heap: the same upgrade twice.
 	cands = slices.CompactFunc(cands, func(a, b *growth) bool { return a.b == b.b })
 	return cands, true

@@ -2,7 +2,6 @@ package scheduling
 
 import (
 	"math"
-	"sort"
 )
 
 // rightSize gives a new bin the cheapest type that holds its pods (plus the
@@ -52,20 +51,8 @@ func (s *solver) rightSize(b *bin) bool {
 // changes nothing (at most a few).
 func (s *solver) improve() {
 	for pass := 0; pass < 8; pass++ {
-		var order []*bin
-		for _, b := range s.bins {
-			if b.node == nil && len(b.entries) > 0 {
-				order = append(order, b)
-			}
-		}
 		// Least utilized first: those are the cheapest to empty.
-		util := func(b *bin) float64 {
-			if b.offer.price <= 0 {
-				return 1
-			}
-			return s.valueOf(b.used) / b.offer.price
-		}
-		sort.SliceStable(order, func(i, j int) bool { return util(order[i]) < util(order[j]) })
+		order := s.utilOrder()
 		improved := false
 		targets := s.roomyBins()
 		for _, b := range order {
@@ -126,6 +113,10 @@ func (s *solver) rebuildPass(order []*bin) (improved bool) {
 	}
 	defer func() { s.notePass(improved) }()
 	var cand []*bin
+	if !searchScratchOff {
+		cand = s.search.cand[:0]
+		defer func() { s.search.cand = cand[:0] }()
+	}
 	for _, b := range order {
 		if len(b.entries) > 0 && b.holdsOnlyFree() {
 			cand = append(cand, b)
@@ -326,7 +317,7 @@ func (s *solver) tryRebuildBy(group []*bin, place func([]removed) bool) bool {
 	for _, b := range group {
 		s.dropBin(b)
 	}
-	sort.SliceStable(work, func(i, k int) bool { return work[i].l.cls.idx < work[k].l.cls.idx })
+	sortWork(work)
 	s.jr = j
 	s.jrPlaced = s.jrBuf[:0]
 	s.rbBefore = before
@@ -571,8 +562,7 @@ func (s *solver) tryDrain(b *bin, targets *roomy) bool {
 	before := b.offer.price
 	j := s.begin()
 	j.touch(b)
-	entries := append([]entry(nil), b.entries...)
-	sort.SliceStable(entries, func(i, k int) bool { return entries[i].l.cls.value > entries[k].l.cls.value })
+	entries := s.entriesByValue(b)
 	// Every node this drain changes gets its value in the drain index
 	// again, whether the drain is kept or rolled back.
 	defer func() {
@@ -708,7 +698,7 @@ func (s *solver) tryMerge(a, b *bin) bool {
 	j.touch(a)
 	j.touch(b)
 	s.setType(b, best)
-	entries := append([]entry(nil), a.entries...)
+	entries := s.entriesOf(a)
 	for _, e := range entries {
 		ch := s.allowance(e.l, b, e.n, best)
 		if ch.k < e.n || !s.removalSafe(e.l, a, b, ch) {

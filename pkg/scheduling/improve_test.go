@@ -70,3 +70,13 @@ func TestRebuildBoundSamePlans(t *testing.T) {
 func TestRepeatPassSamePlans(t *testing.T) {
 	samePlans(t, "repeated rebuild passes skipped", scheduling.SetRepeatPass)
 }
+
+// TestSearchScratchSamePlans: the local search's buffers kept across
+// steps (improve's order, rebuildPass's candidates, the drains' and
+// merges' entries, fastUpgrades' growths from a pool) and its sorts by
+// slices.SortStableFunc give the plans that fresh slices and
+// sort.SliceStable give. A pooled growth overwritten before placeAt
+// applied it, or a sort taking other steps, would make plans differ.
+func TestSearchScratchSamePlans(t *testing.T) {
+	samePlans(t, "the local search's scratch reused", scheduling.SetSearchScratch)
+}

@@ -197,6 +197,8 @@ type solver struct {
 	lastPass   []uint32
 	passBuf    []uint32
 	lastPrices *float64
+	// search is the local search's scratch (searchbuf.go).
+	search searchScratch
 }
 
 // world indexes zones and capacity types.
