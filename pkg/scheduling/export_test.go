@@ -142,3 +142,8 @@ func SetLPDominance(on bool) { lpDomOff = !on }
 // reflection-free sorts (searchbuf.go) on or off, for the test that
 // plans are the same either way.
 func SetSearchScratch(on bool) { searchScratchOff = !on }
+
+// SetMergeTwins turns the merges' skipping of nodes whose twin was
+// refused early (twins.go) on or off, for the test that plans are the
+// same either way.
+func SetMergeTwins(on bool) { mergeTwinsOff = !on }

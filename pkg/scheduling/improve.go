@@ -69,11 +69,18 @@ func (s *solver) improve() {
 			if len(a.entries) == 0 {
 				continue
 			}
+			tw := &s.mergeTwins
+			tw.reset()
 			for _, b := range order {
-				if b != a && len(b.entries) > 0 && s.tryMerge(a, b) {
+				if b == a || len(b.entries) == 0 || tw.seen(b) {
+					continue
+				}
+				merged, early := s.tryMerge(a, b)
+				if merged {
 					improved = true
 					break
 				}
+				tw.note(b, early)
 			}
 		}
 		if pass < rebuildPasses && s.rebuildPass(order) {
@@ -658,16 +665,18 @@ func (s *solver) tryDrain(b *bin, targets *roomy) bool {
 // cheapest type that holds both, when that costs less than the two: the
 // other half of the local search, joining nodes where tryDrain empties
 // them into room already paid for. It keeps the result only if every pod
-// moves (with its constraints checked as for any placement).
-func (s *solver) tryMerge(a, b *bin) bool {
+// moves (with its constraints checked as for any placement). early
+// tells, when it refuses, whether that was before anything changed, from
+// what b's twins share (twins.go).
+func (s *solver) tryMerge(a, b *bin) (merged, early bool) {
 	ps := b.pool
 	if a.pool != ps || ps.hasLimits {
-		return false
+		return false, true
 	}
 	before := a.offer.price + b.offer.price
 	zm, cm := a.zoneMask&b.zoneMask, a.ctMask&b.ctMask
 	if zm == 0 || cm == 0 {
-		return false
+		return false, true
 	}
 	if len(s.mergeBuf) != len(a.used) {
 		s.mergeBuf = make(vec, len(a.used))
@@ -676,7 +685,7 @@ func (s *solver) tryMerge(a, b *bin) bool {
 	copy(need, a.used)
 	need.add(b.used)
 	if !frontierHolds(ps, need, before-1e-9) {
-		return false
+		return false, true
 	}
 	best := -1
 	for i, t := range ps.types {
@@ -692,7 +701,7 @@ func (s *solver) tryMerge(a, b *bin) bool {
 		}
 	}
 	if best < 0 {
-		return false
+		return false, true
 	}
 	j := s.begin()
 	j.touch(a)
@@ -703,7 +712,7 @@ func (s *solver) tryMerge(a, b *bin) bool {
 		ch := s.allowance(e.l, b, e.n, best)
 		if ch.k < e.n || !s.removalSafe(e.l, a, b, ch) {
 			s.rollback(j)
-			return false
+			return false, false
 		}
 		s.unplace(e.l, a, ch.k)
 		s.place(e.l, b, ch)
@@ -712,11 +721,11 @@ func (s *solver) tryMerge(a, b *bin) bool {
 	o, ok := ps.types[best].price(b.zoneMask, b.ctMask)
 	if !ok || o.price >= before-1e-9 {
 		s.rollback(j)
-		return false
+		return false, false
 	}
 	b.offer = o
 	s.dropBin(a)
-	return true
+	return true, false
 }
 
 // frontierHolds tells whether some type of the pool cheaper than price

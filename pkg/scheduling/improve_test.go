@@ -80,3 +80,14 @@ func TestRepeatPassSamePlans(t *testing.T) {
 func TestSearchScratchSamePlans(t *testing.T) {
 	samePlans(t, "the local search's scratch reused", scheduling.SetSearchScratch)
 }
+
+// TestMergeTwinsSamePlans: a merge into a node whose twin (same pool,
+// offering price, zones, capacity types, requests and allowed types) was
+// refused before anything changed is refused without asking, and every
+// plan is the one asking every node gives. Skipping twins of a node
+// refused later (after the journal began: topology, the final price),
+// or keeping the table across merges that changed nodes, could make
+// plans differ.
+func TestMergeTwinsSamePlans(t *testing.T) {
+	samePlans(t, "merges skipping twins of nodes refused early", scheduling.SetMergeTwins)
+}

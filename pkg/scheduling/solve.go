@@ -199,6 +199,8 @@ type solver struct {
 	lastPrices *float64
 	// search is the local search's scratch (searchbuf.go).
 	search searchScratch
+	// mergeTwins are the merges' nodes refused early (twins.go).
+	mergeTwins twinTable
 }
 
 // world indexes zones and capacity types.
