@@ -147,3 +147,8 @@ func SetSearchScratch(on bool) { searchScratchOff = !on }
 // refused early (twins.go) on or off, for the test that plans are the
 // same either way.
 func SetMergeTwins(on bool) { mergeTwinsOff = !on }
+
+// SetSlabs turns the memos' entries from slabs and the growth index's
+// reuse of emptied groups (slabs.go) on or off, for the test that plans
+// are the same either way.
+func SetSlabs(on bool) { slabsOff = !on }

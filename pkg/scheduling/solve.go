@@ -201,6 +201,8 @@ type solver struct {
 	search searchScratch
 	// mergeTwins are the merges' nodes refused early (twins.go).
 	mergeTwins twinTable
+	// slabs hold the memos' entries (slabs.go).
+	slabs slabs
 }
 
 // world indexes zones and capacity types.
