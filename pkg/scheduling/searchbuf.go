@@ -23,6 +23,7 @@ type searchScratch struct {
 	ents  []entry    // tryDrain's and tryMerge's copy of a node's entries
 	grows [][]growth // fastUpgrades' growths, in chunks
 	used  int        // growths handed out since the last reset
+	roomy *roomy     // the last drain targets (roomyBins), for their buffers
 }
 
 // utilBin is a node and its utilisation, for improve's sort.
