@@ -21,8 +21,9 @@ type searchScratch struct {
 	utils []utilBin  // improve's sort
 	cand  []*bin     // rebuildPass's candidates
 	ents  []entry    // tryDrain's and tryMerge's copy of a node's entries
-	grows [][]growth // fastUpgrades' growths, in chunks
-	used  int        // growths handed out since the last reset
+	grows [][]growth // fastUpgrades' growths, in chunks doubling in size
+	gc    int        // the chunk the next growth comes from
+	gi    int        // its index there
 	roomy *roomy     // the last drain targets (roomyBins), for their buffers
 }
 
@@ -36,23 +37,30 @@ type utilBin struct {
 // and sort through sort.SliceStable (tests compare).
 var searchScratchOff bool
 
-// growChunk is how many growths a chunk of fastUpgrades' pool holds.
+// growChunk is how many growths a chunk of fastUpgrades' pool holds at
+// most (the first holds 4, each next one twice the last).
 const growChunk = 64
 
 // resetGrowths makes every growth of the pool free again: the growths
 // fastUpgrades hands out live until the next bestGrowth, which is where
 // the previous one's growth was applied (placeAt), as for s.upBest.
-func (s *solver) resetGrowths() { s.search.used = 0 }
+func (s *solver) resetGrowths() { s.search.gc, s.search.gi = 0, 0 }
 
 // newGrowth is a growth from the pool holding g.
 func (s *solver) newGrowth(g growth) *growth {
 	sc := &s.search
-	c, i := sc.used/growChunk, sc.used%growChunk
-	if c == len(sc.grows) {
-		sc.grows = append(sc.grows, make([]growth, growChunk))
+	if sc.gc < len(sc.grows) && sc.gi == len(sc.grows[sc.gc]) {
+		sc.gc, sc.gi = sc.gc+1, 0
 	}
-	sc.used++
-	p := &sc.grows[c][i]
+	if sc.gc == len(sc.grows) {
+		last := 0
+		if sc.gc > 0 {
+			last = len(sc.grows[sc.gc-1])
+		}
+		sc.grows = append(sc.grows, make([]growth, nextChunk(last, 4, growChunk)))
+	}
+	p := &sc.grows[sc.gc][sc.gi]
+	sc.gi++
 	*p = g
 	return p
 }

@@ -20,10 +20,15 @@ type slabs struct {
 // (tests compare).
 var slabsOff bool
 
+// Chunks double from a small first one up to these sizes, so that a
+// small solve does not pay for room it never uses.
 const (
 	slabEntries = 128
 	slabWords   = 2048
 )
+
+// nextChunk is the size of a slab's next chunk after one of size n.
+func nextChunk(n, first, most int) int { return min(most, max(first, 2*n)) }
 
 func (s *solver) newUpMemo() *upMemo {
 	if slabsOff {
@@ -31,7 +36,7 @@ func (s *solver) newUpMemo() *upMemo {
 	}
 	sl := &s.slabs
 	if len(sl.ups) == cap(sl.ups) {
-		sl.ups = make([]upMemo, 0, slabEntries)
+		sl.ups = make([]upMemo, 0, nextChunk(cap(sl.ups), 8, slabEntries))
 	}
 	sl.ups = sl.ups[:len(sl.ups)+1]
 	return &sl.ups[len(sl.ups)-1]
@@ -43,7 +48,7 @@ func (s *solver) newBoundMemo() *boundMemo {
 	}
 	sl := &s.slabs
 	if len(sl.bounds) == cap(sl.bounds) {
-		sl.bounds = make([]boundMemo, 0, slabEntries)
+		sl.bounds = make([]boundMemo, 0, nextChunk(cap(sl.bounds), 8, slabEntries))
 	}
 	sl.bounds = sl.bounds[:len(sl.bounds)+1]
 	return &sl.bounds[len(sl.bounds)-1]
@@ -62,7 +67,7 @@ func (s *solver) copyVec(v vec) vec {
 		return v.clone()
 	}
 	if cap(sl.ints)-len(sl.ints) < len(v) {
-		sl.ints = make([]int64, 0, slabWords)
+		sl.ints = make([]int64, 0, max(len(v), nextChunk(cap(sl.ints), 64, slabWords)))
 	}
 	n := len(sl.ints)
 	sl.ints = append(sl.ints, v...)
@@ -82,7 +87,7 @@ func (s *solver) copyBits(b bitset) bitset {
 		return b.clone()
 	}
 	if cap(sl.words)-len(sl.words) < len(b) {
-		sl.words = make([]uint64, 0, slabWords)
+		sl.words = make([]uint64, 0, max(len(b), nextChunk(cap(sl.words), 64, slabWords)))
 	}
 	n := len(sl.words)
 	sl.words = append(sl.words, b...)
