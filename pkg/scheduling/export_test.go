@@ -147,3 +147,18 @@ func SetRefillTried(on bool) { refillTriedOff = !on }
 // group's (on) or price the whole refill (off), for the test that plans
 // are the same either way.
 func SetEstimateCut(on bool) { estimateCutOff = !on }
+
+// SetSearchScratch turns the local search's reused buffers and
+// reflection-free sorts (searchbuf.go) on or off, for the test that
+// plans are the same either way.
+func SetSearchScratch(on bool) { searchScratchOff = !on }
+
+// SetMergeTwins turns the merges' skipping of nodes whose twin was
+// refused early (twins.go) on or off, for the test that plans are the
+// same either way.
+func SetMergeTwins(on bool) { mergeTwinsOff = !on }
+
+// SetSlabs turns the memos' entries from slabs and the growth index's
+// reuse of emptied groups (slabs.go) on or off, for the test that plans
+// are the same either way.
+func SetSlabs(on bool) { slabsOff = !on }

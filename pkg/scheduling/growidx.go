@@ -3,7 +3,6 @@ package scheduling
 import (
 	"math"
 	"slices"
-	"sort"
 )
 
 // The growth index: while packing, the open new nodes ordered by an upper
@@ -57,6 +56,8 @@ type growIdx struct {
 	// group (nil: none, or a node alone in the heap after a hash collision).
 	groups map[twinKey]*twinGroup
 	grp    []*twinGroup
+	// free are groups emptied, for new shapes (slabs.go).
+	free []*twinGroup
 	// popped, effs and cands are fastUpgrades' scratch.
 	popped []growItem
 	effs   []float64
@@ -102,7 +103,7 @@ const growTie = 1e-3
 // (neither beating them nor being beaten by them in a way they are not
 // beaten otherwise): the scan over the nodes above picks the same node.
 func tieLow(e []float64) float64 {
-	sort.Sort(sort.Reverse(sort.Float64Slice(e)))
+	sortDesc(e)
 	low := e[0]
 	for _, v := range e[1:] {
 		if v < low*(1-growTie) {
@@ -187,7 +188,9 @@ func (s *solver) growBound(b *bin, minReq vec) float64 {
 		s.bounds = map[uint64]*boundMemo{}
 	}
 	if _, taken := s.bounds[h]; !taken {
-		s.bounds[h] = &boundMemo{shape: shapeOf(b, s.unitPrice), min: minReq.clone(), ub: ub}
+		m := s.newBoundMemo()
+		*m = boundMemo{shape: s.shapeAt(b, s.unitPrice), min: s.copyVec(minReq), ub: ub}
+		s.bounds[h] = m
 	}
 	return ub
 }
@@ -397,7 +400,7 @@ func (s *solver) fastUpgrades(l *level, want int, excluded []*bin) (cands []*gro
 			return nil, false
 		}
 	}
-	sort.Slice(cands, func(i, j int) bool { return cands[i].b.id < cands[j].b.id })
+	sortByNode(cands)
 	// A node both unfilled and in the heap: the same upgrade twice.
 	cands = slices.CompactFunc(cands, func(a, b *growth) bool { return a.b == b.b })
 	return cands, true
@@ -474,7 +477,7 @@ func (s *solver) joinGroup(b *bin) bool {
 	}
 	grp, ok := g.groups[k]
 	if !ok {
-		grp = &twinGroup{key: k}
+		grp = g.newGroup(k)
 		g.groups[k] = grp
 	} else if o := s.bins[grp.ids[0]]; !slices.Equal(o.used, b.used) || !slices.Equal(o.types, b.types) || !slices.Equal(o.ports, b.ports) {
 		return true
@@ -501,7 +504,7 @@ func (s *solver) leaveGroup(b *bin) {
 	at, _ := slices.BinarySearch(grp.ids, int32(b.id))
 	grp.ids = slices.Delete(grp.ids, at, at+1)
 	if len(grp.ids) == 0 {
-		delete(g.groups, grp.key)
+		g.deleteGroup(grp)
 		return
 	}
 	if at == 0 {
@@ -532,7 +535,7 @@ func (g *growIdx) dropGroupOf(grp *twinGroup) {
 	for _, id := range grp.ids {
 		g.grp[id] = nil
 	}
-	delete(g.groups, grp.key)
+	g.deleteGroup(grp)
 }
 
 // firstWith is the first node of b's group (b alone: b) that ok accepts,

@@ -46,6 +46,7 @@ func (s *solver) bestGrowth(l *level, want int) (*growth, string) {
 	}
 	var excluded []*bin
 	up := &s.upBest // the best upgrade of the scan below (scratch)
+	s.resetGrowths()
 retry:
 	if cands, ok := s.fastUpgrades(l, want, excluded); ok {
 		// The same sequential rule as the scan below, over the nodes
@@ -216,7 +217,12 @@ func (s *solver) upgradeCached(l *level, b *bin, cp *classPool, want int) *growt
 	if !ok {
 		return nil
 	}
-	return &g
+	if !searchScratchOff {
+		return s.newGrowth(g)
+	}
+	p := new(growth)
+	*p = g
+	return p
 }
 
 // upgradeValue is upgradeFor, remembered per level and bin version: while

@@ -22,3 +22,13 @@ func TestUpgradeMemoSamePlans(t *testing.T) {
 func TestBoundMemoSamePlans(t *testing.T) {
 	samePlans(t, "growth bounds kept by node shape", scheduling.SetBoundMemo)
 }
+
+// TestSlabsSamePlans: the memos' entries and their copies of a node's
+// requests and types taken from slabs, and the growth index's emptied
+// groups reused for new shapes, give the plans that allocating each
+// gives. Copies sharing room (a slice's capacity reaching into the
+// next one's), or a group reused while a node or the map still refers
+// to it, would make plans differ.
+func TestSlabsSamePlans(t *testing.T) {
+	samePlans(t, "memo entries from slabs", scheduling.SetSlabs)
+}

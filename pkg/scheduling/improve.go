@@ -2,7 +2,6 @@ package scheduling
 
 import (
 	"math"
-	"sort"
 )
 
 // rightSize gives a new bin the cheapest type that holds its pods (plus the
@@ -52,20 +51,8 @@ func (s *solver) rightSize(b *bin) bool {
 // changes nothing (at most a few).
 func (s *solver) improve() {
 	for pass := 0; pass < 8; pass++ {
-		var order []*bin
-		for _, b := range s.bins {
-			if b.node == nil && len(b.entries) > 0 {
-				order = append(order, b)
-			}
-		}
 		// Least utilized first: those are the cheapest to empty.
-		util := func(b *bin) float64 {
-			if b.offer.price <= 0 {
-				return 1
-			}
-			return s.valueOf(b.used) / b.offer.price
-		}
-		sort.SliceStable(order, func(i, j int) bool { return util(order[i]) < util(order[j]) })
+		order := s.utilOrder()
 		improved := false
 		targets := s.roomyBins()
 		for _, b := range order {
@@ -82,11 +69,18 @@ func (s *solver) improve() {
 			if len(a.entries) == 0 {
 				continue
 			}
+			tw := &s.mergeTwins
+			tw.reset()
 			for _, b := range order {
-				if b != a && len(b.entries) > 0 && s.tryMerge(a, b) {
+				if b == a || len(b.entries) == 0 || tw.seen(b) {
+					continue
+				}
+				merged, early := s.tryMerge(a, b)
+				if merged {
 					improved = true
 					break
 				}
+				tw.note(b, early)
 			}
 		}
 		if pass < rebuildPasses && s.rebuildPass(order) {
@@ -126,6 +120,10 @@ func (s *solver) rebuildPass(order []*bin) (improved bool) {
 	}
 	defer func() { s.notePass(improved) }()
 	var cand []*bin
+	if !searchScratchOff {
+		cand = s.search.cand[:0]
+		defer func() { s.search.cand = cand[:0] }()
+	}
 	for _, b := range order {
 		if len(b.entries) > 0 && b.holdsOnlyFree() {
 			cand = append(cand, b)
@@ -326,7 +324,7 @@ func (s *solver) tryRebuildBy(group []*bin, place func([]removed) bool) bool {
 	for _, b := range group {
 		s.dropBin(b)
 	}
-	sort.SliceStable(work, func(i, k int) bool { return work[i].l.cls.idx < work[k].l.cls.idx })
+	sortWork(work)
 	s.jr = j
 	s.jrPlaced = s.jrBuf[:0]
 	s.rbBefore = before
@@ -571,8 +569,7 @@ func (s *solver) tryDrain(b *bin, targets *roomy) bool {
 	before := b.offer.price
 	j := s.begin()
 	j.touch(b)
-	entries := append([]entry(nil), b.entries...)
-	sort.SliceStable(entries, func(i, k int) bool { return entries[i].l.cls.value > entries[k].l.cls.value })
+	entries := s.entriesByValue(b)
 	// Every node this drain changes gets its value in the drain index
 	// again, whether the drain is kept or rolled back.
 	defer func() {
@@ -668,16 +665,18 @@ func (s *solver) tryDrain(b *bin, targets *roomy) bool {
 // cheapest type that holds both, when that costs less than the two: the
 // other half of the local search, joining nodes where tryDrain empties
 // them into room already paid for. It keeps the result only if every pod
-// moves (with its constraints checked as for any placement).
-func (s *solver) tryMerge(a, b *bin) bool {
+// moves (with its constraints checked as for any placement). early
+// tells, when it refuses, whether that was before anything changed, from
+// what b's twins share (twins.go).
+func (s *solver) tryMerge(a, b *bin) (merged, early bool) {
 	ps := b.pool
 	if a.pool != ps || ps.hasLimits {
-		return false
+		return false, true
 	}
 	before := a.offer.price + b.offer.price
 	zm, cm := a.zoneMask&b.zoneMask, a.ctMask&b.ctMask
 	if zm == 0 || cm == 0 {
-		return false
+		return false, true
 	}
 	if len(s.mergeBuf) != len(a.used) {
 		s.mergeBuf = make(vec, len(a.used))
@@ -686,7 +685,7 @@ func (s *solver) tryMerge(a, b *bin) bool {
 	copy(need, a.used)
 	need.add(b.used)
 	if !frontierHolds(ps, need, before-1e-9) {
-		return false
+		return false, true
 	}
 	best := -1
 	for i, t := range ps.types {
@@ -702,18 +701,18 @@ func (s *solver) tryMerge(a, b *bin) bool {
 		}
 	}
 	if best < 0 {
-		return false
+		return false, true
 	}
 	j := s.begin()
 	j.touch(a)
 	j.touch(b)
 	s.setType(b, best)
-	entries := append([]entry(nil), a.entries...)
+	entries := s.entriesOf(a)
 	for _, e := range entries {
 		ch := s.allowance(e.l, b, e.n, best)
 		if ch.k < e.n || !s.removalSafe(e.l, a, b, ch) {
 			s.rollback(j)
-			return false
+			return false, false
 		}
 		s.unplace(e.l, a, ch.k)
 		s.place(e.l, b, ch)
@@ -722,11 +721,11 @@ func (s *solver) tryMerge(a, b *bin) bool {
 	o, ok := ps.types[best].price(b.zoneMask, b.ctMask)
 	if !ok || o.price >= before-1e-9 {
 		s.rollback(j)
-		return false
+		return false, false
 	}
 	b.offer = o
 	s.dropBin(a)
-	return true
+	return true, false
 }
 
 // frontierHolds tells whether some type of the pool cheaper than price

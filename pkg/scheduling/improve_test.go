@@ -70,3 +70,24 @@ func TestRebuildBoundSamePlans(t *testing.T) {
 func TestRepeatPassSamePlans(t *testing.T) {
 	samePlans(t, "repeated rebuild passes skipped", scheduling.SetRepeatPass)
 }
+
+// TestSearchScratchSamePlans: the local search's buffers kept across
+// steps (improve's order, rebuildPass's candidates, the drains' and
+// merges' entries, fastUpgrades' growths from a pool) and its sorts by
+// slices.SortStableFunc give the plans that fresh slices and
+// sort.SliceStable give. A pooled growth overwritten before placeAt
+// applied it, or a sort taking other steps, would make plans differ.
+func TestSearchScratchSamePlans(t *testing.T) {
+	samePlans(t, "the local search's scratch reused", scheduling.SetSearchScratch)
+}
+
+// TestMergeTwinsSamePlans: a merge into a node whose twin (same pool,
+// offering price, zones, capacity types, requests and allowed types) was
+// refused before anything changed is refused without asking, and every
+// plan is the one asking every node gives. Skipping twins of a node
+// refused later (after the journal began: topology, the final price),
+// or keeping the table across merges that changed nodes, could make
+// plans differ.
+func TestMergeTwinsSamePlans(t *testing.T) {
+	samePlans(t, "merges skipping twins of nodes refused early", scheduling.SetMergeTwins)
+}

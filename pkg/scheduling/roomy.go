@@ -194,7 +194,19 @@ func (w *targetWalk) next(from int) int {
 
 // roomyBins lists the nodes with room for the smallest class request.
 func (s *solver) roomyBins() *roomy {
-	r := &roomy{min: s.dims.zero()}
+	// The last pass's list, its buffers reused (searchbuf.go): a pass's
+	// drains are done with it when the next pass asks.
+	old := s.search.roomy
+	if searchScratchOff || old == nil {
+		old = &roomy{}
+	}
+	r := &roomy{min: old.min, bins: old.bins[:0], listed: old.listed, w: old.w}
+	if !searchScratchOff {
+		s.search.roomy = r
+	}
+	if len(r.min) != s.dims.n() {
+		r.min = s.dims.zero()
+	}
 	for i := range r.min {
 		r.min[i] = -1
 	}
@@ -213,8 +225,17 @@ func (s *solver) roomyBins() *roomy {
 	if drainIndexOff {
 		return r
 	}
-	r.ports = newPortSets(s.classes)
-	r.listed = make([]bool, len(s.bins))
+	if searchScratchOff {
+		r.ports = newPortSets(s.classes)
+	} else {
+		r.ports = s.portSets()
+	}
+	if cap(r.listed) >= len(s.bins) {
+		r.listed = r.listed[:len(s.bins)]
+		clear(r.listed)
+	} else {
+		r.listed = make([]bool, len(s.bins))
+	}
 	for _, b := range r.bins {
 		r.listed[b.id] = true
 	}
@@ -228,15 +249,29 @@ func (s *solver) roomyBins() *roomy {
 			r.dims = append(r.dims, d)
 		}
 	}
-	r.trees = make([][][]freeTree, len(r.dims))
+	// The last list's trees, when of the same shape, are filled again.
+	reuse := len(old.trees) == len(r.dims) && slices.Equal(old.dims, r.dims)
+	if reuse {
+		r.trees = old.trees
+	} else {
+		r.trees = make([][][]freeTree, len(r.dims))
+	}
 	for di, d := range r.dims {
-		r.trees[di] = make([][]freeTree, len(r.ports.sets))
+		if !reuse || len(r.trees[di]) != len(r.ports.sets) {
+			r.trees[di] = make([][]freeTree, len(r.ports.sets))
+		}
 		for k := range r.trees[di] {
-			r.trees[di][k] = make([]freeTree, 1+len(s.pools))
+			if len(r.trees[di][k]) != 1+len(s.pools) {
+				r.trees[di][k] = make([]freeTree, 1+len(s.pools))
+			}
 			for i := range r.trees[di][k] {
 				t := &r.trees[di][k][i]
 				t.size = size
-				t.v = make([]int64, 2*size)
+				if cap(t.v) >= 2*size {
+					t.v = t.v[:2*size]
+				} else {
+					t.v = make([]int64, 2*size)
+				}
 				for j := range t.v {
 					t.v[j] = noRoom
 				}

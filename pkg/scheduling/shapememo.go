@@ -117,7 +117,8 @@ func (s *solver) upgradeMemo(l *level, b *bin, cp *classPool) (code int32, dp fl
 			l.up.memo = map[uint64]*upMemo{}
 		}
 		if _, taken := l.up.memo[h]; !taken {
-			m := &upMemo{shape: shapeOf(b, s.unitPrice), cap: s.priceCap, code: code, dp: dp}
+			m := s.newUpMemo()
+			*m = upMemo{shape: s.shapeAt(b, s.unitPrice), cap: s.priceCap, code: code, dp: dp}
 			if cp.custom != nil {
 				m.custom = b.custom
 			}

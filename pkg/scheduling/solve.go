@@ -197,6 +197,12 @@ type solver struct {
 	lastPass   []uint32
 	passBuf    []uint32
 	lastPrices *float64
+	// search is the local search's scratch (searchbuf.go).
+	search searchScratch
+	// mergeTwins are the merges' nodes refused early (twins.go).
+	mergeTwins twinTable
+	// slabs hold the memos' entries (slabs.go).
+	slabs slabs
 }
 
 // world indexes zones and capacity types.
