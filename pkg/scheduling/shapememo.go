@@ -32,20 +32,29 @@ type nodeShape struct {
 	unit []float64
 }
 
-// shapeHash hashes b's shape at dual prices unit.
-func shapeHash(b *bin, unit []float64) uint64 {
+// contentsHash hashes what every lookup by a node's contents reads of
+// b: its pool, type, offering's price, zones, capacity types and used
+// resources (shapeHash and the merges' twins add what they read beyond).
+func contentsHash(b *bin) uint64 {
 	h := uint64(fnvOffset)
-	mix := func(v uint64) { h = (h ^ v) * fnvPrime }
+	mix := func(v uint64) { h = fnvMix(h, v) }
 	mix(uint64(b.pool.idx))
 	mix(uint64(b.typ))
 	mix(math.Float64bits(b.offer.price))
 	mix(b.zoneMask)
 	mix(b.ctMask)
-	if b.labelCut {
-		mix(1)
-	}
 	for _, v := range b.used {
 		mix(uint64(v))
+	}
+	return h
+}
+
+// shapeHash hashes b's shape at dual prices unit.
+func shapeHash(b *bin, unit []float64) uint64 {
+	h := contentsHash(b)
+	mix := func(v uint64) { h = fnvMix(h, v) }
+	if b.labelCut {
+		mix(1)
 	}
 	for _, w := range b.types {
 		mix(w)

@@ -34,64 +34,52 @@ func (s *solver) newUpMemo() *upMemo {
 	if slabsOff {
 		return &upMemo{}
 	}
-	sl := &s.slabs
-	if len(sl.ups) == cap(sl.ups) {
-		sl.ups = make([]upMemo, 0, nextChunk(cap(sl.ups), 8, slabEntries))
-	}
-	sl.ups = sl.ups[:len(sl.ups)+1]
-	return &sl.ups[len(sl.ups)-1]
+	return slabNew(&s.slabs.ups)
 }
 
 func (s *solver) newBoundMemo() *boundMemo {
 	if slabsOff {
 		return &boundMemo{}
 	}
-	sl := &s.slabs
-	if len(sl.bounds) == cap(sl.bounds) {
-		sl.bounds = make([]boundMemo, 0, nextChunk(cap(sl.bounds), 8, slabEntries))
-	}
-	sl.bounds = sl.bounds[:len(sl.bounds)+1]
-	return &sl.bounds[len(sl.bounds)-1]
+	return slabNew(&s.slabs.bounds)
 }
 
 // copyVec is a copy of v (nil when empty, as clone), from the slab.
 func (s *solver) copyVec(v vec) vec {
-	if slabsOff {
+	if slabsOff || len(v) == 0 || len(v) > slabWords/4 {
 		return v.clone()
 	}
-	if len(v) == 0 {
-		return nil
-	}
-	sl := &s.slabs
-	if len(v) > slabWords/4 {
-		return v.clone()
-	}
-	if cap(sl.ints)-len(sl.ints) < len(v) {
-		sl.ints = make([]int64, 0, max(len(v), nextChunk(cap(sl.ints), 64, slabWords)))
-	}
-	n := len(sl.ints)
-	sl.ints = append(sl.ints, v...)
-	return sl.ints[n : n+len(v) : n+len(v)]
+	return slabCopy(&s.slabs.ints, v)
 }
 
 // copyBits is a copy of b (nil when empty, as clone), from the slab.
 func (s *solver) copyBits(b bitset) bitset {
-	if slabsOff {
+	if slabsOff || len(b) == 0 || len(b) > slabWords/4 {
 		return b.clone()
 	}
-	if len(b) == 0 {
-		return nil
+	return slabCopy(&s.slabs.words, b)
+}
+
+// slabNew is a zeroed entry from sl's current chunk, a new chunk when it
+// is full (a chunk is never grown: the entries handed out stay put).
+func slabNew[T any](sl *[]T) *T {
+	if len(*sl) == cap(*sl) {
+		*sl = make([]T, 0, nextChunk(cap(*sl), 8, slabEntries))
 	}
-	sl := &s.slabs
-	if len(b) > slabWords/4 {
-		return b.clone()
+	*sl = (*sl)[:len(*sl)+1]
+	return &(*sl)[len(*sl)-1]
+}
+
+// slabCopy is a copy of v (not empty) from sl's current chunk, a new
+// chunk when v does not fit; its capacity is its length, so an append to
+// it cannot write over the next copy.
+func slabCopy[E any](sl *[]E, v []E) []E {
+	if cap(*sl)-len(*sl) < len(v) {
+		*sl = make([]E, 0, max(len(v), nextChunk(cap(*sl), 64, slabWords)))
 	}
-	if cap(sl.words)-len(sl.words) < len(b) {
-		sl.words = make([]uint64, 0, max(len(b), nextChunk(cap(sl.words), 64, slabWords)))
-	}
-	n := len(sl.words)
-	sl.words = append(sl.words, b...)
-	return sl.words[n : n+len(b) : n+len(b)]
+	n := len(*sl)
+	*sl = append(*sl, v...)
+	return (*sl)[n : n+len(v) : n+len(v)]
 }
 
 // shapeAt is shapeOf with the copies from the slabs.

@@ -1,9 +1,6 @@
 package scheduling
 
-import (
-	"math"
-	"slices"
-)
+import "slices"
 
 // Merge twins. improve's merges try, for each of the least utilised new
 // nodes (a), every other new node (b), and most tries are refused before
@@ -38,21 +35,6 @@ func (t *twinTable) reset() {
 	}
 }
 
-// twinHash hashes what an early refusal of a merge into b reads of b.
-func twinHash(b *bin) uint64 {
-	h := uint64(fnvOffset)
-	mix := func(v uint64) { h = (h ^ v) * fnvPrime }
-	mix(uint64(b.pool.idx))
-	mix(uint64(b.typ))
-	mix(math.Float64bits(b.offer.price))
-	mix(b.zoneMask)
-	mix(b.ctMask)
-	for _, v := range b.used {
-		mix(uint64(v))
-	}
-	return h
-}
-
 // mergeTwin tells whether b and r agree on everything an early refusal
 // reads.
 func mergeTwin(b, r *bin) bool {
@@ -65,7 +47,7 @@ func (t *twinTable) seen(b *bin) bool {
 	if mergeTwinsOff || !t.any {
 		return false
 	}
-	r := t.slot[twinHash(b)%twinSlots]
+	r := t.slot[contentsHash(b)%twinSlots]
 	return r != nil && r != b && mergeTwin(b, r)
 }
 
@@ -79,6 +61,6 @@ func (t *twinTable) note(b *bin, early bool) {
 		t.reset()
 		return
 	}
-	t.slot[twinHash(b)%twinSlots] = b
+	t.slot[contentsHash(b)%twinSlots] = b
 	t.any = true
 }
