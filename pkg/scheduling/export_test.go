@@ -162,3 +162,7 @@ func SetMergeTwins(on bool) { mergeTwinsOff = !on }
 // reuse of emptied groups (slabs.go) on or off, for the test that plans
 // are the same either way.
 func SetSlabs(on bool) { slabsOff = !on }
+
+// SetRebuildTopo lets the local search rebuild nodes of constrained pods
+// (on) or only nodes of free pods (off), for the tests that compare.
+func SetRebuildTopo(on bool) { rebuildTopoOff = !on }

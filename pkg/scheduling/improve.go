@@ -316,6 +316,9 @@ func (s *solver) tryRebuildBy(group []*bin, place func([]removed) bool) bool {
 			work = append(work, removed{e.l, b, e.n})
 		}
 	}
+	// Constrained pods: their groups' counts, which must end as they
+	// were (rebuildtopo.go).
+	topo := s.rebuildTopoSnap(work)
 	s.pending = s.dims.zero()
 	for _, w := range work {
 		s.unplace(w.l, w.b, w.n)
@@ -328,13 +331,15 @@ func (s *solver) tryRebuildBy(group []*bin, place func([]removed) bool) bool {
 	s.jr = j
 	s.jrPlaced = s.jrBuf[:0]
 	s.rbBefore = before
+	s.topo.live = topo
 	ok := place(work)
+	s.topo.live = false
 	s.rbBefore = 0
 	s.jr = nil
 	placed := s.jrPlaced
 	s.jrPlaced = nil
 	defer func() { s.jrBuf = placed[:0] }()
-	if ok && s.newPrice() < before-1e-9 {
+	if ok && s.newPrice() < before-1e-9 && (!topo || s.rebuildTopoSame()) {
 		return true
 	}
 	// Undo: the new placements, then the removed pods, shapes, usage.

@@ -29,6 +29,9 @@ func (s *solver) rebuildLost() bool {
 	if rebuildBoundOff || s.rbBefore <= 0 {
 		return false
 	}
+	if s.topo.live && s.rebuildTopoOver() {
+		return true
+	}
 	floor := 0.0
 	for _, b := range s.bins {
 		if b.node != nil || len(b.entries) == 0 {

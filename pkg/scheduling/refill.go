@@ -56,7 +56,8 @@ func (s *solver) refill() bool {
 	// it was: every try of the round so far failed).
 	var tried []refillKey
 	for round := 0; round < refillRounds; round++ {
-		cand := s.freeBins()
+		// Nodes of free pods only (rebuildtopo.go).
+		cand := s.freeBins(false)
 		if len(cand) < 2 {
 			break
 		}

@@ -76,7 +76,7 @@ func (s *solver) regroup() bool {
 	}
 	improved := false
 	for round := 0; round < regroupRounds; round++ {
-		cand := s.freeBins()
+		cand := s.freeBins(false)
 		if len(cand) < 2 {
 			break
 		}
@@ -120,12 +120,13 @@ func (s *solver) regroup() bool {
 	return improved
 }
 
-// freeBins are the new nodes whose pods carry no constraint between pods,
-// least utilised first.
-func (s *solver) freeBins() []*bin {
+// freeBins are the new nodes the local search may rebuild (rebuildsBin;
+// with constrained false, only those whose pods carry no constraint
+// between pods), least utilised first.
+func (s *solver) freeBins(constrained bool) []*bin {
 	var cand []*bin
 	for _, b := range s.bins {
-		if b.node == nil && len(b.entries) > 0 && b.holdsOnlyFree() {
+		if b.node == nil && len(b.entries) > 0 && (constrained && s.rebuildsBin(b) || b.holdsOnlyFree()) {
 			cand = append(cand, b)
 		}
 	}
@@ -255,14 +256,15 @@ func (p *pendMin) undone(c *class) {
 // least utilised 2 and 4 of a pool, pack their pods again on nodes each
 // no bigger than the pods still to place fill (placeFilling), and a node
 // alone also on nodes capped at each of the next few cheaper types; keep
-// whatever makes the plan cheaper.
+// whatever makes the plan cheaper. Nodes of constrained pods too, whose
+// rebuild must leave every topology count as it was (rebuildtopo.go).
 func (s *solver) tailSplit() bool {
 	for _, ps := range s.pools {
 		if ps.hasLimits || len(ps.minValues) > 0 {
 			return false
 		}
 	}
-	cand := s.freeBins()
+	cand := s.freeBins(true)
 	if len(cand) > tailWorst {
 		cand = cand[:tailWorst]
 	}
@@ -278,7 +280,7 @@ func (s *solver) tailSplit() bool {
 	}
 	// Groups: the least utilised 2 and 4 nodes of each pool.
 	var groups [][]*bin
-	cand = s.freeBins()
+	cand = s.freeBins(true)
 	for _, ps := range s.pools {
 		var g []*bin
 		for _, b := range cand {

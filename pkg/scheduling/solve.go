@@ -199,6 +199,8 @@ type solver struct {
 	lastPrices *float64
 	// search is the local search's scratch (searchbuf.go).
 	search searchScratch
+	// topo is a rebuild's topology counts before it (rebuildtopo.go).
+	topo topoSnap
 	// mergeTwins are the merges' nodes refused early (twins.go).
 	mergeTwins twinTable
 	// slabs hold the memos' entries (slabs.go).
