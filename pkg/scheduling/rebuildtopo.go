@@ -38,7 +38,9 @@ import "slices"
 // dearer; zone-spread at 60 pods 18% cheaper, hostname-anti 0.5-2%.
 // Host ports stay out: a rebuild undone left a port-holding node, at the
 // version it took back, other than the caches knew it
-// (TestVersionRestoreSamePlans on hostports).
+// (TestVersionRestoreSamePlans on hostports); with port-holding nodes
+// taking no version back the tests pass, but the rebuilds found nothing
+// cheaper on hostports or mix over the same sweep, for up to 3x the time.
 
 // rebuildTopoOff keeps the rebuilds to nodes of free pods (tests compare).
 var rebuildTopoOff bool
