@@ -25,10 +25,27 @@ import (
 //  4. right-size every new node to the cheapest type that holds it, then
 //     move pods between nodes while that makes some node cheaper or empty.
 func Solve(in Input) Plan {
+	// Limits that do not bind change nothing (limitsfirst.go).
+	if !limitsFirstOff && hasLimits(&in) {
+		free := withoutLimits(in)
+		s := newSolver(&free)
+		s.setup()
+		s.pack()
+		if s.packedWithin(&in) {
+			if plan := s.improveAndFinish(); holdsLimits(&in, plan) {
+				return plan
+			}
+		}
+	}
 	s := newSolver(&in)
 	s.setup()
 	s.pack()
-	if !in.Options.NoImprove {
+	return s.improveAndFinish()
+}
+
+// improveAndFinish improves the packed plan (the local search) and makes the Plan.
+func (s *solver) improveAndFinish() Plan {
+	if !s.in.Options.NoImprove {
 		s.improve()
 		// Again at the nodes' final sizes, after the regrouping (regroup.go).
 		if s.settle() {
