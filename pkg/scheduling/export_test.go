@@ -167,7 +167,8 @@ func SetSlabs(on bool) { slabsOff = !on }
 // (on) or only nodes of free pods (off), for the tests that compare.
 func SetRebuildTopo(on bool) { rebuildTopoOff = !on }
 
-// SetLimitsFirst makes a solve with limited pools plan without the limits
-// first and keep that plan when it holds them (on), or plan with them at
-// once (off), for the tests that compare.
+// SetLimitsFirst makes a solve with limited pools (or pools with
+// minValues) plan without the limits (minValues) first and keep that plan
+// when it holds them (on), or plan with them at once (off), for the tests
+// that compare.
 func SetLimitsFirst(on bool) { limitsFirstOff = !on }

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/scheduling"
 	"github.com/joist-dev/joist/pkg/scheduling/internal/workloadgen"
 	"github.com/joist-dev/joist/pkg/scheduling/verify"
@@ -74,6 +75,59 @@ func TestLimitsFirst_BindingLimitPlansWithLimits(t *testing.T) {
 		at := scheduling.Solve(in)
 		if !reflect.DeepEqual(summarize(plan), summarize(at)) {
 			t.Errorf("%s: plan $%.2f/h, with the limits at once $%.2f/h: want the same", name, plan.TotalPricePerHour, at.TotalPricePerHour)
+		}
+	}
+}
+
+// TestMinValuesFirst_NonBindingChangesNothing: a pool's minValues that
+// every node's options meet anyway (two instance families) plans as no
+// minValues does, each node's options offering two families and its
+// requirements carrying the minValues; planned with the minValues at
+// once, few-big was dearer.
+func TestMinValuesFirst_NonBindingChangesNothing(t *testing.T) {
+	defer scheduling.SetLimitsFirst(true)
+	const family = "karpenter.k8s.aws/instance-family"
+	for _, name := range []string{"small-uniform", "few-big", "many-shapes"} {
+		sh, _ := workloadgen.ShapeByName(name)
+		in, err := workloadgen.Input(sh, 250, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		free := summarize(scheduling.Solve(in))
+		two := 2
+		mv := in
+		mv.Pools = nil
+		for _, p := range in.Pools {
+			q := *p
+			q.Requirements = append(append([]model.Requirement(nil), p.Requirements...), model.Requirement{Key: family, Operator: "Exists", MinValues: &two})
+			mv.Pools = append(mv.Pools, &q)
+		}
+		plan := scheduling.Solve(mv)
+		for _, err := range verify.Plan(mv, plan) {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got := summarize(plan); !reflect.DeepEqual(got, free) {
+			t.Errorf("%s: with minValues 2 on families $%.2f/h, without $%.2f/h: want the same plan", name, got.Price, free.Price)
+		}
+		families := map[string]string{}
+		for _, it := range mv.InstanceTypes {
+			families[it.Name] = it.Labels[family]
+		}
+		for i, nn := range plan.NewNodes {
+			seen := map[string]bool{}
+			for _, o := range nn.InstanceTypeOptions {
+				seen[families[o.Name]] = true
+			}
+			if len(seen) < 2 {
+				t.Errorf("%s: node %d's options offer %d families", name, i, len(seen))
+			}
+			carried := false
+			for _, r := range nn.Requirements {
+				carried = carried || r.Key == family && r.MinValues != nil && *r.MinValues == 2
+			}
+			if !carried {
+				t.Errorf("%s: node %d's requirements do not carry minValues 2 on %s", name, i, family)
+			}
 		}
 	}
 }

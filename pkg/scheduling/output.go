@@ -75,6 +75,7 @@ func (s *solver) finish() {
 		nn, failure := s.newNode(b, headroom[b.pool])
 		pods := podsOf(b)
 		if failure != "" {
+			s.nodeFailed = true
 			for _, p := range pods {
 				s.plan.Unschedulable = append(s.plan.Unschedulable, Failure{Pod: p, Reason: failure})
 			}

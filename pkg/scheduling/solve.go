@@ -25,14 +25,22 @@ import (
 //  4. right-size every new node to the cheapest type that holds it, then
 //     move pods between nodes while that makes some node cheaper or empty.
 func Solve(in Input) Plan {
-	// Limits that do not bind change nothing (limitsfirst.go).
-	if !limitsFirstOff && hasLimits(&in) {
-		free := withoutLimits(in)
+	// Limits and minValues that do not bind change nothing
+	// (limitsfirst.go).
+	limits := !limitsFirstOff && hasLimits(&in)
+	minValues := !limitsFirstOff && hasMinValues(&in)
+	if limits || minValues {
+		free := in
+		if limits {
+			free = withoutLimits(in)
+		}
 		s := newSolver(&free)
+		s.noMinValues = minValues
 		s.setup()
 		s.pack()
-		if s.packedWithin(&in) {
-			if plan := s.improveAndFinish(); holdsLimits(&in, plan) {
+		if !limits || s.packedWithin(&in) {
+			plan := s.improveAndFinish()
+			if !s.nodeFailed && (!limits || holdsLimits(&in, plan)) {
 				return plan
 			}
 		}
@@ -222,6 +230,11 @@ type solver struct {
 	mergeTwins twinTable
 	// slabs hold the memos' entries (slabs.go).
 	slabs slabs
+	// noMinValues packs as if no pool had minValues (the plan's nodes
+	// are still checked against them: nodeFailed); limitsfirst.go.
+	noMinValues bool
+	// nodeFailed is set when a new node failed its pool's minValues.
+	nodeFailed bool
 }
 
 // world indexes zones and capacity types.
