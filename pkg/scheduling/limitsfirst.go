@@ -49,6 +49,10 @@ import (
 // checked first (packedWithin), and a limit its nodes already exceed, at
 // their current types, skips the local search: the plan is made with the
 // limits at once. That check only saves time; holdsLimits decides.
+// minValues have no such early check (whether a node's options meet them
+// is known only when the node is made): a minValues that binds costs the
+// solve without them once more, local search included. Left so: on the
+// generated shapes two families never bound.
 
 // limitsFirstOff makes a solve with limited pools (or pools with
 // minValues) plan with the limits (minValues) at once (tests compare).
@@ -96,6 +100,15 @@ func withoutLimits(in Input) Input {
 	return in
 }
 
+// limitCapacity is what an existing or in-flight node counts against its
+// pool's limits: its capacity (its allocatable when it reports none).
+func limitCapacity(n *Node) corev1.ResourceList {
+	if len(n.Capacity) == 0 {
+		return n.Allocatable
+	}
+	return n.Capacity
+}
+
 // holdsLimits tells whether plan keeps every limited pool of in within
 // its limits whichever option each new node gets.
 func holdsLimits(in *Input, plan Plan) bool {
@@ -126,11 +139,7 @@ func holdsLimits(in *Input, plan Plan) bool {
 				continue
 			}
 			nodes++
-			c := n.Capacity
-			if len(c) == 0 {
-				c = n.Allocatable
-			}
-			for r, q := range c {
+			for r, q := range limitCapacity(n) {
 				used[r] += quantityValue(r, q)
 			}
 		}

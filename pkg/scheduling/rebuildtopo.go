@@ -45,17 +45,14 @@ import "slices"
 // rebuildTopoOff keeps the rebuilds to nodes of free pods (tests compare).
 var rebuildTopoOff bool
 
-// rebuildsBin tells whether tailSplit may rebuild b (a new node).
-func (s *solver) rebuildsBin(b *bin) bool {
-	if rebuildTopoOff {
-		return b.holdsOnlyFree()
-	}
+// holdsPorts tells whether a pod on b binds a host port.
+func (b *bin) holdsPorts() bool {
 	for _, e := range b.entries {
 		if len(e.l.cls.ports) > 0 {
-			return false
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // topoSnap is the counts of the groups a rebuild's constrained pods are

@@ -40,14 +40,14 @@ func TestRebuildTopo_KeepsZoneSpread(t *testing.T) {
 	}
 }
 
-// TestRebuildTopo_ZoneSpreadTailCheaper: a zone-spread workload's nodes
-// are rebuilt within their zones (a 48xlarge at 79% in one zone becomes
-// smaller nodes there), so its plan costs less than with only nodes of
-// free pods rebuilt, and stays valid.
+// TestRebuildTopo_ZoneSpreadTailCheaper: a zone-spread workload's least
+// utilised nodes are packed again within their zones, so its plan costs
+// less than with only nodes of free pods rebuilt ($10.40 -> $9.95/h at 500
+// pods), and stays valid.
 func TestRebuildTopo_ZoneSpreadTailCheaper(t *testing.T) {
 	defer scheduling.SetRebuildTopo(true)
 	sh, _ := workloadgen.ShapeByName("zone-spread")
-	in, err := workloadgen.Input(sh, 3000, 12)
+	in, err := workloadgen.Input(sh, 500, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestRebuildTopo_ZoneSpreadTailCheaper(t *testing.T) {
 	if len(after.Unschedulable) > 0 {
 		t.Fatalf("%d pods unschedulable", len(after.Unschedulable))
 	}
-	if after.TotalPricePerHour >= before.TotalPricePerHour-0.01 {
+	if after.TotalPricePerHour >= before.TotalPricePerHour-0.1 {
 		t.Fatalf("plan $%.3f/h with constrained rebuilds, $%.3f/h without: want cheaper", after.TotalPricePerHour, before.TotalPricePerHour)
 	}
 	t.Logf("$%.3f/h -> $%.3f/h (bound $%.3f/h)", before.TotalPricePerHour, after.TotalPricePerHour, after.LowerBoundPricePerHour)

@@ -120,13 +120,14 @@ func (s *solver) regroup() bool {
 	return improved
 }
 
-// freeBins are the new nodes the local search may rebuild (rebuildsBin;
-// with constrained false, only those whose pods carry no constraint
-// between pods), least utilised first.
+// freeBins are the new nodes whose pods carry no constraint between pods
+// or, when constrained (tailSplit), any but host ports (rebuildtopo.go),
+// least utilised first.
 func (s *solver) freeBins(constrained bool) []*bin {
+	constrained = constrained && !rebuildTopoOff
 	var cand []*bin
 	for _, b := range s.bins {
-		if b.node == nil && len(b.entries) > 0 && (constrained && s.rebuildsBin(b) || b.holdsOnlyFree()) {
+		if b.node == nil && len(b.entries) > 0 && (constrained && !b.holdsPorts() || b.holdsOnlyFree()) {
 			cand = append(cand, b)
 		}
 	}

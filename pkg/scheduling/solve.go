@@ -307,11 +307,7 @@ func (s *solver) setup() {
 	for _, b := range s.existingBins {
 		for _, ps := range s.pools {
 			if ps.pool.Name == b.node.Pool {
-				c := b.node.Capacity
-				if len(c) == 0 {
-					c = b.node.Allocatable
-				}
-				ps.usage.add(s.dims.fromList(c))
+				ps.usage.add(s.dims.fromList(limitCapacity(b.node)))
 				ps.usageNodes++
 			}
 		}
