@@ -28,6 +28,9 @@ type apiServer struct {
 
 	mu   sync.Mutex
 	sent []*http.Request
+	// hold, when set, is called with every request before it is sent;
+	// an error answers it instead (as the API server's 500 would).
+	hold func(*http.Request) error
 }
 
 func newAPIServer(t *testing.T) *apiServer {
@@ -38,7 +41,13 @@ func newAPIServer(t *testing.T) *apiServer {
 		return testenv.RoundTripFunc(func(r *http.Request) (*http.Response, error) {
 			a.mu.Lock()
 			a.sent = append(a.sent, r)
+			hold := a.hold
 			a.mu.Unlock()
+			if hold != nil {
+				if err := hold(r); err != nil {
+					return nil, err
+				}
+			}
 			return rt.RoundTrip(r)
 		})
 	})

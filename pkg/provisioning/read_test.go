@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -297,6 +299,65 @@ func TestRead_BoundPodsWhileEC2IsReadWhenAPodIsPlannedOntoNone(t *testing.T) {
 			}
 			if len(c.todo) != 1 || len(c.compact["n1"]) != 1 || len(c.instances) != 1 {
 				t.Fatalf("read %d pods to plan, %d bound on n1, %d instances; want 1 each", len(c.todo), len(c.compact["n1"]), len(c.instances))
+			}
+		})
+	}
+}
+
+// TestRead_BoundPodsWhileTheNodesAreRead: the bound pods' read starts as
+// soon as the pending pods show a pod planned onto no instance, or when
+// nodes are being replaced, while the nodes' read goes on (at 5,000 nodes
+// it takes half a second of every planning pass): here the nodes' list
+// is answered only once the bound pods have been listed, so a read that
+// waited for the nodes before listing the bound pods fails.
+func TestRead_BoundPodsWhileTheNodesAreRead(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name     string
+		pending  bool
+		retiring *Retiring
+	}{
+		{name: "a pending pod planned onto no instance", pending: true},
+		{name: "a node being replaced", retiring: &Retiring{Nodes: []string{"n1"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newAPIServer(t)
+			a.node(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Spec: corev1.NodeSpec{ProviderID: "aws:///a/i-1"}})
+			a.pod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: corev1.PodSpec{NodeName: "n1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}})
+			if tc.pending {
+				a.pod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "burst", Namespace: "default"},
+					Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}}})
+			}
+			a.mu.Lock()
+			a.hold = func(r *http.Request) error {
+				if r.Method != http.MethodGet || !strings.HasSuffix(r.URL.Path, "/nodes") {
+					return nil
+				}
+				deadline := time.Now().Add(20 * time.Second)
+				for !a.listed("pods", boundNodeSelector) {
+					if time.Now().After(deadline) {
+						return errors.New("the bound pods were not listed while the nodes were read")
+					}
+					select {
+					case <-r.Context().Done():
+						return r.Context().Err()
+					case <-time.After(5 * time.Millisecond):
+					}
+				}
+				return nil
+			}
+			a.mu.Unlock()
+			p := &Provisioner{
+				Kube: a.Kube, Launcher: instancesOnly{{ID: "i-1"}}, Clock: clocktesting.NewFakePassiveClock(now),
+				Specs:    func(context.Context) (*model.Spec, error) { return &model.Spec{}, nil },
+				retiring: tc.retiring,
+			}
+			c, err := p.read(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(c.nodes) != 1 || len(c.bound["n1"])+len(c.compact["n1"]) != 1 {
+				t.Fatalf("read %d nodes and %d pods bound on n1, want 1 each", len(c.nodes), len(c.bound["n1"])+len(c.compact["n1"]))
 			}
 		})
 	}

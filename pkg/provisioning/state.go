@@ -61,15 +61,15 @@ func (c *cluster) asMoving(pod *corev1.Pod) *corev1.Pod {
 	return pod
 }
 
-// read gathers the truth. The cluster's instances (EC2) are read while
-// the nodes and pending pods are (the Kubernetes reads do not wait for
-// EC2's, nor it for them): an instance is either matched to a node or in
-// flight, whichever of the two reads sees it first, and no instance is
-// launched during a pass's read (the provisioner's lease serializes the
-// passes that launch). Nodes are read before pods (Karpenter snapshots
-// nodes before pods for the same reason): a pod bound to a node is then
-// one of a node the pass knows, or bound after the node list, as a pod
-// kube-scheduler binds after the read is.
+// read gathers the truth. The cluster's instances (EC2), the nodes and
+// the pending pods are read at once (none of these reads waits for
+// another): an instance is either matched to a node or in flight,
+// whichever of the two reads sees it first, and no instance is launched
+// during a pass's read (the provisioner's lease serializes the passes that
+// launch). A pod the bound pods' read finds on a node the nodes' read did
+// not was bound after the node list's revision (its node registered
+// after it), as a pod kube-scheduler binds after the read is: neither
+// counts.
 //
 // Every Kubernetes read is a consistent one, paginated and reduced as it
 // arrives (pkg/kube: EachPod, Nodes; docs/scale.md): pending pods must
@@ -80,31 +80,34 @@ func (c *cluster) asMoving(pod *corev1.Pod) *corev1.Pod {
 // before the pass is counted; one bound or deleted during it may or may
 // not be, as with one list. The bound pods, by far the largest read, are read
 // only when the pass has something to plan (needsBound); when a pending
-// pod is planned onto no instance, that is known before EC2's read ends,
-// and their read starts then (after the nodes', as always).
+// pod is planned onto no instance, or nodes are being replaced, that is
+// known as soon as the pending pods are read (a list of few pods), and
+// their read starts then, while the nodes' and EC2's go on (at 5,000 nodes
+// and instances, the nodes' read takes half a second, and decoding
+// DescribeInstances' pages longer), rather than after them.
 func (p *Provisioner) read(ctx context.Context) (*cluster, error) {
 	c := &cluster{bound: map[string][]*corev1.Pod{}, compact: map[string][]scheduling.BoundPod{}, planned: map[string][]*corev1.Pod{}}
 	var err error
 	if c.spec, err = p.Specs(ctx); err != nil {
 		return nil, fmt.Errorf("read specs: %w", err)
 	}
-	var instErr error
-	instDone := make(chan struct{})
+	var instErr, nodesErr error
+	instDone, nodesDone := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(instDone)
 		c.instances, instErr = p.Launcher.Instances(ctx)
 	}()
-	if c.nodes, err = p.Kube.Nodes(ctx); err == nil {
-		c.pending, err = p.Kube.PendingPods(ctx)
-	}
+	go func() {
+		defer close(nodesDone)
+		c.nodes, nodesErr = p.Kube.Nodes(ctx)
+	}()
+	c.pending, err = p.Kube.PendingPods(ctx)
 	// A pending pod planned onto no instance is a pod to plan whatever
-	// EC2's read says, so the bound pods are needed: their read starts
-	// now, while EC2's goes on (at 5,000 instances, reading and decoding
-	// DescribeInstances' pages outlasts the nodes' read), rather than
-	// after it.
+	// the other reads say, and nodes being replaced are planned away
+	// whatever they say: the bound pods are needed.
 	var boundErr error
 	var boundDone chan struct{}
-	if err == nil && anyUnplanned(c.pending) {
+	if err == nil && (anyUnplanned(c.pending) || p.retiring != nil) {
 		bctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		boundDone = make(chan struct{})
@@ -117,7 +120,11 @@ func (p *Provisioner) read(ctx context.Context) (*cluster, error) {
 			<-boundDone
 		}()
 	}
+	<-nodesDone
 	<-instDone
+	if err == nil {
+		err = nodesErr
+	}
 	if instErr != nil {
 		return nil, instErr
 	}
