@@ -11,8 +11,10 @@ import (
 	"log/slog"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/clock"
@@ -295,10 +297,8 @@ func (p *Provisioner) placeOnExisting(ctx context.Context, c *cluster, placement
 			}
 			id = pods.InstanceID(node.Spec.ProviderID)
 		}
-		for _, pod := range pl.Pods {
-			if err := p.nominate(ctx, c, pod, c.describe(id), now, res); err != nil {
-				return err
-			}
+		if err := p.nominateAll(ctx, c, pl.Pods, c.describe(id), now, res); err != nil {
+			return err
 		}
 		if node != nil && pods.NodeReady(node) {
 			b := &binding.Binder{Kube: p.Kube, Log: p.Log, Metrics: p.Metrics}
@@ -316,9 +316,31 @@ func (p *Provisioner) placeOnExisting(ctx context.Context, c *cluster, placement
 // unschedulable for this pass. Each launched instance joins the in-flight
 // ones so a replan sees it.
 func (p *Provisioner) launchNew(ctx context.Context, c *cluster, newNodes []scheduling.NewNode, now time.Time, unavailable func(t, z, ct string) bool, res *Result, failed *[]failure) ([]*corev1.Pod, error) {
+	// The launches go out launchConcurrency at a time (an instant
+	// CreateFleet takes a second or more; one after another, the last
+	// node's pods waited for every launch before theirs); what they
+	// return is then handled in the plan's order, as before. A capacity
+	// error is therefore known to the next attempt's plan, not to the
+	// launches sent beside it: those may meet the same shortage and are
+	// planned again with it (maxPlanAttempts), as Karpenter's parallel
+	// launches are.
+	type outcome struct {
+		inst *launch.Instance
+		err  error
+	}
+	outcomes := make([]outcome, len(newNodes))
+	var g errgroup.Group
+	g.SetLimit(launchConcurrency)
+	for i, n := range newNodes {
+		g.Go(func() error {
+			outcomes[i].inst, outcomes[i].err = p.launch(ctx, c.spec, n, unavailable)
+			return nil
+		})
+	}
+	_ = g.Wait()
 	var retry []*corev1.Pod
-	for _, n := range newNodes {
-		inst, err := p.launch(ctx, c.spec, n, unavailable)
+	for i, n := range newNodes {
+		inst, err := outcomes[i].inst, outcomes[i].err
 		var ce *launch.CapacityError
 		if errors.As(err, &ce) {
 			for _, code := range ce.Codes {
@@ -349,12 +371,10 @@ func (p *Provisioner) launchNew(ctx context.Context, c *cluster, newNodes []sche
 		// The new instance holds these pods now; a replan in this pass
 		// must see it as in flight.
 		c.instances = append(c.instances, *inst)
-		for _, pod := range n.Pods {
-			if err := p.nominate(ctx, c, pod, *inst, now, res); err != nil {
-				return nil, err
-			}
-			c.planned[inst.ID] = append(c.planned[inst.ID], pod)
+		if err := p.nominateAll(ctx, c, n.Pods, *inst, now, res); err != nil {
+			return nil, err
 		}
+		c.planned[inst.ID] = append(c.planned[inst.ID], n.Pods...)
 	}
 	return retry, nil
 }
@@ -417,6 +437,41 @@ func (p *Provisioner) giveUpUnregistered(c *cluster, res *Result) {
 // what is still unplaced waits for the next event or the safety net.
 const maxPlanAttempts = 4
 
+// launchConcurrency is how many launches one pass sends at once.
+const launchConcurrency = 8
+
+// nominateConcurrency is how many nominations (and their Events) one
+// pass sends at once: each is a write of its own, and a pass placing 20
+// pods onto coming capacity spent a third of a second on them in turn
+// (docs/scale.md). Well within the client's burst (wiring.KubeBurst).
+const nominateConcurrency = 8
+
+// nominateAll nominates the pods onto inst, nominateConcurrency at a
+// time; the first error stops those not yet sent and is returned.
+func (p *Provisioner) nominateAll(ctx context.Context, c *cluster, list []*corev1.Pod, inst launch.Instance, now time.Time, res *Result) error {
+	if len(list) == 1 {
+		return p.nominate(ctx, c, list[0], inst, now, res)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(nominateConcurrency)
+	var mu sync.Mutex
+	for _, pod := range list {
+		g.Go(func() error {
+			var one Result
+			if err := p.nominate(gctx, c, pod, inst, now, &one); err != nil {
+				return err
+			}
+			mu.Lock()
+			res.Nominated += one.Nominated
+			mu.Unlock()
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// nominate records on a pending pod the instance it was planned onto
+// (the binder binds it there once the node is Ready), and an Event.
 func (p *Provisioner) nominate(ctx context.Context, c *cluster, pod *corev1.Pod, inst launch.Instance, now time.Time, res *Result) error {
 	instance := inst.ID
 	nominate := p.Kube.Nominate
