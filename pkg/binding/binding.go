@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -204,28 +205,78 @@ func (b *Binder) bind(ctx context.Context, node *corev1.Node, unbound []*corev1.
 	if err != nil {
 		return res, err
 	}
+	// Which pods to bind is decided in the plan's order, each counted on
+	// the node as if its bind succeeds; the binds then go out
+	// bindConcurrency at a time (a node's pods, each a Binding and an
+	// Event, waited for one another's writes). A pod that did not fit
+	// only because a pod decided before it was, in the end, bound by
+	// someone else gets a second look once the binds are done.
+	var toBind, noFit []*corev1.Pod
+	counted := slices.Clone(onNode)
 	for _, p := range mine {
-		if err := pods.Fits(p, node, onNode); err != nil {
-			if taintOnly(node, p, onNode) {
+		if err := pods.Fits(p, node, counted); err != nil {
+			if taintOnly(node, p, counted) {
 				// A startup taint is still on the node: wait for it to go
 				// rather than give the pod up.
 				log.Info("node still has a taint the pod does not tolerate; binding later", "pod", pods.Key(p), "reason", err.Error())
 				continue
 			}
-			log.Info("planned pod no longer fits; handing it back to the provisioner", "pod", pods.Key(p), "reason", err.Error())
-			if err := b.Kube.Unplan(ctx, p); err != nil && !apierrors.IsNotFound(err) {
-				return res, err
-			}
-			res.Unplanned++
+			noFit = append(noFit, p)
 			continue
 		}
-		r, err := b.Kube.Bind(ctx, p, node.Name)
-		if err != nil {
+		toBind = append(toBind, p)
+		counted = append(counted, boundTo(p, node))
+	}
+	bound, err := b.bindAll(ctx, node, id, toBind, &res, log)
+	if err != nil {
+		return res, err
+	}
+	onNode = append(onNode, bound...)
+	for _, p := range noFit {
+		// It fits now only if some pod decided before it did not bind
+		// here (the pods counted then are all on the node now, if bound).
+		err := pods.Fits(p, node, onNode)
+		if err == nil {
+			ok, berr := b.bindAll(ctx, node, id, []*corev1.Pod{p}, &res, log)
+			if berr != nil {
+				return res, berr
+			}
+			onNode = append(onNode, ok...)
+			continue
+		}
+		log.Info("planned pod no longer fits; handing it back to the provisioner", "pod", pods.Key(p), "reason", err.Error())
+		if err := b.Kube.Unplan(ctx, p); err != nil && !apierrors.IsNotFound(err) {
 			return res, err
 		}
-		switch r {
-		case kube.Bound:
-			res.Bound++
+		res.Unplanned++
+	}
+	return res, nil
+}
+
+// bindConcurrency is how many of a node's pods are bound at once.
+const bindConcurrency = 8
+
+// bindAll binds the pods to node, bindConcurrency at a time, counting
+// them in res; it returns those this call bound (as bound to node), in
+// list's order. A bind that fails does not keep the others from being
+// sent; the failures are returned together.
+func (b *Binder) bindAll(ctx context.Context, node *corev1.Node, id string, list []*corev1.Pod, res *Result, log *slog.Logger) ([]*corev1.Pod, error) {
+	outcome := make([]kube.BindResult, len(list))
+	done := make([]bool, len(list))
+	errs := make([]error, len(list))
+	var g errgroup.Group
+	g.SetLimit(bindConcurrency)
+	for i, p := range list {
+		g.Go(func() error {
+			r, err := b.Kube.Bind(ctx, p, node.Name)
+			if err != nil {
+				errs[i] = err
+				return nil
+			}
+			outcome[i], done[i] = r, true
+			if r != kube.Bound {
+				return nil
+			}
 			log.Info("bound", "pod", pods.Key(p))
 			if b.Metrics != nil {
 				b.Metrics.Count(metrics.PodsBound, 1, nil)
@@ -234,15 +285,32 @@ func (b *Binder) bind(ctx context.Context, node *corev1.Node, unbound []*corev1.
 				fmt.Sprintf("Bound to node %s (instance %s)", node.Name, id)); err != nil {
 				log.Warn("record event", "pod", pods.Key(p), "error", err.Error())
 			}
-			bound := p.DeepCopy()
-			bound.Spec.NodeName = node.Name
-			onNode = append(onNode, bound)
+			return nil
+		})
+	}
+	_ = g.Wait()
+	var bound []*corev1.Pod
+	for i, p := range list {
+		if !done[i] {
+			continue
+		}
+		switch outcome[i] {
+		case kube.Bound:
+			res.Bound++
+			bound = append(bound, boundTo(p, node))
 		case kube.AlreadyBound:
 			res.AlreadyBound++
 			log.Info("already bound by someone else", "pod", pods.Key(p))
 		}
 	}
-	return res, nil
+	return bound, errors.Join(errs...)
+}
+
+// boundTo is p as bound to node, for the fit of the pods after it.
+func boundTo(p *corev1.Pod, node *corev1.Node) *corev1.Pod {
+	q := p.DeepCopy()
+	q.Spec.NodeName = node.Name
+	return q
 }
 
 // taintOnly reports whether the only thing keeping p off node is a
