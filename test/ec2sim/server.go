@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"time"
 )
 
 // handler serves one EC2 action.
@@ -95,6 +96,13 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.countCall(action)
+	if d := s.opts.CallLatency[action]; d > 0 {
+		select {
+		case <-time.After(d):
+		case <-r.Context().Done():
+			return
+		}
+	}
 	if e := s.faults.takeFailure(action); e != nil {
 		writeError(w, requestID, e)
 		return

@@ -52,6 +52,11 @@ type Options struct {
 	// seeded with AddImage, as AWS does. Off by default so tests that do not
 	// care about AMIs need not seed them.
 	RequireKnownImages bool
+	// CallLatency is how long each named action (e.g. "CreateFleet")
+	// takes before it is answered, in wall-clock time whatever Clock is:
+	// an instant CreateFleet on AWS takes a second or so, which a
+	// benchmark of a launching pass must see (test/scale). Zero: at once.
+	CallLatency map[string]time.Duration
 	// Clock drives every state transition and timestamp. Default: the real
 	// clock. Tests step a k8s.io/utils/clock/testing FakeClock, the clock
 	// Joist's own code takes.

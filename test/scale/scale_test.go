@@ -75,7 +75,18 @@ func fill(t testing.TB, s Size) (*world, float64) {
 	ctx := context.Background()
 	kube := testenv.Kube(t)
 	region := "ap-northeast-2"
-	sim, srv := ec2sim.NewServer(ec2sim.Options{Region: region, Zones: []string{region + "a", region + "b", region + "c", region + "d"}, InstanceTypes: testenv.CatalogInstanceTypes(region)})
+	opts := ec2sim.Options{Region: region, Zones: []string{region + "a", region + "b", region + "c", region + "d"}, InstanceTypes: testenv.CatalogInstanceTypes(region)}
+	// JOIST_SCALE_FLEET_LATENCY (a Go duration, e.g. 1s) makes every
+	// CreateFleet take that long, as an instant fleet on AWS does: the
+	// launching pass's row then shows what its launches cost.
+	if v := os.Getenv("JOIST_SCALE_FLEET_LATENCY"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("JOIST_SCALE_FLEET_LATENCY=%q: %v", v, err)
+		}
+		opts.CallLatency = map[string]time.Duration{"CreateFleet": d}
+	}
+	sim, srv := ec2sim.NewServer(opts)
 	t.Cleanup(srv.Close)
 	sim.SeedDefault(Cluster)
 	ami := sim.AddImage(ec2sim.ImageSpec{Name: "bench-al2023-x86_64", Architecture: "x86_64"})
