@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/rest"
 
 	"github.com/joist-dev/joist/pkg/binding"
 	"github.com/joist-dev/joist/pkg/kube"
@@ -323,20 +322,13 @@ func TestBinder_BindAllBindsEveryReadyNodesPlanAndKeepsTheCause(t *testing.T) {
 	plannedPod(t, c, "all", "waits", "100m", "i-no-node-yet")
 
 	errRefused := fmt.Errorf("connection refused for this test")
-	cfg := rest.CopyConfig(testenv.Kube(t).Config)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return testenv.RoundTripFunc(func(r *http.Request) (*http.Response, error) {
-			if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/namespaces/all/pods/refused/binding") {
-				return nil, errRefused
-			}
-			return rt.RoundTrip(r)
-		})
+	k := wrapped(t, func(r *http.Request, next http.RoundTripper) (*http.Response, error) {
+		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/namespaces/all/pods/refused/binding") {
+			return nil, errRefused
+		}
+		return next.RoundTrip(r)
 	})
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := (&binding.Binder{Kube: kube.New(cs), Log: quiet()}).BindAll(ctx)
+	res, err := (&binding.Binder{Kube: k, Log: quiet()}).BindAll(ctx)
 	if !errors.Is(err, errRefused) {
 		t.Fatalf("err = %v, want the failed bind's cause in the chain", err)
 	}

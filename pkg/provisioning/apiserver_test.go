@@ -2,10 +2,12 @@ package provisioning
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -109,4 +111,23 @@ func (a *apiServer) pod(p *corev1.Pod) *corev1.Pod {
 		a.t.Fatal(err)
 	}
 	return got
+}
+
+// awaitOr waits until cond holds, polling, and returns nil; or, after 20 s,
+// an error saying failure; or ctx's error once ctx ends. Tests use it to
+// hold a request (or a read) until another one is on its way, so that
+// code sending them one after the other fails.
+func awaitOr(ctx context.Context, cond func() bool, failure string) error {
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return errors.New(failure)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return nil
 }

@@ -2,7 +2,6 @@ package provisioning
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -52,18 +51,7 @@ func TestPlaceOnExisting_NominatesSeveralPodsAtOnce(t *testing.T) {
 		if r.Method != http.MethodPatch {
 			return nil
 		}
-		deadline := time.Now().Add(20 * time.Second)
-		for patches() < 2 {
-			if time.Now().After(deadline) {
-				return errors.New("no other nomination was sent while this one waited")
-			}
-			select {
-			case <-r.Context().Done():
-				return r.Context().Err()
-			case <-time.After(5 * time.Millisecond):
-			}
-		}
-		return nil
+		return awaitOr(r.Context(), func() bool { return patches() >= 2 }, "no other nomination was sent while this one waited")
 	}
 	a.mu.Unlock()
 	cat, err := catalog.Offline("us-east-1", []string{"us-east-1a"})
@@ -103,16 +91,8 @@ func (l *overlapLauncher) Launch(ctx context.Context, r launch.Request) (*launch
 	for m := l.most.Load(); n > m && !l.most.CompareAndSwap(m, n); m = l.most.Load() {
 	}
 	defer l.inFlight.Add(-1)
-	deadline := time.Now().Add(20 * time.Second)
-	for l.most.Load() < 2 {
-		if time.Now().After(deadline) {
-			return nil, errors.New("no other launch was sent while this one waited")
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(5 * time.Millisecond):
-		}
+	if err := awaitOr(ctx, func() bool { return l.most.Load() >= 2 }, "no other launch was sent while this one waited"); err != nil {
+		return nil, err
 	}
 	return l.launchesFirst.Launch(ctx, r)
 }

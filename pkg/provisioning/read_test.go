@@ -250,16 +250,8 @@ func (l awaitingLauncher) Instances(ctx context.Context) ([]launch.Instance, err
 	if l.failure != nil {
 		return nil, l.failure
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for !l.a.listed("pods", boundNodeSelector) {
-		if time.Now().After(deadline) {
-			return nil, errors.New("the bound pods were not listed while EC2's read went on")
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(5 * time.Millisecond):
-		}
+	if err := awaitOr(ctx, func() bool { return l.a.listed("pods", boundNodeSelector) }, "the bound pods were not listed while EC2's read went on"); err != nil {
+		return nil, err
 	}
 	return l.instancesOnly, nil
 }
@@ -333,18 +325,7 @@ func TestRead_BoundPodsWhileTheNodesAreRead(t *testing.T) {
 				if r.Method != http.MethodGet || !strings.HasSuffix(r.URL.Path, "/nodes") {
 					return nil
 				}
-				deadline := time.Now().Add(20 * time.Second)
-				for !a.listed("pods", boundNodeSelector) {
-					if time.Now().After(deadline) {
-						return errors.New("the bound pods were not listed while the nodes were read")
-					}
-					select {
-					case <-r.Context().Done():
-						return r.Context().Err()
-					case <-time.After(5 * time.Millisecond):
-					}
-				}
-				return nil
+				return awaitOr(r.Context(), func() bool { return a.listed("pods", boundNodeSelector) }, "the bound pods were not listed while the nodes were read")
 			}
 			a.mu.Unlock()
 			p := &Provisioner{
