@@ -317,8 +317,9 @@ func (p *Provisioner) placeOnExisting(ctx context.Context, c *cluster, placement
 // ones so a replan sees it.
 func (p *Provisioner) launchNew(ctx context.Context, c *cluster, newNodes []scheduling.NewNode, now time.Time, unavailable func(t, z, ct string) bool, res *Result, failed *[]failure) ([]*corev1.Pod, error) {
 	// The launches go out launchConcurrency at a time (an instant
-	// CreateFleet takes a second or more; one after another, the last
-	// node's pods waited for every launch before theirs); what they
+	// CreateFleet takes from hundreds of milliseconds to seconds; one
+	// after another, the last node's pods waited for every launch before
+	// theirs); what they
 	// return is then handled in the plan's order, as before. A capacity
 	// error is therefore known to the next attempt's plan, not to the
 	// launches sent beside it: those may meet the same shortage and are

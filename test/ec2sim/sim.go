@@ -54,8 +54,9 @@ type Options struct {
 	RequireKnownImages bool
 	// CallLatency is how long each named action (e.g. "CreateFleet")
 	// takes before it is answered, in wall-clock time whatever Clock is:
-	// an instant CreateFleet on AWS takes a second or so, which a
-	// benchmark of a launching pass must see (test/scale). Zero: at once.
+	// an instant CreateFleet on AWS takes from hundreds of milliseconds to
+	// seconds, which a benchmark of a launching pass must see
+	// (test/scale). Zero: at once.
 	CallLatency map[string]time.Duration
 	// Clock drives every state transition and timestamp. Default: the real
 	// clock. Tests step a k8s.io/utils/clock/testing FakeClock, the clock
