@@ -319,12 +319,11 @@ func (p *Provisioner) launchNew(ctx context.Context, c *cluster, newNodes []sche
 	// The launches go out launchConcurrency at a time (an instant
 	// CreateFleet takes from hundreds of milliseconds to seconds; one
 	// after another, the last node's pods waited for every launch before
-	// theirs); what they
-	// return is then handled in the plan's order, as before. A capacity
-	// error is therefore known to the next attempt's plan, not to the
-	// launches sent beside it: those may meet the same shortage and are
-	// planned again with it (maxPlanAttempts), as Karpenter's parallel
-	// launches are.
+	// theirs); what they return is then handled in the plan's order, as
+	// before. A capacity error is therefore known to the next attempt's
+	// plan, not to the launches sent beside it: those may meet the same
+	// shortage and are planned again with it (maxPlanAttempts), as
+	// Karpenter's parallel launches are.
 	type outcome struct {
 		inst *launch.Instance
 		err  error
