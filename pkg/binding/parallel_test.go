@@ -2,7 +2,6 @@ package binding_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -49,12 +49,9 @@ func TestBinder_BindsANodesPodsSeveralAtOnce(t *testing.T) {
 	k := wrapped(t, func(r *http.Request, next http.RoundTripper) (*http.Response, error) {
 		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/binding") {
 			sent.Add(1)
-			deadline := time.Now().Add(20 * time.Second)
-			for sent.Load() < 2 {
-				if time.Now().After(deadline) {
-					return nil, errors.New("no other Binding was sent while this one waited")
-				}
-				time.Sleep(5 * time.Millisecond)
+			if err := wait.PollUntilContextTimeout(r.Context(), 5*time.Millisecond, 20*time.Second, true,
+				func(context.Context) (bool, error) { return sent.Load() >= 2, nil }); err != nil {
+				return nil, fmt.Errorf("no other Binding was sent while this one waited: %w", err)
 			}
 		}
 		return next.RoundTrip(r)

@@ -2,7 +2,7 @@ package provisioning
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -118,16 +119,10 @@ func (a *apiServer) pod(p *corev1.Pod) *corev1.Pod {
 // hold a request (or a read) until another one is on its way, so that
 // code sending them one after the other fails.
 func awaitOr(ctx context.Context, cond func() bool, failure string) error {
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return errors.New(failure)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(5 * time.Millisecond):
-		}
+	err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 20*time.Second, true,
+		func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("%s: %w", failure, err)
 	}
-	return nil
+	return err
 }

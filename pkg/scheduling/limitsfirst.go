@@ -58,15 +58,18 @@ import (
 // minValues) plan with the limits (minValues) at once (tests compare).
 var limitsFirstOff bool
 
+// packsMinValues tells whether a pool requirement's minValues limits
+// packing: more than 1, unless minValues are best effort.
+func packsMinValues(q model.Requirement, in *Input) bool {
+	return q.MinValues != nil && *q.MinValues > 1 && !in.Options.MinValuesBestEffort
+}
+
 // hasMinValues tells whether a pool of in has a minValues that limits
-// packing (more than 1, not best effort).
+// packing.
 func hasMinValues(in *Input) bool {
-	if in.Options.MinValuesBestEffort {
-		return false
-	}
 	for _, p := range in.Pools {
 		for _, q := range p.Requirements {
-			if q.MinValues != nil && *q.MinValues > 1 {
+			if packsMinValues(q, in) {
 				return true
 			}
 		}

@@ -191,7 +191,7 @@ func (s *solver) preparePools() {
 func (s *solver) preparePool(idx int, p *model.Pool) *poolState {
 	ps := s.preparePoolState(idx, p)
 	for _, q := range p.Requirements {
-		if q.MinValues != nil && *q.MinValues > 1 && !s.in.Options.MinValuesBestEffort && !s.noMinValues {
+		if packsMinValues(q, s.in) && !s.noMinValues {
 			ps.minValues = append(ps.minValues, minValue{model.NormalizeLabelKey(q.Key), *q.MinValues})
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // TestCallLatency_DelaysOnlyThatAction: an action given a latency is
@@ -21,8 +22,9 @@ func TestCallLatency_DelaysOnlyThatAction(t *testing.T) {
 		done <- err
 	}()
 	// Once it is waiting, another action is answered.
-	for f.sim.Calls("DescribeInstances") == 0 {
-		time.Sleep(time.Millisecond)
+	if err := wait.PollUntilContextTimeout(f.ctx, time.Millisecond, 20*time.Second, true,
+		func(context.Context) (bool, error) { return f.sim.Calls("DescribeInstances") > 0, nil }); err != nil {
+		t.Fatalf("DescribeInstances never reached the simulator: %v", err)
 	}
 	if _, err := f.ec2.DescribeSubnets(f.ctx, &ec2.DescribeSubnetsInput{}); err != nil {
 		t.Fatal(err)
