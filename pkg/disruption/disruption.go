@@ -46,9 +46,10 @@ const (
 	AnnotationEmptinessTimestamp = "karpenter.sh/emptiness-timestamp"
 	// AnnotationDoNotDisrupt (v1) on a node or a pod blocks graceful
 	// disruption.
-	AnnotationDoNotDisrupt = "karpenter.sh/do-not-disrupt"
+	// On a pod it takes a duration too (pods.DoNotDisruptUntil).
+	AnnotationDoNotDisrupt = pods.AnnotationDoNotDisrupt
 	// AnnotationDoNotEvict is v0.20's pod annotation.
-	AnnotationDoNotEvict = "karpenter.sh/do-not-evict"
+	AnnotationDoNotEvict = pods.AnnotationDoNotEvict
 	// AnnotationDoNotConsolidate is v0.20's node annotation.
 	AnnotationDoNotConsolidate = "karpenter.sh/do-not-consolidate"
 	// TaintDisrupted marks a node being retired.
@@ -257,8 +258,9 @@ func Expired(n *corev1.Node, p *model.Pool, now time.Time) bool {
 	return e != nil && !n.CreationTimestamp.IsZero() && !now.Before(n.CreationTimestamp.Add(*e))
 }
 
-// gracefulBlock says why graceful disruption may not touch the node, or "".
-func gracefulBlock(n Node) string {
+// gracefulBlock says why graceful disruption may not touch the node at
+// now, or "".
+func gracefulBlock(n Node, now time.Time) string {
 	a := n.Node.Annotations
 	switch {
 	case a[AnnotationDoNotDisrupt] == "true":
@@ -266,18 +268,32 @@ func gracefulBlock(n Node) string {
 	case a[AnnotationDoNotConsolidate] == "true":
 		return "node has " + AnnotationDoNotConsolidate
 	}
-	// The least key among the pods that have it, whole or compact (a
+	// The least key among the pods protected now, whole or compact (a
 	// list's order, by key).
-	block := n.moving.block
+	var f movingFacts
 	for _, p := range n.Pods {
-		if k := pods.Key(p); Reschedulable(p) && doNotDisrupt(p) && (block == "" || k < block) {
-			block = k
+		if Reschedulable(p) {
+			f.noteBlock(p)
 		}
 	}
-	if block != "" {
+	f.block = minKey(f.block, n.moving.block)
+	f.timed = append(f.timed, n.moving.timed...)
+	switch block, until := f.blockAt(now); {
+	case block == "":
+		return ""
+	case until.IsZero():
 		return "pod " + block + " has do-not-disrupt"
+	default:
+		return "pod " + block + " has do-not-disrupt until " + until.UTC().Format(time.RFC3339)
 	}
-	return ""
+}
+
+// minKey is the lesser of two keys, "" counting as none.
+func minKey(a, b string) string {
+	if a == "" || (b != "" && b < a) {
+		return b
+	}
+	return a
 }
 
 // Decide plans one pass.
@@ -348,7 +364,7 @@ func Decide(s Snapshot) Plan {
 		if s.Now.Before(since.Add(*after)) {
 			continue
 		}
-		if why := gracefulBlock(n); why != "" {
+		if why := gracefulBlock(n, s.Now); why != "" {
 			plan.Blocked = append(plan.Blocked, Blocked{Node: n.Node.Name, Reason: ReasonEmpty, Why: why})
 			continue
 		}

@@ -1,6 +1,8 @@
 package disruption
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/joist-dev/joist/pkg/pods"
@@ -15,9 +17,45 @@ type movingFacts struct {
 	// effective requests (scheduling.Requests).
 	pods     int
 	cpu, mem int64
-	// block is the least key (namespace/name) of those that carry
-	// do-not-disrupt or do-not-evict, "" when none does.
+	// block is the least key (namespace/name) of those whose
+	// do-not-disrupt or do-not-evict protects them for good, "" when none
+	// does; timed are those protected for a while (a duration:
+	// pods.DoNotDisruptUntil), which the rules judge at the snapshot's
+	// Now.
 	block string
+	timed []timedBlock
+}
+
+// timedBlock is a pod protected from disruption until a time.
+type timedBlock struct {
+	key   string
+	until time.Time
+}
+
+// noteBlock records p's do-not-disrupt protection, if any, in f.
+func (f *movingFacts) noteBlock(p *corev1.Pod) {
+	until, protected, _ := pods.DoNotDisruptUntil(p)
+	switch k := pods.Key(p); {
+	case !protected:
+	case until.IsZero():
+		if f.block == "" || k < f.block {
+			f.block = k
+		}
+	default:
+		f.timed = append(f.timed, timedBlock{k, until})
+	}
+}
+
+// blockAt is the least key of the pods protected at now, "" when none is,
+// and when that protection ends (zero: it does not).
+func (f *movingFacts) blockAt(now time.Time) (key string, until time.Time) {
+	key = f.block
+	for _, t := range f.timed {
+		if now.Before(t.until) && (key == "" || t.key < key) {
+			key, until = t.key, t.until
+		}
+	}
+	return key, until
 }
 
 // Add keeps a pod bound to the node in the least the rules read of it, for
@@ -46,9 +84,7 @@ func (n *Node) Add(p *corev1.Pod, shared func(corev1.ResourceList) corev1.Resour
 				n.moving.pods++
 				n.moving.cpu += cpu
 				n.moving.mem += mem
-				if k := pods.Key(p); doNotDisrupt(p) && (n.moving.block == "" || k < n.moving.block) {
-					n.moving.block = k
-				}
+				n.moving.noteBlock(p)
 			}
 			return
 		}
@@ -104,10 +140,6 @@ func readsTerms(p *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-func doNotDisrupt(p *corev1.Pod) bool {
-	return p.Annotations[AnnotationDoNotDisrupt] == "true" || p.Annotations[AnnotationDoNotEvict] == "true"
 }
 
 // cpuMem is a request list's cpu (milli) and memory (bytes).

@@ -81,6 +81,7 @@ const (
 	statusConditions        = 2
 	statusQOSClass          = 9
 	statusNominatedNodeName = 11
+	statusStartTime         = 7
 	conditionType           = 1 // PodCondition
 	conditionStatus         = 2
 	conditionReason         = 5
@@ -479,12 +480,13 @@ func (r *podReader) filterContainer(kind int) func(dst, c []byte) ([]byte, error
 }
 
 // filterStatus keeps what ReducePod keeps of the status (it builds a new
-// one of these alone): phase, the nominated node, the QoS class and the
-// PodScheduled condition's type, status and reason (reduceConditions).
+// one of these alone): phase, the nominated node, the QoS class, the
+// start time and the PodScheduled condition's type, status and reason
+// (reduceConditions).
 func filterStatus(dst, st []byte) ([]byte, error) {
 	return filter(dst, st, func(dst []byte, it field) ([]byte, error) {
 		switch it.num {
-		case statusPhase, statusNominatedNodeName, statusQOSClass:
+		case statusPhase, statusNominatedNodeName, statusQOSClass, statusStartTime:
 			return append(dst, it.raw...), nil
 		case statusConditions:
 			if !scheduledCondition(it.value) {

@@ -409,6 +409,9 @@ func TestFilterPod_DropsOnlyWhatReducePodDrops(t *testing.T) {
 		if len(dropped) != 6 {
 			t.Errorf("%s: the filter dropped only %v of managed fields, images, ephemeral containers, statuses, IP and conditions", p.Name, dropped)
 		}
+		if s.status != nil && s.status.StartTime != nil && (got.Status.StartTime == nil || got.Status.StartTime.Unix() != s.status.StartTime.Unix()) {
+			t.Errorf("%s: the filter dropped the start time %v (do-not-disrupt durations run from it): %v", p.Name, s.status.StartTime, got.Status.StartTime)
+		}
 		if s.pod.Name == "rich" {
 			if c := got.Spec.Containers[0]; c.Env != nil || c.EnvFrom != nil || c.VolumeMounts != nil || c.Lifecycle != nil || c.SecurityContext != nil ||
 				len(c.Ports) != 1 || len(got.Spec.Volumes) != 2 || got.Spec.DNSConfig != nil || got.Status.InitContainerStatuses != nil {

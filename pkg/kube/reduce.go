@@ -57,8 +57,9 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // mounts, lifecycle and security context (kept: name, resources, host
 // ports, restart policy — the sidecar rule), ephemeral containers, every
 // volume but claims (persistent and ephemeral), and the status beyond
-// phase, the nominated node, the QoS class and the PodScheduled
-// condition's status and reason. What stays is what the
+// phase, the nominated node, the QoS class, the start time (a
+// do-not-disrupt duration runs from it: pods.DoNotDisruptUntil) and the
+// PodScheduled condition's status and reason. What stays is what the
 // simulator (requests, labels, affinity and spread terms, tolerations,
 // node selector, host ports, claims, owner), the disruption rules
 // (annotations, owners, priority, deletion), the nominations
@@ -93,7 +94,7 @@ func reducePod(p *corev1.Pod, in *Interner, shared bool) {
 		reduceTerms(s, in)
 	}
 	st := p.Status
-	p.Status = corev1.PodStatus{Phase: st.Phase, Conditions: reduceConditions(st.Conditions), NominatedNodeName: st.NominatedNodeName, QOSClass: st.QOSClass}
+	p.Status = corev1.PodStatus{Phase: st.Phase, Conditions: reduceConditions(st.Conditions), NominatedNodeName: st.NominatedNodeName, QOSClass: st.QOSClass, StartTime: st.StartTime}
 }
 
 // reduceConditions keeps, in place, what Joist reads of a pod's

@@ -3,6 +3,7 @@ package kube_test
 import (
 	"reflect"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -41,7 +42,7 @@ func fullPod(name string) *corev1.Pod {
 			Affinity:                  &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: "kubernetes.io/hostname", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}}},
 			TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}},
 		},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1",
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1", StartTime: &metav1.Time{Time: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)},
 			Conditions: []corev1.PodCondition{
 				{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()},
 				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, Reason: "Scheduled", Message: "bound", ObservedGeneration: 1,
@@ -74,6 +75,7 @@ func TestReducePod_KeepsWhatDecisionsReadAndDropsTheRest(t *testing.T) {
 		{"host ports only", p.Spec.Containers[0].Ports, orig.Spec.Containers[0].Ports[1:]},
 		{"claims only", p.Spec.Volumes, orig.Spec.Volumes[:1]},
 		{"phase", p.Status.Phase, orig.Status.Phase},
+		{"start time (do-not-disrupt durations run from it)", p.Status.StartTime, orig.Status.StartTime},
 		{"PodScheduled's status and reason alone", p.Status.Conditions, []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, Reason: "Scheduled"}}},
 		{"annotations but kubectl's copy", p.Annotations, map[string]string{"karpenter.sh/do-not-disrupt": "true"}},
 	}

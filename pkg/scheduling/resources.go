@@ -238,7 +238,8 @@ func maxList(dst, src corev1.ResourceList) {
 // reads of it: its effective requests (init containers, sidecars,
 // pod-level resources and overhead folded in, as podRequests computes
 // them) become its overhead and its containers go, but for one carrying
-// its host ports if it has any; its status keeps only its phase.
+// its host ports if it has any; its status keeps only its phase and start
+// time (a do-not-disrupt duration runs from it, pkg/pods).
 // Everything else the simulator reads of a bound pod (namespace, labels,
 // owners, affinity, spread terms, tolerations, volumes) is left as it is.
 // A reader that holds the pods of a whole cluster (pkg/provisioning,
@@ -260,5 +261,5 @@ func Compact(pod *corev1.Pod, shared func(corev1.ResourceList) corev1.ResourceLi
 	}
 	pod.Spec.InitContainers, pod.Spec.Resources = nil, nil
 	pod.Spec.Overhead = reqs
-	pod.Status = corev1.PodStatus{Phase: pod.Status.Phase}
+	pod.Status = corev1.PodStatus{Phase: pod.Status.Phase, StartTime: pod.Status.StartTime}
 }

@@ -67,8 +67,8 @@ const (
 	Wait
 	// Evict through the Eviction API (PDBs honoured).
 	Evict
-	// Block: do-not-disrupt; never evicted, holds the drain until the
-	// deadline.
+	// Block: do-not-disrupt protects it now (pods.DoNotDisrupt); not
+	// evicted, holds the drain until the protection ends or the deadline.
 	Block
 	// ForceDelete: the termination deadline is near enough that the pod's
 	// own grace period would end past it; delete, bypassing PDBs and
@@ -78,12 +78,6 @@ const (
 
 func (d Disposition) String() string {
 	return [...]string{"ignore", "wait", "evict", "block", "force-delete"}[d]
-}
-
-// DoNotDisrupt reports whether the pod asks not to be disrupted: v1
-// karpenter.sh/do-not-disrupt=true or v0.20 karpenter.sh/do-not-evict=true.
-func DoNotDisrupt(p *corev1.Pod) bool {
-	return p.Annotations[AnnotationDoNotDisrupt] == "true" || p.Annotations[AnnotationDoNotEvict] == "true"
 }
 
 // Classify decides what the drain does with p at now, given the node's
@@ -109,7 +103,7 @@ func Classify(p *corev1.Pod, now, deadline time.Time) Disposition {
 	if !deadline.IsZero() && !now.Before(deadline.Add(-podGrace(p))) {
 		return ForceDelete
 	}
-	if DoNotDisrupt(p) {
+	if pods.DoNotDisrupt(p, now) {
 		return Block
 	}
 	return Evict

@@ -36,6 +36,19 @@ func TestClassify(t *testing.T) {
 		}), time.Time{}, Evict},
 		{"v1 do-not-disrupt blocks", pod(func(p *corev1.Pod) { p.Annotations[AnnotationDoNotDisrupt] = "true" }), time.Time{}, Block},
 		{"v0.20 do-not-evict blocks", pod(func(p *corev1.Pod) { p.Annotations[AnnotationDoNotEvict] = "true" }), time.Time{}, Block},
+		{"a do-not-disrupt duration blocks while it runs", pod(func(p *corev1.Pod) {
+			p.Annotations[AnnotationDoNotDisrupt] = "1h"
+			p.Status.StartTime = &metav1.Time{Time: now.Add(-59 * time.Minute)}
+		}), time.Time{}, Block},
+		{"a do-not-disrupt duration that has run out does not", pod(func(p *corev1.Pod) {
+			p.Annotations[AnnotationDoNotDisrupt] = "1h"
+			p.Status.StartTime = &metav1.Time{Time: now.Add(-time.Hour)}
+		}), time.Time{}, Evict},
+		{"an unreadable do-not-disrupt does not block", pod(func(p *corev1.Pod) { p.Annotations[AnnotationDoNotDisrupt] = "yes" }), time.Time{}, Evict},
+		{"do-not-evict knows true alone", pod(func(p *corev1.Pod) {
+			p.Annotations[AnnotationDoNotEvict] = "1h"
+			p.Status.StartTime = &metav1.Time{Time: now}
+		}), time.Time{}, Evict},
 		{"do-not-disrupt gives way at the deadline", pod(func(p *corev1.Pod) { p.Annotations[AnnotationDoNotDisrupt] = "true" }), now, ForceDelete},
 		{"a pod is force-deleted when its grace would end past the deadline", pod(func(p *corev1.Pod) {
 			p.Spec.TerminationGracePeriodSeconds = grace(60)

@@ -55,12 +55,14 @@ const (
 	TaintDisrupted = "karpenter.sh/disrupted"
 	// LabelExcludeLB takes a retiring node out of external load balancers.
 	LabelExcludeLB = "node.kubernetes.io/exclude-from-external-load-balancers"
-	// AnnotationDoNotDisrupt (v1) on a pod: never evicted, blocks the drain
-	// until the termination deadline. On a node it blocks voluntary
-	// disruption (pkg/disruption).
-	AnnotationDoNotDisrupt = "karpenter.sh/do-not-disrupt"
-	// AnnotationDoNotEvict is v0.20's pod annotation with the same effect.
-	AnnotationDoNotEvict = "karpenter.sh/do-not-evict"
+	// AnnotationDoNotDisrupt (v1) on a pod: not evicted while it protects
+	// the pod ("true", or a duration from the pod's start:
+	// pods.DoNotDisruptUntil), which blocks the drain until then or the
+	// termination deadline. On a node it blocks voluntary disruption
+	// (pkg/disruption).
+	AnnotationDoNotDisrupt = pods.AnnotationDoNotDisrupt
+	// AnnotationDoNotEvict is v0.20's pod annotation ("true" alone).
+	AnnotationDoNotEvict = pods.AnnotationDoNotEvict
 	// AnnotationDeadline is when the drain stops waiting (RFC 3339): the
 	// deletion time plus the pool's terminationGracePeriod. Karpenter's
 	// name for it.
@@ -75,6 +77,10 @@ const (
 	ReasonTerminating       = "Terminating"
 	ReasonEvicted           = "Evicted"
 	ReasonDisruptionBlocked = "DisruptionBlocked"
+	// ReasonInvalidDoNotDisrupt: a pod's do-not-disrupt value is neither
+	// "true" nor a positive duration, so it protects nothing (Karpenter's
+	// event reason).
+	ReasonInvalidDoNotDisrupt = "InvalidDoNotDisruptAnnotation"
 )
 
 // EC2 ends instances. Implementations must refuse an instance that is not
@@ -447,13 +453,22 @@ func (t *Terminator) drain(ctx context.Context, node *corev1.Node, now, deadline
 		if first < 0 || tier < first {
 			first = tier
 		}
+		until, _, invalid := pods.DoNotDisruptUntil(p)
 		if d == Block {
 			st.Blocked = append(st.Blocked, pods.Key(p))
-			t.event(ctx, kube.NodeTarget(node.Name), corev1.EventTypeNormal, ReasonDisruptionBlocked,
-				fmt.Sprintf("Pod %s has %s; the drain waits", pods.Key(p), AnnotationDoNotDisrupt))
+			msg := fmt.Sprintf("Pod %s has %s; the drain waits", pods.Key(p), AnnotationDoNotDisrupt)
+			if !until.IsZero() {
+				msg = fmt.Sprintf("Pod %s has %s until %s; the drain waits", pods.Key(p), AnnotationDoNotDisrupt, until.UTC().Format(time.RFC3339))
+			}
+			t.event(ctx, kube.NodeTarget(node.Name), corev1.EventTypeNormal, ReasonDisruptionBlocked, msg)
 			continue
 		}
 		if d == Evict {
+			if invalid != nil {
+				// Karpenter's InvalidDoNotDisruptAnnotation: the pod's
+				// owner learns why it was evicted anyway.
+				t.event(ctx, kube.PodTarget(p), corev1.EventTypeWarning, ReasonInvalidDoNotDisrupt, invalid.Error())
+			}
 			tiers[tier] = append(tiers[tier], p)
 		}
 	}
