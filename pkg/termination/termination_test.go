@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -251,6 +252,42 @@ func TestDoNotDisruptBlocksUntilTheDeadlineThenIsDeleted(t *testing.T) {
 	f.kubelet()
 	if st := f.step(); !st.Done {
 		t.Fatalf("step after: %+v, want done", st)
+	}
+}
+
+// TestDoNotDisruptDurationHoldsTheDrainUntilItEnds: a pod's
+// do-not-disrupt given as a duration (Karpenter v1.15) holds the drain
+// until that long after the pod started, then the pod is evicted; an
+// unreadable value holds nothing, and the pod gets a Warning event saying
+// why it was evicted anyway.
+func TestDoNotDisruptDurationHoldsTheDrainUntilItEnds(t *testing.T) {
+	f := newFixture(t, "dnd-duration")
+	warm := f.pod("warm", func(p *corev1.Pod) { p.Annotations[termination.AnnotationDoNotDisrupt] = "1h" })
+	started := time.Now().Add(-30 * time.Minute).Truncate(time.Second)
+	warm.Status.StartTime = &metav1.Time{Time: started}
+	if _, err := f.kube.CoreV1().Pods(f.ns).UpdateStatus(f.ctx, warm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.pod("typo", func(p *corev1.Pod) { p.Annotations[termination.AnnotationDoNotDisrupt] = "1 hour" })
+	if err := f.term.Begin(f.ctx, f.node, "Expired"); err != nil {
+		t.Fatal(err)
+	}
+	f.term.Clock = clocktesting.NewFakePassiveClock(started.Add(time.Hour - time.Second))
+	st := f.step()
+	if !slices.Equal(st.Evicted, []string{f.ns + "/typo"}) || !slices.Equal(st.Blocked, []string{f.ns + "/warm"}) {
+		t.Fatalf("step within the hour: evicted %v, blocked %v; want typo evicted, warm blocked", st.Evicted, st.Blocked)
+	}
+	evs, err := f.kube.CoreV1().Events(f.ns).List(f.ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=typo,reason=" + termination.ReasonInvalidDoNotDisrupt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs.Items) != 1 || evs.Items[0].Type != corev1.EventTypeWarning || !strings.Contains(evs.Items[0].Message, `"1 hour"`) {
+		t.Fatalf("events on typo: %+v, want one Warning naming the value", evs.Items)
+	}
+	f.kubelet()
+	f.term.Clock = clocktesting.NewFakePassiveClock(started.Add(time.Hour))
+	if st := f.step(); !slices.Equal(st.Evicted, []string{f.ns + "/warm"}) || len(st.Blocked) != 0 {
+		t.Fatalf("step once the hour is up: evicted %v, blocked %v; want warm evicted", st.Evicted, st.Blocked)
 	}
 }
 
