@@ -66,6 +66,15 @@ type Node struct {
 	// would need a new home.
 	Bound  []scheduling.BoundPod
 	moving movingFacts
+	// Incoming are the pods on their way to the node, compacted
+	// (AddIncoming): pending pods planned onto its instance
+	// (pods.AnnotationInstance) and running pods waiting for it as their
+	// replacement (pods.AnnotationReplacement). No rule reads them as the
+	// node's pods (Snapshot.Planned counts them); consolidation's
+	// simulation counts their room on the node, which is promised to them,
+	// as Karpenter's simulation schedules the pending pods beside a
+	// candidate's.
+	Incoming []*corev1.Pod
 }
 
 // Snapshot is the truth a decision reads.

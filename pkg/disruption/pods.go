@@ -127,6 +127,21 @@ func (n *Node) AddWhole(p *corev1.Pod, shared func(corev1.ResourceList) corev1.R
 	n.Pods = append(n.Pods, &whole)
 }
 
+// AddIncoming keeps a pod on its way to the node (Node.Incoming),
+// compacted (scheduling.Compact) and copied out of the caller's page, and
+// not bound anywhere in the copy: a pending pod planned onto the node's
+// instance, or a running pod waiting for the node as its replacement.
+// Finished pods are dropped.
+func (n *Node) AddIncoming(p *corev1.Pod, shared func(corev1.ResourceList) corev1.ResourceList) {
+	if pods.Finished(p) {
+		return
+	}
+	whole := *p
+	scheduling.Compact(&whole, shared)
+	whole.Spec.NodeName = ""
+	n.Incoming = append(n.Incoming, &whole)
+}
+
 // readsTerms says whether a pass reads more of the pod than a BoundPod
 // holds even where it stays: its pod (anti-)affinity terms or its volume
 // claims.

@@ -126,6 +126,8 @@ func newConsolidator(s Snapshot, nodes []Node) *consolidator {
 				onNode = append(onNode, p)
 			}
 		}
+		// The room promised to the pods on their way takes no other pod.
+		onNode = append(onNode, n.Incoming...)
 		c.nodes = append(c.nodes, &scheduling.Node{
 			Name: n.Node.Name, Pool: pool, Labels: n.Node.Labels, Taints: n.Node.Spec.Taints,
 			Unschedulable: n.Node.Spec.Unschedulable, Capacity: n.Node.Status.Capacity,

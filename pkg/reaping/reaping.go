@@ -280,8 +280,10 @@ func (r *Reaper) Pass(ctx context.Context) (Result, error) {
 
 // readPods reads every pod of the cluster, page by page, and keeps of each
 // what the decisions read (disruption.Node.Add: most bound pods as a
-// ~100-byte scheduling.BoundPod), by node; pending pods only count, in
-// planned, onto the instance they are planned for. Finished pods are
+// ~100-byte scheduling.BoundPod), by node; pending pods count, in
+// planned, onto the instance they are planned for, and are kept as its
+// node's incoming pods (disruption.Node.AddIncoming) once it has one, as
+// are running pods waiting for their replacement. Finished pods are
 // left out. Every pod of a node waiting for its replacements is kept
 // whole (advanceReplacing reads them all). A large read is split by
 // namespace, each list of its own revision (kube.EachPod): a pod bound
@@ -298,6 +300,14 @@ func (r *Reaper) readPods(ctx context.Context, nodes []*corev1.Node, planned map
 		}
 	}
 	onNode := map[string]*disruption.Node{}
+	// The nodes by instance id, for the pods on their way to one
+	// (disruption.Node.Incoming).
+	byInstance := map[string]string{}
+	for _, n := range nodes {
+		if id := pods.InstanceID(n.Spec.ProviderID); id != "" {
+			byInstance[id] = n.Name
+		}
+	}
 	in := kube.NewInterner()
 	// Finished pods neither need a node nor take room on one: the API
 	// server leaves them out (a cluster's completed Jobs' pods are not
@@ -330,13 +340,19 @@ func (r *Reaper) readPods(ctx context.Context, nodes []*corev1.Node, planned map
 		if node == "" {
 			if id := pods.PlannedInstance(p); id != "" {
 				planned[id]++
+				if to, ok := byInstance[id]; ok {
+					nodeOf(to).AddIncoming(p, in.ResourceList)
+				}
 			}
 			return
 		}
 		// A running pod waiting to move to its node's replacement keeps
-		// that replacement from looking empty.
+		// that replacement from looking empty, and its room there.
 		if id := pods.ReplacementInstance(p); id != "" && disruption.Reschedulable(p) {
 			planned[id]++
+			if to, ok := byInstance[id]; ok && to != node {
+				nodeOf(to).AddIncoming(p, in.ResourceList)
+			}
 		}
 		n := nodeOf(node)
 		if replacing[node] {

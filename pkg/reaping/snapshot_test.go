@@ -3,6 +3,7 @@ package reaping_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -44,44 +45,10 @@ func TestConsolidationReplacesWithTheCatalog(t *testing.T) {
 		{Key: "karpenter.k8s.aws/instance-category", Operator: "In", Values: []string{"m"}},
 	}, Disruption: model.Disruption{ConsolidationPolicy: "WhenEmptyOrUnderutilized", ConsolidateAfter: &after}}
 	mkNode := func(name, instanceType string, pod *corev1.Pod) {
-		it, ok := cat.Lookup(instanceType)
-		if !ok {
-			t.Fatalf("no %s", instanceType)
-		}
-		labels := it.Labels()
-		labels[model.LabelNodePool] = pool.Name
-		labels[model.LabelZone] = "us-east-1a"
-		labels[model.LabelCapacityType] = "on-demand"
-		labels[corev1.LabelHostname] = name
-		n, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
-			Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-" + name}}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n.Status = corev1.NodeStatus{Capacity: it.Capacity(nil), Allocatable: it.Allocatable(nil),
-			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}
-		if _, err := c.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		pod.Spec.NodeName = name
-		if _, err := c.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			zero := int64(0)
-			_ = c.CoreV1().Pods("default").Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
-			patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": nil}})
-			_, _ = c.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
-			_ = c.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
-		})
+		catalogNode(t, c, cat, pool.Name, name, instanceType, pod)
 	}
-	pod := func(name, cpu string, annotations map[string]string) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: annotations},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "pause", Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}}}
-	}
-	mkNode("consol-big", "m5.2xlarge", pod("consol-small", "1", nil))
-	mkNode("consol-full", "m5.large", pod("consol-kept", "1500m", map[string]string{disruption.AnnotationDoNotDisrupt: "true"}))
+	mkNode("consol-big", "m5.2xlarge", cpuPod("consol-small", "1", nil))
+	mkNode("consol-full", "m5.large", cpuPod("consol-kept", "1500m", map[string]string{disruption.AnnotationDoNotDisrupt: "true"}))
 
 	fc := clocktesting.NewFakeClock(time.Now())
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -222,6 +189,133 @@ func TestPlannedPodKeepsItsNodeFromBeingEmpty(t *testing.T) {
 			}
 			if empty != tc.wantEmpty {
 				t.Errorf("node stamped or retired as empty: %v, want %v (stamped %v, retired %v)", empty, tc.wantEmpty, res.Stamped, res.Retired)
+			}
+		})
+	}
+}
+
+// catalogNode creates a Ready node of the catalog's instance type in the
+// pool (us-east-1a, on-demand; instance i-<name>) with pod bound to it
+// (in default), both removed when the test ends.
+func catalogNode(t *testing.T, c *kube.Client, cat *catalog.Catalog, pool, name, instanceType string, pod *corev1.Pod) {
+	t.Helper()
+	ctx := context.Background()
+	it, ok := cat.Lookup(instanceType)
+	if !ok {
+		t.Fatalf("no %s", instanceType)
+	}
+	labels := it.Labels()
+	labels[model.LabelNodePool] = pool
+	labels[model.LabelZone] = "us-east-1a"
+	labels[model.LabelCapacityType] = "on-demand"
+	labels[corev1.LabelHostname] = name
+	n, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-" + name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Status = corev1.NodeStatus{Capacity: it.Capacity(nil), Allocatable: it.Allocatable(nil),
+		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}
+	if n, err = c.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The API server's admission tainted the new node not-ready; the node
+	// lifecycle controller, which envtest lacks, lifts the taint once the
+	// node is Ready.
+	n.Spec.Taints = nil
+	if _, err := c.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod.Spec.NodeName = name
+	createPod(t, c, pod)
+	t.Cleanup(func() {
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": nil}})
+		_, _ = c.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+		_ = c.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
+	})
+}
+
+// createPod creates pod (in default), deleted when the test ends.
+func createPod(t *testing.T, c *kube.Client, pod *corev1.Pod) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := c.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		zero := int64(0)
+		_ = c.CoreV1().Pods("default").Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	})
+}
+
+// cpuPod is a pod in default requesting cpu and 1Gi.
+func cpuPod(name, cpu string, annotations map[string]string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: annotations},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "pause", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}}}
+}
+
+// TestConsolidationLeavesRoomPromisedToIncomingPods: a node's room is
+// promised to the pods on their way to it — a pending pod planned onto
+// its instance (pods.AnnotationInstance), a running pod waiting for it as
+// its replacement (pods.AnnotationReplacement) — so an underused node
+// whose pod would fit only into that room is replaced by a cheaper node,
+// not deleted onto it. The same cluster with nothing on its way deletes
+// it.
+func TestConsolidationLeavesRoomPromisedToIncomingPods(t *testing.T) {
+	env := testenv.Kube(t)
+	ctx := context.Background()
+	c := kube.New(env.Client)
+	cat, err := catalog.Offline("us-east-1", []string{"us-east-1a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := time.Duration(0)
+	pool := &model.Pool{Name: "promised", API: model.APIV1, Requirements: []model.Requirement{
+		{Key: model.LabelCapacityType, Operator: "In", Values: []string{"on-demand"}},
+		{Key: "karpenter.k8s.aws/instance-category", Operator: "In", Values: []string{"m"}},
+	}, Disruption: model.Disruption{ConsolidationPolicy: "WhenEmptyOrUnderutilized", ConsolidateAfter: &after, Budgets: []model.Budget{{Nodes: "100%"}}}}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, tc := range []struct {
+		name     string
+		incoming string // "", "planned": a pending pod planned onto room, "replacement": a pod waiting for room as its replacement
+		replace  bool
+	}{
+		{"nothing on its way", "", false},
+		{"a pod planned", "planned", true},
+		{"a pod waiting for its replacement", "replacement", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// Each case its own nodes: the other case's are not Joist's
+			// here (Cloud lists these alone).
+			src, room := fmt.Sprintf("promised-%s-src", tc.incoming), fmt.Sprintf("promised-%s-room", tc.incoming)
+			catalogNode(t, c, cat, pool.Name, src, "m5.xlarge", cpuPod(src+"-mover", "1", nil))
+			catalogNode(t, c, cat, pool.Name, room, "m5.xlarge", cpuPod(room+"-kept", "1", map[string]string{disruption.AnnotationDoNotDisrupt: "true"}))
+			switch tc.incoming {
+			case "planned":
+				createPod(t, c, cpuPod(room+"-pending", "2500m", map[string]string{pods.AnnotationInstance: "i-" + room}))
+			case "replacement":
+				// On a node Joist does not list (neither a candidate nor
+				// a destination), waiting to move to room.
+				catalogNode(t, c, cat, pool.Name, room+"-old", "m5.xlarge", cpuPod(room+"-moving", "2500m", map[string]string{pods.AnnotationReplacement: "i-" + room}))
+			}
+			fc := clocktesting.NewFakeClock(time.Now())
+			r := &reaping.Reaper{
+				Kube: c, Log: log, Clock: fc, Cloud: launched{"i-" + src, "i-" + room}, Cluster: "c",
+				Specs:      func(context.Context) (*model.Spec, error) { return &model.Spec{Pools: []*model.Pool{pool}}, nil },
+				Catalog:    func(context.Context) (*catalog.Catalog, error) { return cat, nil },
+				Terminator: &termination.Terminator{Kube: c, EC2: &fakeEC2{}, Log: log},
+			}
+			if _, err := r.Pass(ctx); err != nil {
+				t.Fatal(err)
+			}
+			fc.Step(disruption.ValidationDelay + time.Second)
+			res, err := r.Pass(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Retired) != 1 || res.Retired[0].Node != src || res.Retired[0].Replace != tc.replace {
+				t.Fatalf("retired %+v, want %s retired with replace=%v", res.Retired, src, tc.replace)
 			}
 		})
 	}

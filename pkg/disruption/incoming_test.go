@@ -1,0 +1,39 @@
+package disruption
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/joist-dev/joist/pkg/model"
+)
+
+// TestConsolidation_RoomPromisedToIncomingPodsIsTaken: a node's room
+// promised to pods on their way to it (a pending pod planned onto its
+// instance, or a pod waiting for it as its replacement) is not room a
+// consolidation can move another node's pods into: with the incoming pod
+// the underused node is replaced by a cheaper one instead of deleted onto
+// the promised room (Karpenter simulates the pending pods beside a
+// candidate's for the same reason).
+func TestConsolidation_RoomPromisedToIncomingPodsIsTaken(t *testing.T) {
+	types := testTypes(t)
+	for _, tc := range []struct {
+		name     string
+		incoming bool
+		want     []string
+	}{
+		{"no pod on its way: the pod moves into the room", false, []string{"a:delete"}},
+		{"the room is promised: a cheaper node instead", true, []string{"a:replace"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := typed(types, "b", "m5.xlarge", "on-demand", app("p2", "1", AnnotationDoNotDisrupt))
+			if tc.incoming {
+				b.AddIncoming(app("on-its-way", "2500m"), nil)
+			}
+			nodes := []Node{typed(types, "a", "m5.xlarge", "on-demand", app("p1", "1")), b}
+			first, second := twoPasses(types, []*model.Pool{consolidating(model.CapacityTypeOnDemand)}, nodes)
+			if got := describe(second.Retire); !slices.Equal(got, tc.want) {
+				t.Fatalf("retired %v, want %v (first pass stamped %v, blocked %+v)", got, tc.want, first.StampConsolidation, second.Blocked)
+			}
+		})
+	}
+}
