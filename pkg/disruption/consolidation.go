@@ -49,7 +49,7 @@ func consolidate(s Snapshot, nodes []Node, state func(pool string) (total, disru
 			continue
 		}
 		cd := &candidate{n: n, pool: p, price: c.nodePrice(n.Node), instanceType: instanceTypeOf(n.Node),
-			capacityType: n.Node.Labels[model.LabelCapacityType], block: gracefulBlock(n, s.Now)}
+			capacityType: n.Node.Labels[model.LabelCapacityType], block: gracefulBlock(n, s.Now, s.pdbs)}
 		if cd.capacityType == "" {
 			cd.capacityType = model.CapacityTypeOnDemand
 		}

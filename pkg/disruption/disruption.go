@@ -91,6 +91,13 @@ type Snapshot struct {
 	// a pass simulates. A node with compact pods to move cannot be
 	// consolidated without it (or when it fails).
 	PodsOn func(node string) ([]*corev1.Pod, error)
+	// PDBs are the cluster's PodDisruptionBudgets: graceful disruption
+	// leaves alone a node with a pod whose eviction one refuses now
+	// (pdb.go); PDBsUnread says they could not be read, and then leaves
+	// alone every node with a pod to evict. pdbs indexes them, by Decide.
+	PDBs       []PDB
+	PDBsUnread bool
+	pdbs       pdbIndex
 
 	// Simulation is what consolidation asks pkg/scheduling where pods
 	// would go and what a new node would cost: the input the provisioner
@@ -268,8 +275,9 @@ func Expired(n *corev1.Node, p *model.Pool, now time.Time) bool {
 }
 
 // gracefulBlock says why graceful disruption may not touch the node at
-// now, or "".
-func gracefulBlock(n Node, now time.Time) string {
+// now, or "": the node's own annotations, a pod's do-not-disrupt, or a
+// pod whose eviction a PodDisruptionBudget refuses now (pdbs).
+func gracefulBlock(n Node, now time.Time, pdbs pdbIndex) string {
 	a := n.Node.Annotations
 	switch {
 	case a[AnnotationDoNotDisrupt] == "true":
@@ -289,7 +297,7 @@ func gracefulBlock(n Node, now time.Time) string {
 	f.timed = append(f.timed, n.moving.timed...)
 	switch block, until := f.blockAt(now); {
 	case block == "":
-		return ""
+		return pdbs.evictionRefused(n)
 	case until.IsZero():
 		return "pod " + block + " has do-not-disrupt"
 	default:
@@ -307,6 +315,7 @@ func minKey(a, b string) string {
 
 // Decide plans one pass.
 func Decide(s Snapshot) Plan {
+	s.pdbs = indexPDBs(s.PDBs, s.PDBsUnread)
 	var plan Plan
 	type poolState struct {
 		total, disrupting int
@@ -373,7 +382,7 @@ func Decide(s Snapshot) Plan {
 		if s.Now.Before(since.Add(*after)) {
 			continue
 		}
-		if why := gracefulBlock(n, s.Now); why != "" {
+		if why := gracefulBlock(n, s.Now, s.pdbs); why != "" {
 			plan.Blocked = append(plan.Blocked, Blocked{Node: n.Node.Name, Reason: ReasonEmpty, Why: why})
 			continue
 		}

@@ -106,7 +106,7 @@ func TestGracefulBlock_DurationEndsOnTime(t *testing.T) {
 				{started.Add(time.Hour), "pod ns/b-long has do-not-disrupt until " + started.Add(2*time.Hour).Format(time.RFC3339)},
 				{started.Add(2 * time.Hour), ""},
 			} {
-				if got := gracefulBlock(n, tc.at); got != tc.want {
+				if got := gracefulBlock(n, tc.at, pdbIndex{}); got != tc.want {
 					t.Errorf("at %s: %q, want %q", tc.at.Format(time.RFC3339), got, tc.want)
 				}
 			}

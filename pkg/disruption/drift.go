@@ -94,7 +94,7 @@ func drift(s Snapshot, nodes []Node, state func(pool string) (total int, disrupt
 		if !empty && busy {
 			continue
 		}
-		if block := gracefulBlock(n, s.Now); block != "" {
+		if block := gracefulBlock(n, s.Now, s.pdbs); block != "" {
 			plan.Blocked = append(plan.Blocked, Blocked{Node: n.Node.Name, Reason: ReasonDrifted, Why: block})
 			continue
 		}

@@ -80,7 +80,7 @@ func TestPropertyConsolidationKeepsEveryPodAndSaves(t *testing.T) {
 		pool := c.in.Pools[0]
 		kept := map[string]bool{}
 		for _, n := range c.nodes {
-			if gracefulBlock(n, now) != "" {
+			if gracefulBlock(n, now, pdbIndex{}) != "" {
 				kept[n.Node.Name] = true
 			}
 		}

@@ -134,6 +134,9 @@ func retiring() []rbacv1.PolicyRule {
 		// Evictions honour PodDisruptionBudgets; a pod still there at the
 		// terminationGracePeriod deadline is deleted, as Karpenter does.
 		rule(core, []string{"pods/eviction"}, []string{"create"}),
+		// Graceful disruption leaves alone a node with a pod whose
+		// eviction a budget refuses now (pkg/disruption).
+		rule([]string{"policy"}, []string{"poddisruptionbudgets"}, list),
 		rule(core, []string{"pods"}, []string{"delete"}),
 		// The instance is ended only once the drained pods' volumes are
 		// detached.

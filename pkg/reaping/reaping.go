@@ -231,6 +231,14 @@ func (r *Reaper) Pass(ctx context.Context) (Result, error) {
 	if err := r.consolidationInputs(ctx, spec.Pools, &snap); err != nil {
 		errs = append(errs, err)
 	}
+	// The budgets the graceful rules ask about the pods they would evict;
+	// unread, those rules leave alone every node with a pod to evict.
+	pdbs, err := r.pdbs(ctx)
+	if err != nil {
+		errs = append(errs, err)
+		snap.PDBsUnread = pdbs == nil
+	}
+	snap.PDBs = pdbs
 	if terr == nil {
 		r.driftFacts(ctx, spec, tagged, &snap)
 	}

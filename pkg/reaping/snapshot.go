@@ -2,11 +2,13 @@ package reaping
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/joist-dev/joist/pkg/catalog"
 	"github.com/joist-dev/joist/pkg/disruption"
@@ -45,6 +47,27 @@ func (r *Reaper) consolidationInputs(ctx context.Context, pools []*model.Pool, s
 	}
 	snap.VolumeLimits = objs.VolumeLimits
 	return nil
+}
+
+// pdbs reads the cluster's PodDisruptionBudgets for the graceful rules
+// (disruption.Snapshot.PDBs). A budget whose selector cannot be read is
+// left out and reported: the eviction API cannot apply it either.
+func (r *Reaper) pdbs(ctx context.Context) ([]disruption.PDB, error) {
+	list, err := r.Kube.PolicyV1().PodDisruptionBudgets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reaper: PodDisruptionBudgets: %w", err)
+	}
+	out := make([]disruption.PDB, 0, len(list.Items))
+	var errs []error
+	for i := range list.Items {
+		p, err := disruption.NewPDB(&list.Items[i])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("reaper: %w", err))
+			continue
+		}
+		out = append(out, p)
+	}
+	return out, errors.Join(errs...)
 }
 
 func anyUnderutilized(pools []*model.Pool) bool {

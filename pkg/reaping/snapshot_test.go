@@ -12,9 +12,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/joist-dev/joist/pkg/catalog"
@@ -318,5 +320,78 @@ func TestConsolidationLeavesRoomPromisedToIncomingPods(t *testing.T) {
 				t.Fatalf("retired %+v, want %s retired with replace=%v", res.Retired, src, tc.replace)
 			}
 		})
+	}
+}
+
+// TestConsolidationAsksThePodDisruptionBudgets: the reaper reads the
+// PodDisruptionBudgets and leaves alone an underused node whose pod a
+// budget protects now (status.disruptionsAllowed 0, as the disruption
+// controller writes it), saying so; once the budget allows a disruption
+// the node is consolidated.
+func TestConsolidationAsksThePodDisruptionBudgets(t *testing.T) {
+	env := testenv.Kube(t)
+	ctx := context.Background()
+	c := kube.New(env.Client)
+	cat, err := catalog.Offline("us-east-1", []string{"us-east-1a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := time.Duration(0)
+	pool := &model.Pool{Name: "budgeted", API: model.APIV1, Requirements: []model.Requirement{
+		{Key: model.LabelCapacityType, Operator: "In", Values: []string{"on-demand"}},
+		{Key: "karpenter.k8s.aws/instance-category", Operator: "In", Values: []string{"m"}},
+	}, Disruption: model.Disruption{ConsolidationPolicy: "WhenEmptyOrUnderutilized", ConsolidateAfter: &after, Budgets: []model.Budget{{Nodes: "100%"}}}}
+	guarded := cpuPod("budgeted-guarded", "1", nil)
+	guarded.Labels = map[string]string{"app": "budgeted-guarded"}
+	catalogNode(t, c, cat, pool.Name, "budgeted-src", "m5.xlarge", guarded)
+	catalogNode(t, c, cat, pool.Name, "budgeted-room", "m5.xlarge", cpuPod("budgeted-kept", "1", map[string]string{disruption.AnnotationDoNotDisrupt: "true"}))
+	zero := intstr.FromInt32(0)
+	pdb, err := c.PolicyV1().PodDisruptionBudgets("default").Create(ctx, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "budgeted"},
+		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &zero, Selector: &metav1.LabelSelector{MatchLabels: guarded.Labels}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.PolicyV1().PodDisruptionBudgets("default").Delete(ctx, pdb.Name, metav1.DeleteOptions{}) })
+
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	fc := clocktesting.NewFakeClock(time.Now())
+	r := &reaping.Reaper{
+		Kube: c, Log: log, Clock: fc, Cloud: launched{"i-budgeted-src", "i-budgeted-room"}, Cluster: "c",
+		Specs:      func(context.Context) (*model.Spec, error) { return &model.Spec{Pools: []*model.Pool{pool}}, nil },
+		Catalog:    func(context.Context) (*catalog.Catalog, error) { return cat, nil },
+		Terminator: &termination.Terminator{Kube: c, EC2: &fakeEC2{}, Log: log},
+	}
+	twoPasses := func() reaping.Result {
+		t.Helper()
+		if _, err := r.Pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+		fc.Step(disruption.ValidationDelay + time.Second)
+		res, err := r.Pass(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	// The disruption controller (not on this ground) would write 0: the
+	// budget tolerates no pod unavailable.
+	res := twoPasses()
+	if len(res.Retired) != 0 {
+		t.Fatalf("retired %+v under a budget that allows no disruption", res.Retired)
+	}
+	blocked := false
+	for _, b := range res.Blocked {
+		blocked = blocked || b.Node == "budgeted-src" && strings.Contains(b.Why, "PodDisruptionBudget default/budgeted allows no disruption")
+	}
+	if !blocked {
+		t.Fatalf("blocked %+v, want budgeted-src blocked by its pod's budget", res.Blocked)
+	}
+
+	pdb.Status.DisruptionsAllowed = 1
+	if _, err := c.PolicyV1().PodDisruptionBudgets("default").UpdateStatus(ctx, pdb, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if res := twoPasses(); len(res.Retired) != 1 || res.Retired[0].Node != "budgeted-src" || res.Retired[0].Replace {
+		t.Fatalf("retired %+v once the budget allows one, want budgeted-src deleted", res.Retired)
 	}
 }
