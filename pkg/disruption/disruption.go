@@ -278,6 +278,15 @@ func Expired(n *corev1.Node, p *model.Pool, now time.Time) bool {
 // now, or "": the node's own annotations, a pod's do-not-disrupt, or a
 // pod whose eviction a PodDisruptionBudget refuses now (pdbs).
 func gracefulBlock(n Node, now time.Time, pdbs pdbIndex) string {
+	if why := nodeBlock(n); why != "" {
+		return why
+	}
+	return podBlock(n, now, pdbs)
+}
+
+// nodeBlock says why the node's own annotations keep voluntary
+// disruption off it, or "".
+func nodeBlock(n Node) string {
 	a := n.Node.Annotations
 	switch {
 	case a[AnnotationDoNotDisrupt] == "true":
@@ -285,6 +294,13 @@ func gracefulBlock(n Node, now time.Time, pdbs pdbIndex) string {
 	case a[AnnotationDoNotConsolidate] == "true":
 		return "node has " + AnnotationDoNotConsolidate
 	}
+	return ""
+}
+
+// podBlock says why the node's pods keep graceful disruption off it at
+// now, or "": a pod's do-not-disrupt, or a pod whose eviction a
+// PodDisruptionBudget refuses now (pdbs).
+func podBlock(n Node, now time.Time, pdbs pdbIndex) string {
 	// The least key among the pods protected now, whole or compact (a
 	// list's order, by key).
 	var f movingFacts

@@ -79,7 +79,7 @@ func sameSet(a, b []string) bool {
 	return slices.Equal(slices.Compact(a), slices.Compact(b))
 }
 
-// drift plans the drifted nodes (graceful, within the Drifted budget):
+// drift plans the drifted nodes (within the Drifted budget):
 // every empty one, and the first busy one, replaced first (its pods get
 // their new place before it drains; one at a time, as Karpenter).
 func drift(s Snapshot, nodes []Node, state func(pool string) (total int, disrupting *int), plan *Plan) {
@@ -94,7 +94,16 @@ func drift(s Snapshot, nodes []Node, state func(pool string) (total int, disrupt
 		if !empty && busy {
 			continue
 		}
-		if block := gracefulBlock(n, s.Now, s.pdbs); block != "" {
+		// Karpenter v1.15 drifts as "eventual" disruption: a pool whose
+		// terminationGracePeriod bounds the drain drifts a node whatever
+		// its pods' do-not-disrupt and budgets say (the drain honours
+		// them until the deadline); without one they block it, as they
+		// block the graceful rules. The node's own annotation always does.
+		block := nodeBlock(n)
+		if block == "" && p.Disruption.TerminationGracePeriod == nil {
+			block = podBlock(n, s.Now, s.pdbs)
+		}
+		if block != "" {
 			plan.Blocked = append(plan.Blocked, Blocked{Node: n.Node.Name, Reason: ReasonDrifted, Why: block})
 			continue
 		}

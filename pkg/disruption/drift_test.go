@@ -6,6 +6,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/joist-dev/joist/pkg/model"
 )
@@ -78,6 +80,17 @@ func TestDecide_Drift(t *testing.T) {
 		}
 		return s
 	}
+	withGrace := func(p *model.Pool) *model.Pool { p.Disruption.TerminationGracePeriod = dur(time.Hour); return p }
+	// withPDB adds a budget allowing no disruption of the busy pods (web).
+	withPDB := func(s Snapshot) Snapshot {
+		p, err := NewPDB(&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"},
+			Spec: policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.PDBs = []PDB{p}
+		return s
+	}
 	busy := func(name string, opts ...nodeOpt) Node {
 		return Node{Node: node(name, "default", opts...), Pods: []*corev1.Pod{web()}}
 	}
@@ -92,6 +105,17 @@ func TestDecide_Drift(t *testing.T) {
 		{"empty drifted nodes all go, without replacement", snap(driftPool(), Node{Node: node("a", "default")}, Node{Node: node("b", "default")}), []string{"a:Drifted:false", "b:Drifted:false"}, nil},
 		{"the Drifted budget holds", snap(driftPool(model.Budget{Nodes: "0", Reasons: []string{ReasonDrifted}}), busy("a")), nil, []string{"a"}},
 		{"a do-not-disrupt pod blocks drift", snap(driftPool(), Node{Node: node("a", "default"), Pods: []*corev1.Pod{web(AnnotationDoNotDisrupt)}}), nil, []string{"a"}},
+		// Karpenter v1.15's drift is eventual disruption
+		// (disruption/suite_test.go): bounded by a
+		// terminationGracePeriod, it passes pod blockers by.
+		{"should consider candidates that have do-not-disrupt pods scheduled with a terminationGracePeriod set for eventual disruption",
+			snap(withGrace(driftPool()), Node{Node: node("a", "default"), Pods: []*corev1.Pod{web(AnnotationDoNotDisrupt)}}), []string{"a:Drifted:true"}, nil},
+		{"should consider candidates that have PDB-blocked pods scheduled with a terminationGracePeriod set for eventual disruption",
+			withPDB(snap(withGrace(driftPool()), busy("a"))), []string{"a:Drifted:true"}, nil},
+		{"should not consider candidates that have PDB-blocked pods scheduled without a terminationGracePeriod set for eventual disruption",
+			withPDB(snap(driftPool(), busy("a"))), nil, []string{"a"}},
+		{"a node's do-not-disrupt blocks drift even with a terminationGracePeriod",
+			snap(withGrace(driftPool()), Node{Node: node("a", "default", annotated(AnnotationDoNotDisrupt)), Pods: []*corev1.Pod{web()}}), nil, []string{"a"}},
 		{"an expired node is not also drifted", snap(func() *model.Pool { p := driftPool(); p.Disruption.ExpireAfter = dur(time.Minute); return p }(), busy("a")), []string{"a:Expired:true"}, nil},
 	}
 	for _, tc := range cases {
