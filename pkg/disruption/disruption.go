@@ -91,6 +91,13 @@ type Snapshot struct {
 	// a pass simulates. A node with compact pods to move cannot be
 	// consolidated without it (or when it fails).
 	PodsOn func(node string) ([]*corev1.Pod, error)
+	// Others are the cluster's nodes that are not Joist's to retire (a
+	// managed node group's, another autoscaler's), with their pods: no
+	// rule retires them, but consolidation moves pods onto their room and
+	// counts their pods in topology, as it does Joist's nodes, and as the
+	// provisioner plans onto every node (Karpenter's "can delete nodes,
+	// when non-Karpenter capacity can fit pods").
+	Others []Node
 	// PDBs are the cluster's PodDisruptionBudgets: graceful disruption
 	// leaves alone a node with a pod whose eviction one refuses now
 	// (pdb.go); PDBsUnread says they could not be read, and then leaves

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/joist-dev/joist/pkg/model"
+	"github.com/joist-dev/joist/pkg/scheduling"
 )
 
 // TestConsolidation_RoomPromisedToIncomingPodsIsTaken: a node's room
@@ -33,6 +34,38 @@ func TestConsolidation_RoomPromisedToIncomingPodsIsTaken(t *testing.T) {
 			first, second := twoPasses(types, []*model.Pool{consolidating(model.CapacityTypeOnDemand)}, nodes)
 			if got := describe(second.Retire); !slices.Equal(got, tc.want) {
 				t.Fatalf("retired %v, want %v (first pass stamped %v, blocked %+v)", got, tc.want, first.StampConsolidation, second.Blocked)
+			}
+		})
+	}
+}
+
+// TestConsolidation_OntoNodesNotJoists ports Karpenter v1.15's "can
+// delete nodes, when non-Karpenter capacity can fit pods"
+// (disruption/consolidation_test.go): a node that is not Joist's to
+// retire (Snapshot.Others: a managed node group's) takes moved pods into
+// its room, and is never retired itself.
+func TestConsolidation_OntoNodesNotJoists(t *testing.T) {
+	types := testTypes(t)
+	for _, tc := range []struct {
+		name   string
+		others bool
+		want   []string
+	}{
+		{"without the other node: a cheaper node instead", false, []string{"a:replace"}},
+		{"can delete nodes, when non-Karpenter capacity can fit pods", true, []string{"a:delete"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Snapshot{Now: now, Pools: []*model.Pool{consolidating(model.CapacityTypeOnDemand)},
+				Nodes:      []Node{typed(types, "a", "m5.xlarge", "on-demand", app("p1", "1"))},
+				Simulation: scheduling.Input{InstanceTypes: types, Region: "us-east-1"}}
+			if tc.others {
+				mng := typed(types, "mng", "m5.2xlarge", "on-demand", app("p2", "1"))
+				delete(mng.Node.Labels, model.LabelNodePool)
+				s.Others = []Node{mng}
+			}
+			first, second := twoPassesOf(s)
+			if got := describe(second.Retire); !slices.Equal(got, tc.want) {
+				t.Fatalf("retired %v, want %v (first pass stamped %v)", got, tc.want, first.StampConsolidation)
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -110,7 +111,7 @@ func newConsolidator(s Snapshot, nodes []Node) *consolidator {
 	for _, it := range s.Simulation.InstanceTypes {
 		c.types[it.Name] = it
 	}
-	for _, n := range nodes {
+	for _, n := range slices.Concat(nodes, s.Others) {
 		if Retiring(n.Node) || !pods.NodeReady(n.Node) {
 			continue
 		}

@@ -215,6 +215,13 @@ func (r *Reaper) Pass(ctx context.Context) (Result, error) {
 	owned := termination.Owned(r.Cluster, tagged)
 	for _, n := range nodes {
 		if !owned.Node(n) {
+			// Room and topology for consolidation's simulation alone.
+			if nd := onNode[n.Name]; nd != nil {
+				nd.Node = n
+				snap.Others = append(snap.Others, *nd)
+			} else {
+				snap.Others = append(snap.Others, disruption.Node{Node: n})
+			}
 			continue
 		}
 		if err := r.Terminator.EnsureFinalizer(ctx, n); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,7 +34,7 @@ func (r *Reaper) consolidationInputs(ctx context.Context, pools []*model.Pool, s
 		return fmt.Errorf("reaper: catalog: %w", err)
 	}
 	var onNodes []*corev1.Pod
-	for _, n := range snap.Nodes {
+	for _, n := range slices.Concat(snap.Nodes, snap.Others) {
 		onNodes = append(onNodes, n.Pods...)
 	}
 	objs, err := provisioning.ReadCluster(ctx, r.Kube, pools, onNodes)

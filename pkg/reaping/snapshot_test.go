@@ -197,7 +197,7 @@ func TestPlannedPodKeepsItsNodeFromBeingEmpty(t *testing.T) {
 }
 
 // catalogNode creates a Ready node of the catalog's instance type in the
-// pool (us-east-1a, on-demand; instance i-<name>) with pod bound to it
+// pool (none: ""; us-east-1a, on-demand; instance i-<name>) with pod bound to it
 // (in default), both removed when the test ends.
 func catalogNode(t *testing.T, c *kube.Client, cat *catalog.Catalog, pool, name, instanceType string, pod *corev1.Pod) {
 	t.Helper()
@@ -207,7 +207,9 @@ func catalogNode(t *testing.T, c *kube.Client, cat *catalog.Catalog, pool, name,
 		t.Fatalf("no %s", instanceType)
 	}
 	labels := it.Labels()
-	labels[model.LabelNodePool] = pool
+	if pool != "" {
+		labels[model.LabelNodePool] = pool
+	}
 	labels[model.LabelZone] = "us-east-1a"
 	labels[model.LabelCapacityType] = "on-demand"
 	labels[corev1.LabelHostname] = name
@@ -393,5 +395,45 @@ func TestConsolidationAsksThePodDisruptionBudgets(t *testing.T) {
 	}
 	if res := twoPasses(); len(res.Retired) != 1 || res.Retired[0].Node != "budgeted-src" || res.Retired[0].Replace {
 		t.Fatalf("retired %+v once the budget allows one, want budgeted-src deleted", res.Retired)
+	}
+}
+
+// TestConsolidationMovesPodsOntoNodesNotJoists: a node Joist did not
+// launch (a managed node group's: no pool, no instance in Joist's
+// listing) takes an underused Joist node's pod into its room, so the Joist
+// node is deleted rather than replaced, and is itself left alone.
+func TestConsolidationMovesPodsOntoNodesNotJoists(t *testing.T) {
+	env := testenv.Kube(t)
+	ctx := context.Background()
+	c := kube.New(env.Client)
+	cat, err := catalog.Offline("us-east-1", []string{"us-east-1a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := time.Duration(0)
+	pool := &model.Pool{Name: "beside", API: model.APIV1, Requirements: []model.Requirement{
+		{Key: model.LabelCapacityType, Operator: "In", Values: []string{"on-demand"}},
+		{Key: "karpenter.k8s.aws/instance-category", Operator: "In", Values: []string{"m"}},
+	}, Disruption: model.Disruption{ConsolidationPolicy: "WhenEmptyOrUnderutilized", ConsolidateAfter: &after, Budgets: []model.Budget{{Nodes: "100%"}}}}
+	catalogNode(t, c, cat, pool.Name, "beside-src", "m5.xlarge", cpuPod("beside-mover", "1", nil))
+	catalogNode(t, c, cat, "", "beside-mng", "m5.2xlarge", cpuPod("beside-system", "1", nil))
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	fc := clocktesting.NewFakeClock(time.Now())
+	r := &reaping.Reaper{
+		Kube: c, Log: log, Clock: fc, Cloud: launched{"i-beside-src"}, Cluster: "c",
+		Specs:      func(context.Context) (*model.Spec, error) { return &model.Spec{Pools: []*model.Pool{pool}}, nil },
+		Catalog:    func(context.Context) (*catalog.Catalog, error) { return cat, nil },
+		Terminator: &termination.Terminator{Kube: c, EC2: &fakeEC2{}, Log: log},
+	}
+	if _, err := r.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fc.Step(disruption.ValidationDelay + time.Second)
+	res, err := r.Pass(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Retired) != 1 || res.Retired[0].Node != "beside-src" || res.Retired[0].Replace {
+		t.Fatalf("retired %+v, want beside-src deleted onto beside-mng's room", res.Retired)
 	}
 }
