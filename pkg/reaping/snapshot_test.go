@@ -299,9 +299,13 @@ func TestConsolidationLeavesRoomPromisedToIncomingPods(t *testing.T) {
 			case "planned":
 				createPod(t, c, cpuPod(room+"-pending", "2500m", map[string]string{pods.AnnotationInstance: "i-" + room}))
 			case "replacement":
-				// On a node Joist does not list (neither a candidate nor
-				// a destination), waiting to move to room.
+				// On a cordoned node Joist does not list (neither a
+				// candidate nor a destination), waiting to move to room.
 				catalogNode(t, c, cat, pool.Name, room+"-old", "m5.xlarge", cpuPod(room+"-moving", "2500m", map[string]string{pods.AnnotationReplacement: "i-" + room}))
+				cordon, _ := json.Marshal(map[string]any{"spec": map[string]any{"unschedulable": true}})
+				if _, err := c.CoreV1().Nodes().Patch(ctx, room+"-old", types.MergePatchType, cordon, metav1.PatchOptions{}); err != nil {
+					t.Fatal(err)
+				}
 			}
 			fc := clocktesting.NewFakeClock(time.Now())
 			r := &reaping.Reaper{
