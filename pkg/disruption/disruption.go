@@ -312,7 +312,7 @@ func podBlock(n Node, now time.Time, pdbs pdbIndex) string {
 	// list's order, by key).
 	var f movingFacts
 	for _, p := range n.Pods {
-		if Reschedulable(p) {
+		if blocks(p) {
 			f.noteBlock(p)
 		}
 	}

@@ -113,3 +113,48 @@ func TestGracefulBlock_DurationEndsOnTime(t *testing.T) {
 		})
 	}
 }
+
+// TestGracefulBlock_DoNotDisruptOfEveryRunningPod ports Karpenter v1.15's
+// candidate cases (disruption/suite_test.go): a do-not-disrupt on any pod
+// still running on the node blocks it — a DaemonSet's or a mirror pod,
+// which follow their node, too — and one on a pod terminating or finished
+// does not; whether the pod is kept whole or compact.
+func TestGracefulBlock_DoNotDisruptOfEveryRunningPod(t *testing.T) {
+	mk := func(f func(*corev1.Pod)) *corev1.Pod {
+		p := cpuPod("p", "100m", AnnotationDoNotDisrupt)
+		f(p)
+		return p
+	}
+	cases := []struct {
+		name    string
+		pod     *corev1.Pod
+		blocked bool
+	}{
+		{"should not consider candidates that have do-not-disrupt daemonset pods scheduled",
+			mk(func(p *corev1.Pod) { p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "agent"}} }), true},
+		{"should not consider candidates that have do-not-disrupt mirror pods scheduled",
+			mk(func(p *corev1.Pod) {
+				p.Annotations[corev1.MirrorPodAnnotationKey] = "x"
+				p.OwnerReferences = []metav1.OwnerReference{{Kind: "Node", Name: "a"}}
+			}), true},
+		{"should consider candidates that have do-not-disrupt terminating pods",
+			mk(func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: now} }), false},
+		{"should consider candidates that have do-not-disrupt terminal pods",
+			mk(func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }), false},
+	}
+	for _, tc := range cases {
+		for _, form := range []string{"whole", "compact"} {
+			t.Run(tc.name+"/"+form, func(t *testing.T) {
+				n := Node{Node: node("a", "default")}
+				if form == "whole" {
+					n.Pods = []*corev1.Pod{tc.pod}
+				} else {
+					n.Add(tc.pod.DeepCopy(), nil)
+				}
+				if got := gracefulBlock(n, now, pdbIndex{}); (got != "") != tc.blocked {
+					t.Errorf("block %q, want blocked %v", got, tc.blocked)
+				}
+			})
+		}
+	}
+}

@@ -17,11 +17,11 @@ type movingFacts struct {
 	// effective requests (scheduling.Requests).
 	pods     int
 	cpu, mem int64
-	// block is the least key (namespace/name) of those whose
-	// do-not-disrupt or do-not-evict protects them for good, "" when none
-	// does; timed are those protected for a while (a duration:
-	// pods.DoNotDisruptUntil), which the rules judge at the snapshot's
-	// Now.
+	// block is the least key (namespace/name) of the node's compact pods
+	// whose do-not-disrupt or do-not-evict protects them for good (any
+	// running pod's: blocks), "" when none does; timed are those protected
+	// for a while (a duration: pods.DoNotDisruptUntil), which the rules
+	// judge at the snapshot's Now.
 	block string
 	timed []timedBlock
 }
@@ -30,6 +30,15 @@ type movingFacts struct {
 type timedBlock struct {
 	key   string
 	until time.Time
+}
+
+// blocks says whether the pod's do-not-disrupt counts: any pod still
+// running, those that follow their node (DaemonSet and mirror pods)
+// included, as in Karpenter (state.StateNode.ValidatePodsDisruptable
+// asks pod.IsDisruptable of every pod on the node); a pod terminating or
+// finished does not.
+func blocks(p *corev1.Pod) bool {
+	return p.DeletionTimestamp == nil && !pods.Finished(p)
 }
 
 // noteBlock records p's do-not-disrupt protection, if any, in f.
@@ -84,6 +93,8 @@ func (n *Node) Add(p *corev1.Pod, shared func(corev1.ResourceList) corev1.Resour
 				n.moving.pods++
 				n.moving.cpu += cpu
 				n.moving.mem += mem
+			}
+			if blocks(p) {
 				n.moving.noteBlock(p)
 			}
 			return
