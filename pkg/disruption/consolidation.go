@@ -53,10 +53,12 @@ func consolidate(s Snapshot, nodes []Node, state func(pool string) (total, disru
 		if cd.capacityType == "" {
 			cd.capacityType = model.CapacityTypeOnDemand
 		}
+		cd.cost = 1 + n.moving.cost
 		for _, pod := range n.Pods {
 			if Reschedulable(pod) {
 				cpu, mem := podCPUMem(pod)
 				cd.pods, cd.cpu, cd.mem = cd.pods+1, cd.cpu+cpu, cd.mem+mem
+				cd.cost += max(0, EvictionCost(pod))
 			}
 		}
 		cd.pods, cd.cpu, cd.mem = cd.pods+n.moving.pods, cd.cpu+n.moving.cpu, cd.mem+n.moving.mem
@@ -188,10 +190,11 @@ func consolidate(s Snapshot, nodes []Node, state func(pool string) (total, disru
 const maxBlockedReports = 3
 
 // sortCandidates orders candidates as Karpenter v1.15 does: by savings
-// per unit of disruption (price over 1 + pods evicted), highest first;
+// per unit of disruption (price over 1 + the evicted pods' eviction
+// costs: 1 + pods, unless their annotations weigh them), highest first;
 // then fewest pods, then name.
 func sortCandidates(cands []*candidate) {
-	ratio := func(c *candidate) float64 { return c.price / float64(1+c.pods) }
+	ratio := func(c *candidate) float64 { return c.price / c.cost }
 	sort.SliceStable(cands, func(i, j int) bool {
 		a, b := cands[i], cands[j]
 		if ra, rb := ratio(a), ratio(b); ra != rb {

@@ -1,6 +1,7 @@
 package disruption
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -346,19 +347,59 @@ func TestConsolidationRevalidates(t *testing.T) {
 	})
 }
 
-// TestCandidateOrder is Karpenter v1.15's: savings per pod evicted.
+// TestCandidateOrder is Karpenter v1.15's: savings per unit of
+// disruption, price over 1 + the evicted pods' eviction costs (1 each
+// unless annotated: TestEvictionCost).
 func TestCandidateOrder(t *testing.T) {
-	mk := func(name string, price float64, pods int) *candidate {
-		return &candidate{n: Node{Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}}, price: price, pods: pods}
+	mk := func(name string, price float64, pods int, extra float64) *candidate {
+		return &candidate{n: Node{Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}}, price: price, pods: pods, cost: 1 + float64(pods) + extra}
 	}
-	cs := []*candidate{mk("cheap-few", 0.1, 1), mk("dear-many", 1.0, 9), mk("dear-few", 1.0, 1), mk("unpriced", 0, 0)}
+	cs := []*candidate{mk("cheap-few", 0.1, 1, 0), mk("dear-many", 1.0, 9, 0), mk("dear-few", 1.0, 1, 0), mk("unpriced", 0, 0, 0),
+		// One pod weighing as nine (a deletion cost of 8 * 2^27): as
+		// much as dear-many's nine, and first by its fewer pods; two
+		// weighing as one after dear-few by their number.
+		mk("dear-weighty", 1.0, 1, 8), mk("dear-weightless", 1.0, 2, -1)}
 	sortCandidates(cs)
 	var got []string
 	for _, c := range cs {
 		got = append(got, c.name())
 	}
-	if want := "dear-few dear-many cheap-few unpriced"; strings.Join(got, " ") != want {
+	if want := "dear-few dear-weightless dear-weighty dear-many cheap-few unpriced"; strings.Join(got, " ") != want {
 		t.Errorf("order %v, want %s", got, want)
+	}
+}
+
+func TestEvictionCost(t *testing.T) {
+	unit := int64(1) << 27
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		want        float64
+	}{
+		{"none", nil, 1},
+		{"disruption-cost", map[string]string{AnnotationDisruptionCost: fmt.Sprint(unit)}, 2},
+		{"pod-deletion-cost", map[string]string{corev1.PodDeletionCost: fmt.Sprint(-unit)}, 0},
+		{"disruption-cost wins over pod-deletion-cost", map[string]string{AnnotationDisruptionCost: fmt.Sprint(2 * unit), corev1.PodDeletionCost: fmt.Sprint(-unit)}, 3},
+		{"not a number", map[string]string{corev1.PodDeletionCost: "high"}, 1},
+		{"beyond an int32", map[string]string{AnnotationDisruptionCost: "4294967296"}, 1},
+	} {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: tc.annotations}}
+		if got := EvictionCost(p); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	// A compact pod's cost is summed when it is kept (Node.Add), at
+	// least 0 each.
+	n := Node{Node: node("a", "default")}
+	weighty := app("weighty", "1")
+	weighty.Annotations[corev1.PodDeletionCost] = fmt.Sprint(3 * unit)
+	negative := app("negative", "1")
+	negative.Annotations[AnnotationDisruptionCost] = fmt.Sprint(-5 * unit)
+	n.Add(weighty, nil)
+	n.Add(negative, nil)
+	n.AddBound(n.Bound[0])
+	if len(n.Pods) != 0 || n.moving.cost != 4+0+1 {
+		t.Errorf("compact pods' cost %v (%d whole), want 5", n.moving.cost, len(n.Pods))
 	}
 }
 

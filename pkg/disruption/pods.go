@@ -17,6 +17,8 @@ type movingFacts struct {
 	// effective requests (scheduling.Requests).
 	pods     int
 	cpu, mem int64
+	// cost sums their eviction costs (EvictionCost, each at least 0).
+	cost float64
 	// block is the least key (namespace/name) of the node's compact pods
 	// whose do-not-disrupt or do-not-evict protects them for good (any
 	// running pod's: blocks), "" when none does; timed are those protected
@@ -93,6 +95,7 @@ func (n *Node) Add(p *corev1.Pod, shared func(corev1.ResourceList) corev1.Resour
 				n.moving.pods++
 				n.moving.cpu += cpu
 				n.moving.mem += mem
+				n.moving.cost += max(0, EvictionCost(p))
 			}
 			if blocks(p) {
 				n.moving.noteBlock(p)
@@ -104,10 +107,11 @@ func (n *Node) Add(p *corev1.Pod, shared func(corev1.ResourceList) corev1.Resour
 }
 
 // WholeAnnotations are the annotations whose pods AddBound cannot be
-// given: what Reschedulable and the do-not-disrupt rule read of a pod
-// beyond a BoundPod, and the replacement a pod waits for (its reader
-// counts it onto that instance).
-var WholeAnnotations = []string{corev1.MirrorPodAnnotationKey, AnnotationDoNotDisrupt, AnnotationDoNotEvict, pods.AnnotationReplacement}
+// given: what Reschedulable, the do-not-disrupt rule and the eviction
+// cost read of a pod beyond a BoundPod, and the replacement a pod waits
+// for (its reader counts it onto that instance).
+var WholeAnnotations = []string{corev1.MirrorPodAnnotationKey, AnnotationDoNotDisrupt, AnnotationDoNotEvict, pods.AnnotationReplacement,
+	AnnotationDisruptionCost, corev1.PodDeletionCost}
 
 // AddBound is Add for a pod a reader built as a BoundPod without the pod
 // (kube.EachBoundPod): one not finished, not being deleted, without a
@@ -122,6 +126,7 @@ func (n *Node) AddBound(b scheduling.BoundPod) {
 		n.moving.pods++
 		n.moving.cpu += cpu
 		n.moving.mem += mem
+		n.moving.cost++ // no cost annotation: WholeAnnotations
 	}
 }
 

@@ -45,6 +45,9 @@ type candidate struct {
 	// their effective requests.
 	pods     int
 	cpu, mem int64
+	// cost is 1 + its reschedulable pods' eviction costs (EvictionCost,
+	// each at least 0): Karpenter's reschedule disruption cost.
+	cost float64
 	// moved are its reschedulable pods whole, once read (movers).
 	moved   []*corev1.Pod
 	readErr error
