@@ -2,7 +2,6 @@ package reaping_test
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,9 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -83,35 +80,9 @@ func TestConsolidationPlansWithTheDefaultSpread(t *testing.T) {
 				{Key: "karpenter.k8s.aws/instance-category", Operator: "In", Values: []string{"m"}},
 			}, Disruption: model.Disruption{ConsolidationPolicy: "WhenEmptyOrUnderutilized", ConsolidateAfter: &after}}
 			mkNode := func(name string, annotations map[string]string) {
-				it, _ := cat.Lookup("m5.xlarge")
-				labels := it.Labels()
-				labels[model.LabelNodePool] = pool.Name
-				labels[model.LabelZone] = "us-east-1a"
-				labels[model.LabelCapacityType] = "on-demand"
-				labels[corev1.LabelHostname] = name
-				n, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
-					Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-" + name}}, metav1.CreateOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				n.Status = corev1.NodeStatus{Capacity: it.Capacity(nil), Allocatable: it.Allocatable(nil),
-					Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}
-				if _, err := c.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
-					t.Fatal(err)
-				}
-				pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name + "-web", Namespace: "default", Labels: map[string]string{"app": "spread-web"}, Annotations: annotations},
-					Spec: corev1.PodSpec{NodeName: name, Containers: []corev1.Container{{Name: "c", Image: "pause", Resources: corev1.ResourceRequirements{
-						Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}}}
-				if _, err := c.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() {
-					zero := int64(0)
-					_ = c.CoreV1().Pods("default").Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
-					patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": nil}})
-					_, _ = c.CoreV1().Nodes().Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{})
-					_ = c.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{})
-				})
+				pod := cpuPod(name+"-web", "1", annotations)
+				pod.Labels = map[string]string{"app": "spread-web"}
+				catalogNode(t, c, cat, pool.Name, name, "m5.xlarge", pod)
 			}
 			a, b := "spread-a-"+tc.name, "spread-b-"+tc.name
 			mkNode(a, nil)

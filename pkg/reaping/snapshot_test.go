@@ -267,19 +267,7 @@ func cpuPod(name, cpu string, annotations map[string]string) *corev1.Pod {
 // not deleted onto it. The same cluster with nothing on its way deletes
 // it.
 func TestConsolidationLeavesRoomPromisedToIncomingPods(t *testing.T) {
-	env := testenv.Kube(t)
-	ctx := context.Background()
-	c := kube.New(env.Client)
-	cat, err := catalog.Offline("us-east-1", []string{"us-east-1a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	after := time.Duration(0)
-	pool := &model.Pool{Name: "promised", API: model.APIV1, Requirements: []model.Requirement{
-		{Key: model.LabelCapacityType, Operator: "In", Values: []string{"on-demand"}},
-		{Key: "karpenter.k8s.aws/instance-category", Operator: "In", Values: []string{"m"}},
-	}, Disruption: model.Disruption{ConsolidationPolicy: "WhenEmptyOrUnderutilized", ConsolidateAfter: &after, Budgets: []model.Budget{{Nodes: "100%"}}}}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	g := newConsolidating(t, "promised")
 	for _, tc := range []struct {
 		name     string
 		incoming string // "", "planned": a pending pod planned onto room, "replacement": a pod waiting for room as its replacement
@@ -291,37 +279,23 @@ func TestConsolidationLeavesRoomPromisedToIncomingPods(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// Each case its own nodes: the other case's are not Joist's
-			// here (Cloud lists these alone).
+			// here (the EC2 listing has these alone).
 			src, room := fmt.Sprintf("promised-%s-src", tc.incoming), fmt.Sprintf("promised-%s-room", tc.incoming)
-			catalogNode(t, c, cat, pool.Name, src, "m5.xlarge", cpuPod(src+"-mover", "1", nil))
-			catalogNode(t, c, cat, pool.Name, room, "m5.xlarge", cpuPod(room+"-kept", "1", map[string]string{disruption.AnnotationDoNotDisrupt: "true"}))
+			g.node(t, src, "m5.xlarge", cpuPod(src+"-mover", "1", nil))
+			g.node(t, room, "m5.xlarge", cpuPod(room+"-kept", "1", map[string]string{disruption.AnnotationDoNotDisrupt: "true"}))
 			switch tc.incoming {
 			case "planned":
-				createPod(t, c, cpuPod(room+"-pending", "2500m", map[string]string{pods.AnnotationInstance: "i-" + room}))
+				createPod(t, g.c, cpuPod(room+"-pending", "2500m", map[string]string{pods.AnnotationInstance: "i-" + room}))
 			case "replacement":
 				// On a cordoned node Joist does not list (neither a
 				// candidate nor a destination), waiting to move to room.
-				catalogNode(t, c, cat, pool.Name, room+"-old", "m5.xlarge", cpuPod(room+"-moving", "2500m", map[string]string{pods.AnnotationReplacement: "i-" + room}))
+				g.node(t, room+"-old", "m5.xlarge", cpuPod(room+"-moving", "2500m", map[string]string{pods.AnnotationReplacement: "i-" + room}))
 				cordon, _ := json.Marshal(map[string]any{"spec": map[string]any{"unschedulable": true}})
-				if _, err := c.CoreV1().Nodes().Patch(ctx, room+"-old", types.MergePatchType, cordon, metav1.PatchOptions{}); err != nil {
+				if _, err := g.c.CoreV1().Nodes().Patch(g.ctx, room+"-old", types.MergePatchType, cordon, metav1.PatchOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			fc := clocktesting.NewFakeClock(time.Now())
-			r := &reaping.Reaper{
-				Kube: c, Log: log, Clock: fc, Cloud: launched{"i-" + src, "i-" + room}, Cluster: "c",
-				Specs:      func(context.Context) (*model.Spec, error) { return &model.Spec{Pools: []*model.Pool{pool}}, nil },
-				Catalog:    func(context.Context) (*catalog.Catalog, error) { return cat, nil },
-				Terminator: &termination.Terminator{Kube: c, EC2: &fakeEC2{}, Log: log},
-			}
-			if _, err := r.Pass(ctx); err != nil {
-				t.Fatal(err)
-			}
-			fc.Step(disruption.ValidationDelay + time.Second)
-			res, err := r.Pass(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := g.decide(t, g.reaper("i-"+src, "i-"+room))
 			if len(res.Retired) != 1 || res.Retired[0].Node != src || res.Retired[0].Replace != tc.replace {
 				t.Fatalf("retired %+v, want %s retired with replace=%v", res.Retired, src, tc.replace)
 			}
@@ -335,53 +309,25 @@ func TestConsolidationLeavesRoomPromisedToIncomingPods(t *testing.T) {
 // controller writes it), saying so; once the budget allows a disruption
 // the node is consolidated.
 func TestConsolidationAsksThePodDisruptionBudgets(t *testing.T) {
-	env := testenv.Kube(t)
-	ctx := context.Background()
-	c := kube.New(env.Client)
-	cat, err := catalog.Offline("us-east-1", []string{"us-east-1a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	after := time.Duration(0)
-	pool := &model.Pool{Name: "budgeted", API: model.APIV1, Requirements: []model.Requirement{
-		{Key: model.LabelCapacityType, Operator: "In", Values: []string{"on-demand"}},
-		{Key: "karpenter.k8s.aws/instance-category", Operator: "In", Values: []string{"m"}},
-	}, Disruption: model.Disruption{ConsolidationPolicy: "WhenEmptyOrUnderutilized", ConsolidateAfter: &after, Budgets: []model.Budget{{Nodes: "100%"}}}}
+	g := newConsolidating(t, "budgeted")
 	guarded := cpuPod("budgeted-guarded", "1", nil)
 	guarded.Labels = map[string]string{"app": "budgeted-guarded"}
-	catalogNode(t, c, cat, pool.Name, "budgeted-src", "m5.xlarge", guarded)
-	catalogNode(t, c, cat, pool.Name, "budgeted-room", "m5.xlarge", cpuPod("budgeted-kept", "1", map[string]string{disruption.AnnotationDoNotDisrupt: "true"}))
+	g.node(t, "budgeted-src", "m5.xlarge", guarded)
+	g.node(t, "budgeted-room", "m5.xlarge", cpuPod("budgeted-kept", "1", map[string]string{disruption.AnnotationDoNotDisrupt: "true"}))
 	zero := intstr.FromInt32(0)
-	pdb, err := c.PolicyV1().PodDisruptionBudgets("default").Create(ctx, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "budgeted"},
+	pdb, err := g.c.PolicyV1().PodDisruptionBudgets("default").Create(g.ctx, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "budgeted"},
 		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &zero, Selector: &metav1.LabelSelector{MatchLabels: guarded.Labels}}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.PolicyV1().PodDisruptionBudgets("default").Delete(ctx, pdb.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = g.c.PolicyV1().PodDisruptionBudgets("default").Delete(g.ctx, pdb.Name, metav1.DeleteOptions{})
+	})
 
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	fc := clocktesting.NewFakeClock(time.Now())
-	r := &reaping.Reaper{
-		Kube: c, Log: log, Clock: fc, Cloud: launched{"i-budgeted-src", "i-budgeted-room"}, Cluster: "c",
-		Specs:      func(context.Context) (*model.Spec, error) { return &model.Spec{Pools: []*model.Pool{pool}}, nil },
-		Catalog:    func(context.Context) (*catalog.Catalog, error) { return cat, nil },
-		Terminator: &termination.Terminator{Kube: c, EC2: &fakeEC2{}, Log: log},
-	}
-	twoPasses := func() reaping.Result {
-		t.Helper()
-		if _, err := r.Pass(ctx); err != nil {
-			t.Fatal(err)
-		}
-		fc.Step(disruption.ValidationDelay + time.Second)
-		res, err := r.Pass(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
 	// The disruption controller (not on this ground) would write 0: the
 	// budget tolerates no pod unavailable.
-	res := twoPasses()
+	r := g.reaper("i-budgeted-src", "i-budgeted-room")
+	res := g.decide(t, r)
 	if len(res.Retired) != 0 {
 		t.Fatalf("retired %+v under a budget that allows no disruption", res.Retired)
 	}
@@ -394,10 +340,10 @@ func TestConsolidationAsksThePodDisruptionBudgets(t *testing.T) {
 	}
 
 	pdb.Status.DisruptionsAllowed = 1
-	if _, err := c.PolicyV1().PodDisruptionBudgets("default").UpdateStatus(ctx, pdb, metav1.UpdateOptions{}); err != nil {
+	if _, err := g.c.PolicyV1().PodDisruptionBudgets("default").UpdateStatus(g.ctx, pdb, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if res := twoPasses(); len(res.Retired) != 1 || res.Retired[0].Node != "budgeted-src" || res.Retired[0].Replace {
+	if res := g.decide(t, r); len(res.Retired) != 1 || res.Retired[0].Node != "budgeted-src" || res.Retired[0].Replace {
 		t.Fatalf("retired %+v once the budget allows one, want budgeted-src deleted", res.Retired)
 	}
 }
@@ -407,37 +353,75 @@ func TestConsolidationAsksThePodDisruptionBudgets(t *testing.T) {
 // listing) takes an underused Joist node's pod into its room, so the Joist
 // node is deleted rather than replaced, and is itself left alone.
 func TestConsolidationMovesPodsOntoNodesNotJoists(t *testing.T) {
+	g := newConsolidating(t, "beside")
+	g.node(t, "beside-src", "m5.xlarge", cpuPod("beside-mover", "1", nil))
+	catalogNode(t, g.c, g.cat, "", "beside-mng", "m5.2xlarge", cpuPod("beside-system", "1", nil))
+	if res := g.decide(t, g.reaper("i-beside-src")); len(res.Retired) != 1 || res.Retired[0].Node != "beside-src" || res.Retired[0].Replace {
+		t.Fatalf("retired %+v, want beside-src deleted onto beside-mng's room", res.Retired)
+	}
+}
+
+// consolidating is the ground of the consolidation tests on the API
+// server: the offline catalog (us-east-1a) and a v1 pool of on-demand m
+// types that consolidates at once, with no budget to stop it.
+type consolidating struct {
+	ctx  context.Context
+	c    *kube.Client
+	cat  *catalog.Catalog
+	pool *model.Pool
+	log  *slog.Logger
+}
+
+func newConsolidating(t *testing.T, pool string) *consolidating {
+	t.Helper()
 	env := testenv.Kube(t)
-	ctx := context.Background()
-	c := kube.New(env.Client)
 	cat, err := catalog.Offline("us-east-1", []string{"us-east-1a"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	after := time.Duration(0)
-	pool := &model.Pool{Name: "beside", API: model.APIV1, Requirements: []model.Requirement{
-		{Key: model.LabelCapacityType, Operator: "In", Values: []string{"on-demand"}},
-		{Key: "karpenter.k8s.aws/instance-category", Operator: "In", Values: []string{"m"}},
-	}, Disruption: model.Disruption{ConsolidationPolicy: "WhenEmptyOrUnderutilized", ConsolidateAfter: &after, Budgets: []model.Budget{{Nodes: "100%"}}}}
-	catalogNode(t, c, cat, pool.Name, "beside-src", "m5.xlarge", cpuPod("beside-mover", "1", nil))
-	catalogNode(t, c, cat, "", "beside-mng", "m5.2xlarge", cpuPod("beside-system", "1", nil))
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	return &consolidating{ctx: context.Background(), c: kube.New(env.Client), cat: cat, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		pool: &model.Pool{Name: pool, API: model.APIV1, Requirements: []model.Requirement{
+			{Key: model.LabelCapacityType, Operator: "In", Values: []string{"on-demand"}},
+			{Key: "karpenter.k8s.aws/instance-category", Operator: "In", Values: []string{"m"}},
+		}, Disruption: model.Disruption{ConsolidationPolicy: "WhenEmptyOrUnderutilized", ConsolidateAfter: &after, Budgets: []model.Budget{{Nodes: "100%"}}}}}
+}
+
+// node is catalogNode in the ground's pool.
+func (g *consolidating) node(t *testing.T, name, instanceType string, pod *corev1.Pod) {
+	t.Helper()
+	catalogNode(t, g.c, g.cat, g.pool.Name, name, instanceType, pod)
+}
+
+// clockedReaper is a Reaper and its clock.
+type clockedReaper struct {
+	*reaping.Reaper
+	fc *clocktesting.FakeClock
+}
+
+// reaper is a Reaper of the ground whose EC2 listing has the instances
+// ids (those nodes are Joist's), on a clock of its own.
+func (g *consolidating) reaper(ids ...string) clockedReaper {
 	fc := clocktesting.NewFakeClock(time.Now())
-	r := &reaping.Reaper{
-		Kube: c, Log: log, Clock: fc, Cloud: launched{"i-beside-src"}, Cluster: "c",
-		Specs:      func(context.Context) (*model.Spec, error) { return &model.Spec{Pools: []*model.Pool{pool}}, nil },
-		Catalog:    func(context.Context) (*catalog.Catalog, error) { return cat, nil },
-		Terminator: &termination.Terminator{Kube: c, EC2: &fakeEC2{}, Log: log},
-	}
-	if _, err := r.Pass(ctx); err != nil {
+	return clockedReaper{&reaping.Reaper{
+		Kube: g.c, Log: g.log, Clock: fc, Cloud: launched(ids), Cluster: "c",
+		Specs:      func(context.Context) (*model.Spec, error) { return &model.Spec{Pools: []*model.Pool{g.pool}}, nil },
+		Catalog:    func(context.Context) (*catalog.Catalog, error) { return g.cat, nil },
+		Terminator: &termination.Terminator{Kube: g.c, EC2: &fakeEC2{}, Log: g.log},
+	}, fc}
+}
+
+// decide runs a pass, then another once a consolidation command found by
+// the first holds (after the validation delay), and returns the second.
+func (g *consolidating) decide(t *testing.T, r clockedReaper) reaping.Result {
+	t.Helper()
+	if _, err := r.Pass(g.ctx); err != nil {
 		t.Fatal(err)
 	}
-	fc.Step(disruption.ValidationDelay + time.Second)
-	res, err := r.Pass(ctx)
+	r.fc.Step(disruption.ValidationDelay + time.Second)
+	res, err := r.Pass(g.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Retired) != 1 || res.Retired[0].Node != "beside-src" || res.Retired[0].Replace {
-		t.Fatalf("retired %+v, want beside-src deleted onto beside-mng's room", res.Retired)
-	}
+	return res
 }
