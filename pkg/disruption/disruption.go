@@ -235,22 +235,9 @@ func Retiring(n *corev1.Node) bool {
 	return false
 }
 
-// Reschedulable reports whether a pod would need a new home if its node
-// went: not finished, not terminating, not a DaemonSet's or a static pod.
-func Reschedulable(p *corev1.Pod) bool {
-	if pods.Finished(p) || p.DeletionTimestamp != nil {
-		return false
-	}
-	if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
-		return false
-	}
-	for _, o := range p.OwnerReferences {
-		if o.Kind == "DaemonSet" || o.Kind == "Node" {
-			return false
-		}
-	}
-	return true
-}
+// Reschedulable is pods.Reschedulable: whether a pod would need a new
+// home if its node went.
+func Reschedulable(p *corev1.Pod) bool { return pods.Reschedulable(p) }
 
 // Empty reports whether no pod on the node needs a new home.
 func Empty(n Node) bool {

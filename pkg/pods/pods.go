@@ -176,6 +176,24 @@ func Finished(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
 
+// Reschedulable says whether a pod on a node going away needs a place
+// elsewhere: not finished, not being deleted, not a DaemonSet's or a
+// static (mirror) pod, which follow their node.
+func Reschedulable(p *corev1.Pod) bool {
+	if p.DeletionTimestamp != nil || Finished(p) {
+		return false
+	}
+	if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+		return false
+	}
+	for _, o := range p.OwnerReferences {
+		if o.Kind == "DaemonSet" || o.Kind == "Node" {
+			return false
+		}
+	}
+	return true
+}
+
 // Key is namespace/name, for logs and maps.
 func Key(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
 

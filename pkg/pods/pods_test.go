@@ -141,3 +141,33 @@ func TestInstanceID(t *testing.T) {
 		}
 	}
 }
+
+func TestReschedulable(t *testing.T) {
+	pod := func(f func(*corev1.Pod)) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", Annotations: map[string]string{}}}
+		p.Status.Phase = corev1.PodRunning
+		if f != nil {
+			f(p)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"a running pod", pod(nil), true},
+		{"a pending pod bound to the node", pod(func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending }), true},
+		{"a ReplicaSet's", pod(func(p *corev1.Pod) { p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet"}} }), true},
+		{"finished", pod(func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }), false},
+		{"failed", pod(func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }), false},
+		{"being deleted", pod(func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{} }), false},
+		{"a mirror pod", pod(func(p *corev1.Pod) { p.Annotations[corev1.MirrorPodAnnotationKey] = "x" }), false},
+		{"a DaemonSet's", pod(func(p *corev1.Pod) { p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet"}} }), false},
+		{"a Node's (static)", pod(func(p *corev1.Pod) { p.OwnerReferences = []metav1.OwnerReference{{Kind: "Node"}} }), false},
+	} {
+		if got := Reschedulable(tc.pod); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

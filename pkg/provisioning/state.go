@@ -297,23 +297,9 @@ func (c *cluster) retireNodes(names []string, live map[string]bool) {
 	}
 }
 
-// Reschedulable says whether a pod on a node going away needs a place
-// elsewhere: not finished, not being deleted, not a DaemonSet's or a
-// static (mirror) pod, which follow their node.
-func Reschedulable(p *corev1.Pod) bool {
-	if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-		return false
-	}
-	if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
-		return false
-	}
-	for _, o := range p.OwnerReferences {
-		if o.Kind == "DaemonSet" || o.Kind == "Node" {
-			return false
-		}
-	}
-	return true
-}
+// Reschedulable is pods.Reschedulable: whether a pod on a node going
+// away needs a place elsewhere.
+func Reschedulable(p *corev1.Pod) bool { return pods.Reschedulable(p) }
 
 // describe is the instance with the id, as EC2 reported it (or just its
 // id when it is not among the cluster's instances).
