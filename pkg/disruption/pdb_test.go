@@ -136,3 +136,19 @@ func TestGracefulBlock_PodDisruptionBudgetsOfCompactPods(t *testing.T) {
 		t.Errorf("drift under a blocking budget: retired %+v, blocked %+v", plan.Retire, plan.Blocked)
 	}
 }
+
+// TestGracefulBlock_TerminatingPodIsPassedOverWhateverItsForm: a pod
+// being deleted is not asked about, read whole or through Node.Add (which
+// keeps it whole so that the rules see it is terminating).
+func TestGracefulBlock_TerminatingPodIsPassedOverWhateverItsForm(t *testing.T) {
+	ix := indexPDBs([]PDB{pdbOf(t, "web", "ns", "web", 0)}, false)
+	terminating := labelledApp("p1", "web", func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: now} })
+	n := Node{Node: node("a", "default")}
+	n.Add(terminating, nil)
+	if len(n.Bound) != 0 || len(n.Pods) != 1 {
+		t.Fatalf("Add kept %d compact and %d whole pods, want it whole", len(n.Bound), len(n.Pods))
+	}
+	if got := gracefulBlock(n, now, ix); got != "" {
+		t.Errorf("a terminating pod under a blocking budget: %q, want no block", got)
+	}
+}

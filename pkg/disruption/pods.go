@@ -79,7 +79,8 @@ func (f *movingFacts) blockAt(now time.Time) (key string, until time.Time) {
 // (scheduling.Compact) and copied out of the caller's page: the pods
 // whose terms a pass reads wherever they are — pod affinity or
 // anti-affinity (the simulator's groups, ReadsNamespaces) and volume
-// claims (which volumes a simulation reads). Finished pods are dropped:
+// claims (which volumes a simulation reads) — and terminating pods, which
+// the rules pass over. Finished pods are dropped:
 // no rule and no simulation counts them. A node holding compact pods that
 // consolidation would move needs Snapshot.PodsOn to read them again.
 // shared, when not nil, returns one list for equal request lists.
@@ -87,7 +88,9 @@ func (n *Node) Add(p *corev1.Pod, shared func(corev1.ResourceList) corev1.Resour
 	if pods.Finished(p) {
 		return
 	}
-	if !readsTerms(p) {
+	// A terminating pod is kept whole (there are few): the rules that
+	// pass it over (PodDisruptionBudgets, do-not-disrupt) see that it is.
+	if !readsTerms(p) && p.DeletionTimestamp == nil {
 		if b, ok := scheduling.NewBoundPod(p, shared); ok {
 			n.Bound = append(n.Bound, b)
 			if Reschedulable(p) {
