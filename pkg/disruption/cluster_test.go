@@ -22,6 +22,7 @@ import (
 type simCluster struct {
 	in    scheduling.Input // pools, instance types, DaemonSets, region
 	nodes []Node
+	pdbs  []PDB
 	now   time.Time
 	seq   int
 	// verify checks every replan with verify.Plan (pkg/scheduling/verify) (slow on a
@@ -30,7 +31,7 @@ type simCluster struct {
 }
 
 func (c *simCluster) snapshot() Snapshot {
-	return Snapshot{Now: c.now, Pools: c.in.Pools, Nodes: c.nodes, Simulation: c.in}
+	return Snapshot{Now: c.now, Pools: c.in.Pools, Nodes: c.nodes, Simulation: c.in, PDBs: c.pdbs}
 }
 
 func (c *simCluster) typeNamed(name string) *scheduling.InstanceType {

@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/scheduling"
@@ -45,6 +47,10 @@ func randomCluster(rng *rand.Rand, types []*scheduling.InstanceType) *simCluster
 			switch rng.Intn(20) {
 			case 0:
 				p.Annotations[AnnotationDoNotDisrupt] = "true"
+			case 4:
+				// Guarded by a budget that allows no disruption, when
+				// the cluster has one.
+				p.Labels = map[string]string{"guarded": "true"}
 			case 1:
 				p.Spec.NodeSelector = map[string]string{corev1.LabelHostname: name}
 			case 2, 3:
@@ -58,6 +64,14 @@ func randomCluster(rng *rand.Rand, types []*scheduling.InstanceType) *simCluster
 		}
 		c.nodes = append(c.nodes, n)
 	}
+	if rng.Intn(2) == 0 {
+		pdb, err := NewPDB(&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "guard", Namespace: "ns"},
+			Spec: policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"guarded": "true"}}}})
+		if err != nil {
+			panic(err)
+		}
+		c.pdbs = []PDB{pdb}
+	}
 	return c
 }
 
@@ -66,7 +80,8 @@ func randomCluster(rng *rand.Rand, types []*scheduling.InstanceType) *simCluster
 // needs more new nodes than it says (apply re-plans the retired nodes'
 // pods with pkg/scheduling and checks the plan with verify.Plan (pkg/scheduling/verify)),
 // every decision saves money and the cluster's $/h falls with every
-// command, do-not-disrupt nodes and pods stay, and budgets hold.
+// command, do-not-disrupt nodes and pods stay, as do nodes whose pods a
+// PodDisruptionBudget protects, and budgets hold.
 func TestPropertyConsolidationKeepsEveryPodAndSaves(t *testing.T) {
 	types := testTypes(t)
 	clusters := 80
@@ -80,8 +95,14 @@ func TestPropertyConsolidationKeepsEveryPodAndSaves(t *testing.T) {
 		pool := c.in.Pools[0]
 		kept := map[string]bool{}
 		for _, n := range c.nodes {
-			if gracefulBlock(n, now, pdbIndex{}) != "" {
+			// Said independently of the rules: what must keep a node.
+			if n.Node.Annotations[AnnotationDoNotDisrupt] == "true" {
 				kept[n.Node.Name] = true
+			}
+			for _, p := range n.Pods {
+				if p.Annotations[AnnotationDoNotDisrupt] == "true" || (len(c.pdbs) > 0 && p.Labels["guarded"] == "true") {
+					kept[n.Node.Name] = true
+				}
 			}
 		}
 		podsBefore := len(c.pods())
@@ -99,7 +120,7 @@ func TestPropertyConsolidationKeepsEveryPodAndSaves(t *testing.T) {
 					t.Fatalf("seed %d: decision %+v saves nothing", seed, d)
 				}
 				if kept[d.Node] {
-					t.Fatalf("seed %d: node %s has do-not-disrupt (on it or a pod) and was retired", seed, d.Node)
+					t.Fatalf("seed %d: node %s has do-not-disrupt (on it or a pod) or a pod a budget protects, and was retired", seed, d.Node)
 				}
 			}
 			if err := c.apply(plan); err != nil {
