@@ -114,10 +114,15 @@ func newConsolidator(s Snapshot, nodes []Node) *consolidator {
 	for _, it := range s.Simulation.InstanceTypes {
 		c.types[it.Name] = it
 	}
-	for _, n := range slices.Concat(nodes, s.Others) {
+	for i, n := range slices.Concat(nodes, s.Others) {
 		if Retiring(n.Node) || !pods.NodeReady(n.Node) {
 			continue
 		}
+		// Karpenter v1.15 moves no pod onto a node of its own still
+		// under its pool's consolidateAfter (its simulation's
+		// IsUnderConsolidateAfter): one that came up so recently may be
+		// about to receive the pods it came up for.
+		settling := i < len(nodes) && underConsolidateAfter(n.Node, PoolOf(n.Node, s.Pools), s.Now)
 		pool := n.Node.Labels[model.LabelNodePool]
 		if pool == "" {
 			pool = n.Node.Labels[model.LabelProvisionerName]
@@ -134,12 +139,29 @@ func newConsolidator(s Snapshot, nodes []Node) *consolidator {
 		onNode = append(onNode, n.Incoming...)
 		c.nodes = append(c.nodes, &scheduling.Node{
 			Name: n.Node.Name, Pool: pool, Labels: n.Node.Labels, Taints: n.Node.Spec.Taints,
-			Unschedulable: n.Node.Spec.Unschedulable, Capacity: n.Node.Status.Capacity,
+			Unschedulable: n.Node.Spec.Unschedulable || settling, Capacity: n.Node.Status.Capacity,
 			Allocatable: n.Node.Status.Allocatable, Pods: onNode, Bound: n.Bound,
 			VolumeLimits: s.VolumeLimits[n.Node.Name],
 		})
 	}
 	return c
+}
+
+// underConsolidateAfter says whether node n of pool p turned Ready less
+// than the pool's consolidateAfter before now. Karpenter measures from the
+// node's last pod event, else its initialization; Joist keeps no pod
+// event times (no watch, and compact pods keep none), so from the Ready
+// condition's transition: a node busy for longer is a destination again.
+func underConsolidateAfter(n *corev1.Node, p *model.Pool, now time.Time) bool {
+	if p == nil || p.Disruption.ConsolidateAfter == nil || *p.Disruption.ConsolidateAfter <= 0 {
+		return false
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+			return !c.LastTransitionTime.IsZero() && now.Sub(c.LastTransitionTime.Time) < *p.Disruption.ConsolidateAfter
+		}
+	}
+	return false
 }
 
 // offeringPrice is the $/h of an instance type's offering, 0 when the
