@@ -9,7 +9,6 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/klog/v2"
 
 	"github.com/joist-dev/joist/pkg/pods"
 )
@@ -155,24 +154,8 @@ func (ix pdbIndex) unreadRefusal(n Node) string {
 }
 
 // evictable says whether the PodDisruptionBudgets are asked about the pod
-// (evictionRefused).
+// (evictionRefused): a pod that would need a new home (Reschedulable) and
+// does not tolerate the disrupted taint (the drain leaves such a pod).
 func evictable(p *corev1.Pod) bool {
-	if pods.Finished(p) || p.DeletionTimestamp != nil {
-		return false
-	}
-	if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
-		return false
-	}
-	for _, o := range p.OwnerReferences {
-		if o.Kind == "Node" || o.Kind == "DaemonSet" {
-			return false
-		}
-	}
-	disrupted := corev1.Taint{Key: TaintDisrupted, Effect: corev1.TaintEffectNoSchedule}
-	for i := range p.Spec.Tolerations {
-		if p.Spec.Tolerations[i].ToleratesTaint(klog.Background(), &disrupted, true) {
-			return false
-		}
-	}
-	return true
+	return Reschedulable(p) && !pods.ToleratesDisrupted(p)
 }

@@ -194,6 +194,24 @@ func Reschedulable(p *corev1.Pod) bool {
 	return true
 }
 
+// TaintDisrupted is Karpenter v1's taint on a node being retired
+// (karpenter.sh/disrupted:NoSchedule).
+const TaintDisrupted = "karpenter.sh/disrupted"
+
+// ToleratesDisrupted reports whether p tolerates
+// karpenter.sh/disrupted:NoSchedule: such a pod would be scheduled right
+// back onto the node, so a drain leaves it there (Karpenter does not
+// drain it either).
+func ToleratesDisrupted(p *corev1.Pod) bool {
+	t := corev1.Taint{Key: TaintDisrupted, Effect: corev1.TaintEffectNoSchedule}
+	for i := range p.Spec.Tolerations {
+		if p.Spec.Tolerations[i].ToleratesTaint(klog.Background(), &t, true) {
+			return true
+		}
+	}
+	return false
+}
+
 // Key is namespace/name, for logs and maps.
 func Key(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
 

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/klog/v2"
 
 	"github.com/joist-dev/joist/pkg/pods"
 )
@@ -116,17 +115,10 @@ func podGrace(p *corev1.Pod) time.Duration {
 	return time.Duration(*p.Spec.TerminationGracePeriodSeconds) * time.Second
 }
 
-// ToleratesDisrupted reports whether p tolerates karpenter.sh/disrupted:NoSchedule
-// (such pods would be scheduled right back; Karpenter does not drain them).
-func ToleratesDisrupted(p *corev1.Pod) bool {
-	t := DisruptedTaint()
-	for i := range p.Spec.Tolerations {
-		if p.Spec.Tolerations[i].ToleratesTaint(klog.Background(), &t, true) {
-			return true
-		}
-	}
-	return false
-}
+// ToleratesDisrupted is pods.ToleratesDisrupted: whether p tolerates
+// karpenter.sh/disrupted:NoSchedule (such pods would be scheduled right
+// back; Karpenter does not drain them).
+func ToleratesDisrupted(p *corev1.Pod) bool { return pods.ToleratesDisrupted(p) }
 
 // DisruptedTaint is karpenter.sh/disrupted:NoSchedule.
 func DisruptedTaint() corev1.Taint {
