@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/joist-dev/joist/pkg/model"
+	"github.com/joist-dev/joist/pkg/pods"
 	"github.com/joist-dev/joist/pkg/scheduling"
 	"github.com/joist-dev/joist/pkg/scheduling/verify"
 )
@@ -151,7 +152,7 @@ func (c *simCluster) apply(plan Plan) error {
 		retired[d.Node] = true
 		replace = replace || d.Replace
 		for _, p := range byName[d.Node].Pods {
-			if Reschedulable(p) {
+			if pods.Reschedulable(p) {
 				p = p.DeepCopy()
 				p.Spec.NodeName = ""
 				move = append(move, p)

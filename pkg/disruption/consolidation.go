@@ -55,7 +55,7 @@ func consolidate(s Snapshot, nodes []Node, state func(pool string) (total, disru
 		}
 		cd.cost = 1 + n.moving.cost
 		for _, pod := range n.Pods {
-			if Reschedulable(pod) {
+			if pods.Reschedulable(pod) {
 				cpu, mem := podCPUMem(pod)
 				cd.pods, cd.cpu, cd.mem = cd.pods+1, cd.cpu+cpu, cd.mem+mem
 				cd.cost += max(0, EvictionCost(pod))

@@ -53,7 +53,7 @@ const (
 	// AnnotationDoNotConsolidate is v0.20's node annotation.
 	AnnotationDoNotConsolidate = "karpenter.sh/do-not-consolidate"
 	// TaintDisrupted marks a node being retired.
-	TaintDisrupted = "karpenter.sh/disrupted"
+	TaintDisrupted = pods.TaintDisrupted
 )
 
 // Node is one node of the snapshot with the pods bound to it: whole in
@@ -235,17 +235,13 @@ func Retiring(n *corev1.Node) bool {
 	return false
 }
 
-// Reschedulable is pods.Reschedulable: whether a pod would need a new
-// home if its node went.
-func Reschedulable(p *corev1.Pod) bool { return pods.Reschedulable(p) }
-
 // Empty reports whether no pod on the node needs a new home.
 func Empty(n Node) bool {
 	if n.moving.pods > 0 {
 		return false
 	}
 	for _, p := range n.Pods {
-		if Reschedulable(p) {
+		if pods.Reschedulable(p) {
 			return false
 		}
 	}

@@ -157,5 +157,5 @@ func (ix pdbIndex) unreadRefusal(n Node) string {
 // (evictionRefused): a pod that would need a new home (Reschedulable) and
 // does not tolerate the disrupted taint (the drain leaves such a pod).
 func evictable(p *corev1.Pod) bool {
-	return Reschedulable(p) && !pods.ToleratesDisrupted(p)
+	return pods.Reschedulable(p) && !pods.ToleratesDisrupted(p)
 }

@@ -93,7 +93,7 @@ func (n *Node) Add(p *corev1.Pod, shared func(corev1.ResourceList) corev1.Resour
 	if !readsTerms(p) && p.DeletionTimestamp == nil {
 		if b, ok := scheduling.NewBoundPod(p, shared); ok {
 			n.Bound = append(n.Bound, b)
-			if Reschedulable(p) {
+			if pods.Reschedulable(p) {
 				cpu, mem := cpuMem(b.Requests)
 				n.moving.pods++
 				n.moving.cpu += cpu

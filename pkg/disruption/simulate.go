@@ -284,7 +284,7 @@ func (c *consolidator) movers(cd *candidate) ([]*corev1.Pod, error) {
 		}
 	}
 	for _, p := range all {
-		if Reschedulable(p) {
+		if pods.Reschedulable(p) {
 			cd.moved = append(cd.moved, p)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/joist-dev/joist/events"
-	"github.com/joist-dev/joist/pkg/disruption"
+	"github.com/joist-dev/joist/pkg/pods"
 )
 
 // unschedulable reports whether the scheduler gave up on pod for lack of a
@@ -77,7 +77,7 @@ func slimPod(obj any) (any, error) {
 
 // boundPod is all the forwarder keeps of a bound pod: the informer's key
 // (namespace, name), the UID the outbox counts by, the node, and whether the
-// pod needs that node (disruption.Reschedulable: not finished, not
+// pod needs that node (pods.Reschedulable: not finished, not
 // terminating, not a mirror pod, not owned by a DaemonSet or Node). It is
 // ~80 bytes where even an emptied corev1.Pod is 1,240, so the cache of every
 // bound pod in the cluster stays small (docs/forwarder.md, memory).
@@ -106,7 +106,7 @@ func slimBoundPod(obj any) (any, error) {
 		Name:      pod.Name,
 		UID:       pod.UID,
 		Node:      pod.Spec.NodeName,
-		Needs:     disruption.Reschedulable(pod),
+		Needs:     pods.Reschedulable(pod),
 	}, nil
 }
 

@@ -12,7 +12,7 @@ import (
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/joist-dev/joist/pkg/disruption"
+	"github.com/joist-dev/joist/pkg/pods"
 )
 
 // realisticPod is a bound pod as a cluster holds it: labels, annotations,
@@ -52,7 +52,7 @@ func realisticPod(i int, node string) *corev1.Pod {
 
 // TestSlimBoundPodKeepsWhatTheForwarderReads: the informer's transform
 // keeps the pod's key, UID and node, and decides, from the full pod, the
-// same "needs its node" that disruption.Reschedulable does, for every way
+// same "needs its node" that pods.Reschedulable does, for every way
 // a pod can stop needing it.
 func TestSlimBoundPodKeepsWhatTheForwarderReads(t *testing.T) {
 	mod := func(f func(p *corev1.Pod)) *corev1.Pod {
@@ -79,7 +79,7 @@ func TestSlimBoundPodKeepsWhatTheForwarderReads(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := disruption.Reschedulable(tt.pod); got != tt.needs {
+			if got := pods.Reschedulable(tt.pod); got != tt.needs {
 				t.Fatalf("table is wrong: Reschedulable = %v", got)
 			}
 			obj, err := slimBoundPod(tt.pod)

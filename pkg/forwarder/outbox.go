@@ -169,7 +169,7 @@ func (o *outbox) nodeDeleting(node *corev1.Node, now time.Time) {
 }
 
 // boundPodChanged takes a bound pod's latest state: a pod that needs its
-// node (disruption.Reschedulable) is counted on it; one that no longer
+// node (pods.Reschedulable) is counted on it; one that no longer
 // does (finished, terminating) leaves it, as a deleted one does.
 func (o *outbox) boundPodChanged(pod *boundPod, now time.Time) {
 	if pod.Node == "" || !pod.Needs {

@@ -256,7 +256,7 @@ func (c *cluster) reserveReplacements(live map[string]bool) {
 	for _, n := range c.nodes {
 		own := pods.InstanceID(n.Spec.ProviderID)
 		for _, pod := range c.bound[n.Name] {
-			if id := pods.ReplacementInstance(pod); id != "" && id != own && live[id] && Reschedulable(pod) {
+			if id := pods.ReplacementInstance(pod); id != "" && id != own && live[id] && pods.Reschedulable(pod) {
 				c.planned[id] = append(c.planned[id], c.asMoving(pod))
 			}
 		}
@@ -278,7 +278,7 @@ func (c *cluster) retireNodes(names []string, live map[string]bool) {
 		c.retiring[name] = true
 		own := pods.InstanceID(node.Spec.ProviderID)
 		for _, pod := range c.bound[name] {
-			if !Reschedulable(pod) {
+			if !pods.Reschedulable(pod) {
 				continue
 			}
 			if id := pods.ReplacementInstance(pod); id != "" && id != own && live[id] {
@@ -296,10 +296,6 @@ func (c *cluster) retireNodes(names []string, live map[string]bool) {
 		}
 	}
 }
-
-// Reschedulable is pods.Reschedulable: whether a pod on a node going
-// away needs a place elsewhere.
-func Reschedulable(p *corev1.Pod) bool { return pods.Reschedulable(p) }
 
 // describe is the instance with the id, as EC2 reported it (or just its
 // id when it is not among the cluster's instances).

@@ -363,7 +363,7 @@ func (r *Reaper) readPods(ctx context.Context, nodes []*corev1.Node, planned map
 		}
 		// A running pod waiting to move to its node's replacement keeps
 		// that replacement from looking empty, and its room there.
-		if id := pods.ReplacementInstance(p); id != "" && disruption.Reschedulable(p) {
+		if id := pods.ReplacementInstance(p); id != "" && pods.Reschedulable(p) {
 			planned[id]++
 			if to, ok := byInstance[id]; ok && to != node {
 				nodeOf(to).AddIncoming(p, in.ResourceList)
@@ -514,7 +514,7 @@ func (r *Reaper) advanceReplacing(ctx context.Context, snap disruption.Snapshot,
 			continue
 		}
 		name, reason := n.Node.Name, n.Node.Annotations[termination.AnnotationReason]
-		st := termination.ReplacementsOf(n.Node, n.Pods, nodes, disruption.Reschedulable)
+		st := termination.ReplacementsOf(n.Node, n.Pods, nodes, pods.Reschedulable)
 		switch {
 		case st.Ready():
 			if err := r.Terminator.Begin(ctx, name, reason); err != nil {

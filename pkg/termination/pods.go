@@ -88,7 +88,7 @@ func Classify(p *corev1.Pod, now, deadline time.Time) Disposition {
 	if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror || ownedBy(p, "Node") {
 		return Ignore
 	}
-	if ToleratesDisrupted(p) {
+	if pods.ToleratesDisrupted(p) {
 		return Ignore
 	}
 	if p.DeletionTimestamp != nil {
@@ -114,11 +114,6 @@ func podGrace(p *corev1.Pod) time.Duration {
 	}
 	return time.Duration(*p.Spec.TerminationGracePeriodSeconds) * time.Second
 }
-
-// ToleratesDisrupted is pods.ToleratesDisrupted: whether p tolerates
-// karpenter.sh/disrupted:NoSchedule (such pods would be scheduled right
-// back; Karpenter does not drain them).
-func ToleratesDisrupted(p *corev1.Pod) bool { return pods.ToleratesDisrupted(p) }
 
 // DisruptedTaint is karpenter.sh/disrupted:NoSchedule.
 func DisruptedTaint() corev1.Taint {

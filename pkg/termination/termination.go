@@ -52,7 +52,7 @@ const (
 	// Finalizer holds a Joist node's object until its instance is ended.
 	Finalizer = "karpenter.sh/termination"
 	// TaintDisrupted keeps new pods off a node being retired.
-	TaintDisrupted = "karpenter.sh/disrupted"
+	TaintDisrupted = pods.TaintDisrupted
 	// LabelExcludeLB takes a retiring node out of external load balancers.
 	LabelExcludeLB = "node.kubernetes.io/exclude-from-external-load-balancers"
 	// AnnotationDoNotDisrupt (v1) on a pod: not evicted while it protects
