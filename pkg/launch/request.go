@@ -29,6 +29,28 @@ type Option struct {
 	// settings; the node is told the number so it never disagrees with the
 	// plan.
 	MaxPods int64
+	// ReservationID is the capacity reservation the option launches into
+	// (CapacityType "reserved" only); ReservationType is its type,
+	// "default" or "capacity-block".
+	ReservationID   string
+	ReservationType string
+}
+
+// Reservation is an active EC2 capacity reservation (an on-demand
+// capacity reservation or a capacity block) a node class selects.
+type Reservation struct {
+	ID           string
+	InstanceType string
+	Zone         string
+	OwnerID      string
+	// Type is "default" (an ODCR) or "capacity-block".
+	Type string
+	// MatchCriteria is "open" or "targeted".
+	MatchCriteria string
+	// Available is how many more instances it can hold now.
+	Available int
+	// End is when it ends (zero: it does not).
+	End time.Time
 }
 
 // Request is one node to launch.
@@ -56,7 +78,10 @@ type Instance struct {
 	Zone         string
 	SubnetID     string
 	CapacityType string
-	Pool         string
+	// ReservationID is the capacity reservation the instance runs in
+	// (CapacityType "reserved").
+	ReservationID string
+	Pool          string
 	NodeClass    string
 	State        string
 	PrivateDNS   string

@@ -30,6 +30,13 @@ const (
 
 	CapacityTypeOnDemand = "on-demand"
 	CapacityTypeSpot     = "spot"
+	// CapacityTypeReserved is capacity an EC2 capacity reservation (an
+	// on-demand capacity reservation or a capacity block) holds for the
+	// account: a node launched into one carries the reservation's labels.
+	CapacityTypeReserved = "reserved"
+
+	LabelReservationID   = "karpenter.k8s.aws/capacity-reservation-id"
+	LabelReservationType = "karpenter.k8s.aws/capacity-reservation-type"
 )
 
 // NormalizedLabelKeys maps deprecated and provider-specific label keys
