@@ -82,10 +82,10 @@ type Instance struct {
 	// (CapacityType "reserved").
 	ReservationID string
 	Pool          string
-	NodeClass    string
-	State        string
-	PrivateDNS   string
-	LaunchTime   time.Time
+	NodeClass     string
+	State         string
+	PrivateDNS    string
+	LaunchTime    time.Time
 	// LaunchTemplateID is the template the instance was launched from.
 	LaunchTemplateID string
 	// ImageID and SecurityGroups are what the instance runs with (read
