@@ -264,7 +264,11 @@ func readInstances(p Params) Statement {
 
 // RegionalDescribeActions are the EC2 reads a deciding function makes,
 // named one by one (no Describe*), as Karpenter's policy does.
+// DescribeCapacityReservations finds the reservations a node class's
+// capacityReservationSelectorTerms select (Karpenter's
+// AllowRegionalReadActions names it too).
 var RegionalDescribeActions = []string{
+	"ec2:DescribeCapacityReservations",
 	"ec2:DescribeImages",
 	"ec2:DescribeInstanceTypeOfferings",
 	"ec2:DescribeInstanceTypes",
@@ -336,7 +340,10 @@ func launchStatements(p Params) []Statement {
 	return []Statement{
 		{
 			// Existing things a launch refers to. Subnets and security
-			// groups may be shared from another account (RAM), hence *.
+			// groups may be shared from another account (RAM), hence *;
+			// so may capacity reservations, which a launch into a
+			// reservation (reserved capacity) is authorized on, as in
+			// Karpenter's AllowScopedEC2InstanceAccessActions.
 			Sid: "LaunchFromExisting", Effect: Allow,
 			Actions: []string{"ec2:CreateFleet", "ec2:RunInstances"},
 			Resources: []string{
@@ -344,6 +351,7 @@ func launchStatements(p Params) []Statement {
 				p.ARN("ec2", p.Region, "", "snapshot/*"),
 				p.ARN("ec2", p.Region, "*", "subnet/*"),
 				p.ARN("ec2", p.Region, "*", "security-group/*"),
+				p.ARN("ec2", p.Region, "*", "capacity-reservation/*"),
 			},
 		},
 		{
