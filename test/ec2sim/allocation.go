@@ -152,14 +152,21 @@ func (s *Sim) launch(c candidate, f *fleet, rec *CreateFleetRecord, capType stri
 			return nil, e
 		}
 	}
-	ice := s.insufficientCapacity(it.Name, zone, capType)
-	if s.faults.insufficient(it.Name, zone, capType) {
-		return nil, ice
-	}
 	n := want
 	var short *apiError
-	if room := s.faults.room(it.Name, zone, capType); room >= 0 && room < n {
-		n, short = room, ice
+	reservation := c.reservation
+	if reservation != nil {
+		// A reservation's capacity is held for it: the pool's faults do
+		// not touch it, its own room does.
+		n, short = s.reservationRoom(c, want)
+	} else {
+		ice := s.insufficientCapacity(it.Name, zone, capType)
+		if s.faults.insufficient(it.Name, zone, capType) {
+			return nil, ice
+		}
+		if room := s.faults.room(it.Name, zone, capType); room >= 0 && room < n {
+			n, short = room, ice
+		}
 	}
 	if free := c.subnet.available(); free < n {
 		n = free
@@ -168,11 +175,22 @@ func (s *Sim) launch(c candidate, f *fleet, rec *CreateFleetRecord, capType stri
 	if n == 0 {
 		return nil, short
 	}
-	s.faults.consume(it.Name, zone, capType, n)
-	reservation := s.newID("r")
+	if reservation == nil {
+		s.faults.consume(it.Name, zone, capType, n)
+	}
+	group := s.newID("r")
 	var ids []string
 	for i := 0; i < n; i++ {
-		ids = append(ids, s.startInstance(c, f, rec, capType, reservation, i, groups).id)
+		in := s.startInstance(c, f, rec, capType, group, i, groups)
+		switch {
+		case reservation != nil:
+			in.capacityReservationID = reservation.ID
+		case capType == OnDemand && (c.ver.data.reservationPreference == "" || c.ver.data.reservationPreference == "open"):
+			if cr := s.absorbingReservation(it.Name, zone); cr != nil {
+				in.capacityReservationID = cr.ID
+			}
+		}
+		ids = append(ids, in.id)
 	}
 	return ids, short
 }

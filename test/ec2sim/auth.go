@@ -252,6 +252,11 @@ func (r createFleetRequest) authRequests(s *Sim, _ string) ([]iamsim.Request, *a
 				existing(s.arn("snapshot", bd.ebs.snapshotID), nil)
 			}
 		}
+		if cr, _ := s.reservationTargetOf(d); cr != nil {
+			// Launching into a reservation uses it: EC2 authorizes the
+			// launch on the reservation's ARN (in its owner's account).
+			existing(s.reservationARN(cr), cr.Tags)
+		}
 		templateTags := map[string]map[string]string{}
 		for _, ts := range d.tagSpecs {
 			templateTags[ts.ResourceType] = mergeTags(templateTags[ts.ResourceType], ts.Tags)

@@ -31,6 +31,14 @@
 //     insufficient capacity per pool with fallback to the next override and
 //     per-override errors, partial fulfilment, client-token idempotency,
 //     tags from the template and the request, and EC2's own aws: tags.
+//   - Capacity reservations (ODCRs and capacity blocks) added by tests:
+//     DescribeCapacityReservations with its filters and pagination, and
+//     CreateFleet launching into the reservation a launch template targets
+//     (matching type and zone, room taken and given back on termination,
+//     ReservationCapacityExceeded when full, capacity blocks only with the
+//     capacity-block market and target capacity type, the launch
+//     authorized on the reservation's ARN); open ODCRs absorb matching
+//     untargeted on-demand launches, as on AWS.
 //   - Instances that go pending, running, shutting-down and terminated on the
 //     simulator's clock, stay visible for an hour after termination, take
 //     and give back subnet addresses, and can be hidden right after launch

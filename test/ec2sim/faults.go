@@ -11,6 +11,9 @@ import (
 const (
 	OnDemand = "on-demand"
 	Spot     = "spot"
+	// CapacityBlock is the DefaultTargetCapacityType, launch template
+	// market type and instance lifecycle of a capacity block launch.
+	CapacityBlock = "capacity-block"
 )
 
 // faults holds everything a test injects. It has its own lock so tests can

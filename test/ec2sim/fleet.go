@@ -119,9 +119,9 @@ func parseCreateFleet(p *params) (createFleetRequest, error) {
 	switch rec.DefaultTargetCapacityType {
 	case "":
 		rec.DefaultTargetCapacityType = OnDemand
-	case OnDemand, Spot:
+	case OnDemand, Spot, CapacityBlock:
 	default:
-		return r, invalidParam("Value (%s) for parameter DefaultTargetCapacityType is invalid. ec2sim simulates spot and on-demand.", rec.DefaultTargetCapacityType)
+		return r, invalidParam("Value (%s) for parameter DefaultTargetCapacityType is invalid. ec2sim simulates spot, on-demand and capacity-block.", rec.DefaultTargetCapacityType)
 	}
 	if rec.SpotAllocationStrategy, err = oneOf(p, "SpotOptions.AllocationStrategy", spotStrategies); err != nil {
 		return r, err
@@ -214,6 +214,8 @@ type candidate struct {
 	it      InstanceTypeInfo
 	subnet  *subnet
 	imageID string
+	// reservation is the capacity reservation the template targets.
+	reservation *capacityReservation
 }
 
 func (s *Sim) createFleet(r createFleetRequest) (response, error) {
@@ -260,6 +262,9 @@ func (s *Sim) runFleet(rec *CreateFleetRecord, canonical string) (*createFleetRe
 	if err != nil {
 		return nil, err
 	}
+	if err := checkReservationFleet(rec, cands); err != nil {
+		return nil, err
+	}
 	f := &fleet{id: "fleet-" + s.newUUIDLike("fleet"), clientToken: rec.ClientToken}
 	for _, ts := range rec.TagSpecifications {
 		if ts.ResourceType == "fleet" {
@@ -269,7 +274,7 @@ func (s *Sim) runFleet(rec *CreateFleetRecord, canonical string) (*createFleetRe
 	targets := splitTargets(rec)
 	resp := &createFleetResponse{FleetID: f.id}
 	s.advanceAll() // addresses of terminated instances are free again
-	for _, ct := range []string{OnDemand, Spot} {
+	for _, ct := range []string{OnDemand, Spot, CapacityBlock} {
 		if targets[ct] > 0 {
 			s.fill(resp, f, rec, cands, ct, targets[ct])
 		}
@@ -341,6 +346,9 @@ func (s *Sim) resolveCandidates(cfgs []FleetLaunchTemplateConfig) ([]candidate, 
 			}
 			if c.imageID == "" {
 				return nil, missingParam("ImageId (in an override or the launch template)")
+			}
+			if c.reservation, err = s.reservationTargetOf(ver.data); err != nil {
+				return nil, err
 			}
 			out = append(out, c)
 		}

@@ -15,8 +15,10 @@ type Instance struct {
 	VPCID        string
 	ImageID      string
 	Architecture string
-	// CapacityType is OnDemand or Spot.
+	// CapacityType is OnDemand, Spot or CapacityBlock.
 	CapacityType string
+	// CapacityReservationID is the reservation it runs in, if any.
+	CapacityReservationID string
 	// State is pending, running, shutting-down or terminated.
 	State string
 	// StateReason is the code of why the instance stopped, e.g.
@@ -61,6 +63,7 @@ func (s *Sim) Instances() []Instance {
 			LaunchTemplateVersion: in.launchTemplateVersion, FleetID: in.fleetID, ClientToken: in.clientToken,
 			SecurityGroupIDs: append([]string(nil), in.securityGroups...), IAMInstanceProfileARN: in.iamProfileArn,
 			UserData: in.userData, Tags: copyTags(in.tags), VolumeTags: copyTags(in.volumeTags),
+			CapacityReservationID: in.capacityReservationID,
 		}
 		out = append(out, snap)
 	}

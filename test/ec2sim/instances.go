@@ -33,8 +33,11 @@ type instance struct {
 	id, reservationID, instanceType string
 	zone, zoneID, subnetID, vpcID   string
 	imageID, arch                   string
-	capacityType                    string // OnDemand or Spot
+	capacityType                    string // OnDemand, Spot or CapacityBlock
 	spotRequestID                   string
+	// capacityReservationID is the reservation the instance runs in;
+	// reservationPreference is its template's preference ("" is open).
+	capacityReservationID, reservationPreference string
 
 	state            string
 	stateSince       time.Time
@@ -200,6 +203,7 @@ var instanceFilters = filterSpec[*instance]{
 		"state-reason-code":            func(in *instance) []string { return one(reasonCode(in)) },
 		"placement-group-name":         func(*instance) []string { return nil },
 		"metadata-options.http-tokens": func(in *instance) []string { return one(in.metadata.httpTokens) },
+		"capacity-reservation-id":      func(in *instance) []string { return one(in.capacityReservationID) },
 	},
 	tags: func(in *instance) map[string]string { return in.tags },
 }
@@ -213,11 +217,12 @@ func liveField(in *instance, v string) string {
 	return v
 }
 
-// lifecycleField is EC2's instanceLifecycle: "spot" for spot instances and
-// absent for on-demand ones (there is no "on-demand" value).
+// lifecycleField is EC2's instanceLifecycle: "spot" for spot instances,
+// "capacity-block" for capacity block ones, and absent for on-demand ones
+// (there is no "on-demand" value).
 func lifecycleField(in *instance) string {
-	if in.capacityType == Spot {
-		return Spot
+	if in.capacityType == Spot || in.capacityType == CapacityBlock {
+		return in.capacityType
 	}
 	return ""
 }
@@ -312,8 +317,15 @@ type instanceXML struct {
 		EnableResourceNameDNSARecord    bool   `xml:"enableResourceNameDnsARecord"`
 		EnableResourceNameDNSAAAARecord bool   `xml:"enableResourceNameDnsAAAARecord"`
 	} `xml:"privateDnsNameOptions"`
-	PlatformDetails string `xml:"platformDetails"`
-	UsageOperation  string `xml:"usageOperation"`
+	PlatformDetails                  string `xml:"platformDetails"`
+	UsageOperation                   string `xml:"usageOperation"`
+	CapacityReservationID            string `xml:"capacityReservationId,omitempty"`
+	CapacityReservationSpecification struct {
+		CapacityReservationPreference string `xml:"capacityReservationPreference"`
+		CapacityReservationTarget     *struct {
+			CapacityReservationID string `xml:"capacityReservationId"`
+		} `xml:"capacityReservationTarget,omitempty"`
+	} `xml:"capacityReservationSpecification"`
 }
 
 func (s *Sim) instanceToXML(in *instance) instanceXML {
@@ -372,6 +384,20 @@ func (s *Sim) instanceToXML(in *instance) instanceXML {
 	m.HTTPTokens, m.HTTPPutResponseHopLimit, m.HTTPEndpoint = in.metadata.httpTokens, in.metadata.hopLimit, in.metadata.httpEndpoint
 	m.HTTPProtocolIpv6, m.InstanceMetadataTags = in.metadata.httpProtocolIpv6, in.metadata.instanceMetadataTags
 	x.PrivateDNSNameOptions.HostnameType = "ip-name"
+	// EC2 reports the reservation the instance runs in, and its
+	// preference as launched (open unless the template said otherwise;
+	// a targeted launch names its target).
+	x.CapacityReservationID = in.capacityReservationID
+	crs := &x.CapacityReservationSpecification
+	crs.CapacityReservationPreference = in.reservationPreference
+	if crs.CapacityReservationPreference == "" {
+		crs.CapacityReservationPreference = "open"
+	}
+	if in.reservationPreference == "capacity-reservations-only" && in.capacityReservationID != "" {
+		crs.CapacityReservationTarget = &struct {
+			CapacityReservationID string `xml:"capacityReservationId"`
+		}{in.capacityReservationID}
+	}
 	return x
 }
 

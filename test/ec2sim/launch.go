@@ -31,7 +31,7 @@ func (s *Sim) startInstance(c candidate, f *fleet, rec *CreateFleetRecord, capTy
 		launchTemplateID: c.lt.id, launchTemplateName: c.lt.name, launchTemplateVersion: itoa(c.ver.number),
 		fleetID: f.id, clientToken: rec.ClientToken, securityGroups: groups,
 		keyName: d.keyName, userData: d.userData, amiLaunchIndex: index,
-		stuck: s.faults.takeStick(),
+		stuck: s.faults.takeStick(), reservationPreference: d.reservationPreference,
 	}
 	if im, ok := s.images[c.imageID]; ok {
 		in.arch = im.arch

@@ -42,6 +42,12 @@ type launchTemplateData struct {
 	networkInterfaces                        []networkInterfaceSpec
 	tagSpecs                                 []TagSpecification
 	monitoring, ebsOptimized                 *bool
+	// reservationPreference is CapacityReservationSpecification's
+	// preference (capacity-reservations-only, open, none; "" is open),
+	// reservationTarget the reservation it targets; marketType is
+	// InstanceMarketOptions.MarketType (only capacity-block is
+	// simulated).
+	reservationPreference, reservationTarget, marketType string
 }
 
 func parseLaunchTemplateData(p *params, pre string) (launchTemplateData, error) {
@@ -137,6 +143,20 @@ func parseLaunchTemplateData(p *params, pre string) (launchTemplateData, error) 
 	if d.ebsOptimized, err = optBool(p, pre+"EbsOptimized"); err != nil {
 		return d, err
 	}
+	crs := pre + "CapacityReservationSpecification."
+	if d.reservationPreference, err = oneOf(p, crs+"CapacityReservationPreference", []string{"capacity-reservations-only", "open", "none"}); err != nil {
+		return d, err
+	}
+	d.reservationTarget = p.str(crs + "CapacityReservationTarget.CapacityReservationId")
+	if d.reservationTarget != "" && !reservationIDPattern.MatchString(d.reservationTarget) {
+		return d, clientErr("InvalidCapacityReservationId.Malformed", "Invalid id: \"%s\"", d.reservationTarget)
+	}
+	if d.reservationTarget != "" && d.reservationPreference == "none" {
+		return d, clientErr("InvalidParameterCombination", "A capacity reservation target cannot be combined with the preference none")
+	}
+	if d.marketType, err = oneOf(p, pre+"InstanceMarketOptions.MarketType", []string{CapacityBlock}); err != nil {
+		return d, err
+	}
 	return d, nil
 }
 
@@ -216,11 +236,22 @@ type launchTemplateDataXML struct {
 	Monitoring      *struct {
 		Enabled bool `xml:"enabled"`
 	} `xml:"monitoring,omitempty"`
-	NetworkInterfaces *itemList[ltNetworkInterfaceXML] `xml:"networkInterfaceSet,omitempty"`
-	SecurityGroupIDs  *itemList[string]                `xml:"securityGroupIdSet,omitempty"`
-	SecurityGroups    *itemList[string]                `xml:"securityGroupSet,omitempty"`
-	TagSpecifications *itemList[ltTagSpecXML]          `xml:"tagSpecificationSet,omitempty"`
-	UserData          string                           `xml:"userData,omitempty"`
+	NetworkInterfaces                *itemList[ltNetworkInterfaceXML] `xml:"networkInterfaceSet,omitempty"`
+	SecurityGroupIDs                 *itemList[string]                `xml:"securityGroupIdSet,omitempty"`
+	SecurityGroups                   *itemList[string]                `xml:"securityGroupSet,omitempty"`
+	TagSpecifications                *itemList[ltTagSpecXML]          `xml:"tagSpecificationSet,omitempty"`
+	UserData                         string                           `xml:"userData,omitempty"`
+	CapacityReservationSpecification *ltReservationSpecXML            `xml:"capacityReservationSpecification,omitempty"`
+	InstanceMarketOptions            *struct {
+		MarketType string `xml:"marketType"`
+	} `xml:"instanceMarketOptions,omitempty"`
+}
+
+type ltReservationSpecXML struct {
+	CapacityReservationPreference string `xml:"capacityReservationPreference,omitempty"`
+	CapacityReservationTarget     *struct {
+		CapacityReservationID string `xml:"capacityReservationId"`
+	} `xml:"capacityReservationTarget,omitempty"`
 }
 
 func launchTemplateDataToXML(d launchTemplateData) launchTemplateDataXML {
@@ -265,5 +296,18 @@ func launchTemplateDataToXML(d launchTemplateData) launchTemplateDataXML {
 		specs = append(specs, ltTagSpecXML{ResourceType: ts.ResourceType, TagSet: items(tagsXML(ts.Tags))})
 	}
 	x.TagSpecifications = optItems(specs)
+	if d.reservationPreference != "" || d.reservationTarget != "" {
+		x.CapacityReservationSpecification = &ltReservationSpecXML{CapacityReservationPreference: d.reservationPreference}
+		if d.reservationTarget != "" {
+			x.CapacityReservationSpecification.CapacityReservationTarget = &struct {
+				CapacityReservationID string `xml:"capacityReservationId"`
+			}{d.reservationTarget}
+		}
+	}
+	if d.marketType != "" {
+		x.InstanceMarketOptions = &struct {
+			MarketType string `xml:"marketType"`
+		}{d.marketType}
+	}
 	return x
 }

@@ -61,6 +61,7 @@ var actions = map[string]handler{
 	"DeleteLaunchTemplate":           op(parseDeleteLaunchTemplate, (*Sim).deleteLaunchTemplate),
 	"DescribeLaunchTemplateVersions": op(parseDescribeLaunchTemplateVersions, (*Sim).describeLaunchTemplateVersions),
 	"DescribeImages":                 op(parseDescribeImages, (*Sim).describeImages),
+	"DescribeCapacityReservations":   op(parseDescribeCapacityReservations, (*Sim).describeCapacityReservations),
 }
 
 // SupportedActions lists the EC2 actions the simulator implements, sorted.

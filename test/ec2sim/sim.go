@@ -104,6 +104,9 @@ type Sim struct {
 	fleets      map[string]*fleet
 	fleetTokens map[string]idempotent
 
+	reservations     map[string]*capacityReservation
+	reservationOrder []string
+
 	faults *faults
 	auth   authState
 
@@ -159,6 +162,7 @@ func New(opts Options) *Sim {
 		templateTokens: map[string]idempotent{},
 		fleets:         map[string]*fleet{},
 		fleetTokens:    map[string]idempotent{},
+		reservations:   map[string]*capacityReservation{},
 		faults:         newFaults(),
 		calls:          map[string]int{},
 	}
