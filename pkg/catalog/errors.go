@@ -20,6 +20,11 @@ var capacityErrorCodes = map[string]bool{
 	"InsufficientFreeAddressesInSubnet": true,
 	"MaxFleetCountExceeded":             true,
 	"SpotMaxPriceTooLow":                true,
+	// A capacity reservation with no room left (or none compatible with
+	// the override), and one being reclaimed: the reserved offering is
+	// out, as in Karpenter's pkg/errors.
+	"ReservationCapacityExceeded":                 true,
+	"InvalidCapacityReservationState.Unavailable": true,
 }
 
 // IsCapacityError tells whether an EC2 error code means the offering
