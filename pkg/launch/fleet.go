@@ -16,9 +16,17 @@ import (
 // the launch template configurations with their overrides, the token.
 type fleetAttempt struct {
 	capacityType string
-	configs      []ec2types.FleetLaunchTemplateConfigRequest
-	token        string
+	// reservationType is the kind of reservation a reserved launch goes
+	// into (it sets the fleet's target capacity type); reserved maps each
+	// reserved option's type and zone to it, so the launched instance
+	// knows its reservation.
+	reservationType string
+	reserved        map[typeZone]Option
+	configs         []ec2types.FleetLaunchTemplateConfigRequest
+	token           string
 }
+
+type typeZone struct{ typ, zone string }
 
 // Launch launches one node for the request. A capacity failure of every
 // option is a *CapacityError; any other failure is an error naming the
@@ -29,6 +37,9 @@ func (l *Launcher) Launch(ctx context.Context, req Request) (*Instance, error) {
 		return nil, fmt.Errorf("launch: request without pool or node class")
 	}
 	fail := func(err error) (*Instance, error) { return nil, fmt.Errorf("pool %q: %w", pool.Name, err) }
+	if err := checkReserved(req.Options); err != nil {
+		return fail(err)
+	}
 	cluster, err := l.ClusterInfo(ctx)
 	if err != nil {
 		return fail(err)
@@ -41,11 +52,24 @@ func (l *Launcher) Launch(ctx context.Context, req Request) (*Instance, error) {
 	if len(opts) == 0 {
 		return fail(fmt.Errorf("no instance-type option is in a zone the node class %q has a subnet in (subnets in %s)", nc.Name, zoneList(subnets)))
 	}
+	att := &fleetAttempt{capacityType: capacityType}
+	if capacityType == model.CapacityTypeReserved {
+		if nc.LaunchTemplate != "" {
+			return fail(fmt.Errorf("node class %q: a reserved launch needs Joist's own launch template, not spec.launchTemplate %q", nc.Name, nc.LaunchTemplate))
+		}
+		att.reservationType, att.reserved = opts[0].ReservationType, map[typeZone]Option{}
+		for _, o := range opts {
+			att.reserved[typeZone{o.InstanceType, o.Zone}] = o
+		}
+	}
 
 	labels := map[string]string{}
 	for k, v := range req.Labels {
 		labels[k] = v
 	}
+	// The capacity type the node registers with is the launch's, whatever
+	// the caller's labels say; templateConfigs adds (or drops) the
+	// reservation's labels per template.
 	labels[model.LabelCapacityType] = capacityType
 	labels[pool.Label()] = pool.Name
 	taints := append(append([]corev1.Taint{}, pool.Taints...), pool.StartupTaints...)
@@ -60,8 +84,7 @@ func (l *Launcher) Launch(ctx context.Context, req Request) (*Instance, error) {
 			return fail(err)
 		}
 	}
-	token := l.effectiveToken(req.Token)
-	att := &fleetAttempt{capacityType: capacityType, configs: configs, token: token}
+	att.configs, att.token = configs, l.effectiveToken(req.Token)
 	out, err := l.createFleet(ctx, req, att, func() ([]ec2types.FleetLaunchTemplateConfigRequest, error) {
 		if nc.LaunchTemplate != "" {
 			return configs, nil
@@ -135,15 +158,25 @@ func (l *Launcher) createFleet(ctx context.Context, req Request, att *fleetAttem
 
 // fleetInput is the instant, one-instance CreateFleet Karpenter sends:
 // lowest-price for on-demand, price-capacity-optimized for spot, tags on
-// the instance, its volumes and the fleet.
+// the instance, its volumes and the fleet. A reserved launch targets
+// on-demand capacity for an ODCR and capacity-block capacity (with no
+// on-demand options) for a capacity block, as EC2 Fleet requires and
+// Karpenter sends; the templates name the reservations.
 func (l *Launcher) fleetInput(req Request, att *fleetAttempt) *ec2.CreateFleetInput {
 	tags := ec2Tags(l.tags(req.Pool, req.Class))
+	target := ec2types.DefaultTargetCapacityType(att.capacityType)
+	if att.capacityType == model.CapacityTypeReserved {
+		target = ec2types.DefaultTargetCapacityTypeOnDemand
+		if att.reservationType == ReservationTypeCapacityBlock {
+			target = ec2types.DefaultTargetCapacityTypeCapacityBlock
+		}
+	}
 	in := &ec2.CreateFleetInput{
 		Type:                  ec2types.FleetTypeInstant,
 		LaunchTemplateConfigs: att.configs,
 		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{
 			TotalTargetCapacity:       aws.Int32(1),
-			DefaultTargetCapacityType: ec2types.DefaultTargetCapacityType(att.capacityType),
+			DefaultTargetCapacityType: target,
 		},
 		TagSpecifications: []ec2types.TagSpecification{
 			{ResourceType: ec2types.ResourceTypeInstance, Tags: tags},
@@ -157,9 +190,11 @@ func (l *Launcher) fleetInput(req Request, att *fleetAttempt) *ec2.CreateFleetIn
 	if req.Class.Context != "" {
 		in.Context = aws.String(req.Class.Context)
 	}
-	if att.capacityType == model.CapacityTypeSpot {
+	switch {
+	case att.capacityType == model.CapacityTypeSpot:
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
-	} else {
+	case target == ec2types.DefaultTargetCapacityTypeCapacityBlock:
+	default:
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
 	}
 	return in
@@ -172,7 +207,7 @@ func (l *Launcher) instanceFrom(out *ec2.CreateFleetOutput, req Request, att *fl
 			continue
 		}
 		ct := att.capacityType
-		if fi.Lifecycle != "" {
+		if fi.Lifecycle != "" && ct != model.CapacityTypeReserved {
 			ct = string(fi.Lifecycle)
 		}
 		i := &Instance{
@@ -187,6 +222,9 @@ func (l *Launcher) instanceFrom(out *ec2.CreateFleetOutput, req Request, att *fl
 			if lt.LaunchTemplateSpecification != nil {
 				i.LaunchTemplateID = aws.ToString(lt.LaunchTemplateSpecification.LaunchTemplateId)
 			}
+		}
+		if ct == model.CapacityTypeReserved {
+			i.ReservationID = att.reserved[typeZone{i.InstanceType, i.Zone}].ReservationID
 		}
 		if i.SubnetID != "" {
 			l.tookAddress(i.SubnetID)

@@ -7,6 +7,7 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"github.com/joist-dev/joist/pkg/catalog"
+	"github.com/joist-dev/joist/pkg/model"
 )
 
 // fleetError explains a CreateFleet that launched nothing: a
@@ -32,7 +33,10 @@ func fleetError(pool, capacityType string, errs []ec2types.CreateFleetError) err
 			continue
 		}
 		ct := capacityType
-		if e.Lifecycle != "" {
+		if e.Lifecycle != "" && ct != model.CapacityTypeReserved {
+			// A reserved launch's errors say on-demand (or
+			// capacity-block); the offering that failed is the reserved
+			// one.
 			ct = string(e.Lifecycle)
 		}
 		k := catalog.OfferingKey{InstanceType: string(ov.InstanceType), Zone: aws.ToString(ov.AvailabilityZone), CapacityType: ct}

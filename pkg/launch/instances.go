@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/joist-dev/joist/pkg/model"
 )
 
 // maxFilterValues is how many values EC2 takes in one filter.
@@ -81,12 +83,9 @@ func fromEC2(i ec2types.Instance) Instance {
 	for _, t := range i.Tags {
 		tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
 	}
-	ct := "on-demand"
-	if i.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot {
-		ct = "spot"
-	}
+	ct, reservation := capacityTypeOf(i)
 	inst := Instance{
-		ID: aws.ToString(i.InstanceId), InstanceType: string(i.InstanceType), CapacityType: ct,
+		ID: aws.ToString(i.InstanceId), InstanceType: string(i.InstanceType), CapacityType: ct, ReservationID: reservation,
 		Pool: tags[TagNodePool], NodeClass: tags[TagNodeClass], PrivateDNS: aws.ToString(i.PrivateDnsName), Tags: tags,
 		LaunchTime: aws.ToTime(i.LaunchTime), SubnetID: aws.ToString(i.SubnetId), LaunchTemplateID: tags[TagLaunchTemplateID],
 	}
@@ -101,6 +100,25 @@ func fromEC2(i ec2types.Instance) Instance {
 		inst.State = string(i.State.Name)
 	}
 	return inst
+}
+
+// capacityTypeOf reads what capacity an instance runs on, and in which
+// reservation. Reserved is an instance EC2 runs in a capacity reservation
+// it was launched into on purpose: a capacity block, or a targeted launch
+// (preference capacity-reservations-only, which is how Joist launches
+// into one). An on-demand instance that an open ODCR merely absorbed
+// stays on-demand, as Karpenter reads it: nothing planned it into the
+// reservation, and it may move out of it.
+func capacityTypeOf(i ec2types.Instance) (string, string) {
+	if i.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot {
+		return model.CapacityTypeSpot, ""
+	}
+	id := aws.ToString(i.CapacityReservationId)
+	if id != "" && (i.InstanceLifecycle == ec2types.InstanceLifecycleTypeCapacityBlock ||
+		(i.CapacityReservationSpecification != nil && i.CapacityReservationSpecification.CapacityReservationPreference == ec2types.CapacityReservationPreferenceCapacityReservationsOnly)) {
+		return model.CapacityTypeReserved, id
+	}
+	return model.CapacityTypeOnDemand, ""
 }
 
 // Gone reports whether an instance no longer runs: unknown to EC2, or

@@ -1,15 +1,54 @@
 package launch
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/joist-dev/joist/pkg/model"
 )
 
-// chooseOptions picks the capacity type (spot when the options allow it,
-// as Karpenter prefers it) and keeps that capacity type's options in zones
-// with a subnet, at most MaxInstanceTypes types, cheapest first.
+// checkReserved refuses options that mix reserved capacity with on-demand
+// or spot (the provisioner plans a reserved node on its own: one fleet
+// has one target capacity type), and reserved options that do not say
+// which reservation they launch into.
+func checkReserved(all []Option) error {
+	reserved := 0
+	for _, o := range all {
+		if o.CapacityType != model.CapacityTypeReserved {
+			continue
+		}
+		reserved++
+		if o.ReservationID == "" {
+			return fmt.Errorf("reserved option %s in %s names no capacity reservation", o.InstanceType, o.Zone)
+		}
+		if o.ReservationType != ReservationTypeDefault && o.ReservationType != ReservationTypeCapacityBlock {
+			return fmt.Errorf("reserved option %s in %s: reservation %s has type %q, want %q or %q", o.InstanceType, o.Zone, o.ReservationID, o.ReservationType, ReservationTypeDefault, ReservationTypeCapacityBlock)
+		}
+	}
+	if reserved > 0 && reserved < len(all) {
+		return fmt.Errorf("the options mix reserved capacity with on-demand or spot (%d of %d reserved); a reserved node is launched on its own", reserved, len(all))
+	}
+	return nil
+}
+
+// Reservation types (Option.ReservationType, Reservation.Type), as EC2
+// spells them.
+const (
+	ReservationTypeDefault       = "default"
+	ReservationTypeCapacityBlock = "capacity-block"
+)
+
+// chooseOptions picks the capacity type (reserved when the options are,
+// else spot when the options allow it, as Karpenter prefers it) and keeps
+// that capacity type's options in zones with a subnet, at most
+// MaxInstanceTypes types, cheapest first. Reserved options keep one
+// reservation per type and zone (the first the caller gave), so the
+// launched instance tells which reservation it is in, and one kind of
+// reservation: capacity blocks and ODCRs take different fleets, so the
+// kind of the cheapest option wins (an ODCR on a tie, as Karpenter
+// prefers), and of capacity blocks only the cheapest one is tried, as
+// Karpenter does.
 func chooseOptions(all []Option, subnets map[string]Subnet) (string, []Option) {
 	capacityType := model.CapacityTypeOnDemand
 	for _, o := range all {
@@ -20,6 +59,10 @@ func chooseOptions(all []Option, subnets map[string]Subnet) (string, []Option) {
 			}
 		}
 	}
+	reservationType := ""
+	if best := cheapestReserved(all, subnets); best != nil {
+		capacityType, reservationType = model.CapacityTypeReserved, best.ReservationType
+	}
 	type key struct{ typ, zone string }
 	seen := map[key]bool{}
 	cheapest := map[string]float64{}
@@ -29,6 +72,9 @@ func chooseOptions(all []Option, subnets map[string]Subnet) (string, []Option) {
 			continue
 		}
 		if _, ok := subnets[o.Zone]; !ok {
+			continue
+		}
+		if reservationType != "" && o.ReservationType != reservationType {
 			continue
 		}
 		k := key{o.InstanceType, o.Zone}
@@ -75,7 +121,29 @@ func chooseOptions(all []Option, subnets map[string]Subnet) (string, []Option) {
 		}
 		return kept[i].Zone < kept[j].Zone
 	})
+	if reservationType == ReservationTypeCapacityBlock && len(kept) > 1 {
+		kept = kept[:1]
+	}
 	return capacityType, kept
+}
+
+// cheapestReserved is the cheapest reserved option in a zone with a
+// subnet; on a price tie an ODCR before a capacity block, then the
+// caller's order.
+func cheapestReserved(all []Option, subnets map[string]Subnet) *Option {
+	var best *Option
+	for i, o := range all {
+		if o.CapacityType != model.CapacityTypeReserved {
+			continue
+		}
+		if _, ok := subnets[o.Zone]; !ok {
+			continue
+		}
+		if best == nil || o.Price < best.Price || (o.Price == best.Price && best.ReservationType == ReservationTypeCapacityBlock && o.ReservationType == ReservationTypeDefault) {
+			best = &all[i]
+		}
+	}
+	return best
 }
 
 func zoneList(m map[string]Subnet) string {

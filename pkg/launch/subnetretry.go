@@ -65,7 +65,7 @@ func (l *Launcher) retryInOtherSubnets(ctx context.Context, req Request, first *
 		return nil, nil, nil
 	}
 	sort.Strings(full)
-	att := &fleetAttempt{capacityType: first.capacityType, configs: configs}
+	att := &fleetAttempt{capacityType: first.capacityType, reservationType: first.reservationType, reserved: first.reserved, configs: configs}
 	if first.token != "" {
 		att.token = Token(append([]string{first.token, "subnets-full"}, full...)...)
 	}

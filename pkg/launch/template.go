@@ -35,6 +35,18 @@ type TemplateContent struct {
 	DetailedMonitoring *bool `json:"detailedMonitoring,omitempty"`
 	// Tags go on the template itself.
 	Tags map[string]string `json:"tags,omitempty"`
+	// ReservationID is the capacity reservation the template launches
+	// into (only there: capacity-reservations-only), ReservationType its
+	// type; a capacity block also needs the capacity-block market. Being
+	// content, two reservations never share a template.
+	ReservationID   string `json:"reservationID,omitempty"`
+	ReservationType string `json:"reservationType,omitempty"`
+	// AvoidReservations keeps an on-demand launch out of open
+	// reservations (preference none): for node classes that select
+	// reservations, whose room the plan counts, so an ordinary launch
+	// must not silently use it up (Karpenter does the same once reserved
+	// capacity is on).
+	AvoidReservations bool `json:"avoidReservations,omitempty"`
 }
 
 // TemplatePrefix starts the name of every launch template Joist makes for
@@ -214,6 +226,20 @@ func (l *Launcher) createTemplate(ctx context.Context, name string, c TemplateCo
 	}
 	if c.DetailedMonitoring != nil {
 		data.Monitoring = &ec2types.LaunchTemplatesMonitoringRequest{Enabled: c.DetailedMonitoring}
+	}
+	switch {
+	case c.ReservationID != "":
+		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
+			CapacityReservationPreference: ec2types.CapacityReservationPreferenceCapacityReservationsOnly,
+			CapacityReservationTarget:     &ec2types.CapacityReservationTarget{CapacityReservationId: aws.String(c.ReservationID)},
+		}
+		if c.ReservationType == ReservationTypeCapacityBlock {
+			data.InstanceMarketOptions = &ec2types.LaunchTemplateInstanceMarketOptionsRequest{MarketType: ec2types.MarketTypeCapacityBlock}
+		}
+	case c.AvoidReservations:
+		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
+			CapacityReservationPreference: ec2types.CapacityReservationPreferenceNone,
+		}
 	}
 	if c.InstanceProfile != "" {
 		data.IamInstanceProfile = &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(c.InstanceProfile)}

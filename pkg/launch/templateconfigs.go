@@ -58,9 +58,10 @@ func (l *Launcher) templateConfigs(ctx context.Context, cluster Cluster, req Req
 	}
 
 	type group struct {
-		ami     AMI
-		maxPods int64
-		opts    []Option
+		ami                            AMI
+		maxPods                        int64
+		reservationID, reservationType string
+		opts                           []Option
 	}
 	var groups []*group
 	index := map[string]*group{}
@@ -75,14 +76,16 @@ func (l *Launcher) templateConfigs(ctx context.Context, cluster Cluster, req Req
 		if fam == FamilyCustom {
 			mp = 0 // the user's own bootstrap decides
 		}
-		gk := ami.ID + "/" + strconv.FormatInt(mp, 10)
+		// A reserved option's template targets its reservation, so each
+		// reservation gets a template (and a group) of its own.
+		gk := ami.ID + "/" + strconv.FormatInt(mp, 10) + "/" + o.ReservationID
 		g := index[gk]
 		if g == nil {
 			if len(groups) == maxTemplateConfigs {
 				unserved = append(unserved, o.InstanceType)
 				continue
 			}
-			g = &group{ami: ami, maxPods: mp}
+			g = &group{ami: ami, maxPods: mp, reservationID: o.ReservationID, reservationType: o.ReservationType}
 			index[gk] = g
 			groups = append(groups, g)
 		}
@@ -96,7 +99,8 @@ func (l *Launcher) templateConfigs(ctx context.Context, cluster Cluster, req Req
 	}
 	var configs []ec2types.FleetLaunchTemplateConfigRequest
 	for _, g := range groups {
-		userData, err := UserData(fam, cluster, Node{Labels: labels, Taints: taints, MaxPods: g.maxPods, Kubelet: kubelet, InstanceStorePolicy: nc.InstanceStorePolicy}, nc.UserData)
+		nodeLabels := reservationLabels(labels, g.reservationID, g.reservationType)
+		userData, err := UserData(fam, cluster, Node{Labels: nodeLabels, Taints: taints, MaxPods: g.maxPods, Kubelet: kubelet, InstanceStorePolicy: nc.InstanceStorePolicy}, nc.UserData)
 		if err != nil {
 			return nil, fmt.Errorf("node class %q: user data: %w", nc.Name, err)
 		}
@@ -104,6 +108,8 @@ func (l *Launcher) templateConfigs(ctx context.Context, cluster Cluster, req Req
 			ImageID: g.ami.ID, UserData: userData, SecurityGroups: sgs, InstanceProfile: profile,
 			Metadata: md, BlockDevices: nc.BlockDeviceMappings, AssociatePublicIP: nc.AssociatePublicIP,
 			DetailedMonitoring: nc.DetailedMonitoring, Tags: l.templateTags(nc),
+			ReservationID: g.reservationID, ReservationType: g.reservationType,
+			AvoidReservations: g.reservationID == "" && len(nc.CapacityReservationSelector) > 0,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("node class %q: %w", nc.Name, err)
@@ -117,6 +123,24 @@ func (l *Launcher) templateConfigs(ctx context.Context, cluster Cluster, req Req
 		configs = append(configs, cfg)
 	}
 	return configs, nil
+}
+
+// reservationLabels are the labels of a node launched into the
+// reservation (none: not reserved): the reservation's id and type, as
+// Karpenter labels a reserved node; a node outside reservations carries
+// neither, whatever the caller's labels said.
+func reservationLabels(labels map[string]string, id, typ string) map[string]string {
+	out := make(map[string]string, len(labels)+2)
+	for k, v := range labels {
+		if k != model.LabelReservationID && k != model.LabelReservationType {
+			out[k] = v
+		}
+	}
+	if id != "" {
+		out[model.LabelReservationID] = id
+		out[model.LabelReservationType] = typ
+	}
+	return out
 }
 
 // maxPodsFor is the pod capacity a node of the option's type gets.
