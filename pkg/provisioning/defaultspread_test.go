@@ -31,6 +31,7 @@ import (
 // launchesFirst launches each request as its first option (the cheapest
 // the plan chose: its zone), one instance per request.
 type launchesFirst struct {
+	noReservations
 	mu       sync.Mutex
 	now      time.Time
 	launched []launch.Instance

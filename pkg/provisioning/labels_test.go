@@ -20,7 +20,10 @@ import (
 )
 
 // launchesAs launches every request as one instance of the type given.
-type launchesAs struct{ inst launch.Instance }
+type launchesAs struct {
+	noReservations
+	inst launch.Instance
+}
 
 func (launchesAs) Instances(context.Context) ([]launch.Instance, error) { return nil, nil }
 func (l launchesAs) Launch(context.Context, launch.Request) (*launch.Instance, error) {
@@ -114,7 +117,7 @@ func z9Provisioner(a *apiServer, pool *model.Pool, now time.Time) *Provisioner {
 		map[string][]catalog.Offering{"z9.large": {{Zone: "us-east-1a", CapacityType: "on-demand", Price: 0.1}}})
 	return &Provisioner{
 		Cluster: "test", Kube: a.Kube, Catalog: cat, Clock: clocktesting.NewFakePassiveClock(now),
-		Launcher: launchesAs{launch.Instance{ID: "i-z9", InstanceType: "z9.large", Zone: "us-east-1a", CapacityType: "on-demand", LaunchTime: now}},
+		Launcher: launchesAs{inst: launch.Instance{ID: "i-z9", InstanceType: "z9.large", Zone: "us-east-1a", CapacityType: "on-demand", LaunchTime: now}},
 		Specs: func(context.Context) (*model.Spec, error) {
 			return &model.Spec{Pools: []*model.Pool{pool}, NodeClasses: map[string]*model.NodeClass{"default": {Name: "default"}}}, nil
 		},

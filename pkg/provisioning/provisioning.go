@@ -40,6 +40,9 @@ type SpecReader func(ctx context.Context) (*model.Spec, error)
 type Launcher interface {
 	Instances(ctx context.Context) ([]launch.Instance, error)
 	Launch(ctx context.Context, req launch.Request) (*launch.Instance, error)
+	// Reservations are the active capacity reservations a node class
+	// selects (none, without a call, when it selects none).
+	Reservations(ctx context.Context, nc *model.NodeClass) ([]launch.Reservation, error)
 }
 
 // Locker is the cluster's one-decider lock (a *kube.Lease).
@@ -268,8 +271,11 @@ func (p *Provisioner) planAndLaunch(ctx context.Context, c *cluster, base schedu
 	unavailable := func(t, z, ct string) bool { return p.Unavailable.IsUnavailable(now, t, z, ct) }
 	in := base
 	in.Pods, in.Nodes, in.Unavailable = todo, p.simulatorNodes(c), p.solveUnavailable(now, unavailable)
+	reserved, slots := p.reservedNodes(c, in.Nodes, len(todo), unavailable)
+	in.Nodes = append(in.Nodes, reserved...)
 	start := time.Now()
 	plan := scheduling.Solve(in)
+	existing, intoReservations := reservedLaunches(plan.Existing, slots)
 	p.Log.Info("planned", "pods", len(todo), "newNodes", len(plan.NewNodes), "unschedulable", len(plan.Unschedulable),
 		"pricePerHour", plan.TotalPricePerHour, "lowerBoundPricePerHour", plan.LowerBoundPricePerHour, "seconds", time.Since(start).Seconds())
 	p.Metrics.Observe(metrics.SchedulingDuration, time.Since(start).Seconds(), nil)
@@ -278,10 +284,10 @@ func (p *Provisioner) planAndLaunch(ctx context.Context, c *cluster, base schedu
 		res.Unschedulable[pods.Key(f.Pod)] = f.Reason
 		*failed = append(*failed, failure{f.Pod, f.Reason})
 	}
-	if err := p.placeOnExisting(ctx, c, plan.Existing, now, res); err != nil {
+	if err := p.placeOnExisting(ctx, c, existing, now, res); err != nil {
 		return nil, err
 	}
-	return p.launchNew(ctx, c, plan.NewNodes, now, unavailable, res, failed)
+	return p.launchNew(ctx, c, append(intoReservations, plan.NewNodes...), now, unavailable, res, failed)
 }
 
 // placeOnExisting handles the pods the simulator put on capacity that
@@ -365,6 +371,12 @@ func (p *Provisioner) launchNew(ctx context.Context, c *cluster, newNodes []sche
 		res.Launched = append(res.Launched, *inst)
 		for _, o := range inst.Unavailable {
 			p.Unavailable.Mark(now, o.InstanceType, o.Zone, o.CapacityType)
+		}
+		if inst.ReservationID != "" {
+			if c.reservedUsed == nil {
+				c.reservedUsed = map[string]int{}
+			}
+			c.reservedUsed[inst.ReservationID]++
 		}
 		p.recordLaunch(ctx, n, inst, now)
 		p.Log.Info("launched", "pool", n.Pool, "instance", inst.ID, "instanceType", inst.InstanceType, "zone", inst.Zone, "capacityType", inst.CapacityType, "pods", len(n.Pods))
@@ -555,7 +567,7 @@ func (p *Provisioner) launch(ctx context.Context, spec *model.Spec, n scheduling
 	sort.Strings(uids)
 	parts := append([]string{p.Cluster, pool.Name}, uids...)
 	for _, o := range opts {
-		parts = append(parts, o.InstanceType+"/"+o.Zone+"/"+o.CapacityType)
+		parts = append(parts, o.InstanceType+"/"+o.Zone+"/"+o.CapacityType+o.ReservationID)
 	}
 	return p.Launcher.Launch(ctx, launch.Request{Pool: pool, Class: nc, Options: opts, Labels: nodeLabels(n.Labels), Token: launch.Token(parts...)})
 }

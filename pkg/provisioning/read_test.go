@@ -24,6 +24,9 @@ import (
 type instancesOnly []launch.Instance
 
 func (l instancesOnly) Instances(context.Context) ([]launch.Instance, error) { return l, nil }
+func (instancesOnly) Reservations(context.Context, *model.NodeClass) ([]launch.Reservation, error) {
+	return nil, nil
+}
 func (instancesOnly) Launch(context.Context, launch.Request) (*launch.Instance, error) {
 	panic("read launches nothing")
 }

@@ -43,6 +43,12 @@ type cluster struct {
 	// moving are running pods planned as if evicted (by UID): their plan
 	// is recorded as pods.AnnotationReplacement.
 	moving map[types.UID]bool
+	// reservations are the active capacity reservations each node class
+	// selects (readReservations), read only when there is something to
+	// plan; reservedUsed counts the instances this pass launched into
+	// each, by reservation ID (EC2's counts were read before them).
+	reservations map[string][]launch.Reservation
+	reservedUsed map[string]int
 	// byName and byID index nodes and instances (built on first use).
 	byName  map[string]*corev1.Node
 	byID    map[string]int
@@ -332,6 +338,7 @@ func (p *Provisioner) readForPlanning(ctx context.Context, c *cluster) error {
 		return err
 	}
 	c.objects = objs
+	p.readReservations(ctx, c)
 	return nil
 }
 
@@ -485,6 +492,9 @@ func (p *Provisioner) simulatorNodes(c *cluster) []*scheduling.Node {
 		}
 		labels[model.LabelZone] = inst.Zone
 		labels[model.LabelCapacityType] = inst.CapacityType
+		if inst.ReservationID != "" {
+			labels[model.LabelReservationID] = inst.ReservationID
+		}
 		labels[model.LabelRegion] = p.Catalog.Region()
 		labels[model.LabelHostname] = inst.ID
 		price, _ := p.Catalog.Price(inst.InstanceType, inst.CapacityType)
@@ -568,18 +578,26 @@ func launchOptions(cat *catalog.Catalog, n scheduling.NewNode, pool *model.Pool,
 		cts[ct] = true
 	}
 	var out []launch.Option
+	if id := n.Labels[model.LabelReservationID]; id != "" {
+		// A node planned into a reservation: its one type and zone,
+		// launched into that reservation.
+		o := n.InstanceTypeOptions[0]
+		t, ok := cat.Lookup(o.Name)
+		if !ok || unavailable(o.Name, o.Zone, model.CapacityTypeReserved) {
+			return nil
+		}
+		return []launch.Option{{
+			InstanceType: o.Name, Arch: t.Arch, Variant: amiVariant(t), Zone: o.Zone,
+			CapacityType: model.CapacityTypeReserved, MaxPods: t.MaxPodsFor(kubelet, nc),
+			ReservationID: id, ReservationType: n.Labels[model.LabelReservationType],
+		}}
+	}
 	for _, o := range n.InstanceTypeOptions {
 		t, ok := cat.Lookup(o.Name)
 		if !ok {
 			continue
 		}
-		variant := "standard"
-		switch {
-		case t.GPUCount > 0 && t.GPUManufacturer == "nvidia":
-			variant = "nvidia"
-		case t.AcceleratorManufacturer == "aws":
-			variant = "neuron"
-		}
+		variant := amiVariant(t)
 		for _, off := range cat.Offerings(o.Name) {
 			if !zones[off.Zone] || !cts[off.CapacityType] || unavailable(o.Name, off.Zone, off.CapacityType) {
 				continue
@@ -592,4 +610,16 @@ func launchOptions(cat *catalog.Catalog, n scheduling.NewNode, pool *model.Pool,
 		}
 	}
 	return out
+}
+
+// amiVariant is the AMI variant a type needs: "nvidia" for NVIDIA GPUs,
+// "neuron" for AWS accelerators, else "standard".
+func amiVariant(t *catalog.InstanceType) string {
+	switch {
+	case t.GPUCount > 0 && t.GPUManufacturer == "nvidia":
+		return "nvidia"
+	case t.AcceleratorManufacturer == "aws":
+		return "neuron"
+	}
+	return "standard"
 }
