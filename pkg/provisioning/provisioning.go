@@ -359,6 +359,17 @@ func (p *Provisioner) launchNew(ctx context.Context, c *cluster, newNodes []sche
 			retry = append(retry, n.Pods...)
 			continue
 		}
+		if o := n.InstanceTypeOptions; err != nil && n.Labels[model.LabelReservationID] != "" {
+			// A reservation that cannot be launched into, for whatever
+			// reason (reclaimed, refused, not permitted), must not hold its
+			// pods: it is passed over for a while and they are planned again.
+			p.Log.Error("launch into a capacity reservation failed; planning again without it", "pool", n.Pool,
+				"reservation", n.Labels[model.LabelReservationID], "error", err.Error())
+			p.Metrics.Count(metrics.InstanceLaunchFailures, 1, map[string]string{metrics.DimPool: n.Pool, metrics.DimReason: "Error"})
+			p.Unavailable.Mark(now, o[0].Name, o[0].Zone, model.CapacityTypeReserved)
+			retry = append(retry, n.Pods...)
+			continue
+		}
 		if err != nil {
 			p.Log.Error("launch failed", "pool", n.Pool, "error", err.Error())
 			p.Metrics.Count(metrics.InstanceLaunchFailures, 1, map[string]string{metrics.DimPool: n.Pool, metrics.DimReason: "Error"})

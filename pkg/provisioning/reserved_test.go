@@ -29,6 +29,9 @@ type reservingLauncher struct {
 	byClass map[string][]launch.Reservation
 	readErr error
 	full    map[string]bool
+	// denied are reservations a launch into fails with another error
+	// (a missing permission).
+	denied map[string]bool
 
 	mu       sync.Mutex
 	reads    []string
@@ -59,6 +62,9 @@ func (l *reservingLauncher) Launch(_ context.Context, r launch.Request) (*launch
 	if o.ReservationID != "" && l.full[o.ReservationID] {
 		return nil, &launch.CapacityError{Pool: r.Pool.Name, Codes: []string{"ReservationCapacityExceeded"},
 			Offerings: []catalog.OfferingKey{{InstanceType: o.InstanceType, Zone: o.Zone, CapacityType: o.CapacityType}}}
+	}
+	if o.ReservationID != "" && l.denied[o.ReservationID] {
+		return nil, errors.New("UnauthorizedOperation: not authorized to perform ec2:CreateFleet on capacity-reservation/" + o.ReservationID)
 	}
 	l.requests = append(l.requests, r)
 	return &launch.Instance{ID: fmt.Sprintf("i-%d", len(l.requests)), InstanceType: o.InstanceType, Zone: o.Zone,
@@ -122,6 +128,7 @@ func TestReconcile_FillsCapacityReservationsFirst(t *testing.T) {
 		classes  []*model.NodeClass
 		res      []launch.Reservation
 		full     map[string]bool
+		denied   map[string]bool
 		readErr  error
 		pods     []string // cpu requests
 		want     []string
@@ -193,6 +200,12 @@ func TestReconcile_FillsCapacityReservationsFirst(t *testing.T) {
 			pods: []string{"1500m"}, want: []string{"r9.large/us-east-1a/on-demand/"}, wantRead: []string{"reserving"},
 		},
 		{
+			name:    "a reservation a launch fails into for another reason is planned around in the same pass",
+			pools:   []*model.Pool{{Name: "default", API: model.APIV1, NodeClass: "reserving"}},
+			classes: []*model.NodeClass{reserving}, res: []launch.Reservation{crLarge}, denied: map[string]bool{"cr-large": true},
+			pods: []string{"1500m"}, want: []string{"r9.large/us-east-1a/on-demand/"}, wantRead: []string{"reserving"},
+		},
+		{
 			name:    "reservations that cannot be read leave the pass to plan without them",
 			pools:   []*model.Pool{{Name: "default", API: model.APIV1, NodeClass: "reserving"}},
 			classes: []*model.NodeClass{reserving}, readErr: errors.New("UnauthorizedOperation"),
@@ -213,7 +226,7 @@ func TestReconcile_FillsCapacityReservationsFirst(t *testing.T) {
 			for i, cpu := range c.pods {
 				a.pod(pendingPod(fmt.Sprintf("p%d", i), cpu))
 			}
-			l := &reservingLauncher{byClass: map[string][]launch.Reservation{"reserving": c.res}, full: c.full, readErr: c.readErr}
+			l := &reservingLauncher{byClass: map[string][]launch.Reservation{"reserving": c.res}, full: c.full, denied: c.denied, readErr: c.readErr}
 			p := reservingProvisioner(a, l, c.pools, c.classes...)
 			res, err := p.Reconcile(context.Background())
 			if err != nil {
