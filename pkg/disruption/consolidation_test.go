@@ -463,3 +463,36 @@ func TestConsolidationFollowsThePreferencePolicy(t *testing.T) {
 		})
 	}
 }
+
+// TestConsolidationOfReservedNodes: a node in a capacity reservation
+// costs nothing more than the reservation does (its price is unknown to
+// the catalog: $0/h). An underused one is deleted when its pods fit on
+// the other nodes (its room goes back to the reservation), and never
+// replaced: no node is cheaper than one already paid for.
+func TestConsolidationOfReservedNodes(t *testing.T) {
+	types := testTypes(t)
+	pool := consolidating(model.CapacityTypeReserved, model.CapacityTypeOnDemand)
+	for _, tc := range []struct {
+		name  string
+		nodes []Node
+		want  []string
+	}{
+		{"an underused reserved node alone is kept",
+			[]Node{typed(types, "r", "m5.2xlarge", model.CapacityTypeReserved, app("p1", "1"))}, nil},
+		{"a reserved node whose pods fit on another node is deleted",
+			[]Node{typed(types, "r", "m5.xlarge", model.CapacityTypeReserved, app("p1", "1")),
+				typed(types, "b", "m5.xlarge", "on-demand", app("p2", "1", AnnotationDoNotDisrupt))},
+			[]string{"r:delete"}},
+		{"an on-demand node whose pods fit on a reserved one is deleted",
+			[]Node{typed(types, "a", "m5.xlarge", "on-demand", app("p1", "1")),
+				typed(types, "r", "m5.xlarge", model.CapacityTypeReserved, app("p2", "1", AnnotationDoNotDisrupt))},
+			[]string{"a:delete"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, second := twoPasses(types, []*model.Pool{pool}, tc.nodes)
+			if got := describe(second.Retire); !slices.Equal(got, tc.want) {
+				t.Fatalf("retired %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
