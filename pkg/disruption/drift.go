@@ -21,12 +21,16 @@ type InstanceFacts struct {
 	SecurityGroups []string
 }
 
-// ClassFacts is what a node class resolves to now: the images, subnets and
-// security groups a new node of it would get (launch.Desired).
+// ClassFacts is what a node class resolves to now: the images, subnets,
+// security groups and capacity reservations a new node of it would get
+// (launch.Desired).
 type ClassFacts struct {
 	ImageIDs       map[string]bool
 	SubnetIDs      map[string]bool
 	SecurityGroups []string
+	// ReservationIDs are the active capacity reservations the class
+	// selects (nil: it selects none).
+	ReservationIDs map[string]bool
 }
 
 // DriftOf says why a node of pool p has drifted from what the pool would
@@ -41,7 +45,10 @@ type ClassFacts struct {
 //   - its instance runs an image its class no longer resolves to (a new
 //     AMI released under an alias, an AMI selector changed);
 //   - its subnet is no longer selected by its class;
-//   - its security groups are no longer the class's.
+//   - its security groups are no longer the class's;
+//   - it runs in a capacity reservation its class no longer selects
+//     (expired, cancelled, or its selector terms changed), as Karpenter's
+//     CapacityReservationDrift.
 func DriftOf(n Node, p *model.Pool, s Snapshot) string {
 	if !scheduling.LabelsStillSatisfy(p.Requirements, n.Node.Labels) {
 		return "labels no longer satisfy the pool's requirements"
@@ -65,6 +72,9 @@ func DriftOf(n Node, p *model.Pool, s Snapshot) string {
 	}
 	if inst.SubnetID != "" && len(class.SubnetIDs) > 0 && !class.SubnetIDs[inst.SubnetID] {
 		return fmt.Sprintf("subnet %s is no longer selected by node class %s", inst.SubnetID, p.NodeClass)
+	}
+	if id := n.Node.Labels[model.LabelReservationID]; id != "" && n.Node.Labels[model.LabelCapacityType] == model.CapacityTypeReserved && !class.ReservationIDs[id] {
+		return fmt.Sprintf("capacity reservation %s is no longer one node class %s selects", id, p.NodeClass)
 	}
 	if len(inst.SecurityGroups) > 0 && len(class.SecurityGroups) > 0 && !sameSet(inst.SecurityGroups, class.SecurityGroups) {
 		return fmt.Sprintf("security groups %v are no longer node class %s's %v", inst.SecurityGroups, p.NodeClass, class.SecurityGroups)

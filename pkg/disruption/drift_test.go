@@ -138,3 +138,47 @@ func TestDecide_Drift(t *testing.T) {
 		})
 	}
 }
+
+// TestDriftOf_CapacityReservation: a reserved node has drifted once its
+// reservation is not among those its class selects now (expired,
+// cancelled, deselected), as Karpenter's CapacityReservationDrift; a
+// class that could not be resolved says nothing.
+func TestDriftOf_CapacityReservation(t *testing.T) {
+	p := &model.Pool{Name: "default", NodeClass: "nc"}
+	reserved := func(id string) *corev1.Node {
+		n := node("a", "default")
+		n.Labels[model.LabelCapacityType] = model.CapacityTypeReserved
+		n.Labels[model.LabelReservationID] = id
+		return n
+	}
+	selects := func(ids ...string) *ClassFacts {
+		c := &ClassFacts{ReservationIDs: map[string]bool{}}
+		for _, id := range ids {
+			c.ReservationIDs[id] = true
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		name    string
+		node    *corev1.Node
+		class   *ClassFacts
+		drifted bool
+	}{
+		{"its reservation is still selected: not drifted", reserved("cr-1"), selects("cr-1", "cr-2"), false},
+		{"its reservation is no longer selected: drifted", reserved("cr-1"), selects("cr-2"), true},
+		{"the class selects no reservation any more: drifted", reserved("cr-1"), &ClassFacts{}, true},
+		{"the class could not be resolved: not drifted", reserved("cr-1"), nil, false},
+		{"an on-demand node is not judged on reservations", node("a", "default"), selects("cr-2"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Snapshot{Instances: map[string]InstanceFacts{"i-a": {}}, Classes: map[string]ClassFacts{}}
+			if tc.class != nil {
+				s.Classes["nc"] = *tc.class
+			}
+			why := DriftOf(Node{Node: tc.node}, p, s)
+			if (why != "") != tc.drifted {
+				t.Errorf("DriftOf = %q, want drifted %v", why, tc.drifted)
+			}
+		})
+	}
+}

@@ -18,6 +18,11 @@ type Desired struct {
 	SubnetIDs map[string]bool
 	// SecurityGroups are the groups a new node would get.
 	SecurityGroups []string
+	// ReservationIDs are the active capacity reservations the class
+	// selects; nil when it selects none (Karpenter's
+	// CapacityReservationDrift: a reserved node whose reservation is no
+	// longer among them, expired, cancelled or deselected, has drifted).
+	ReservationIDs map[string]bool
 }
 
 // Desired resolves a node class the way a launch would, from the same
@@ -51,6 +56,16 @@ func (l *Launcher) Desired(ctx context.Context, nc *model.NodeClass) (Desired, e
 	}
 	if d.SecurityGroups, err = l.SecurityGroups(ctx, nc); err != nil {
 		return Desired{}, err
+	}
+	if len(nc.CapacityReservationSelector) > 0 {
+		rs, err := l.Reservations(ctx, nc)
+		if err != nil {
+			return Desired{}, err
+		}
+		d.ReservationIDs = map[string]bool{}
+		for _, r := range rs {
+			d.ReservationIDs[r.ID] = true
+		}
 	}
 	return d, nil
 }

@@ -100,3 +100,27 @@ func TestReservationsErrorNamesTheClass(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// TestDesiredListsTheClassesReservations: drift reads which reservations
+// a class selects now (Karpenter's CapacityReservationDrift); a class
+// selecting none has none to lose and costs no call.
+func TestDesiredListsTheClassesReservations(t *testing.T) {
+	e := newEnv(t, "1.32")
+	ml := e.sim.AddCapacityReservation(ec2sim.CapacityReservation{InstanceType: "t3.large", Zone: zoneA, Total: 1, Tags: map[string]string{"team": "ml"}})
+	e.sim.AddCapacityReservation(ec2sim.CapacityReservation{InstanceType: "t3.large", Zone: zoneA, Total: 1, Tags: map[string]string{"team": "web"}})
+	_, nc := poolOf(t, spec(t, seedSpec), "batch")
+	d, err := e.l.Desired(e.ctx, nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.ReservationIDs != nil {
+		t.Fatalf("a class without terms: reservations %v, want nil", d.ReservationIDs)
+	}
+	nc.CapacityReservationSelector = []model.CapacityReservationTerm{{Tags: map[string]string{"team": "ml"}}}
+	if d, err = e.l.Desired(e.ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(d.ReservationIDs, map[string]bool{ml: true}) {
+		t.Fatalf("reservations %v, want only %s", d.ReservationIDs, ml)
+	}
+}

@@ -78,6 +78,6 @@ func (r *Reaper) driftFacts(ctx context.Context, spec *model.Spec, tagged []laun
 			r.Log.Warn("drift: cannot resolve node class; its nodes are judged on their labels only", "nodeClass", name, "error", err.Error())
 			continue
 		}
-		snap.Classes[name] = disruption.ClassFacts{ImageIDs: d.ImageIDs, SubnetIDs: d.SubnetIDs, SecurityGroups: d.SecurityGroups}
+		snap.Classes[name] = disruption.ClassFacts{ImageIDs: d.ImageIDs, SubnetIDs: d.SubnetIDs, SecurityGroups: d.SecurityGroups, ReservationIDs: d.ReservationIDs}
 	}
 }
