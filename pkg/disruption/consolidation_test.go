@@ -496,3 +496,61 @@ func TestConsolidationOfReservedNodes(t *testing.T) {
 		})
 	}
 }
+
+// TestConsolidationIntoReservations: room a capacity reservation can
+// still hold (Snapshot.Reserved, as the provisioner offers it) costs
+// nothing, so a bought node whose pods fit there is replaced by a node in
+// the reservation, and several by one; a reserved node is not moved into
+// another reservation (nothing to save), and a reserved room marked out
+// of capacity is not used.
+func TestConsolidationIntoReservations(t *testing.T) {
+	types := testTypes(t)
+	pool := consolidating(model.CapacityTypeReserved, model.CapacityTypeOnDemand)
+	cheapOD, _ := cheapestFor(types, consolidating(model.CapacityTypeOnDemand), app("x", "1"))
+	room := func(name, instanceType string) *scheduling.Node {
+		n := typed(types, name, instanceType, model.CapacityTypeReserved)
+		n.Node.Labels[model.LabelReservationID] = "cr-" + name
+		return &scheduling.Node{Name: name, Pool: "default", InFlight: true, Labels: n.Node.Labels,
+			Capacity: n.Node.Status.Capacity, Allocatable: n.Node.Status.Allocatable}
+	}
+	for _, tc := range []struct {
+		name        string
+		nodes       []Node
+		reserved    []*scheduling.Node
+		unavailable bool
+		want        []string
+	}{
+		{"without reserved room, a node of the cheapest type stays",
+			[]Node{typed(types, "a", cheapOD, "on-demand", app("p1", "1"))}, nil, false, nil},
+		{"a node whose pods fit in reserved room is replaced",
+			[]Node{typed(types, "a", cheapOD, "on-demand", app("p1", "1"))}, []*scheduling.Node{room("r1", "m5.xlarge")}, false,
+			[]string{"a:replace"}},
+		{"several nodes go into one reserved node",
+			[]Node{typed(types, "a", "m5.xlarge", "on-demand", app("p1", "1")),
+				typed(types, "b", "m5.xlarge", "on-demand", app("p2", "1")),
+				typed(types, "c", "m5.xlarge", "on-demand", app("p3", "1"))},
+			[]*scheduling.Node{room("r1", "m5.2xlarge")}, false,
+			[]string{"a:replace:group", "b:replace:group", "c:replace:group"}},
+		{"a reserved node is not moved into another reservation",
+			[]Node{typed(types, "a", "m5.xlarge", model.CapacityTypeReserved, app("p1", "1"))}, []*scheduling.Node{room("r1", "m5.xlarge")}, false, nil},
+		{"reserved room marked out of capacity is not used",
+			[]Node{typed(types, "a", cheapOD, "on-demand", app("p1", "1"))}, []*scheduling.Node{room("r1", "m5.xlarge")}, true, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Snapshot{Now: now, Pools: []*model.Pool{pool}, Nodes: tc.nodes, Reserved: tc.reserved,
+				Simulation: scheduling.Input{InstanceTypes: types, Region: "us-east-1"}}
+			if tc.unavailable {
+				s.Unavailable = func(_, _, ct string) bool { return ct == model.CapacityTypeReserved }
+			}
+			first, second := twoPassesOf(s)
+			if got := describe(second.Retire); !slices.Equal(got, tc.want) {
+				t.Fatalf("retired %v, want %v (first pass: blocked %+v)", got, tc.want, first.Blocked)
+			}
+			for _, d := range second.Retire {
+				if d.Reason != ReasonUnderutilized || d.SavingsPerHour <= 0 {
+					t.Errorf("decision %+v: want an underutilized replacement that saves the node's price", d)
+				}
+			}
+		})
+	}
+}

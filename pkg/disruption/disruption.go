@@ -98,6 +98,13 @@ type Snapshot struct {
 	// provisioner plans onto every node (Karpenter's "can delete nodes,
 	// when non-Karpenter capacity can fit pods").
 	Others []Node
+	// Reserved are empty nodes that capacity reservations could still
+	// hold, as the provisioner offers them to its simulation
+	// (provisioning.ReservedNodes): room consolidation may move a
+	// candidate's pods to at no price. A command that uses one replaces
+	// its nodes (the provisioner plans the replacement, and fills the
+	// reservation first, as it does any pods).
+	Reserved []*scheduling.Node
 	// PDBs are the cluster's PodDisruptionBudgets: graceful disruption
 	// leaves alone a node with a pod whose eviction one refuses now
 	// (pdb.go); PDBsUnread says they could not be read, and then leaves

@@ -99,6 +99,9 @@ type consolidator struct {
 	types map[string]*scheduling.InstanceType
 	// minFit memoizes the prefilter's cheapest type per request size.
 	minFit map[[2]int64]float64
+	// reserved are the snapshot's reserved nodes whose offering is not
+	// marked out of capacity.
+	reserved []*scheduling.Node
 	// simulations counts Solve calls; deadline ends the search.
 	simulations int
 	deadline    time.Time
@@ -113,6 +116,11 @@ func newConsolidator(s Snapshot, nodes []Node) *consolidator {
 	c := &consolidator{s: s, types: map[string]*scheduling.InstanceType{}, minFit: map[[2]int64]float64{}}
 	for _, it := range s.Simulation.InstanceTypes {
 		c.types[it.Name] = it
+	}
+	for _, n := range s.Reserved {
+		if !c.unavailable(n.Labels[model.LabelInstanceType], n.Labels[model.LabelZone], model.CapacityTypeReserved) {
+			c.reserved = append(c.reserved, n)
+		}
 	}
 	for i, n := range slices.Concat(nodes, s.Others) {
 		if Retiring(n.Node) || !pods.NodeReady(n.Node) {
@@ -229,12 +237,13 @@ func (c *consolidator) simulate(cands []*candidate) (command, string) {
 		sum += cd.price
 		priced = priced && cd.price > 0
 	}
-	others := make([]*scheduling.Node, 0, len(c.nodes))
+	others := make([]*scheduling.Node, 0, len(c.nodes)+len(c.reserved))
 	for _, n := range c.nodes {
 		if !retired[n.Name] {
 			others = append(others, n)
 		}
 	}
+	others = append(others, c.reserved...)
 	if c.s.DefaultSpread != nil {
 		var err error
 		if move, err = c.s.DefaultSpread(move); err != nil {
@@ -249,9 +258,19 @@ func (c *consolidator) simulate(cands []*candidate) (command, string) {
 	in.Options.NoImprove = true
 	plan := scheduling.Solve(in)
 	cmd := command{nodes: cands}
+	reserved := c.reservedUsed(plan)
 	switch {
 	case len(plan.Unschedulable) > 0:
 		return cmd, "pod " + pods.Key(plan.Unschedulable[0].Pod) + " would have no place: " + plan.Unschedulable[0].Reason
+	case len(reserved) > 0 && len(reserved)+len(plan.NewNodes) > 1:
+		return cmd, fmt.Sprintf("its pods need %d new nodes", len(reserved)+len(plan.NewNodes))
+	case len(reserved) > 0 && sum <= 0:
+		return cmd, "it costs nothing more than a reservation its pods would move to"
+	case len(reserved) > 0:
+		// One node launched into a reservation, which costs nothing
+		// more: the whole price is saved.
+		cmd.replace, cmd.price, cmd.options, cmd.savings = true, 0, reserved, sum
+		return cmd, ""
 	case len(plan.NewNodes) == 0:
 		cmd.savings = sum
 		return cmd, ""
@@ -261,6 +280,23 @@ func (c *consolidator) simulate(cands []*candidate) (command, string) {
 		return cmd, "its price is unknown, so a replacement cannot be shown cheaper"
 	}
 	return c.replacement(cmd, plan.NewNodes[0], sum)
+}
+
+// reservedUsed are the instance types of the reserved nodes
+// (Snapshot.Reserved) a plan puts pods on, one per node.
+func (c *consolidator) reservedUsed(plan scheduling.Plan) []string {
+	if len(c.reserved) == 0 {
+		return nil
+	}
+	var out []string
+	for _, pl := range plan.Existing {
+		for _, n := range c.reserved {
+			if n.Name == pl.Node && len(pl.Pods) > 0 {
+				out = append(out, n.Labels[model.LabelInstanceType])
+			}
+		}
+	}
+	return out
 }
 
 // movers are a candidate's reschedulable pods, whole: from the snapshot,
@@ -446,11 +482,12 @@ func (c *consolidator) free(name string) [2]int64 {
 	return [2]int64{}
 }
 
-// freeRoom is the free cpu and memory of all nodes together: a node
-// whose pods need more than the others' free room cannot be deleted.
+// freeRoom is the free cpu and memory of all nodes together, and of the
+// reserved room (Snapshot.Reserved): a node whose pods need more than
+// that cannot be retired without a new node.
 func (c *consolidator) freeRoom() [2]int64 {
 	var r [2]int64
-	for _, n := range c.nodes {
+	for _, n := range slices.Concat(c.nodes, c.reserved) {
 		cpu, mem := requests(n)
 		r[0] += max(0, n.Allocatable.Cpu().MilliValue()-cpu)
 		r[1] += max(0, n.Allocatable.Memory().Value()-mem)

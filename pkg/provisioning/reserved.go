@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/joist-dev/joist/pkg/catalog"
 	"github.com/joist-dev/joist/pkg/launch"
 	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/scheduling"
@@ -37,7 +38,7 @@ type reservedSlot struct {
 // one class's error never stops the pass.
 func (p *Provisioner) readReservations(ctx context.Context, c *cluster) {
 	c.reservations = map[string][]launch.Reservation{}
-	for _, name := range reservingClasses(c.spec) {
+	for _, name := range ReservingClasses(c.spec) {
 		res, err := p.Launcher.Reservations(ctx, c.spec.NodeClasses[name])
 		if err != nil {
 			p.Log.Warn("read capacity reservations; planning without them", "nodeClass", name, "error", err.Error())
@@ -47,10 +48,10 @@ func (p *Provisioner) readReservations(ctx context.Context, c *cluster) {
 	}
 }
 
-// reservingClasses are the node classes, by name, that select capacity
+// ReservingClasses are the node classes, by name, that select capacity
 // reservations and that some dynamic pool allowing the reserved capacity
 // type launches with.
-func reservingClasses(spec *model.Spec) []string {
+func ReservingClasses(spec *model.Spec) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, pl := range spec.Pools {
@@ -78,10 +79,27 @@ func reservingClasses(spec *model.Spec) []string {
 // then name. existing are the cluster's nodes and in-flight instances as
 // simulatorNodes describes them.
 func (p *Provisioner) reservedNodes(c *cluster, existing []*scheduling.Node, want int, unavailable func(t, z, ct string) bool) ([]*scheduling.Node, map[string]reservedSlot) {
-	if len(c.reservations) == 0 || want == 0 {
+	return reservedSlots(p.Catalog, c.spec, c.reservations, c.reservedUsed, existing, want, unavailable)
+}
+
+// ReservedNodes are the nodes reservedNodes offers the provisioner's
+// simulation, for consolidation's: room a running pod may move to, in a
+// node launched into its reservation first (disruption.Snapshot.Reserved).
+// reservations are the reservations each node class selects, by class;
+// existing the pools' nodes (their limits' usage); want the most nodes
+// per reservation.
+func ReservedNodes(cat *catalog.Catalog, spec *model.Spec, reservations map[string][]launch.Reservation, existing []*scheduling.Node, want int, unavailable func(t, z, ct string) bool) []*scheduling.Node {
+	nodes, _ := reservedSlots(cat, spec, reservations, nil, existing, want, unavailable)
+	return nodes
+}
+
+// reservedSlots is reservedNodes of a catalog, a spec, the reservations
+// by class and the instances launched into each in this pass (used).
+func reservedSlots(cat *catalog.Catalog, spec *model.Spec, reservations map[string][]launch.Reservation, used map[string]int, existing []*scheduling.Node, want int, unavailable func(t, z, ct string) bool) ([]*scheduling.Node, map[string]reservedSlot) {
+	if len(reservations) == 0 || want == 0 {
 		return nil, nil
 	}
-	pools := append([]*model.Pool(nil), c.spec.Pools...)
+	pools := append([]*model.Pool(nil), spec.Pools...)
 	sort.SliceStable(pools, func(i, j int) bool {
 		if pools[i].Weight != pools[j].Weight {
 			return pools[i].Weight > pools[j].Weight
@@ -91,7 +109,7 @@ func (p *Provisioner) reservedNodes(c *cluster, existing []*scheduling.Node, wan
 	selects := map[string]map[string]bool{} // class -> reservation IDs
 	var all []launch.Reservation
 	seen := map[string]bool{}
-	for class, rs := range c.reservations {
+	for class, rs := range reservations {
 		selects[class] = map[string]bool{}
 		for _, r := range rs {
 			selects[class][r.ID] = true
@@ -106,14 +124,14 @@ func (p *Provisioner) reservedNodes(c *cluster, existing []*scheduling.Node, wan
 	var out []*scheduling.Node
 	slots := map[string]reservedSlot{}
 	for _, r := range all {
-		left := r.Available - c.reservedUsed[r.ID]
-		t, ok := p.Catalog.Lookup(r.InstanceType)
+		left := r.Available - used[r.ID]
+		t, ok := cat.Lookup(r.InstanceType)
 		if left <= 0 || !ok || unavailable(r.InstanceType, r.Zone, model.CapacityTypeReserved) {
 			continue
 		}
 		labels := t.Labels()
 		labels[model.LabelZone] = r.Zone
-		labels[model.LabelRegion] = p.Catalog.Region()
+		labels[model.LabelRegion] = cat.Region()
 		labels[model.LabelCapacityType] = model.CapacityTypeReserved
 		labels[model.LabelReservationID] = r.ID
 		labels[model.LabelReservationType] = reservationType(r)

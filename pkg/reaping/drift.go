@@ -15,6 +15,7 @@ import (
 type Cloud interface {
 	Tagged(ctx context.Context) ([]launch.Instance, error)
 	Desired(ctx context.Context, nc *model.NodeClass) (launch.Desired, error)
+	Reservations(ctx context.Context, nc *model.NodeClass) ([]launch.Reservation, error)
 }
 
 // tagged lists the cluster's instances in every state EC2 still shows.

@@ -235,7 +235,7 @@ func (r *Reaper) Pass(ctx context.Context) (Result, error) {
 		snap.Nodes = append(snap.Nodes, *nd)
 	}
 
-	if err := r.consolidationInputs(ctx, spec.Pools, &snap); err != nil {
+	if err := r.consolidationInputs(ctx, spec, &snap); err != nil {
 		errs = append(errs, err)
 	}
 	// The budgets the graceful rules ask about the pods they would evict;

@@ -54,6 +54,10 @@ func (launched) Desired(_ context.Context, nc *model.NodeClass) (launch.Desired,
 	return launch.Desired{}, fmt.Errorf("node class %s: no classes in these tests", nc.Name)
 }
 
+func (launched) Reservations(context.Context, *model.NodeClass) ([]launch.Reservation, error) {
+	return nil, nil
+}
+
 // karpenterNode creates a node Karpenter launched (same labels as Joist's,
 // its instance not tagged for the cluster), held by Karpenter's finalizer
 // of the same name and, with deleting, being deleted by Karpenter.

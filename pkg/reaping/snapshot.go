@@ -13,8 +13,10 @@ import (
 
 	"github.com/joist-dev/joist/pkg/catalog"
 	"github.com/joist-dev/joist/pkg/disruption"
+	"github.com/joist-dev/joist/pkg/launch"
 	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/provisioning"
+	"github.com/joist-dev/joist/pkg/scheduling"
 	"github.com/joist-dev/joist/pkg/scheduling/fromcatalog"
 )
 
@@ -25,7 +27,8 @@ import (
 // (provisioning.ReadCluster, fromcatalog.Input) — when some pool
 // consolidates underused nodes. Without them
 // (no catalog, or an error) consolidation can only delete.
-func (r *Reaper) consolidationInputs(ctx context.Context, pools []*model.Pool, snap *disruption.Snapshot) error {
+func (r *Reaper) consolidationInputs(ctx context.Context, spec *model.Spec, snap *disruption.Snapshot) error {
+	pools := spec.Pools
 	if r.Catalog == nil || !anyUnderutilized(pools) {
 		return nil
 	}
@@ -47,7 +50,37 @@ func (r *Reaper) consolidationInputs(ctx context.Context, pools []*model.Pool, s
 		snap.DefaultSpread = func(ps []*corev1.Pod) ([]*corev1.Pod, error) { return d.Apply(ctx, ps) }
 	}
 	snap.VolumeLimits = objs.VolumeLimits
+	snap.Reserved = r.reservedRoom(ctx, cat, spec, snap)
 	return nil
+}
+
+// reservedRoom is the room the pools' capacity reservations can still
+// hold, as the provisioner offers it (provisioning.ReservedNodes), for
+// consolidation to move pods into: at most one reserved node per
+// reservation and Joist node (a command retires its nodes into at most
+// one). A class whose reservations cannot be read offers none (logged).
+func (r *Reaper) reservedRoom(ctx context.Context, cat *catalog.Catalog, spec *model.Spec, snap *disruption.Snapshot) []*scheduling.Node {
+	classes := provisioning.ReservingClasses(spec)
+	if len(classes) == 0 || r.Cloud == nil {
+		return nil
+	}
+	byClass := map[string][]launch.Reservation{}
+	for _, name := range classes {
+		rs, err := r.Cloud.Reservations(ctx, spec.NodeClasses[name])
+		if err != nil {
+			r.Log.Warn("consolidation: read capacity reservations; consolidating without them", "nodeClass", name, "error", err.Error())
+			continue
+		}
+		byClass[name] = rs
+	}
+	var existing []*scheduling.Node
+	for _, n := range snap.Nodes {
+		existing = append(existing, &scheduling.Node{Name: n.Node.Name, Pool: disruption.PoolLabel(n.Node), Capacity: n.Node.Status.Capacity, Allocatable: n.Node.Status.Allocatable})
+	}
+	// Offerings marked out of capacity are read later, under the
+	// decider lease: consolidation passes over their reserved nodes then.
+	none := func(string, string, string) bool { return false }
+	return provisioning.ReservedNodes(cat, spec, byClass, existing, len(snap.Nodes), none)
 }
 
 // pdbs reads the cluster's PodDisruptionBudgets for the graceful rules

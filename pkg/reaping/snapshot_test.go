@@ -22,6 +22,7 @@ import (
 	"github.com/joist-dev/joist/pkg/catalog"
 	"github.com/joist-dev/joist/pkg/disruption"
 	"github.com/joist-dev/joist/pkg/kube"
+	"github.com/joist-dev/joist/pkg/launch"
 	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/pods"
 	"github.com/joist-dev/joist/pkg/reaping"
@@ -424,4 +425,62 @@ func (g *consolidating) decide(t *testing.T, r clockedReaper) reaping.Result {
 		t.Fatal(err)
 	}
 	return res
+}
+
+// reservingCloud is launched with the capacity reservations every node
+// class selects.
+type reservingCloud struct {
+	launched
+	res []launch.Reservation
+}
+
+func (c reservingCloud) Reservations(context.Context, *model.NodeClass) ([]launch.Reservation, error) {
+	return c.res, nil
+}
+
+// TestConsolidationMovesPodsIntoAReservation: a node class's capacity
+// reservation with room is capacity already paid for, so an underused
+// bought node whose pods fit there is replaced by a node in it: the
+// whole price is saved (a cheaper bought node would save only the
+// difference). Without the reservation, the same node is replaced by a
+// cheaper bought one.
+func TestConsolidationMovesPodsIntoAReservation(t *testing.T) {
+	g := newConsolidating(t, "reserving")
+	g.pool.NodeClass = "nc"
+	g.pool.Requirements[0].Values = []string{model.CapacityTypeReserved, model.CapacityTypeOnDemand}
+	price, _ := g.cat.Price("m5.xlarge", "on-demand")
+	spec := &model.Spec{Pools: []*model.Pool{g.pool}, NodeClasses: map[string]*model.NodeClass{
+		"nc": {Name: "nc", CapacityReservationSelector: []model.CapacityReservationTerm{{Tags: map[string]string{"team": "a"}}}}}}
+	for _, tc := range []struct {
+		name string
+		res  []launch.Reservation
+		all  bool // the whole price saved
+	}{
+		{"with a reservation's room", []launch.Reservation{{ID: "cr-1", InstanceType: "m5.large", Zone: "us-east-1a", Type: "default", Available: 1}}, true},
+		{"without", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// Each case its own node: the other case's is not Joist's here
+			// (the EC2 listing has this one alone).
+			src := fmt.Sprintf("reserving-%d", len(tc.res))
+			g.node(t, src, "m5.xlarge", cpuPod(src+"-mover", "1", nil))
+			r := g.reaper("i-" + src)
+			r.Cloud = reservingCloud{launched{"i-" + src}, tc.res}
+			r.Specs = func(context.Context) (*model.Spec, error) { return spec, nil }
+			res := g.decide(t, r)
+			if len(res.Retired) != 1 || res.Retired[0].Node != src || !res.Retired[0].Replace {
+				t.Fatalf("retired %+v, want %s replaced", res.Retired, src)
+			}
+			if saved := res.Retired[0].SavingsPerHour; (abs(saved-price) < 1e-9) != tc.all {
+				t.Fatalf("saves $%.4f/h of the node's $%.4f/h; want the whole price saved: %v", saved, price, tc.all)
+			}
+		})
+	}
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
