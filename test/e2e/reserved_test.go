@@ -2,11 +2,15 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/joist-dev/joist/pkg/pods"
 	"github.com/joist-dev/joist/test/ec2sim"
 	"github.com/joist-dev/joist/test/testenv"
 )
@@ -111,5 +115,79 @@ func TestE2E_CapacityReservationFilledFirst(t *testing.T) {
 	}
 	if left, _ := g.EC2.CapacityReservationAvailable(other); left != 3 {
 		t.Errorf("the other team's reservation %s has %d left, want all 3", other, left)
+	}
+}
+
+// TestE2E_ConsolidationMovesIntoAReservation: a pod runs on a bought
+// t3.large; then a capacity reservation the class selects gets room for
+// a t3.large. The room is paid for anyway, so consolidation replaces the
+// bought node by one launched into the reservation (Ready before the
+// bought one is drained), and the pod ends there.
+func TestE2E_ConsolidationMovesIntoAReservation(t *testing.T) {
+	specs := strings.Replace(consolidationSpecs, "values: [on-demand]}", "values: [reserved, on-demand]}", 1)
+	specs = strings.Replace(specs, "  securityGroupSelectorTerms:", "  capacityReservationSelectorTerms: [{tags: {team: general}}]\n  securityGroupSelectorTerms:", 1)
+	g := testenv.NewGround(t, testenv.GroundOptions{
+		Cluster: "reserve-consolidate", Namespace: "reserve-consolidate", Specs: []byte(fmt.Sprintf(specs, "reserve-consolidate")), ReadyDelay: 300 * time.Millisecond,
+		ExtraEnv: al2023Env, ReaperEvery: 5 * time.Second,
+	})
+	ctx := context.Background()
+	app := createPending(t, g, []*corev1.Pod{workloadPod("app", "general", "1")})
+	bought := waitBound(t, g, app, 90*time.Second)["app"]
+	n, err := g.Kube.Client.CoreV1().Nodes().Get(ctx, bought, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ct := n.Labels["karpenter.sh/capacity-type"]; ct != "on-demand" {
+		t.Fatalf("the first node is %s, want on-demand (no reservation yet)", ct)
+	}
+	boughtID := pods.InstanceID(n.Spec.ProviderID)
+
+	cr := g.EC2.AddCapacityReservation(ec2sim.CapacityReservation{InstanceType: "t3.large", Zone: "ap-northeast-2a",
+		MatchCriteria: ec2sim.MatchTargeted, Total: 1, Tags: map[string]string{"team": "general"}})
+	// The pod is a bare one (no controller runs on this ground to make it
+	// again): watch its eviction and the replacement's readiness.
+	var evicted, ready time.Time
+	var replacement *corev1.Node
+	eventually(t, 180*time.Second, "the bought instance terminated", func() (bool, error) {
+		if evicted.IsZero() {
+			if _, err := g.Kube.Client.CoreV1().Pods(g.Opts.Namespace).Get(ctx, "app", metav1.GetOptions{}); err != nil {
+				evicted = time.Now()
+			}
+		}
+		if replacement == nil {
+			nodes, err := g.Kube.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "karpenter.sh/capacity-type=reserved"})
+			if err != nil {
+				return false, err
+			}
+			for i, n := range nodes.Items {
+				if pods.NodeReady(&n) {
+					replacement = &nodes.Items[i]
+					for _, c := range n.Status.Conditions {
+						if c.Type == corev1.NodeReady {
+							ready = c.LastTransitionTime.Time
+						}
+					}
+				}
+			}
+		}
+		return terminated(instanceState(g, boughtID)), nil
+	})
+	if replacement == nil {
+		t.Fatal("no node in the reservation became Ready before the bought one went")
+	}
+	if replacement.Labels["karpenter.k8s.aws/capacity-reservation-id"] != cr || replacement.Labels["node.kubernetes.io/instance-type"] != "t3.large" {
+		t.Errorf("replacement %s labels %v, want a t3.large in %s", replacement.Name, sortedPairs(replacement.Labels), cr)
+	}
+	if !evicted.IsZero() && evicted.Before(ready) {
+		t.Errorf("the pod was evicted %s before the replacement %s was Ready", ready.Sub(evicted), replacement.Name)
+	}
+	var inReservation int
+	for _, i := range poolInstances(g, "general") {
+		if i.CapacityReservationID == cr {
+			inReservation++
+		}
+	}
+	if inReservation != 1 {
+		t.Errorf("%d instances launched into %s, want one", inReservation, cr)
 	}
 }
