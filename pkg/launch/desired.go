@@ -19,9 +19,11 @@ type Desired struct {
 	// SecurityGroups are the groups a new node would get.
 	SecurityGroups []string
 	// ReservationIDs are the active capacity reservations the class
-	// selects; nil when it selects none (Karpenter's
-	// CapacityReservationDrift: a reserved node whose reservation is no
-	// longer among them, expired, cancelled or deselected, has drifted).
+	// selects, less capacity blocks about to end (Reservation.Ending);
+	// nil when it selects none (Karpenter's CapacityReservationDrift and
+	// capacity block expiration: a reserved node whose reservation is no
+	// longer among them, expired, cancelled, deselected or ending, has
+	// drifted).
 	ReservationIDs map[string]bool
 }
 
@@ -64,7 +66,11 @@ func (l *Launcher) Desired(ctx context.Context, nc *model.NodeClass) (Desired, e
 		}
 		d.ReservationIDs = map[string]bool{}
 		for _, r := range rs {
-			d.ReservationIDs[r.ID] = true
+			// A capacity block about to end is no longer one to be in:
+			// its nodes drift, and are replaced before EC2 ends them.
+			if !r.Ending(l.now()) {
+				d.ReservationIDs[r.ID] = true
+			}
 		}
 	}
 	return d, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -120,4 +121,18 @@ func reservationFromEC2(cr ec2types.CapacityReservation) Reservation {
 func isReservationNotFound(err error) bool {
 	var ae smithy.APIError
 	return errors.As(err, &ae) && ae.ErrorCode() == "InvalidCapacityReservationId.NotFound"
+}
+
+// CapacityBlockEndNotice is how long before its end a capacity block
+// counts as ending (Karpenter's 40 minutes): EC2 ends a block's instances
+// at its end time, so nothing new is planned into it, and the nodes in it
+// are replaced while there is time (drift: launch.Desired leaves it out
+// of the class's reservations).
+const CapacityBlockEndNotice = 40 * time.Minute
+
+// Ending tells whether the reservation is a capacity block within
+// CapacityBlockEndNotice of its end. An ODCR's end date only stops new
+// launches; its instances run on as on-demand.
+func (r Reservation) Ending(now time.Time) bool {
+	return r.Type == ReservationTypeCapacityBlock && !r.End.IsZero() && !now.Before(r.End.Add(-CapacityBlockEndNotice))
 }

@@ -102,12 +102,17 @@ func TestReservationsErrorNamesTheClass(t *testing.T) {
 }
 
 // TestDesiredListsTheClassesReservations: drift reads which reservations
-// a class selects now (Karpenter's CapacityReservationDrift); a class
-// selecting none has none to lose and costs no call.
+// a class selects now (Karpenter's CapacityReservationDrift), less the
+// capacity blocks about to end; a class selecting none has none to lose
+// and costs no call.
 func TestDesiredListsTheClassesReservations(t *testing.T) {
 	e := newEnv(t, "1.32")
 	ml := e.sim.AddCapacityReservation(ec2sim.CapacityReservation{InstanceType: "t3.large", Zone: zoneA, Total: 1, Tags: map[string]string{"team": "ml"}})
 	e.sim.AddCapacityReservation(ec2sim.CapacityReservation{InstanceType: "t3.large", Zone: zoneA, Total: 1, Tags: map[string]string{"team": "web"}})
+	// A capacity block of the team's, half an hour from its end: its
+	// nodes are to be replaced, so it is not one of the class's.
+	e.sim.AddCapacityReservation(ec2sim.CapacityReservation{InstanceType: "g5.xlarge", Zone: zoneA, Total: 1, Type: ec2sim.ReservationCapacityBlock,
+		MatchCriteria: ec2sim.MatchTargeted, EndAt: e.clock.Now().Add(30 * time.Minute), Tags: map[string]string{"team": "ml"}})
 	_, nc := poolOf(t, spec(t, seedSpec), "batch")
 	d, err := e.l.Desired(e.ctx, nc)
 	if err != nil {
@@ -122,5 +127,26 @@ func TestDesiredListsTheClassesReservations(t *testing.T) {
 	}
 	if !reflect.DeepEqual(d.ReservationIDs, map[string]bool{ml: true}) {
 		t.Fatalf("reservations %v, want only %s", d.ReservationIDs, ml)
+	}
+}
+
+// TestReservationEnding: only a capacity block ends its instances, so
+// only one within CapacityBlockEndNotice of its end counts as ending.
+func TestReservationEnding(t *testing.T) {
+	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		r    Reservation
+		want bool
+	}{
+		{"an ODCR ending soon", Reservation{Type: ReservationTypeDefault, End: now.Add(time.Minute)}, false},
+		{"a capacity block 41 minutes from its end", Reservation{Type: ReservationTypeCapacityBlock, End: now.Add(41 * time.Minute)}, false},
+		{"a capacity block 40 minutes from its end", Reservation{Type: ReservationTypeCapacityBlock, End: now.Add(40 * time.Minute)}, true},
+		{"a capacity block 10 minutes from its end", Reservation{Type: ReservationTypeCapacityBlock, End: now.Add(10 * time.Minute)}, true},
+		{"a capacity block without an end", Reservation{Type: ReservationTypeCapacityBlock}, false},
+	} {
+		if got := tc.r.Ending(now); got != tc.want {
+			t.Errorf("%s: Ending = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -72,14 +73,14 @@ func ReservingClasses(spec *model.Spec) []string {
 // reservedNodes are the simulator nodes for the instances the pools'
 // reservations can still hold: at most one per pod to plan (each node
 // it uses holds at least one), none for an offering marked out of
-// capacity, none past a pool's limits (the simulator counts every node
+// capacity or a capacity block about to end (launch.Reservation.Ending), none past a pool's limits (the simulator counts every node
 // of a pool against them, used or not, so a limited pool is offered no
 // more reserved instances than its limits leave room for). A reservation
 // several pools could launch into goes to the first of them by weight,
 // then name. existing are the cluster's nodes and in-flight instances as
 // simulatorNodes describes them.
 func (p *Provisioner) reservedNodes(c *cluster, existing []*scheduling.Node, want int, unavailable func(t, z, ct string) bool) ([]*scheduling.Node, map[string]reservedSlot) {
-	return reservedSlots(p.Catalog, c.spec, c.reservations, c.reservedUsed, existing, want, unavailable)
+	return reservedSlots(p.Catalog, c.spec, c.reservations, c.reservedUsed, existing, want, p.now(), unavailable)
 }
 
 // ReservedNodes are the nodes reservedNodes offers the provisioner's
@@ -88,14 +89,14 @@ func (p *Provisioner) reservedNodes(c *cluster, existing []*scheduling.Node, wan
 // reservations are the reservations each node class selects, by class;
 // existing the pools' nodes (their limits' usage); want the most nodes
 // per reservation.
-func ReservedNodes(cat *catalog.Catalog, spec *model.Spec, reservations map[string][]launch.Reservation, existing []*scheduling.Node, want int, unavailable func(t, z, ct string) bool) []*scheduling.Node {
-	nodes, _ := reservedSlots(cat, spec, reservations, nil, existing, want, unavailable)
+func ReservedNodes(cat *catalog.Catalog, spec *model.Spec, reservations map[string][]launch.Reservation, existing []*scheduling.Node, want int, now time.Time, unavailable func(t, z, ct string) bool) []*scheduling.Node {
+	nodes, _ := reservedSlots(cat, spec, reservations, nil, existing, want, now, unavailable)
 	return nodes
 }
 
 // reservedSlots is reservedNodes of a catalog, a spec, the reservations
 // by class and the instances launched into each in this pass (used).
-func reservedSlots(cat *catalog.Catalog, spec *model.Spec, reservations map[string][]launch.Reservation, used map[string]int, existing []*scheduling.Node, want int, unavailable func(t, z, ct string) bool) ([]*scheduling.Node, map[string]reservedSlot) {
+func reservedSlots(cat *catalog.Catalog, spec *model.Spec, reservations map[string][]launch.Reservation, used map[string]int, existing []*scheduling.Node, want int, now time.Time, unavailable func(t, z, ct string) bool) ([]*scheduling.Node, map[string]reservedSlot) {
 	if len(reservations) == 0 || want == 0 {
 		return nil, nil
 	}
@@ -126,7 +127,7 @@ func reservedSlots(cat *catalog.Catalog, spec *model.Spec, reservations map[stri
 	for _, r := range all {
 		left := r.Available - used[r.ID]
 		t, ok := cat.Lookup(r.InstanceType)
-		if left <= 0 || !ok || unavailable(r.InstanceType, r.Zone, model.CapacityTypeReserved) {
+		if left <= 0 || !ok || r.Ending(now) || unavailable(r.InstanceType, r.Zone, model.CapacityTypeReserved) {
 			continue
 		}
 		labels := t.Labels()

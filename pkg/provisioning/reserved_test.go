@@ -299,6 +299,14 @@ func TestReservedNodes_GoToTheFirstPoolByWeight(t *testing.T) {
 	if few, _ := p.reservedNodes(c, nil, 1, never); len(few) != 2 {
 		t.Fatalf("with one pod to plan: %d nodes, want one per reservation", len(few))
 	}
+	// A capacity block about to end takes nothing new.
+	ending := &cluster{spec: c.spec, reservations: map[string][]launch.Reservation{"nc": {
+		{ID: "cr-1", InstanceType: "r9.large", Zone: "us-east-1a", Type: launch.ReservationTypeCapacityBlock, Available: 3, End: time.Now().Add(30 * time.Minute)},
+		{ID: "cr-2", InstanceType: "r9.large", Zone: "us-east-1b", Type: launch.ReservationTypeCapacityBlock, Available: 1, End: time.Now().Add(2 * time.Hour)},
+	}}}
+	if rest, _ := p.reservedNodes(ending, nil, 10, never); len(rest) != 1 || rest[0].Name != "cr-2-0" {
+		t.Fatalf("with cr-1 a capacity block 30 minutes from its end: %d nodes, want only cr-2's", len(rest))
+	}
 	marked := func(t, z, ct string) bool { return z == "us-east-1a" && ct == model.CapacityTypeReserved }
 	if rest, _ := p.reservedNodes(c, nil, 10, marked); len(rest) != 1 || rest[0].Name != "cr-2-0" {
 		t.Fatalf("with cr-1's offering marked out of capacity: %d nodes, want only cr-2's", len(rest))

@@ -80,7 +80,7 @@ func (r *Reaper) reservedRoom(ctx context.Context, cat *catalog.Catalog, spec *m
 	// Offerings marked out of capacity are read later, under the
 	// decider lease: consolidation passes over their reserved nodes then.
 	none := func(string, string, string) bool { return false }
-	return provisioning.ReservedNodes(cat, spec, byClass, existing, len(snap.Nodes), none)
+	return provisioning.ReservedNodes(cat, spec, byClass, existing, len(snap.Nodes), snap.Now, none)
 }
 
 // pdbs reads the cluster's PodDisruptionBudgets for the graceful rules
