@@ -208,3 +208,57 @@ spec:
 		t.Fatalf("pool node class %q = %+v", p.NodeClass, nc)
 	}
 }
+
+// TestBuildPoolsThatRequireAReservationLaunchOnlyReserved: a NodePool
+// that requires a capacity reservation's id or type can only launch into
+// a reservation (no bought node carries those labels), so its model
+// requires the reserved capacity type too; a pool that only excludes
+// one is unchanged.
+func TestBuildPoolsThatRequireAReservationLaunchOnlyReserved(t *testing.T) {
+	const class = `
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: nc}
+spec:
+  role: KarpenterNodeRole
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {k: v}}]
+  securityGroupSelectorTerms: [{tags: {k: v}}]
+  capacityReservationSelectorTerms: [{tags: {team: ml}}]
+`
+	pool := func(req string) string {
+		return class + `---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: p}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: nc}
+      requirements:
+      - ` + req + "\n"
+	}
+	for _, tc := range []struct {
+		name, req string
+		reserved  bool
+	}{
+		{"a reservation id", `{key: karpenter.k8s.aws/capacity-reservation-id, operator: In, values: [cr-0123456789abcdef0]}`, true},
+		{"a reservation type", `{key: karpenter.k8s.aws/capacity-reservation-type, operator: Exists}`, true},
+		{"no reservation", `{key: karpenter.k8s.aws/capacity-reservation-id, operator: DoesNotExist}`, false},
+		{"a zone", `{key: topology.kubernetes.io/zone, operator: In, values: [us-east-1a]}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec, errs := Build(mustDecode(t, pool(tc.req)))
+			if len(errs) > 0 || len(spec.Pools) != 1 {
+				t.Fatalf("errs %v, %d pools", errs, len(spec.Pools))
+			}
+			got := false
+			for _, r := range spec.Pools[0].Requirements {
+				got = got || r.Key == model.LabelCapacityType && r.Operator == "In" && len(r.Values) == 1 && r.Values[0] == model.CapacityTypeReserved
+			}
+			if got != tc.reserved {
+				t.Fatalf("requirements %+v: capacity type reserved only = %v, want %v", spec.Pools[0].Requirements, got, tc.reserved)
+			}
+		})
+	}
+}

@@ -277,6 +277,7 @@ func nodePoolToPool(np *v1.NodePool) *model.Pool {
 			Key: model.NormalizeLabelKey(r.Key), Operator: string(r.Operator), Values: append([]string(nil), r.Values...), MinValues: r.MinValues,
 		})
 	}
+	pool.Requirements = reservedOnly(pool.Requirements)
 	if len(np.Spec.Limits) > 0 {
 		pool.Limits = np.Spec.Limits.DeepCopy()
 	}
@@ -292,6 +293,23 @@ func nodePoolToPool(np *v1.NodePool) *model.Pool {
 		d.Budgets = append(d.Budgets, mb)
 	}
 	return pool
+}
+
+// reservedOnly adds karpenter.sh/capacity-type In [reserved] to
+// requirements that require a capacity reservation's id or type (In or
+// Exists): only a node launched into a reservation carries those labels,
+// so such a pool launches into its reservations and buys nothing (a node
+// bought for it would claim a reservation it is not in). Requirements are
+// AND'ed: with the pool's own capacity-type requirement, reserved must be
+// among its values.
+func reservedOnly(reqs []model.Requirement) []model.Requirement {
+	for _, r := range reqs {
+		if (r.Key == model.LabelReservationID || r.Key == model.LabelReservationType) &&
+			(r.Operator == string(corev1.NodeSelectorOpIn) || r.Operator == string(corev1.NodeSelectorOpExists)) {
+			return append(reqs, model.Requirement{Key: model.LabelCapacityType, Operator: string(corev1.NodeSelectorOpIn), Values: []string{model.CapacityTypeReserved}})
+		}
+	}
+	return reqs
 }
 
 // parseNillable parses a validated duration string; nil and "Never" are
