@@ -73,9 +73,10 @@ func ReservingClasses(spec *model.Spec) []string {
 // reservedNodes are the simulator nodes for the instances the pools'
 // reservations can still hold: at most one per pod to plan (each node
 // it uses holds at least one), none for an offering marked out of
-// capacity or a capacity block about to end (launch.Reservation.Ending), none past a pool's limits (the simulator counts every node
-// of a pool against them, used or not, so a limited pool is offered no
-// more reserved instances than its limits leave room for). A reservation
+// capacity or a capacity block about to end (launch.Reservation.Ending),
+// none past a pool's limits (the simulator counts every node of a pool
+// against them, used or not, so a limited pool is offered no more
+// reserved instances than its limits leave room for). A reservation
 // several pools could launch into goes to the first of them by weight,
 // then name. existing are the cluster's nodes and in-flight instances as
 // simulatorNodes describes them.
