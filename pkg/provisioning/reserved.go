@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -139,7 +140,7 @@ func reservedSlots(cat *catalog.Catalog, spec *model.Spec, reservations map[stri
 		labels[model.LabelReservationType] = reservationType(r)
 		var pool *model.Pool
 		for _, pl := range pools {
-			if pl.Replicas == nil && selects[pl.NodeClass][r.ID] && scheduling.LabelsStillSatisfy(pl.Requirements, labels) {
+			if pl.Replicas == nil && selects[pl.NodeClass][r.ID] && poolAdmits(pl.Requirements, labels) {
 				pool = pl
 				break
 			}
@@ -169,6 +170,23 @@ func reservedSlots(cat *catalog.Catalog, spec *model.Spec, reservations map[stri
 		}
 	}
 	return out, slots
+}
+
+// poolAdmits tells whether a pool's requirements admit a reserved node
+// with these labels: on the keys the node carries, as drift reads them
+// (scheduling.LabelsStillSatisfy); and a requirement on an instance-type
+// label the type does not carry (a GPU label of a type without GPUs)
+// fails unless it is NotIn or DoesNotExist, as it rules the type out of
+// the pool's new nodes.
+func poolAdmits(reqs []model.Requirement, labels map[string]string) bool {
+	for _, r := range reqs {
+		k := model.NormalizeLabelKey(r.Key)
+		typeKey := k == model.LabelInstanceType || k == model.LabelArch || k == model.LabelOS || strings.HasPrefix(k, "karpenter.k8s.aws/instance-")
+		if _, ok := labels[k]; typeKey && !ok && r.Operator != string(corev1.NodeSelectorOpNotIn) && r.Operator != string(corev1.NodeSelectorOpDoesNotExist) {
+			return false
+		}
+	}
+	return scheduling.LabelsStillSatisfy(reqs, labels)
 }
 
 // reservationType is a reservation's type label: EC2's "default" for an

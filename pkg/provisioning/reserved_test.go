@@ -299,6 +299,16 @@ func TestReservedNodes_GoToTheFirstPoolByWeight(t *testing.T) {
 	if few, _ := p.reservedNodes(c, nil, 1, never); len(few) != 2 {
 		t.Fatalf("with one pod to plan: %d nodes, want one per reservation", len(few))
 	}
+	// A pool of GPU types is not offered a reservation of a type without
+	// GPUs: the type carries no GPU label for its requirement.
+	gpu := &model.Pool{Name: "gpu", API: model.APIV1, NodeClass: "nc", Weight: 9, Requirements: []model.Requirement{
+		{Key: "karpenter.k8s.aws/instance-gpu-name", Operator: "In", Values: []string{"a100"}}}}
+	withGPU := &cluster{spec: &model.Spec{Pools: []*model.Pool{gpu, light}, NodeClasses: c.spec.NodeClasses}, reservations: c.reservations}
+	for _, n := range func() []*scheduling.Node { n, _ := p.reservedNodes(withGPU, nil, 1, never); return n }() {
+		if n.Pool != "light" {
+			t.Fatalf("reserved node %s offered to pool %s, want light (gpu's types have GPUs)", n.Name, n.Pool)
+		}
+	}
 	// A capacity block about to end takes nothing new.
 	ending := &cluster{spec: c.spec, reservations: map[string][]launch.Reservation{"nc": {
 		{ID: "cr-1", InstanceType: "r9.large", Zone: "us-east-1a", Type: launch.ReservationTypeCapacityBlock, Available: 3, End: time.Now().Add(30 * time.Minute)},
