@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -120,7 +121,7 @@ func (s *solver) buildClasses() {
 				}
 			}
 		}
-		if len(c.pod.Spec.ResourceClaims) > 0 {
+		if usesResourceClaims(&c.pod.Spec) {
 			c.err = "pod uses dynamic resource claims, which the simulator does not provision for"
 		}
 	}
@@ -480,4 +481,42 @@ func (l *level) noteKey(s *solver, g *group) {
 			l.otherKeys = append(l.otherKeys, g.key)
 		}
 	}
+}
+
+// usesResourceClaims tells whether a pod asks for dynamic resource
+// allocation: claims of its own, or of any container or init container
+// (Karpenter v1.15's HasDRARequirements).
+func usesResourceClaims(spec *corev1.PodSpec) bool {
+	if len(spec.ResourceClaims) > 0 {
+		return true
+	}
+	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for _, c := range cs {
+			if len(c.Resources.Claims) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// withoutResourceClaims are the DaemonSets whose pods ask for no dynamic
+// resource claims. As Karpenter v1.15 by default (IGNORE_DRA_REQUESTS),
+// one that does is left out of every node's overhead: its pods need
+// devices the simulator does not model, and counting their requests
+// would size nodes for pods that may never run there.
+func withoutResourceClaims(dss []*appsv1.DaemonSet) []*appsv1.DaemonSet {
+	for i, ds := range dss {
+		if !usesResourceClaims(&ds.Spec.Template.Spec) {
+			continue
+		}
+		out := append([]*appsv1.DaemonSet(nil), dss[:i]...)
+		for _, d := range dss[i+1:] {
+			if !usesResourceClaims(&d.Spec.Template.Spec) {
+				out = append(out, d)
+			}
+		}
+		return out
+	}
+	return dss
 }

@@ -93,7 +93,11 @@ func (s *solver) classKey(p *corev1.Pod) (key, res uint64) {
 			}
 		}
 	}
-	h.u64(uint64(len(p.Spec.ResourceClaims)))
+	if usesResourceClaims(&p.Spec) {
+		h.u64(1)
+	} else {
+		h.u64(0)
+	}
 	return uint64(h), uint64(r)
 }
 

@@ -25,6 +25,7 @@ import (
 //  4. right-size every new node to the cheapest type that holds it, then
 //     move pods between nodes while that makes some node cheaper or empty.
 func Solve(in Input) Plan {
+	in.DaemonSets = withoutResourceClaims(in.DaemonSets)
 	// Limits and minValues that do not bind change nothing
 	// (limitsfirst.go).
 	limits := !limitsFirstOff && hasLimits(&in)

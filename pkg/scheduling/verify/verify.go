@@ -326,6 +326,11 @@ func (v *verifier) daemonPods(taints []corev1.Taint, variants []map[string]strin
 		if n != nil && runsDaemonPod(n, ds.Namespace, ds.Name) {
 			continue
 		}
+		if claimsDevices(&ds.Spec.Template.Spec) {
+			// Karpenter's default (IGNORE_DRA_REQUESTS): a DaemonSet
+			// with dynamic resource claims reserves nothing.
+			continue
+		}
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ds.Namespace, Name: ds.Name + "-ds"}, Spec: ds.Spec.Template.Spec}
 		if r, ok := v.daemonRequests()[ds.Namespace+"/"+ds.Name]; ok {
 			// Its pods' requests stand for the template's; the host
@@ -805,4 +810,14 @@ func (v *verifier) checkTopology() {
 			}
 		}
 	}
+}
+
+// claimsDevices tells whether a pod spec has dynamic resource claims, its
+// own or a container's.
+func claimsDevices(spec *corev1.PodSpec) bool {
+	n := len(spec.ResourceClaims)
+	for _, c := range append(append([]corev1.Container(nil), spec.Containers...), spec.InitContainers...) {
+		n += len(c.Resources.Claims)
+	}
+	return n > 0
 }
