@@ -189,6 +189,19 @@ func poolAdmits(reqs []model.Requirement, labels map[string]string) bool {
 	return scheduling.LabelsStillSatisfy(reqs, labels)
 }
 
+// reservation is the reservation of that ID some node class selects, as
+// the pass read them.
+func (c *cluster) reservation(id string) (launch.Reservation, bool) {
+	for _, rs := range c.reservations {
+		for _, r := range rs {
+			if r.ID == id {
+				return r, true
+			}
+		}
+	}
+	return launch.Reservation{}, false
+}
+
 // reservationType is a reservation's type label: EC2's "default" for an
 // on-demand capacity reservation when it does not say.
 func reservationType(r launch.Reservation) string {

@@ -32,13 +32,15 @@ type reservingLauncher struct {
 	// denied are reservations a launch into fails with another error
 	// (a missing permission).
 	denied map[string]bool
+	// inFlight are the cluster's instances, launched and not registered.
+	inFlight []launch.Instance
 
 	mu       sync.Mutex
 	reads    []string
 	requests []launch.Request
 }
 
-func (l *reservingLauncher) Instances(context.Context) ([]launch.Instance, error) { return nil, nil }
+func (l *reservingLauncher) Instances(context.Context) ([]launch.Instance, error) { return l.inFlight, nil }
 
 func (l *reservingLauncher) Reservations(_ context.Context, nc *model.NodeClass) ([]launch.Reservation, error) {
 	l.mu.Lock()
@@ -353,5 +355,31 @@ func TestReservedLaunches_TakesOnlyTheReservedPlacements(t *testing.T) {
 	}
 	if slot.node.Labels[model.LabelHostname] != "cr-1-0" {
 		t.Fatal("the slot's own labels changed")
+	}
+}
+
+// TestReconcile_InFlightReservedInstanceCarriesItsReservation: an
+// instance launched into a reservation and not registered yet is a node
+// of its reservation for the plan, labels and all, so a pod that
+// requires reserved capacity of an ODCR goes onto it rather than waiting.
+func TestReconcile_InFlightReservedInstanceCarriesItsReservation(t *testing.T) {
+	reserving := &model.NodeClass{Name: "reserving", CapacityReservationSelector: []model.CapacityReservationTerm{{ID: "cr-large"}}}
+	pool := &model.Pool{Name: "default", API: model.APIV1, NodeClass: "reserving"}
+	a := newAPIServer(t)
+	pod := pendingPod("p0", "500m")
+	pod.Spec.NodeSelector = map[string]string{model.LabelCapacityType: model.CapacityTypeReserved, model.LabelReservationType: "default"}
+	a.pod(pod)
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	l := &reservingLauncher{
+		byClass:  map[string][]launch.Reservation{"reserving": {{ID: "cr-large", InstanceType: "r9.large", Zone: "us-east-1b", Type: "default", Available: 0}}},
+		inFlight: []launch.Instance{{ID: "i-r1", InstanceType: "r9.large", Zone: "us-east-1b", CapacityType: model.CapacityTypeReserved, ReservationID: "cr-large", Pool: "default", State: "pending", LaunchTime: now.Add(-time.Minute), Tags: map[string]string{launch.TagCluster: "test"}}},
+	}
+	p := reservingProvisioner(a, l, []*model.Pool{pool}, reserving)
+	res, err := p.Reconcile(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Launched) != 0 || res.Nominated != 1 || len(res.Unschedulable) != 0 {
+		t.Fatalf("launched %v, nominated %d, unschedulable %v; want the pod nominated onto i-r1", launched(res), res.Nominated, res.Unschedulable)
 	}
 }

@@ -494,6 +494,9 @@ func (p *Provisioner) simulatorNodes(c *cluster) []*scheduling.Node {
 		labels[model.LabelCapacityType] = inst.CapacityType
 		if inst.ReservationID != "" {
 			labels[model.LabelReservationID] = inst.ReservationID
+			if r, ok := c.reservation(inst.ReservationID); ok {
+				labels[model.LabelReservationType] = reservationType(r)
+			}
 		}
 		labels[model.LabelRegion] = p.Catalog.Region()
 		labels[model.LabelHostname] = inst.ID
