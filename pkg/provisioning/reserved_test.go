@@ -40,7 +40,9 @@ type reservingLauncher struct {
 	requests []launch.Request
 }
 
-func (l *reservingLauncher) Instances(context.Context) ([]launch.Instance, error) { return l.inFlight, nil }
+func (l *reservingLauncher) Instances(context.Context) ([]launch.Instance, error) {
+	return l.inFlight, nil
+}
 
 func (l *reservingLauncher) Reservations(_ context.Context, nc *model.NodeClass) ([]launch.Reservation, error) {
 	l.mu.Lock()
