@@ -22,6 +22,8 @@ func TestDecide(t *testing.T) {
 	ours := &Instance{ID: "i-1234567890abcdef0", InstanceType: "m5.large", Zone: "us-east-2a", CapacityType: "spot", State: "running", Tags: map[string]string{TagCluster: "c1"}}
 	onDemand := *ours
 	onDemand.CapacityType = "on-demand"
+	reserved := *ours
+	reserved.CapacityType = "reserved"
 	gone := *ours
 	gone.State = "terminated"
 	stopping := *ours
@@ -51,6 +53,7 @@ func TestDecide(t *testing.T) {
 	}{
 		{"spot warning replaces and avoids the spot offering", spot, Facts{Cluster: "c1", Instance: ours, Node: node}, ActionReplace, &catalog.OfferingKey{InstanceType: "m5.large", Zone: "us-east-2a", CapacityType: "spot"}},
 		{"capacity reservation warning replaces and avoids the offering", capres, Facts{Cluster: "c1", Instance: &onDemand, Node: node}, ActionReplace, &catalog.OfferingKey{InstanceType: "m5.large", Zone: "us-east-2a", CapacityType: "on-demand"}},
+		{"capacity reservation warning for a reserved instance avoids the reserved offering", capres, Facts{Cluster: "c1", Instance: &reserved, Node: node}, ActionReplace, &catalog.OfferingKey{InstanceType: "m5.large", Zone: "us-east-2a", CapacityType: "reserved"}},
 		{"scheduled change replaces", health, Facts{Cluster: "c1", Instance: ours, Node: node}, ActionReplace, nil},
 		{"stopping replaces", stoppingMsg, Facts{Cluster: "c1", Instance: &stopping, Node: node}, ActionReplace, nil},
 		{"stopped replaces", stopped, Facts{Cluster: "c1", Instance: &stopping, Node: node}, ActionReplace, nil},
