@@ -229,6 +229,15 @@ func readPlanInput(stdin io.Reader, stderr io.Writer, o *planOptions) (schedulin
 		}
 		return scheduling.Input{}, false, exitError{code: 1}
 	}
+	// The plan reads no EC2: reserved room is not in it, where the
+	// provisioner fills it before it buys anything.
+	warned := map[string]bool{}
+	for _, p := range spec.Pools {
+		if nc := spec.NodeClasses[p.NodeClass]; nc != nil && len(nc.CapacityReservationSelector) > 0 && !warned[nc.Name] {
+			warned[nc.Name] = true
+			fmt.Fprintf(stderr, "joist plan: warning: EC2NodeClass %q selects capacity reservations; this plan buys every node (the provisioner fills the reservations' room first)\n", nc.Name)
+		}
+	}
 	cat, err := loadPlanCatalog(o)
 	if err != nil {
 		return scheduling.Input{}, false, err

@@ -247,3 +247,45 @@ spec:
 		t.Errorf("a bad --scheduler-config: %v, want an error naming the flag and the field", err)
 	}
 }
+
+// A node class that selects capacity reservations: the plan, which reads
+// no EC2, says it buys every node.
+func TestPlanWarnsOfReservationsItCannotSee(t *testing.T) {
+	manifest := `apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: ml}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: ml}
+      requirements:
+      - {key: karpenter.sh/capacity-type, operator: In, values: [reserved, on-demand]}
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: ml}
+spec:
+  role: KarpenterNodeRole
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {k: v}}]
+  securityGroupSelectorTerms: [{tags: {k: v}}]
+  capacityReservationSelectorTerms: [{tags: {team: ml}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: trainer}
+spec:
+  containers:
+  - name: c
+    image: trainer
+    resources: {requests: {cpu: "1", memory: 1Gi}}
+`
+	var stdout, stderr bytes.Buffer
+	if err := runPlan(strings.NewReader(manifest), &stdout, &stderr, &planOptions{files: []string{"-"}, region: "us-east-1", catalog: "embedded", output: "json"}); err != nil {
+		t.Fatalf("plan: %v\n%s", err, stderr.String())
+	}
+	want := `joist plan: warning: EC2NodeClass "ml" selects capacity reservations; this plan buys every node`
+	if !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr %q lacks %q", stderr.String(), want)
+	}
+}
