@@ -258,24 +258,23 @@ func (c *consolidator) simulate(cands []*candidate) (command, string) {
 	in.Options.NoImprove = true
 	plan := scheduling.Solve(in)
 	cmd := command{nodes: cands}
+	// A node launched into a reservation (Snapshot.Reserved) is a new
+	// node too, one that costs nothing more.
 	reserved := c.reservedUsed(plan)
+	launches := len(reserved) + len(plan.NewNodes)
 	switch {
 	case len(plan.Unschedulable) > 0:
 		return cmd, "pod " + pods.Key(plan.Unschedulable[0].Pod) + " would have no place: " + plan.Unschedulable[0].Reason
-	case len(reserved) > 0 && len(reserved)+len(plan.NewNodes) > 1:
-		return cmd, fmt.Sprintf("its pods need %d new nodes", len(reserved)+len(plan.NewNodes))
-	case len(reserved) > 0 && sum <= 0:
-		return cmd, "it costs nothing more than a reservation its pods would move to"
-	case len(reserved) > 0:
-		// One node launched into a reservation, which costs nothing
-		// more: the whole price is saved.
-		cmd.replace, cmd.price, cmd.options, cmd.savings = true, 0, reserved, sum
-		return cmd, ""
-	case len(plan.NewNodes) == 0:
+	case launches == 0:
 		cmd.savings = sum
 		return cmd, ""
-	case len(plan.NewNodes) > 1:
-		return cmd, fmt.Sprintf("its pods need %d new nodes", len(plan.NewNodes))
+	case launches > 1:
+		return cmd, fmt.Sprintf("its pods need %d new nodes", launches)
+	case len(reserved) == 1 && sum <= 0:
+		return cmd, "it costs nothing more than a reservation its pods would move to"
+	case len(reserved) == 1:
+		cmd.replace, cmd.price, cmd.options, cmd.savings = true, 0, reserved, sum
+		return cmd, ""
 	case !priced:
 		return cmd, "its price is unknown, so a replacement cannot be shown cheaper"
 	}

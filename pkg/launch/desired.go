@@ -18,13 +18,6 @@ type Desired struct {
 	SubnetIDs map[string]bool
 	// SecurityGroups are the groups a new node would get.
 	SecurityGroups []string
-	// ReservationIDs are the active capacity reservations the class
-	// selects, less capacity blocks about to end (Reservation.Ending);
-	// nil when it selects none (Karpenter's CapacityReservationDrift and
-	// capacity block expiration: a reserved node whose reservation is no
-	// longer among them, expired, cancelled, deselected or ending, has
-	// drifted).
-	ReservationIDs map[string]bool
 }
 
 // Desired resolves a node class the way a launch would, from the same
@@ -58,20 +51,6 @@ func (l *Launcher) Desired(ctx context.Context, nc *model.NodeClass) (Desired, e
 	}
 	if d.SecurityGroups, err = l.SecurityGroups(ctx, nc); err != nil {
 		return Desired{}, err
-	}
-	if len(nc.CapacityReservationSelector) > 0 {
-		rs, err := l.Reservations(ctx, nc)
-		if err != nil {
-			return Desired{}, err
-		}
-		d.ReservationIDs = map[string]bool{}
-		for _, r := range rs {
-			// A capacity block about to end is no longer one to be in:
-			// its nodes drift, and are replaced before EC2 ends them.
-			if !r.Ending(l.now()) {
-				d.ReservationIDs[r.ID] = true
-			}
-		}
 	}
 	return d, nil
 }

@@ -126,8 +126,8 @@ func isReservationNotFound(err error) bool {
 // CapacityBlockEndNotice is how long before its end a capacity block
 // counts as ending (Karpenter's 40 minutes): EC2 ends a block's instances
 // at its end time, so nothing new is planned into it, and the nodes in it
-// are replaced while there is time (drift: launch.Desired leaves it out
-// of the class's reservations).
+// are replaced while there is time (drift: the reaper leaves it out of
+// the class's reservations, disruption.ClassFacts.ReservationIDs).
 const CapacityBlockEndNotice = 40 * time.Minute
 
 // Ending tells whether the reservation is a capacity block within

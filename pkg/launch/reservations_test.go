@@ -101,35 +101,6 @@ func TestReservationsErrorNamesTheClass(t *testing.T) {
 	}
 }
 
-// TestDesiredListsTheClassesReservations: drift reads which reservations
-// a class selects now (Karpenter's CapacityReservationDrift), less the
-// capacity blocks about to end; a class selecting none has none to lose
-// and costs no call.
-func TestDesiredListsTheClassesReservations(t *testing.T) {
-	e := newEnv(t, "1.32")
-	ml := e.sim.AddCapacityReservation(ec2sim.CapacityReservation{InstanceType: "t3.large", Zone: zoneA, Total: 1, Tags: map[string]string{"team": "ml"}})
-	e.sim.AddCapacityReservation(ec2sim.CapacityReservation{InstanceType: "t3.large", Zone: zoneA, Total: 1, Tags: map[string]string{"team": "web"}})
-	// A capacity block of the team's, half an hour from its end: its
-	// nodes are to be replaced, so it is not one of the class's.
-	e.sim.AddCapacityReservation(ec2sim.CapacityReservation{InstanceType: "g5.xlarge", Zone: zoneA, Total: 1, Type: ec2sim.ReservationCapacityBlock,
-		MatchCriteria: ec2sim.MatchTargeted, EndAt: e.clock.Now().Add(30 * time.Minute), Tags: map[string]string{"team": "ml"}})
-	_, nc := poolOf(t, spec(t, seedSpec), "batch")
-	d, err := e.l.Desired(e.ctx, nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d.ReservationIDs != nil {
-		t.Fatalf("a class without terms: reservations %v, want nil", d.ReservationIDs)
-	}
-	nc.CapacityReservationSelector = []model.CapacityReservationTerm{{Tags: map[string]string{"team": "ml"}}}
-	if d, err = e.l.Desired(e.ctx, nc); err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(d.ReservationIDs, map[string]bool{ml: true}) {
-		t.Fatalf("reservations %v, want only %s", d.ReservationIDs, ml)
-	}
-}
-
 // TestReservationEnding: only a capacity block ends its instances, so
 // only one within CapacityBlockEndNotice of its end counts as ending.
 func TestReservationEnding(t *testing.T) {

@@ -34,7 +34,7 @@ func (r *Reaper) tagged(ctx context.Context) ([]launch.Instance, error) {
 // cluster's instances (tagged). A class that cannot be resolved is left
 // out (its nodes are judged on their labels only) and reported; it never
 // stops the pass.
-func (r *Reaper) driftFacts(ctx context.Context, spec *model.Spec, tagged []launch.Instance, snap *disruption.Snapshot) {
+func (r *Reaper) driftFacts(ctx context.Context, spec *model.Spec, tagged []launch.Instance, reads *reservationReads, snap *disruption.Snapshot) {
 	if r.Catalog != nil {
 		if cat, err := r.Catalog(ctx); err == nil {
 			snap.OfferedTypes = map[string]bool{}
@@ -79,6 +79,47 @@ func (r *Reaper) driftFacts(ctx context.Context, spec *model.Spec, tagged []laun
 			r.Log.Warn("drift: cannot resolve node class; its nodes are judged on their labels only", "nodeClass", name, "error", err.Error())
 			continue
 		}
-		snap.Classes[name] = disruption.ClassFacts{ImageIDs: d.ImageIDs, SubnetIDs: d.SubnetIDs, SecurityGroups: d.SecurityGroups, ReservationIDs: d.ReservationIDs}
+		facts := disruption.ClassFacts{ImageIDs: d.ImageIDs, SubnetIDs: d.SubnetIDs, SecurityGroups: d.SecurityGroups}
+		if len(nc.CapacityReservationSelector) > 0 {
+			rs, err := reads.of(ctx, nc)
+			if err != nil {
+				r.Log.Warn("drift: cannot read node class's capacity reservations; its nodes are judged on their labels only", "nodeClass", name, "error", err.Error())
+				continue
+			}
+			facts.ReservationIDs = map[string]bool{}
+			for _, res := range rs {
+				// A capacity block about to end is no longer one to be
+				// in: its nodes drift, and are replaced before EC2 ends
+				// them.
+				if !res.Ending(snap.Now) {
+					facts.ReservationIDs[res.ID] = true
+				}
+			}
+		}
+		snap.Classes[name] = facts
 	}
+}
+
+// reservationReads reads each node class's capacity reservations once
+// per pass, for consolidation's reserved room and drift alike.
+type reservationReads struct {
+	cloud Cloud
+	read  map[string]reservationRead
+}
+
+type reservationRead struct {
+	res []launch.Reservation
+	err error
+}
+
+func (r *reservationReads) of(ctx context.Context, nc *model.NodeClass) ([]launch.Reservation, error) {
+	if got, ok := r.read[nc.Name]; ok {
+		return got.res, got.err
+	}
+	if r.read == nil {
+		r.read = map[string]reservationRead{}
+	}
+	res, err := r.cloud.Reservations(ctx, nc)
+	r.read[nc.Name] = reservationRead{res, err}
+	return res, err
 }

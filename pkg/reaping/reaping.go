@@ -235,7 +235,8 @@ func (r *Reaper) Pass(ctx context.Context) (Result, error) {
 		snap.Nodes = append(snap.Nodes, *nd)
 	}
 
-	if err := r.consolidationInputs(ctx, spec, &snap); err != nil {
+	reads := &reservationReads{cloud: r.Cloud}
+	if err := r.consolidationInputs(ctx, spec, reads, &snap); err != nil {
 		errs = append(errs, err)
 	}
 	// The budgets the graceful rules ask about the pods they would evict;
@@ -247,7 +248,7 @@ func (r *Reaper) Pass(ctx context.Context) (Result, error) {
 	}
 	snap.PDBs = pdbs
 	if terr == nil {
-		r.driftFacts(ctx, spec, tagged, &snap)
+		r.driftFacts(ctx, spec, tagged, reads, &snap)
 	}
 
 	// Decide under the lease; a lease held elsewhere only skips the

@@ -27,7 +27,7 @@ import (
 // (provisioning.ReadCluster, fromcatalog.Input) — when some pool
 // consolidates underused nodes. Without them
 // (no catalog, or an error) consolidation can only delete.
-func (r *Reaper) consolidationInputs(ctx context.Context, spec *model.Spec, snap *disruption.Snapshot) error {
+func (r *Reaper) consolidationInputs(ctx context.Context, spec *model.Spec, reads *reservationReads, snap *disruption.Snapshot) error {
 	pools := spec.Pools
 	if r.Catalog == nil || !anyUnderutilized(pools) {
 		return nil
@@ -50,7 +50,7 @@ func (r *Reaper) consolidationInputs(ctx context.Context, spec *model.Spec, snap
 		snap.DefaultSpread = func(ps []*corev1.Pod) ([]*corev1.Pod, error) { return d.Apply(ctx, ps) }
 	}
 	snap.VolumeLimits = objs.VolumeLimits
-	snap.Reserved = r.reservedRoom(ctx, cat, spec, snap)
+	snap.Reserved = r.reservedRoom(ctx, cat, spec, reads, snap)
 	return nil
 }
 
@@ -59,14 +59,14 @@ func (r *Reaper) consolidationInputs(ctx context.Context, spec *model.Spec, snap
 // consolidation to move pods into: at most one reserved node per
 // reservation and Joist node (a command retires its nodes into at most
 // one). A class whose reservations cannot be read offers none (logged).
-func (r *Reaper) reservedRoom(ctx context.Context, cat *catalog.Catalog, spec *model.Spec, snap *disruption.Snapshot) []*scheduling.Node {
+func (r *Reaper) reservedRoom(ctx context.Context, cat *catalog.Catalog, spec *model.Spec, reads *reservationReads, snap *disruption.Snapshot) []*scheduling.Node {
 	classes := provisioning.ReservingClasses(spec)
 	if len(classes) == 0 || r.Cloud == nil {
 		return nil
 	}
 	byClass := map[string][]launch.Reservation{}
 	for _, name := range classes {
-		rs, err := r.Cloud.Reservations(ctx, spec.NodeClasses[name])
+		rs, err := reads.of(ctx, spec.NodeClasses[name])
 		if err != nil {
 			r.Log.Warn("consolidation: read capacity reservations; consolidating without them", "nodeClass", name, "error", err.Error())
 			continue

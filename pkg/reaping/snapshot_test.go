@@ -484,3 +484,75 @@ func abs(x float64) float64 {
 	}
 	return x
 }
+
+// resolvingCloud is reservingCloud whose node classes resolve (to no
+// images, subnets or groups: only the reservations judge drift here).
+type resolvingCloud struct{ reservingCloud }
+
+func (resolvingCloud) Desired(context.Context, *model.NodeClass) (launch.Desired, error) {
+	return launch.Desired{}, nil
+}
+
+// TestDriftOfReservedNodes: a reaper pass reads the class's capacity
+// reservations (once, for consolidation and drift) and replaces a
+// reserved node whose reservation the class no longer selects, or whose
+// capacity block is about to end; one still in a selected reservation
+// stays.
+func TestDriftOfReservedNodes(t *testing.T) {
+	g := newConsolidating(t, "resdrift")
+	g.pool.NodeClass = "nc"
+	g.pool.Requirements[0].Values = []string{model.CapacityTypeReserved, model.CapacityTypeOnDemand}
+	spec := &model.Spec{Pools: []*model.Pool{g.pool}, NodeClasses: map[string]*model.NodeClass{
+		"nc": {Name: "nc", CapacityReservationSelector: []model.CapacityReservationTerm{{Tags: map[string]string{"team": "a"}}}}}}
+	for _, tc := range []struct {
+		name    string
+		res     []launch.Reservation
+		drifted bool
+	}{
+		{"its reservation still selected", []launch.Reservation{{ID: "cr-1", InstanceType: "m5.xlarge", Zone: "us-east-1a", Type: "default"}}, false},
+		{"its reservation gone", nil, true},
+		{"its capacity block about to end", []launch.Reservation{{ID: "cr-1", InstanceType: "m5.xlarge", Zone: "us-east-1a",
+			Type: launch.ReservationTypeCapacityBlock, End: time.Now().Add(20 * time.Minute)}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := fmt.Sprintf("resdrift-%d-%v", len(tc.res), tc.drifted)
+			g.node(t, name, "m5.xlarge", cpuPod(name+"-app", "3", nil))
+			n, err := g.c.CoreV1().Nodes().Get(g.ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n.Labels[model.LabelCapacityType] = model.CapacityTypeReserved
+			n.Labels[model.LabelReservationID] = "cr-1"
+			if _, err := g.c.CoreV1().Nodes().Update(g.ctx, n, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			r := g.reaper("i-" + name)
+			calls := 0
+			r.Cloud = resolvingCloud{reservingCloud{launched{"i-" + name}, tc.res}}
+			r.Cloud = countingCloud{r.Cloud, &calls}
+			r.Specs = func(context.Context) (*model.Spec, error) { return spec, nil }
+			res, err := r.Pass(g.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			drifted := len(res.Retired) == 1 && res.Retired[0].Node == name && res.Retired[0].Reason == disruption.ReasonDrifted
+			if drifted != tc.drifted || len(res.Retired) > 1 {
+				t.Fatalf("retired %+v, want %s drifted: %v", res.Retired, name, tc.drifted)
+			}
+			if calls != 1 {
+				t.Fatalf("%d reads of the class's reservations in a pass, want 1", calls)
+			}
+		})
+	}
+}
+
+// countingCloud counts the reads of reservations.
+type countingCloud struct {
+	reaping.Cloud
+	calls *int
+}
+
+func (c countingCloud) Reservations(ctx context.Context, nc *model.NodeClass) ([]launch.Reservation, error) {
+	*c.calls++
+	return c.Cloud.Reservations(ctx, nc)
+}
