@@ -1,6 +1,7 @@
 package specs
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 
@@ -9,6 +10,7 @@ import (
 	v1 "github.com/joist-dev/joist/pkg/apis/v1"
 	"github.com/joist-dev/joist/pkg/apis/v1alpha1"
 	"github.com/joist-dev/joist/pkg/apis/v1alpha5"
+	"github.com/joist-dev/joist/pkg/apis/v1beta1"
 	"github.com/joist-dev/joist/pkg/model"
 )
 
@@ -23,6 +25,10 @@ type Typed struct {
 	EC2NodeClass    *v1.EC2NodeClass
 	// inline is a Provisioner's decoded, defaulted spec.provider.
 	inline *v1alpha1.AWS
+	// kubelet is a v1beta1 NodePool's own kubelet settings, keyed as a
+	// v1 node class's spec.kubelet (v1 keeps them there); they replace
+	// its node class's.
+	kubelet map[string]json.RawMessage
 }
 
 // Load strict-decodes, defaults and validates one spec object. It returns
@@ -54,6 +60,12 @@ func Load(obj Object) (*Typed, error) {
 		l = append(l, validateAWSNodeTemplate(a)...)
 		t.AWSNodeTemplate = a
 	case KindNodePool:
+		if obj.APIVersion == v1beta1.APIVersionNodePool {
+			np, kubelet, ve := loadNodePoolV1Beta1(obj.Raw)
+			l = append(l, ve...)
+			t.NodePool, t.kubelet = np, kubelet
+			break
+		}
 		np := &v1.NodePool{}
 		if de := decodeStrict(obj.Raw, np); len(de) > 0 {
 			l = append(l, de...)
@@ -63,6 +75,12 @@ func Load(obj Object) (*Typed, error) {
 		l = append(l, validateNodePool(np)...)
 		t.NodePool = np
 	case KindEC2NodeClass:
+		if obj.APIVersion == v1beta1.APIVersionNodeClass {
+			nc, ve := loadEC2NodeClassV1Beta1(obj.Raw)
+			l = append(l, ve...)
+			t.EC2NodeClass = nc
+			break
+		}
 		nc := &v1.EC2NodeClass{}
 		if de := decodeStrict(obj.Raw, nc); len(de) > 0 {
 			l = append(l, de...)
@@ -178,6 +196,7 @@ func BuildWith(objs []Object, opts BuildOptions) (*model.Spec, []error, []error)
 			}
 		case t.NodePool != nil:
 			e.pool = nodePoolToPool(t.NodePool)
+			e.pool.Kubelet = kubeletV1ToModel(t.kubelet)
 			e.classAPI = model.APIV1
 			e.refPath = field.NewPath("spec", "template", "spec", "nodeClassRef", "name")
 		case t.AWSNodeTemplate != nil:
@@ -234,10 +253,11 @@ func BuildWith(objs []Object, opts BuildOptions) (*model.Spec, []error, []error)
 		nc, ok := spec.NodeClasses[e.pool.NodeClass]
 		switch {
 		case ok && nc.API == e.classAPI:
-			if e.classAPI == model.APIV1 && nc.Kubelet != nil {
+			if e.classAPI == model.APIV1 && nc.Kubelet != nil && e.pool.Kubelet == nil {
 				// v1 keeps the kubelet on the node class; the pool
 				// carries a copy because the simulator sizes nodes per
-				// pool.
+				// pool. A v1beta1 pool's own settings win (as in
+				// Karpenter v1.0).
 				k := *nc.Kubelet
 				e.pool.Kubelet = &k
 			}

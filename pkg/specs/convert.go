@@ -46,6 +46,14 @@ func (c *Converted) YAML() ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("render object %d: %w", i+1, err)
 		}
+		if np, ok := o.(*v1.NodePool); ok && np.Spec.Disruption.Budgets != nil && len(np.Spec.Disruption.Budgets) == 0 {
+			// An explicit empty list (no budget: no limit) is not the
+			// absent one (v1 defaults it to 10%), which omitempty
+			// would make it.
+			if b, err = withEmptyBudgets(b); err != nil {
+				return nil, fmt.Errorf("render object %d: %w", i+1, err)
+			}
+		}
 		if i > 0 {
 			buf.WriteString("---\n")
 		}
@@ -58,7 +66,9 @@ func (c *Converted) YAML() ([]byte, error) {
 // as v1 NodePools and EC2NodeClasses that behave the same, writing out
 // every default the old APIs applied implicitly (requirements, IMDS hop
 // limit 2, no disruption budget, no expiry) since v1 defaults differ.
-// v1 objects pass through; other kinds are skipped with a warning.
+// v1beta1 objects come out as Load reads them (v1beta1.go), their pools'
+// kubelet settings moved onto node classes (placeBetaKubelets); v1
+// objects pass through; other kinds are skipped with a warning.
 // Invalid objects are not converted and are returned as errors.
 func ConvertToV1(objs []Object, opts ConvertOptions) (*Converted, []error) {
 	c := &Converted{}
@@ -110,11 +120,20 @@ func ConvertToV1(objs []Object, opts ConvertOptions) (*Converted, []error) {
 		}
 	}
 
+	classKubelet, ownClass := placeBetaKubelets(typed)
 	for _, t := range typed {
 		switch {
 		case t.NodePool != nil:
+			if nc := ownClass[t.NodePool.Name]; nc != nil {
+				c.warn("NodePool %q: kubelet settings differ between the NodePools sharing EC2NodeClass %q; v1 keeps them on the node class, so this pool gets its own EC2NodeClass %q", t.NodePool.Name, t.NodePool.Spec.Template.Spec.NodeClassRef.Name, nc.Name)
+				t.NodePool.Spec.Template.Spec.NodeClassRef.Name = nc.Name
+				c.add(nc)
+			}
 			c.add(t.NodePool)
 		case t.EC2NodeClass != nil:
+			if kc, ok := classKubelet[t.EC2NodeClass.Name]; ok {
+				t.EC2NodeClass.Spec.Kubelet = kc
+			}
 			c.add(t.EC2NodeClass)
 		case t.AWSNodeTemplate != nil:
 			tmpl := t.AWSNodeTemplate
@@ -156,6 +175,90 @@ func ConvertToV1(objs []Object, opts ConvertOptions) (*Converted, []error) {
 		}
 	}
 	return c, errList
+}
+
+// placeBetaKubelets puts v1beta1 NodePools' kubelet settings where v1
+// keeps them, on the node class: a class every one of whose pools is a
+// v1beta1 pool with the same settings gets them (classKubelet, by class
+// name); otherwise each v1beta1 pool with settings of its own gets a copy
+// of its class named <class>-<pool> carrying them (ownClass, by pool
+// name), and the class keeps its own for the other pools. A class not
+// among the objects is left alone (Build reports the missing class).
+func placeBetaKubelets(typed []*Typed) (classKubelet map[string]map[string]json.RawMessage, ownClass map[string]*v1.EC2NodeClass) {
+	classes := map[string]*v1.EC2NodeClass{}
+	taken := map[string]bool{}
+	for _, t := range typed {
+		if nc := t.EC2NodeClass; nc != nil {
+			classes[nc.Name] = nc
+			taken[nc.Name] = true
+		}
+	}
+	// settings[class] is each of its pools' kubelet: its own, or the
+	// class's for a pool without (a v1 pool or a v1beta1 one with none).
+	settings := map[string]map[string]bool{}
+	beta := map[string]bool{}
+	for _, t := range typed {
+		np := t.NodePool
+		if np == nil || classes[np.Spec.Template.Spec.NodeClassRef.Name] == nil {
+			continue
+		}
+		name := np.Spec.Template.Spec.NodeClassRef.Name
+		if settings[name] == nil {
+			settings[name] = map[string]bool{}
+		}
+		kc := t.kubelet
+		if kc == nil {
+			kc = classes[name].Spec.Kubelet
+		} else {
+			beta[name] = true
+		}
+		b, _ := json.Marshal(kc)
+		settings[name][string(b)] = true
+	}
+	classKubelet = map[string]map[string]json.RawMessage{}
+	ownClass = map[string]*v1.EC2NodeClass{}
+	for _, t := range typed {
+		np := t.NodePool
+		if np == nil || t.kubelet == nil || classes[np.Spec.Template.Spec.NodeClassRef.Name] == nil {
+			continue
+		}
+		name := np.Spec.Template.Spec.NodeClassRef.Name
+		if len(settings[name]) == 1 && beta[name] {
+			classKubelet[name] = t.kubelet
+			continue
+		}
+		own := name + "-" + np.Name
+		for n := 2; taken[own]; n++ {
+			own = fmt.Sprintf("%s-%s-%d", name, np.Name, n)
+		}
+		taken[own] = true
+		b, _ := json.Marshal(classes[name])
+		nc := &v1.EC2NodeClass{}
+		_ = json.Unmarshal(b, nc)
+		nc.Name, nc.Spec.Kubelet = own, t.kubelet
+		ownClass[np.Name] = nc
+	}
+	return classKubelet, ownClass
+}
+
+// withEmptyBudgets writes spec.disruption.budgets: [] into a rendered
+// NodePool.
+func withEmptyBudgets(b []byte) ([]byte, error) {
+	var m map[string]any
+	if err := yaml.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	spec, _ := m["spec"].(map[string]any)
+	if spec == nil {
+		return b, nil
+	}
+	d, _ := spec["disruption"].(map[string]any)
+	if d == nil {
+		d = map[string]any{}
+		spec["disruption"] = d
+	}
+	d["budgets"] = []any{}
+	return yaml.Marshal(m)
 }
 
 func (c *Converted) warn(format string, args ...any) {

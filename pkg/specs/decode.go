@@ -26,6 +26,7 @@ import (
 	"github.com/joist-dev/joist/pkg/apis/v1"
 	"github.com/joist-dev/joist/pkg/apis/v1alpha1"
 	"github.com/joist-dev/joist/pkg/apis/v1alpha5"
+	"github.com/joist-dev/joist/pkg/apis/v1beta1"
 )
 
 // Kinds Joist reads, as Object.Kind spells them.
@@ -42,9 +43,13 @@ var supportedKinds = map[string]string{
 	v1alpha1.APIVersion + "/" + v1alpha1.Kind:          KindAWSNodeTemplate,
 	v1.APIVersionNodePool + "/" + v1.KindNodePool:      KindNodePool,
 	v1.APIVersionNodeClass + "/" + v1.KindEC2NodeClass: KindEC2NodeClass,
+	// v1beta1 (Karpenter v0.32–v0.37) is read as the v1 it converts to
+	// (v1beta1.go).
+	v1beta1.APIVersionNodePool + "/" + v1beta1.KindNodePool:      KindNodePool,
+	v1beta1.APIVersionNodeClass + "/" + v1beta1.KindEC2NodeClass: KindEC2NodeClass,
 }
 
-const supportedList = "karpenter.sh/v1alpha5 Provisioner, karpenter.k8s.aws/v1alpha1 AWSNodeTemplate, karpenter.sh/v1 NodePool, karpenter.k8s.aws/v1 EC2NodeClass"
+const supportedList = "karpenter.sh/v1alpha5 Provisioner, karpenter.k8s.aws/v1alpha1 AWSNodeTemplate, karpenter.sh/v1beta1 and v1 NodePool, karpenter.k8s.aws/v1beta1 and v1 EC2NodeClass"
 
 // Object is one document read by Decode. Objects of the four spec kinds
 // are built by Build; any other Kubernetes object (a Deployment in a

@@ -76,13 +76,13 @@ func TestDecodeReportsUnreadableDocumentsAndKeepsTheRest(t *testing.T) {
 		{
 			name:    "unknown karpenter kind",
 			input:   "apiVersion: karpenter.sh/v1alpha5\nkind: Provisoner\nmetadata: {name: typo}\n---\napiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: ok}\n",
-			wantErr: `f.yaml: object 1: karpenter.sh/v1alpha5 Provisoner "typo" is not supported: Joist reads karpenter.sh/v1alpha5 Provisioner, karpenter.k8s.aws/v1alpha1 AWSNodeTemplate, karpenter.sh/v1 NodePool, karpenter.k8s.aws/v1 EC2NodeClass`,
+			wantErr: `f.yaml: object 1: karpenter.sh/v1alpha5 Provisoner "typo" is not supported: Joist reads karpenter.sh/v1alpha5 Provisioner, karpenter.k8s.aws/v1alpha1 AWSNodeTemplate, karpenter.sh/v1beta1 and v1 NodePool, karpenter.k8s.aws/v1beta1 and v1 EC2NodeClass`,
 			kept:    1,
 		},
 		{
 			name:    "unsupported karpenter version",
-			input:   "apiVersion: karpenter.k8s.aws/v1beta1\nkind: EC2NodeClass\nmetadata: {name: old}\n",
-			wantErr: `f.yaml: object 1: karpenter.k8s.aws/v1beta1 EC2NodeClass "old" is not supported`,
+			input:   "apiVersion: karpenter.k8s.aws/v1beta2\nkind: EC2NodeClass\nmetadata: {name: old}\n",
+			wantErr: `f.yaml: object 1: karpenter.k8s.aws/v1beta2 EC2NodeClass "old" is not supported`,
 		},
 		{
 			name:    "missing kind",
