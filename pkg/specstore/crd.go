@@ -30,15 +30,21 @@ type KubeAPI interface {
 }
 
 // Resources are the four spec kinds as API resources, in the order the
-// CRD store lists them.
+// CRD store lists them. Older is listed instead when GVR is not served: a
+// cluster that still has Karpenter v0.32–v0.37's CRDs (v1beta1 only)
+// keeps its NodePools and EC2NodeClasses there, and Joist reads them as
+// the v1 objects Karpenter v1.0 converted them to (pkg/specs).
 var Resources = []struct {
-	GVR  schema.GroupVersionResource
-	Kind string
+	GVR   schema.GroupVersionResource
+	Kind  string
+	Older schema.GroupVersionResource
 }{
-	{schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1alpha5", Resource: "provisioners"}, specs.KindProvisioner},
-	{schema.GroupVersionResource{Group: "karpenter.k8s.aws", Version: "v1alpha1", Resource: "awsnodetemplates"}, specs.KindAWSNodeTemplate},
-	{schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodepools"}, specs.KindNodePool},
-	{schema.GroupVersionResource{Group: "karpenter.k8s.aws", Version: "v1", Resource: "ec2nodeclasses"}, specs.KindEC2NodeClass},
+	{GVR: schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1alpha5", Resource: "provisioners"}, Kind: specs.KindProvisioner},
+	{GVR: schema.GroupVersionResource{Group: "karpenter.k8s.aws", Version: "v1alpha1", Resource: "awsnodetemplates"}, Kind: specs.KindAWSNodeTemplate},
+	{GVR: schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodepools"}, Kind: specs.KindNodePool,
+		Older: schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1beta1", Resource: "nodepools"}},
+	{GVR: schema.GroupVersionResource{Group: "karpenter.k8s.aws", Version: "v1", Resource: "ec2nodeclasses"}, Kind: specs.KindEC2NodeClass,
+		Older: schema.GroupVersionResource{Group: "karpenter.k8s.aws", Version: "v1beta1", Resource: "ec2nodeclasses"}},
 }
 
 // EventNamespace holds Events about the (cluster-scoped) spec objects, as
@@ -74,6 +80,9 @@ func (s *CRDStore) Load(ctx context.Context) ([]specs.Object, []error, error) {
 	seen := map[string]objectRef{}
 	for _, r := range Resources {
 		list, err := s.Client.Resource(r.GVR).List(ctx, metav1.ListOptions{})
+		if apierrors.IsNotFound(err) && !r.Older.Empty() {
+			list, err = s.Client.Resource(r.Older).List(ctx, metav1.ListOptions{})
+		}
 		if err != nil {
 			if apierrors.IsNotFound(err) {
 				continue

@@ -38,6 +38,9 @@ func fakeDynamic(t *testing.T, objs ...runtime.Object) *dynamicfake.FakeDynamicC
 	lists := map[schema.GroupVersionResource]string{}
 	for _, r := range Resources {
 		lists[r.GVR] = r.Kind + "List"
+		if !r.Older.Empty() {
+			lists[r.Older] = r.Kind + "List"
+		}
 	}
 	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), lists, objs...)
 }
@@ -61,6 +64,40 @@ func TestCRDStoreListsTheFourKinds(t *testing.T) {
 	}
 	if len(spec.Pools) != 2 || len(spec.NodeClasses) != 2 {
 		t.Errorf("spec = %d pools, %d classes", len(spec.Pools), len(spec.NodeClasses))
+	}
+}
+
+// TestCRDStoreReadsV1Beta1WhereV1IsNotServed: a cluster that still has
+// Karpenter v0.3x's CRDs serves NodePools and EC2NodeClasses as v1beta1
+// only; they are read there (and as v1 wherever v1 is served).
+func TestCRDStoreReadsV1Beta1WhereV1IsNotServed(t *testing.T) {
+	np := unstructuredOf(t, []byte(`{"apiVersion":"karpenter.sh/v1beta1","kind":"NodePool","metadata":{"name":"old"},
+		"spec":{"template":{"spec":{"requirements":[],"kubelet":{"maxPods":30},"nodeClassRef":{"name":"nc"}}}}}`), "uid-np")
+	nc := unstructuredOf(t, []byte(`{"apiVersion":"karpenter.k8s.aws/v1beta1","kind":"EC2NodeClass","metadata":{"name":"nc"},
+		"spec":{"amiFamily":"AL2023","role":"r","subnetSelectorTerms":[{"id":"subnet-1"}],"securityGroupSelectorTerms":[{"id":"sg-1"}]}}`), "uid-nc")
+	dyn := fakeDynamic(t, np, nc)
+	var listed []string
+	dyn.PrependReactor("list", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		gvr := a.GetResource()
+		listed = append(listed, gvr.Resource+"."+gvr.Version)
+		if gvr.Version == "v1" {
+			return true, nil, apierrors.NewNotFound(gvr.GroupResource(), "")
+		}
+		return false, nil, nil
+	})
+	spec, err := Read(context.Background(), &CRDStore{Client: dyn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(spec.Pools) != 1 || spec.Pools[0].Name != "old" || spec.Pools[0].Kubelet == nil || *spec.Pools[0].Kubelet.MaxPods != 30 {
+		t.Fatalf("pools = %+v", spec.Pools)
+	}
+	if c := spec.NodeClasses["nc"]; c == nil || c.AMIFamily != "AL2023" {
+		t.Errorf("node class = %+v", spec.NodeClasses["nc"])
+	}
+	want := "provisioners.v1alpha5 awsnodetemplates.v1alpha1 nodepools.v1 nodepools.v1beta1 ec2nodeclasses.v1 ec2nodeclasses.v1beta1"
+	if got := strings.Join(listed, " "); got != want {
+		t.Errorf("listed %s, want %s", got, want)
 	}
 }
 
