@@ -65,6 +65,17 @@ func TestValidateSeedSaysOK(t *testing.T) {
 	}
 }
 
+func TestValidateSaysWhichPoolsAreReadFromV1Beta1(t *testing.T) {
+	out, errOut, err := runSpecCmd(t, newValidateCmd(), "-f", "../../pkg/specs/testdata/v1beta1-rich.yaml")
+	if specExitCode(err) != 0 {
+		t.Fatalf("exit %d: %v\n%s", specExitCode(err), err, errOut)
+	}
+	want := "OK: 3 pool(s): batch (v1beta1, read as v1), default (v1beta1, read as v1), steady (v1beta1, read as v1); 3 node class(es): bottlerocket, default, ubuntu\n"
+	if out != want {
+		t.Errorf("stdout = %q, want %q", out, want)
+	}
+}
+
 func TestValidateReadsFoldersAndReportsEveryProblem(t *testing.T) {
 	dir := t.TempDir()
 	seed, err := os.ReadFile(seedPath)

@@ -54,9 +54,20 @@ func runValidate(stdin io.Reader, stdout, stderr io.Writer, o *validateOptions) 
 		fmt.Fprintf(stderr, "invalid: %d problem(s)\n", len(lines))
 		return exitError{code: 1}
 	}
+	// A v1beta1 pool is read as the v1 pool it converts to; say so.
+	beta := map[string]bool{}
+	for _, ob := range objs {
+		if !ob.Ignored && ob.Kind == specs.KindNodePool && strings.HasSuffix(ob.APIVersion, "/v1beta1") {
+			beta[ob.Name] = true
+		}
+	}
 	var pools, classes []string
 	for _, p := range spec.Pools {
-		pools = append(pools, p.Name+" ("+p.API+")")
+		api := p.API
+		if beta[p.Name] {
+			api = "v1beta1, read as v1"
+		}
+		pools = append(pools, p.Name+" ("+api+")")
 	}
 	for name := range spec.NodeClasses {
 		classes = append(classes, name)
