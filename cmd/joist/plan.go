@@ -249,7 +249,7 @@ func readPlanInput(stdin io.Reader, stderr io.Writer, o *planOptions) (schedulin
 		defaultPool = true
 	}
 	in := fromcatalog.Input(cat, fromcatalog.Cluster{
-		Pools: pools, DaemonSets: wl.DaemonSets,
+		Pools: pools, NodeClasses: spec.NodeClasses, DaemonSets: wl.DaemonSets,
 		PersistentVolumeClaims: wl.PersistentVolumeClaims, PersistentVolumes: wl.PersistentVolumes,
 		StorageClasses: wl.StorageClasses, Namespaces: wl.Namespaces,
 	})

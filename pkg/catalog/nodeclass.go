@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"fmt"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -140,4 +141,21 @@ func volumeOf(bdms []model.BlockDeviceMapping, f amiFamily) *resource.Quantity {
 		}
 	}
 	return nil
+}
+
+// SizeKey names what of a node class changes a node's size: its AMI
+// family's sizing rules, the ephemeral-storage volume (the family default
+// when it maps none), RAID0 and the EFA-only interfaces. Node classes with
+// equal keys give every instance type the same capacity, overhead and pod
+// count, so callers can share the sized lists; nil and a default AL2 or
+// AL2023 class have the same key.
+func SizeKey(nc *model.NodeClass) string {
+	s := shapeOf(nc)
+	f := s.family
+	vol := resource.NewQuantity(f.defaultVolume, resource.BinarySI)
+	if s.volume != nil {
+		vol = s.volume
+	}
+	return fmt.Sprintf("eni-pods=%t eni-memory=%t per-core=%t windows=%t volume=%d raid0=%t efa-card0=%d efa=%d",
+		f.eniLimitedPods, f.eniLimitedMemoryOverhead, f.podsPerCore, f.windows, vol.Value(), s.raid0, s.efaOnlyOnCard0, s.efaInterfaces)
 }

@@ -151,7 +151,8 @@ func reservedSlots(cat *catalog.Catalog, spec *model.Spec, reservations map[stri
 		for k, v := range poolLabels(pool) {
 			labels[k] = v
 		}
-		capacity := t.Capacity(pool.Kubelet)
+		nc := spec.NodeClasses[pool.NodeClass]
+		capacity := t.CapacityFor(pool.Kubelet, nc)
 		n := min(left, want, room.fits(pool, capacity))
 		for i := range n {
 			name := fmt.Sprintf("%s-%d", r.ID, i)
@@ -162,7 +163,7 @@ func reservedSlots(cat *catalog.Catalog, spec *model.Spec, reservations map[stri
 			l[model.LabelHostname] = name
 			node := &scheduling.Node{
 				Name: name, Pool: pool.Name, InFlight: true, Labels: l, Taints: pool.Taints,
-				Capacity: capacity, Allocatable: t.Allocatable(pool.Kubelet),
+				Capacity: capacity, Allocatable: t.AllocatableFor(pool.Kubelet, nc),
 			}
 			room.take(pool, capacity)
 			out = append(out, node)

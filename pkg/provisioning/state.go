@@ -333,7 +333,7 @@ func (c *cluster) node(name string) *corev1.Node {
 // readForPlanning reads what only planning needs (ReadCluster) for the
 // pods to plan among the bound ones.
 func (p *Provisioner) readForPlanning(ctx context.Context, c *cluster) error {
-	objs, err := ReadCluster(ctx, p.Kube, c.spec.Pools, c.todo, c.boundGroups()...)
+	objs, err := ReadCluster(ctx, p.Kube, c.spec, c.todo, c.boundGroups()...)
 	if err != nil {
 		return err
 	}
@@ -343,14 +343,14 @@ func (p *Provisioner) readForPlanning(ctx context.Context, c *cluster) error {
 }
 
 // ReadCluster reads what the simulator needs of a cluster besides pods
-// and nodes (fromcatalog.Cluster) to place the pods of place among those
-// of others: the DaemonSets; the namespaces when a pod's affinity selects
+// and nodes (fromcatalog.Cluster: the spec's pools and node classes, and)
+// to place the pods of place among those of others: the DaemonSets; the namespaces when a pod's affinity selects
 // namespaces by label (scheduling.ReadsNamespaces); the volumes when a pod
 // to place has claims. The provisioner reads it for the pods it plans,
 // consolidation for the pods of the nodes it would retire, so both plan a
 // pod alike.
-func ReadCluster(ctx context.Context, k *kube.Client, pools []*model.Pool, place []*corev1.Pod, others ...[]*corev1.Pod) (fromcatalog.Cluster, error) {
-	out := fromcatalog.Cluster{Pools: pools}
+func ReadCluster(ctx context.Context, k *kube.Client, spec *model.Spec, place []*corev1.Pod, others ...[]*corev1.Pod) (fromcatalog.Cluster, error) {
+	out := fromcatalog.Cluster{Pools: spec.Pools, NodeClasses: spec.NodeClasses}
 	ds, err := k.AppsV1().DaemonSets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return out, fmt.Errorf("list daemonsets: %w", err)
@@ -500,10 +500,11 @@ func (p *Provisioner) simulatorNodes(c *cluster) []*scheduling.Node {
 		}
 		labels[model.LabelRegion] = p.Catalog.Region()
 		labels[model.LabelHostname] = inst.ID
+		nc := c.spec.NodeClasses[pool.NodeClass]
 		price, _ := p.Catalog.Price(inst.InstanceType, inst.CapacityType)
 		out = append(out, &scheduling.Node{
 			Name: inst.ID, Pool: pool.Name, InFlight: true, Labels: labels, Taints: pool.Taints,
-			Capacity: t.Capacity(pool.Kubelet), Allocatable: t.Allocatable(pool.Kubelet),
+			Capacity: t.CapacityFor(pool.Kubelet, nc), Allocatable: t.AllocatableFor(pool.Kubelet, nc),
 			Pods: c.planned[inst.ID], PricePerHour: price,
 		})
 	}

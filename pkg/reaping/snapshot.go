@@ -40,7 +40,7 @@ func (r *Reaper) consolidationInputs(ctx context.Context, spec *model.Spec, read
 	for _, n := range slices.Concat(snap.Nodes, snap.Others) {
 		onNodes = append(onNodes, n.Pods...)
 	}
-	objs, err := provisioning.ReadCluster(ctx, r.Kube, pools, onNodes)
+	objs, err := provisioning.ReadCluster(ctx, r.Kube, spec, onNodes)
 	if err != nil {
 		return fmt.Errorf("reaper: %w", err)
 	}

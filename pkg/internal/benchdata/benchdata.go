@@ -116,7 +116,7 @@ func FromManifest(data []byte, source string) (scheduling.Input, error) {
 		pools = []*model.Pool{specs.DefaultPool()}
 	}
 	in := fromcatalog.Input(cat, fromcatalog.Cluster{
-		Pools: pools, DaemonSets: wl.DaemonSets,
+		Pools: pools, NodeClasses: spec.NodeClasses, DaemonSets: wl.DaemonSets,
 		PersistentVolumeClaims: wl.PersistentVolumeClaims, PersistentVolumes: wl.PersistentVolumes,
 		StorageClasses: wl.StorageClasses, Namespaces: wl.Namespaces,
 	})

@@ -21,6 +21,14 @@ import (
 // InstanceTypes converts every type of a catalog with the allocatable a
 // node would have under the given kubelet settings (nil: defaults).
 func InstanceTypes(cat *catalog.Catalog, k *model.Kubelet) []*scheduling.InstanceType {
+	return InstanceTypesFor(cat, k, nil)
+}
+
+// InstanceTypesFor is InstanceTypes for nodes of a node class (nil:
+// AL2023 with defaults): its AMI family, root volume, instance store
+// policy and EFA interfaces change capacity and allocatable
+// (catalog.SizeKey).
+func InstanceTypesFor(cat *catalog.Catalog, k *model.Kubelet, nc *model.NodeClass) []*scheduling.InstanceType {
 	types := cat.Types()
 	out := make([]*scheduling.InstanceType, 0, len(types))
 	for _, t := range types {
@@ -28,8 +36,8 @@ func InstanceTypes(cat *catalog.Catalog, k *model.Kubelet) []*scheduling.Instanc
 		it := &scheduling.InstanceType{
 			Name:        t.Name,
 			Labels:      t.Labels(),
-			Capacity:    t.Capacity(k),
-			Allocatable: t.Allocatable(k),
+			Capacity:    t.CapacityFor(k, nc),
+			Allocatable: t.AllocatableFor(k, nc),
 			Offerings:   make([]scheduling.Offering, 0, len(offs)),
 		}
 		for _, o := range offs {
@@ -41,30 +49,35 @@ func InstanceTypes(cat *catalog.Catalog, k *model.Kubelet) []*scheduling.Instanc
 }
 
 // ForPools fills an Input's instance types for a set of pools: the shared
-// list for pools with default kubelet settings, and a list of their own for
-// pools whose kubelet settings change allocatable (lists are shared between
-// pools with equal settings). The lists come from Prepared: callers must
-// not change them.
-func ForPools(cat *catalog.Catalog, pools []*model.Pool) ([]*scheduling.InstanceType, map[string][]*scheduling.InstanceType) {
-	shared, per, _ := forPools(cat, pools)
+// list for pools with default kubelet settings whose node class sizes
+// nodes as the default one does (catalog.SizeKey), and a list of their own
+// for the others (lists are shared between pools of equal settings and
+// sizes). classes are the pools' node classes by name (a pool whose class
+// is missing is sized with defaults). The lists come from Prepared:
+// callers must not change them.
+func ForPools(cat *catalog.Catalog, pools []*model.Pool, classes map[string]*model.NodeClass) ([]*scheduling.InstanceType, map[string][]*scheduling.InstanceType) {
+	shared, per, _ := forPools(cat, pools, classes)
 	return shared, per
 }
 
-func forPools(cat *catalog.Catalog, pools []*model.Pool) ([]*scheduling.InstanceType, map[string][]*scheduling.InstanceType, []*scheduling.PreparedTypes) {
+func forPools(cat *catalog.Catalog, pools []*model.Pool, classes map[string]*model.NodeClass) ([]*scheduling.InstanceType, map[string][]*scheduling.InstanceType, []*scheduling.PreparedTypes) {
 	shared := Prepared(cat, nil)
 	prepared := []*scheduling.PreparedTypes{shared}
 	per := map[string][]*scheduling.InstanceType{}
 	byConfig := map[string][]*scheduling.InstanceType{}
 	sorted := append([]*model.Pool(nil), pools...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	defaultSize := catalog.SizeKey(nil)
 	for _, p := range sorted {
-		if p.Kubelet == nil {
+		nc := classes[p.NodeClass]
+		size := catalog.SizeKey(nc)
+		if p.Kubelet == nil && size == defaultSize {
 			continue
 		}
-		key := kubeletKey(p.Kubelet)
+		key := kubeletKey(p.Kubelet) + "|" + size
 		list, ok := byConfig[key]
 		if !ok {
-			pt := Prepared(cat, p.Kubelet)
+			pt := PreparedFor(cat, p.Kubelet, nc)
 			prepared = append(prepared, pt)
 			list = pt.Types()
 			byConfig[key] = list
@@ -91,11 +104,17 @@ func kubeletKey(k *model.Kubelet) string {
 // a changed one (the live catalog builds a new one) is a new key. Safe for
 // concurrent use; the lists are shared and must not be changed.
 func Prepared(cat *catalog.Catalog, k *model.Kubelet) *scheduling.PreparedTypes {
-	return cache.get(cat, k)
+	return cache.get(cat, k, nil)
 }
 
-// maxPrepared bounds the cache: a few kubelet settings of the current
-// catalog and of the one before it.
+// PreparedFor is Prepared for nodes of a node class (InstanceTypesFor);
+// node classes that size nodes alike share one list.
+func PreparedFor(cat *catalog.Catalog, k *model.Kubelet, nc *model.NodeClass) *scheduling.PreparedTypes {
+	return cache.get(cat, k, nc)
+}
+
+// maxPrepared bounds the cache: a few kubelet settings and node class
+// sizes of the current catalog and of the one before it.
 const maxPrepared = 8
 
 var cache preparedCache
@@ -103,6 +122,7 @@ var cache preparedCache
 type preparedKey struct {
 	cat     *catalog.Catalog
 	kubelet string
+	size    string
 }
 
 type preparedEntry struct {
@@ -117,8 +137,8 @@ type preparedCache struct {
 	entries []*preparedEntry
 }
 
-func (c *preparedCache) get(cat *catalog.Catalog, k *model.Kubelet) *scheduling.PreparedTypes {
-	key := preparedKey{cat, kubeletKey(k)}
+func (c *preparedCache) get(cat *catalog.Catalog, k *model.Kubelet, nc *model.NodeClass) *scheduling.PreparedTypes {
+	key := preparedKey{cat, kubeletKey(k), catalog.SizeKey(nc)}
 	c.mu.Lock()
 	var e *preparedEntry
 	for _, x := range c.entries {
@@ -135,7 +155,7 @@ func (c *preparedCache) get(cat *catalog.Catalog, k *model.Kubelet) *scheduling.
 		}
 	}
 	c.mu.Unlock()
-	e.once.Do(func() { e.pt = scheduling.PrepareTypes(InstanceTypes(cat, k)) })
+	e.once.Do(func() { e.pt = scheduling.PrepareTypes(InstanceTypesFor(cat, k, nc)) })
 	return e.pt
 }
 
@@ -144,7 +164,10 @@ func (c *preparedCache) get(cat *catalog.Catalog, k *model.Kubelet) *scheduling.
 // every new node runs, the volumes that pin pods to zones and the
 // namespaces whose labels a pod's affinity may select.
 type Cluster struct {
-	Pools                  []*model.Pool
+	Pools []*model.Pool
+	// NodeClasses are the pools' node classes by name: they size the
+	// nodes (InstanceTypesFor).
+	NodeClasses            map[string]*model.NodeClass
 	DaemonSets             []*appsv1.DaemonSet
 	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
 	PersistentVolumes      []*corev1.PersistentVolume
@@ -163,7 +186,7 @@ type Cluster struct {
 // planned alike wherever it is planned; the caller adds the pods, the
 // nodes, the offerings out of capacity and the options.
 func Input(cat *catalog.Catalog, c Cluster) scheduling.Input {
-	shared, per, prepared := forPools(cat, c.Pools)
+	shared, per, prepared := forPools(cat, c.Pools, c.NodeClasses)
 	return scheduling.Input{
 		Pools: c.Pools, DaemonSets: c.DaemonSets,
 		InstanceTypes: shared, PoolInstanceTypes: per, Prepared: prepared, Region: cat.Region(),

@@ -7,6 +7,7 @@ import (
 
 	"github.com/joist-dev/joist/pkg/catalog"
 	"github.com/joist-dev/joist/pkg/model"
+	"github.com/joist-dev/joist/pkg/scheduling"
 )
 
 func TestInstanceTypes(t *testing.T) {
@@ -54,7 +55,7 @@ func TestForPoolsSharesListsByKubelet(t *testing.T) {
 		{Name: "small-a", Kubelet: &model.Kubelet{MaxPods: &ten}},
 		{Name: "small-b", Kubelet: &model.Kubelet{MaxPods: &ten}},
 	}
-	shared, per := ForPools(cat, pools)
+	shared, per := ForPools(cat, pools, nil)
 	if _, ok := per["plain"]; ok || len(shared) == 0 {
 		t.Errorf("default pool got its own list")
 	}
@@ -65,6 +66,70 @@ func TestForPoolsSharesListsByKubelet(t *testing.T) {
 	pods := a[0].Allocatable[corev1.ResourcePods]
 	if pods.Value() != 10 {
 		t.Errorf("maxPods override not applied: %s", pods.String())
+	}
+}
+
+// TestForPoolsSizesNodesByTheirNodeClass: a pool's node class changes its
+// nodes' size as Karpenter's do (a bigger root volume is more
+// ephemeral-storage; Bottlerocket ignores podsPerCore), so its pool
+// gets lists of its own; classes that size nodes as the default does (a
+// default AL2023 class, or none) share the default list, and classes
+// that size alike share one.
+func TestForPoolsSizesNodesByTheirNodeClass(t *testing.T) {
+	cat, err := catalog.Offline("us-east-1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vol := func(size string) []model.BlockDeviceMapping {
+		return []model.BlockDeviceMapping{{DeviceName: "/dev/xvda", RootVolume: true, EBS: &model.EBS{VolumeSize: size}}}
+	}
+	classes := map[string]*model.NodeClass{
+		"default":      {Name: "default", AMIFamily: "AL2023", BlockDeviceMappings: vol("20Gi")},
+		"big":          {Name: "big", AMIFamily: "AL2023", BlockDeviceMappings: vol("200Gi")},
+		"big-too":      {Name: "big-too", AMIFamily: "AL2", BlockDeviceMappings: vol("200Gi")},
+		"bottlerocket": {Name: "bottlerocket", AMIFamily: "Bottlerocket"},
+	}
+	pools := []*model.Pool{
+		{Name: "none"}, {Name: "default", NodeClass: "default"},
+		{Name: "big", NodeClass: "big"}, {Name: "big-too", NodeClass: "big-too"},
+		{Name: "bottlerocket", NodeClass: "bottlerocket"},
+	}
+	shared, per := ForPools(cat, pools, classes)
+	for _, name := range []string{"none", "default"} {
+		if _, ok := per[name]; ok {
+			t.Errorf("pool %s got a list of its own; its nodes are sized as the default", name)
+		}
+	}
+	big, bigToo, br := per["big"], per["big-too"], per["bottlerocket"]
+	if len(big) == 0 || len(bigToo) == 0 || &big[0] != &bigToo[0] {
+		t.Fatalf("classes sizing nodes alike should share one list")
+	}
+	find := func(list []*scheduling.InstanceType, name string) *scheduling.InstanceType {
+		for _, it := range list {
+			if it.Name == name {
+				return it
+			}
+		}
+		t.Fatalf("no %s", name)
+		return nil
+	}
+	def, b, r := find(shared, "m5.large"), find(big, "m5.large"), find(br, "m5.large")
+	want := map[string]corev1.ResourceList{}
+	for name, nc := range map[string]*model.NodeClass{"default": nil, "big": classes["big"], "bottlerocket": classes["bottlerocket"]} {
+		ct, _ := cat.Lookup("m5.large")
+		want[name] = ct.AllocatableFor(nil, nc)
+	}
+	for name, it := range map[string]*scheduling.InstanceType{"default": def, "big": b, "bottlerocket": r} {
+		for _, res := range []corev1.ResourceName{corev1.ResourceEphemeralStorage, corev1.ResourceMemory, corev1.ResourcePods} {
+			got, w := it.Allocatable[res], want[name][res]
+			if got.Cmp(w) != 0 {
+				t.Errorf("%s m5.large allocatable %s = %s, want %s", name, res, got.String(), w.String())
+			}
+		}
+	}
+	de, be := def.Allocatable[corev1.ResourceEphemeralStorage], b.Allocatable[corev1.ResourceEphemeralStorage]
+	if be.Cmp(de) <= 0 {
+		t.Errorf("a 200Gi root volume gives %s ephemeral-storage, the default %s", be.String(), de.String())
 	}
 }
 
