@@ -29,6 +29,9 @@ type Typed struct {
 	// v1 node class's spec.kubelet (v1 keeps them there); they replace
 	// its node class's.
 	kubelet map[string]json.RawMessage
+	// notes say what of a v1beta1 object v1 says otherwise (joist
+	// convert prints them as warnings).
+	notes []string
 }
 
 // Load strict-decodes, defaults and validates one spec object. It returns
@@ -61,9 +64,9 @@ func Load(obj Object) (*Typed, error) {
 		t.AWSNodeTemplate = a
 	case KindNodePool:
 		if obj.APIVersion == v1beta1.APIVersionNodePool {
-			np, kubelet, ve := loadNodePoolV1Beta1(obj.Raw)
+			np, kubelet, notes, ve := loadNodePoolV1Beta1(obj.Raw)
 			l = append(l, ve...)
-			t.NodePool, t.kubelet = np, kubelet
+			t.NodePool, t.kubelet, t.notes = np, kubelet, notes
 			break
 		}
 		np := &v1.NodePool{}
@@ -76,9 +79,9 @@ func Load(obj Object) (*Typed, error) {
 		t.NodePool = np
 	case KindEC2NodeClass:
 		if obj.APIVersion == v1beta1.APIVersionNodeClass {
-			nc, ve := loadEC2NodeClassV1Beta1(obj.Raw)
+			nc, notes, ve := loadEC2NodeClassV1Beta1(obj.Raw)
 			l = append(l, ve...)
-			t.EC2NodeClass = nc
+			t.EC2NodeClass, t.notes = nc, notes
 			break
 		}
 		nc := &v1.EC2NodeClass{}

@@ -122,6 +122,7 @@ func ConvertToV1(objs []Object, opts ConvertOptions) (*Converted, []error) {
 
 	classKubelet, ownClass := placeBetaKubelets(typed)
 	for _, t := range typed {
+		c.Warnings = append(c.Warnings, t.notes...)
 		switch {
 		case t.NodePool != nil:
 			if nc := ownClass[t.NodePool.Name]; nc != nil {

@@ -2,6 +2,7 @@ package specs
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,11 +32,12 @@ var (
 // on the EC2NodeClass: as in
 // Karpenter v1.0, a pool's v1beta1 kubelet settings replace its node
 // class's.
-func loadNodePoolV1Beta1(raw []byte) (*v1.NodePool, map[string]json.RawMessage, errs) {
+func loadNodePoolV1Beta1(raw []byte) (*v1.NodePool, map[string]json.RawMessage, []string, errs) {
 	in := &v1beta1.NodePool{}
 	if l := decodeStrict(raw, in); len(l) > 0 {
-		return nil, nil, l
+		return nil, nil, nil, l
 	}
+	var notes []string
 	var l errs
 	spec := field.NewPath("spec")
 	ts := &in.Spec.Template.Spec
@@ -126,6 +128,7 @@ func loadNodePoolV1Beta1(raw []byte) (*v1.NodePool, map[string]json.RawMessage, 
 		od.ConsolidateAfter = ptrTo("0s")
 		if d.ConsolidateAfter != nil && *d.ConsolidateAfter == v1.Never {
 			od.ConsolidateAfter = ptrTo(v1.Never)
+			notes = append(notes, fmt.Sprintf("NodePool %q: WhenUnderutilized with consolidateAfter Never (consolidation off) stays off: consolidateAfter Never (Karpenter v1.0's conversion made it 0s, turning consolidation on)", in.Name))
 		}
 	default:
 		od.ConsolidationPolicy = d.ConsolidationPolicy
@@ -146,7 +149,7 @@ func loadNodePoolV1Beta1(raw []byte) (*v1.NodePool, map[string]json.RawMessage, 
 			l = append(l, fe)
 		}
 	}
-	return out, kubelet, l
+	return out, kubelet, notes, l
 }
 
 // v1beta1Owned tells whether a v1 error's field is one the v1beta1 checks
@@ -167,11 +170,12 @@ func v1beta1Owned(path string, owned ...string) bool {
 // AL2 (the same bootstrap) with Ubuntu's root volume when no block devices
 // are given. Karpenter v1.0 kept an Ubuntu class without AMI selector
 // terms but never launched from it; Joist refuses it with the fix.
-func loadEC2NodeClassV1Beta1(raw []byte) (*v1.EC2NodeClass, errs) {
+func loadEC2NodeClassV1Beta1(raw []byte) (*v1.EC2NodeClass, []string, errs) {
 	in := &v1beta1.EC2NodeClass{}
 	if l := decodeStrict(raw, in); len(l) > 0 {
-		return nil, l
+		return nil, nil, l
 	}
+	var notes []string
 	var l errs
 	s := &in.Spec
 	fp := field.NewPath("spec", "amiFamily")
@@ -209,6 +213,7 @@ func loadEC2NodeClassV1Beta1(raw []byte) (*v1.EC2NodeClass, errs) {
 			o.AMIFamily = ptrTo(family)
 		}
 	case v1beta1.AMIFamilyUbuntu:
+		notes = append(notes, fmt.Sprintf("EC2NodeClass %q: amiFamily Ubuntu becomes AL2 (the same bootstrap) with its amiSelectorTerms, as Karpenter v1.0 converted it: v1 has no Ubuntu family", in.Name))
 		o.AMIFamily = ptrTo(v1.AMIFamilyAL2)
 		if s.BlockDeviceMappings == nil {
 			o.BlockDeviceMappings = []*v1.BlockDeviceMapping{{
@@ -266,5 +271,5 @@ func loadEC2NodeClassV1Beta1(raw []byte) (*v1.EC2NodeClass, errs) {
 		}
 	}
 	defaultEC2NodeClass(out)
-	return out, l
+	return out, notes, l
 }

@@ -225,6 +225,14 @@ spec:
 	if jsonOf(t, classes) != jsonOf(t, want) {
 		t.Errorf("node classes (with a kubelet) = %v, want %v", classes, want)
 	}
+	for _, w := range []string{
+		`EC2NodeClass "ubuntu": amiFamily Ubuntu becomes AL2 (the same bootstrap) with its amiSelectorTerms, as Karpenter v1.0 converted it: v1 has no Ubuntu family`,
+		`NodePool "steady": WhenUnderutilized with consolidateAfter Never (consolidation off) stays off: consolidateAfter Never (Karpenter v1.0's conversion made it 0s, turning consolidation on)`,
+	} {
+		if !containsString(conv.Warnings, w) {
+			t.Errorf("missing warning %q in %q", w, conv.Warnings)
+		}
+	}
 	w := `NodePool "batch-small": kubelet settings differ between the NodePools sharing EC2NodeClass "default"; v1 keeps them on the node class, so this pool gets its own EC2NodeClass "default-batch-small"`
 	if !containsString(conv.Warnings, w) {
 		t.Errorf("missing warning %q in %q", w, conv.Warnings)
