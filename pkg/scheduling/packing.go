@@ -266,7 +266,9 @@ func (s *solver) fillPaid(l *level, want int) int {
 				placed += k
 				progress = true
 			}
-			if again {
+			// Only growth's index reads the nodes left unfilled: without
+			// it, keeping them would allocate for nothing.
+			if again && s.gidx != nil {
 				unfilled = append(unfilled, b)
 			}
 		}
