@@ -395,10 +395,7 @@ func (s *solver) newBinFor(l *level, ps *poolState, want int) (*growth, string) 
 	if !cp.ok || (s.capPool != nil && ps != s.capPool) {
 		return nil, ""
 	}
-	if s.zeroVec == nil {
-		s.zeroVec = s.dims.zero()
-	}
-	if !s.withinLimits(ps, s.zeroVec, nil, 1) {
+	if !s.withinLimits(ps, s.zeros(), nil, 1) {
 		return nil, fmt.Sprintf("exceeds pool %q nodes limit", ps.pool.Name)
 	}
 	// The template and the growth are the pool's scratch, reused by

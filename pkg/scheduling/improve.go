@@ -319,7 +319,7 @@ func (s *solver) tryRebuildBy(group []*bin, place func([]removed) bool) bool {
 	// Constrained pods: their groups' counts, which must end as they
 	// were (rebuildtopo.go).
 	topo := s.rebuildTopoSnap(work)
-	s.pending = s.dims.zero()
+	s.clearPending()
 	for _, w := range work {
 		s.unplace(w.l, w.b, w.n)
 		s.pending.addScaled(w.l.cls.req, int64(w.n))

@@ -511,7 +511,7 @@ func (s *solver) usefulValue(l *level, want int, net, used vec) (v float64, capp
 	c := l.cls
 	var k int
 	if used == nil {
-		k = maxCopies(s.dims.zero(), c.req, net)
+		k = maxCopies(s.zeros(), c.req, net)
 	} else {
 		k = maxCopies(used, c.req, net)
 	}
@@ -575,6 +575,26 @@ func (s *solver) usefulPair(l *level, want int, a, b, used vec) (va, vb float64)
 		}
 	}
 	return va + min(roomA, other), vb + min(roomB, other)
+}
+
+// zeros is the all-zero vector, made once (read only: a node with
+// nothing on it, asked for at every growth step).
+func (s *solver) zeros() vec {
+	if s.zeroVec == nil {
+		s.zeroVec = s.dims.zero()
+	}
+	return s.zeroVec
+}
+
+// clearPending makes nothing pending, reusing the vector: a rebuild in
+// the local search starts from nothing pending, dozens of times a solve
+// (nothing keeps the old vector).
+func (s *solver) clearPending() {
+	if len(s.pending) != s.dims.n() {
+		s.pending = s.dims.zero()
+		return
+	}
+	clear(s.pending)
 }
 
 // perNode is how many pods of a level one node may hold by its own
