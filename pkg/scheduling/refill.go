@@ -304,13 +304,13 @@ func (s *solver) tryRefill(x *bin, others []*bin, balanced bool) bool {
 				s.changed(b)
 			}
 			_, y := solveCover(s.allColumns(), demand)
-			restore := s.setPrices(y)
+			s.setPrices(y)
 			if balanced {
 				ok = s.packBalanced(ls, counts, ps)
 			} else {
 				ok = s.placeIndexed(rest)
 			}
-			restore()
+			s.restorePrices()
 			if b != nil {
 				for _, e := range b.entries {
 					types.and(e.l.pools[ps.idx].types)

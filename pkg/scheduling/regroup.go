@@ -150,7 +150,7 @@ func (s *solver) rebuildAlone(group []*bin) bool {
 		}
 	}
 	_, y := solveCover(s.allColumns(), demand)
-	restore := s.setPrices(y)
+	s.setPrices(y)
 	ok := s.tryRebuildBy(group, func(work []removed) bool {
 		if !s.placeIndexed(work) {
 			return false
@@ -162,44 +162,75 @@ func (s *solver) rebuildAlone(group []*bin) bool {
 		}
 		return true
 	})
-	restore()
+	s.restorePrices()
 	return ok
 }
 
 // setPrices makes y the prices the packer values types and pods at (pool
 // types' values, classes' values; every node's cached upgrade answers are
-// made stale), and returns what puts the old ones back.
-func (s *solver) setPrices(y []float64) func() {
-	oldPrice := s.unitPrice
-	oldValues := make([][]float64, len(s.pools))
-	oldClass := make([]float64, len(s.classes))
-	apply := func() {
-		for _, b := range s.bins {
-			s.changed(b) // a new version: b.ver+1 may be one b had at the old prices
-		}
+// made stale) until restorePrices puts the old ones back. Calls nest:
+// each setPrices is undone by the next restorePrices.
+//
+// The types' values and the saved ones are in buffers kept by depth of
+// nesting (priceSave), not made afresh: the local search sets prices
+// for every group it rebuilds alone, and a pool's values are one float
+// per instance type. Only y is kept as it is (the memos by node shape
+// keep the prices they were asked at: shapememo.go).
+func (s *solver) setPrices(y []float64) {
+	if len(s.priceSaves) == s.priceDepth {
+		s.priceSaves = append(s.priceSaves, new(priceSave))
 	}
+	sv := s.priceSaves[s.priceDepth]
+	s.priceDepth++
+	sv.unit = s.unitPrice
+	sv.values = sv.values[:0]
+	sv.class = sv.class[:0]
 	s.unitPrice = y
 	for i, ps := range s.pools {
-		oldValues[i] = ps.values
-		ps.values = make([]float64, len(ps.types))
+		sv.values = append(sv.values, ps.values)
+		if len(sv.bufs) == i {
+			sv.bufs = append(sv.bufs, make([]float64, len(ps.types)))
+		}
+		ps.values = sv.bufs[i]
 		for k, t := range ps.types {
 			ps.values[k] = s.valueOf(t.net)
 		}
 	}
-	for i, c := range s.classes {
-		oldClass[i] = c.value
+	for _, c := range s.classes {
+		sv.class = append(sv.class, c.value)
 		c.value = s.valueOf(c.req)
 	}
-	apply()
-	return func() {
-		s.unitPrice = oldPrice
-		for i, ps := range s.pools {
-			ps.values = oldValues[i]
-		}
-		for i, c := range s.classes {
-			c.value = oldClass[i]
-		}
-		apply()
+	s.pricesChanged()
+}
+
+// restorePrices puts back the prices of before the last setPrices.
+func (s *solver) restorePrices() {
+	s.priceDepth--
+	sv := s.priceSaves[s.priceDepth]
+	s.unitPrice = sv.unit
+	for i, ps := range s.pools {
+		ps.values = sv.values[i]
+	}
+	for i, c := range s.classes {
+		c.value = sv.class[i]
+	}
+	s.pricesChanged()
+}
+
+// priceSave is what one setPrices replaced (unit, values by pool, class
+// values by class), and bufs the pools' values at its prices.
+type priceSave struct {
+	unit   []float64
+	values [][]float64
+	class  []float64
+	bufs   [][]float64
+}
+
+// pricesChanged gives every node a new version: b.ver+1 may be one b had
+// at the old prices.
+func (s *solver) pricesChanged() {
+	for _, b := range s.bins {
+		s.changed(b)
 	}
 }
 

@@ -181,6 +181,10 @@ type solver struct {
 	upNeed     vec
 	newScratch []*newScratch
 	zeroVec    vec
+	// priceSaves are setPrices' saves by depth of nesting, priceDepth
+	// how many are in force.
+	priceSaves []*priceSave
+	priceDepth int
 	// verSeq is the last bin version given out (changed): versions are
 	// unique over the solve, so a bin put back as it was can take its
 	// old version back without another state ever having had it.
