@@ -502,13 +502,20 @@ type newScratch struct {
 }
 
 // openBin creates the new bin of a growth, from a copy of its template
-// (newBinFor's scratch).
+// (newBinFor's scratch). The bin, its types and requests, and room for
+// its first entries come from the slabs (slabs.go): the local search
+// opens nodes by the hundred and drops most of them again.
 func (s *solver) openBin(g *growth) *bin {
 	t := g.template
-	b := new(bin)
+	b := s.newBin()
 	*b = *t
-	b.types = t.types.clone()
-	b.used = t.used.clone()
+	b.types = s.copyBits(t.types)
+	b.used = s.copyVec(t.used)
+	if len(t.entries) == 0 {
+		b.entries = s.entryRoom()
+	} else {
+		b.entries = append([]entry(nil), t.entries...)
+	}
 	b.ports = append([]hostPort(nil), t.ports...)
 	b.doms = append([]int(nil), t.doms...)
 	b.id = len(s.bins)

@@ -14,6 +14,9 @@ type slabs struct {
 	bounds []boundMemo
 	ints   []int64
 	words  []uint64
+	// bins and ents are openBin's nodes and their first entries.
+	bins []bin
+	ents []entry
 }
 
 // slabsOff makes the memos and the growth index allocate one by one
@@ -42,6 +45,32 @@ func (s *solver) newBoundMemo() *boundMemo {
 		return &boundMemo{}
 	}
 	return slabNew(&s.slabs.bounds)
+}
+
+func (s *solver) newBin() *bin {
+	if slabsOff {
+		return &bin{}
+	}
+	return slabNew(&s.slabs.bins)
+}
+
+// entryRoomN is how many entries a new node has room for before its list
+// is grown (most nodes hold a few classes).
+const entryRoomN = 4
+
+// entryRoom is an empty entry list with room for entryRoomN entries,
+// from the slab (nil with the slabs off, as a node's list starts).
+func (s *solver) entryRoom() []entry {
+	if slabsOff {
+		return nil
+	}
+	sl := &s.slabs.ents
+	if cap(*sl)-len(*sl) < entryRoomN {
+		*sl = make([]entry, 0, nextChunk(cap(*sl), 16*entryRoomN, slabWords))
+	}
+	n := len(*sl)
+	*sl = (*sl)[:n+entryRoomN]
+	return (*sl)[n : n : n+entryRoomN]
 }
 
 // copyVec is a copy of v (nil when empty, as clone), from the slab.
