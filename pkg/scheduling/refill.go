@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"sort"
@@ -344,15 +345,31 @@ func (s *solver) tryRefill(x *bin, others []*bin, balanced bool) bool {
 // pod at a time (TestBalancedFillRunsAsPodByPod), at a cost per run, not
 // per pod: a node of 200 small pods is a few runs.
 func balancedFill(ls []*level, counts []int, net vec) []int {
-	sel := make([]int, len(ls))
-	room := net.clone()
-	inv := make([]float64, len(net))
+	return new(fillScratch).fill(ls, counts, net)
+}
+
+// fillScratch is balancedFill's buffers, for a caller that fills many
+// nodes (refillEstimate).
+type fillScratch struct {
+	sel    []int
+	room   vec
+	inv    []float64
+	scores []float64
+}
+
+// fill is balancedFill with f's buffers; the answer is f's too, good
+// until the next fill.
+func (f *fillScratch) fill(ls []*level, counts []int, net vec) []int {
+	f.sel = append(f.sel[:0], make([]int, len(ls))...)
+	f.room = append(f.room[:0], net...)
+	f.inv = append(f.inv[:0], make([]float64, len(net))...)
+	f.scores = append(f.scores[:0], make([]float64, len(ls))...)
+	sel, room, inv, scores := f.sel, f.room, f.inv, f.scores
 	for d, v := range net {
 		if v > 0 {
 			inv[d] = 1 / (float64(v) * float64(v))
 		}
 	}
-	scores := make([]float64, len(ls))
 	for {
 		best, bestScore := -1, 0.0
 		for i, l := range ls {
@@ -411,6 +428,22 @@ func balancedFill(ls []*level, counts []int, net vec) []int {
 		sel[best] += k
 		room.addScaled(rb, -int64(k))
 	}
+}
+
+// refillScratch is refillEstimate's lists and vectors, reused.
+type refillScratch struct {
+	ls         []*level
+	counts     []int
+	order      []levelCount
+	used, left vec
+	allowed    bitset
+	fill       fillScratch
+}
+
+// levelCount is n pods of level l.
+type levelCount struct {
+	l *level
+	n int
 }
 
 // sameBins tells whether two groups hold the same nodes in the same order.
@@ -540,12 +573,16 @@ func groupPrice(x *bin, others []*bin) float64 {
 // real refill may use; +Inf when some pod finds no type. It stops as
 // soon as the price reaches limit (the refill cannot win then), and
 // returns the price so far.
+//
+// Its lists and vectors are the solver's scratch (refillScratch): the
+// refill pass prices every candidate set this way, and most are cut.
 func (s *solver) refillEstimate(x *bin, others []*bin, limit float64) float64 {
 	ps := x.pool
-	var ls []*level
-	var counts []int
+	sc := &s.refillBuf
+	ls, counts := sc.ls[:0], sc.counts[:0]
+	defer func() { sc.ls, sc.counts = ls[:0], counts[:0] }()
 	zones, cts := x.zoneMask, x.ctMask
-	for _, b := range append([]*bin{x}, others...) {
+	add := func(b *bin) {
 		for _, e := range b.entries {
 			i := slices.Index(ls, e.l)
 			if i < 0 {
@@ -559,25 +596,39 @@ func (s *solver) refillEstimate(x *bin, others []*bin, limit float64) float64 {
 			counts[i] += e.n
 		}
 	}
+	add(x)
+	for _, b := range others {
+		add(b)
+	}
 	if zones == 0 || cts == 0 {
 		// Pods pinned apart (zonal volumes): the fill below would mix
 		// them on one node.
 		return math.Inf(1)
 	}
-	// In class order, as a rebuild's work is.
-	idx := make([]int, len(ls))
-	for i := range idx {
-		idx[i] = i
+	// In class order, as a rebuild's work is (a stable sort's order is
+	// the same whatever the algorithm).
+	sc.order = sc.order[:0]
+	for i, l := range ls {
+		sc.order = append(sc.order, levelCount{l, counts[i]})
 	}
-	sort.SliceStable(idx, func(i, j int) bool { return ls[idx[i]].cls.idx < ls[idx[j]].cls.idx })
-	ls2, c2 := make([]*level, len(ls)), make([]int, len(ls))
-	for i, k := range idx {
-		ls2[i], c2[i] = ls[k], counts[k]
+	slices.SortStableFunc(sc.order, func(a, b levelCount) int { return cmp.Compare(a.l.cls.idx, b.l.cls.idx) })
+	for i, lc := range sc.order {
+		ls[i], counts[i] = lc.l, lc.n
 	}
-	ls, counts = ls2, c2
-	used := s.dims.zero()
-	left := s.dims.zero()
+	if len(sc.used) != s.dims.n() {
+		sc.used, sc.left = s.dims.zero(), s.dims.zero()
+	}
+	used, left := sc.used, sc.left
 	var allowed bitset
+	// and narrows allowed to cp's types (the first: a copy of them).
+	and := func(cp *classPool) {
+		if allowed == nil {
+			allowed = append(sc.allowed[:0], cp.types...)
+			sc.allowed = allowed
+		} else {
+			allowed.and(cp.types)
+		}
+	}
 	// cheapest is the price of the cheapest type holding sel.
 	cheapest := func(sel []int) float64 {
 		clear(used)
@@ -587,12 +638,7 @@ func (s *solver) refillEstimate(x *bin, others []*bin, limit float64) float64 {
 				continue
 			}
 			used.addScaled(l.cls.req, int64(sel[i]))
-			cp := l.pools[ps.idx]
-			if allowed == nil {
-				allowed = cp.types.clone()
-			} else {
-				allowed.and(cp.types)
-			}
+			and(l.pools[ps.idx])
 		}
 		for i, t := range ps.types {
 			if allowed.has(i) && used.le(t.net) {
@@ -601,7 +647,7 @@ func (s *solver) refillEstimate(x *bin, others []*bin, limit float64) float64 {
 		}
 		return math.Inf(1)
 	}
-	sel := balancedFill(ls, counts, ps.types[x.typ].net)
+	sel := sc.fill.fill(ls, counts, ps.types[x.typ].net)
 	total := cheapest(sel)
 	if total >= limit {
 		return total
@@ -615,12 +661,7 @@ func (s *solver) refillEstimate(x *bin, others []*bin, limit float64) float64 {
 		for i, l := range ls {
 			if counts[i] > 0 {
 				left.addScaled(l.cls.req, int64(counts[i]))
-				cp := l.pools[ps.idx]
-				if allowed == nil {
-					allowed = cp.types.clone()
-				} else {
-					allowed.and(cp.types)
-				}
+				and(l.pools[ps.idx])
 			}
 		}
 		if allowed == nil {
@@ -630,7 +671,7 @@ func (s *solver) refillEstimate(x *bin, others []*bin, limit float64) float64 {
 		if best < 0 {
 			return math.Inf(1)
 		}
-		sel = balancedFill(ls, counts, ps.types[best].net)
+		sel = sc.fill.fill(ls, counts, ps.types[best].net)
 		n := 0
 		for i := range counts {
 			counts[i] -= sel[i]

@@ -185,6 +185,8 @@ type solver struct {
 	// how many are in force.
 	priceSaves []*priceSave
 	priceDepth int
+	// refillBuf is refillEstimate's scratch.
+	refillBuf refillScratch
 	// verSeq is the last bin version given out (changed): versions are
 	// unique over the solve, so a bin put back as it was can take its
 	// old version back without another state ever having had it.
