@@ -242,7 +242,9 @@ type removed struct {
 // placeWork packs a rebuild's pods again, in class order; it tells
 // whether every pod found a place.
 func (s *solver) placeWork(work []removed) bool {
-	defer s.setWorkMin(work)()
+	if s.setWorkMin(work) {
+		defer s.endWorkMin()
+	}
 	for i, w := range work {
 		s.nextWork(i)
 		if n, _ := s.placeAt(w.l, w.n); n < w.n {
@@ -256,7 +258,7 @@ func (s *solver) placeWork(work []removed) bool {
 // setWorkMin makes the smallest pending request, while a rebuild places
 // work without the growth index, the smallest request of the work still
 // to place (suffix minima by work item; nextWork moves to item i), and
-// returns what ends that. Else every class a rebuild places (its classes
+// tells whether it did (then endWorkMin ends it). Else every class a rebuild places (its classes
 // are done for the pending minimum, pendmin.go) would make the minimum
 // its own request, which moves at every class: every node's open state
 // (isOpen) was asked again for each, a tenth of many-shapes at 2,000
@@ -264,9 +266,9 @@ func (s *solver) placeWork(work []removed) bool {
 // closed without asking; a smaller minimum only keeps more nodes in the
 // live list, which the searches check one by one anyway, so the plans
 // are the same (TestWorkMinSamePlans).
-func (s *solver) setWorkMin(work []removed) func() {
+func (s *solver) setWorkMin(work []removed) bool {
 	if workMinOff || s.gidx != nil || len(work) == 0 {
-		return func() {}
+		return false
 	}
 	d := s.dims.n()
 	buf := s.workMinBuf[:0]
@@ -281,8 +283,12 @@ func (s *solver) setWorkMin(work []removed) func() {
 	}
 	s.workMinBuf = buf
 	s.workMin = buf[:d:d]
-	return func() { s.workMin = nil }
+	return true
 }
+
+// endWorkMin ends what setWorkMin set: the pending minimum is the
+// classes' again.
+func (s *solver) endWorkMin() { s.workMin = nil }
 
 // nextWork points workMin at the suffix minimum from work item i.
 func (s *solver) nextWork(i int) {

@@ -391,7 +391,9 @@ func (s *solver) tryCaps(b *bin) bool {
 // where it is. A pod no capped node takes is placed uncapped.
 func (s *solver) placeFilling(work []removed, ps *poolState, allowed bitset) bool {
 	defer func() { s.priceCap, s.capPool = 0, nil }()
-	defer s.setWorkMin(work)()
+	if s.setWorkMin(work) {
+		defer s.endWorkMin()
+	}
 	s.capPool = ps
 	for i, w := range work {
 		s.nextWork(i)
