@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/joist-dev/joist/pkg/catalog"
 )
 
 func runPlanJSON(t *testing.T, o *planOptions) planOutput {
@@ -287,5 +289,120 @@ spec:
 	want := `joist plan: warning: EC2NodeClass "ml" selects capacity reservations; this plan buys every node`
 	if !strings.Contains(stderr.String(), want) {
 		t.Errorf("stderr %q lacks %q", stderr.String(), want)
+	}
+}
+
+// A Windows pool (a windows2022 alias, kubernetes.io/os In [windows]) plans
+// the pods selecting Windows on new nodes of amd64 types, and the pods
+// selecting Linux on the Linux pool; a pod asking for Windows Server
+// 2019's build fits no node of it.
+func TestPlanWindowsPool(t *testing.T) {
+	manifest := `apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: windows}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: windows}
+      requirements:
+      - {key: kubernetes.io/os, operator: In, values: [windows]}
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: windows}
+spec:
+  role: KarpenterNodeRole
+  amiSelectorTerms: [{alias: windows2022@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: c}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: c}}]
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: linux}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: linux}
+      requirements:
+      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand, spot]}
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: linux}
+spec:
+  role: KarpenterNodeRole
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: c}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: c}}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: iis}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: iis}}
+  template:
+    metadata: {labels: {app: iis}}
+    spec:
+      nodeSelector: {kubernetes.io/os: windows}
+      containers:
+      - name: iis
+        image: mcr.microsoft.com/windows/servercore/iis
+        resources: {requests: {cpu: "1", memory: 2Gi}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      nodeSelector: {kubernetes.io/os: linux}
+      containers:
+      - name: web
+        image: nginx
+        resources: {requests: {cpu: "1", memory: 2Gi}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: old-windows}
+spec:
+  nodeSelector: {kubernetes.io/os: windows, node.kubernetes.io/windows-build: 10.0.17763}
+  containers:
+  - name: x
+    image: mcr.microsoft.com/windows/servercore:ltsc2019
+`
+	path := filepath.Join(t.TempDir(), "windows.yaml")
+	if err := os.WriteFile(path, []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := runPlanJSON(t, &planOptions{files: []string{path}, region: "us-west-2", catalog: "embedded"})
+	if out.Pods != 6 || out.ScheduledPods != 5 || out.Unschedulable != 1 {
+		t.Fatalf("pods %d, scheduled %d, unschedulable %d: %+v", out.Pods, out.ScheduledPods, out.Unschedulable, out.UnschedulablePods)
+	}
+	if f := out.UnschedulablePods[0]; !strings.Contains(f.Pod, "old-windows") || !strings.Contains(f.Reason, "windows-build") {
+		t.Errorf("unschedulable %+v, want old-windows for its build", f)
+	}
+	pods := map[string]int{}
+	for _, n := range out.Nodes {
+		for _, name := range n.PodNames {
+			if app := strings.SplitN(strings.TrimPrefix(name, "default/"), "-", 2)[0]; (app == "iis") != (n.Pool == "windows") {
+				t.Errorf("%s planned onto pool %s", name, n.Pool)
+			}
+		}
+		pods[n.Pool] += n.Pods
+		if n.Pool != "windows" {
+			continue
+		}
+		for _, o := range n.Options {
+			if it, ok := catalog.Lookup(o); !ok || it.Arch != "amd64" {
+				t.Errorf("a Windows node may be %s", o)
+			}
+		}
+	}
+	if pods["windows"] != 3 || pods["linux"] != 2 {
+		t.Errorf("pods per pool %v, want 3 windows and 2 linux", pods)
 	}
 }

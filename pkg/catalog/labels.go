@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/joist-dev/joist/pkg/model"
 )
 
 // Well-known instance-type label keys of Karpenter's AWS provider.
@@ -30,13 +32,14 @@ const (
 	LabelInstanceAcceleratorCount        = "karpenter.k8s.aws/instance-accelerator-count"
 )
 
-// TypeLabelKeys lists every label key Labels can set. A requirement on one
+// TypeLabelKeys lists every label key Labels and LabelsFor can set. A requirement on one
 // of these keys is decided by the instance type alone (a type without the
 // label does not satisfy In/Gt/Lt on it, as in Karpenter).
 var TypeLabelKeys = []string{
 	corev1.LabelInstanceTypeStable,
 	corev1.LabelArchStable,
 	corev1.LabelOSStable,
+	corev1.LabelWindowsBuild,
 	LabelInstanceCategory,
 	LabelInstanceFamily,
 	LabelInstanceGeneration,
@@ -113,6 +116,31 @@ func (t *InstanceType) Labels() map[string]string {
 		l[LabelInstanceAcceleratorCount] = itoa(t.AcceleratorCount)
 	}
 	return l
+}
+
+// LabelsFor is Labels for a node of the node class (nil: AL2023): a
+// Windows family's node has kubernetes.io/os=windows and
+// node.kubernetes.io/windows-build=<its build>, as Karpenter labels it;
+// every other family's has kubernetes.io/os=linux and no build. Runs
+// tells whether the class can be launched on the type at all.
+func (t *InstanceType) LabelsFor(nc *model.NodeClass) map[string]string {
+	l := t.Labels()
+	if w, ok := nc.Windows(); ok {
+		l[corev1.LabelOSStable] = string(corev1.Windows)
+		l[corev1.LabelWindowsBuild] = w.Build
+	}
+	return l
+}
+
+// Runs tells whether a node of the node class (nil: AL2023) can run on the
+// type: the EKS optimized Windows AMIs are x86_64 only, so an arm64 type
+// is no option for a Windows class (Karpenter gives it no OS, so nothing
+// selects it). Linux families run on every type.
+func (t *InstanceType) Runs(nc *model.NodeClass) bool {
+	if _, ok := nc.Windows(); ok {
+		return t.Arch == "amd64"
+	}
+	return true
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -2,9 +2,13 @@ package catalog
 
 import (
 	"maps"
+	"slices"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/joist-dev/joist/pkg/model"
 )
 
 func TestLabelsMatchKarpenterPublishedLabels(t *testing.T) {
@@ -153,5 +157,47 @@ func TestLabelsAreValidKubernetesLabelsForEveryType(t *testing.T) {
 				t.Errorf("%s: %s=%q: %v", it.Name, k, v, errs)
 			}
 		}
+	}
+}
+
+// TestLabelsForWindows: a node of a Windows class is labelled as Karpenter
+// labels it (kubernetes.io/os=windows, node.kubernetes.io/windows-build
+// of its version), arm64 types run no Windows class, and Linux classes
+// (and nil) keep Labels() exactly.
+func TestLabelsForWindows(t *testing.T) {
+	m5, graviton := mustLookup(t, "m5.large"), mustLookup(t, "m6g.large")
+	for _, c := range []struct {
+		name      string
+		nc        *model.NodeClass
+		os, build string
+		arm64     bool
+	}{
+		{"nil", nil, "linux", "", true},
+		{"AL2023", &model.NodeClass{AMIFamily: "AL2023"}, "linux", "", true},
+		{"Bottlerocket", &model.NodeClass{AMIFamily: "Bottlerocket"}, "linux", "", true},
+		{"Windows2019", &model.NodeClass{AMIFamily: "Windows2019"}, "windows", "10.0.17763", false},
+		{"Windows2022", &model.NodeClass{AMIFamily: "Windows2022"}, "windows", "10.0.20348", false},
+		{"Windows2025", &model.NodeClass{AMIFamily: "Windows2025"}, "windows", "10.0.26100", false},
+		{"windows2022 alias", &model.NodeClass{AMISelector: []model.SelectorTerm{{Alias: "windows2022@latest"}}}, "windows", "10.0.20348", false},
+	} {
+		l := m5.LabelsFor(c.nc)
+		build, hasBuild := l[corev1.LabelWindowsBuild]
+		if l[corev1.LabelOSStable] != c.os || build != c.build || hasBuild != (c.build != "") {
+			t.Errorf("%s: os %q build %q (present %t), want %q %q", c.name, l[corev1.LabelOSStable], build, hasBuild, c.os, c.build)
+		}
+		if c.build == "" && !maps.Equal(l, m5.Labels()) {
+			t.Errorf("%s: LabelsFor %v differs from Labels %v", c.name, l, m5.Labels())
+		}
+		if !m5.Runs(c.nc) || graviton.Runs(c.nc) != c.arm64 {
+			t.Errorf("%s: runs on m5.large %t, on m6g.large %t (want true, %t)", c.name, m5.Runs(c.nc), graviton.Runs(c.nc), c.arm64)
+		}
+		for k, v := range l {
+			if !slices.Contains(TypeLabelKeys, k) {
+				t.Errorf("%s: label %s=%s is not in TypeLabelKeys", c.name, k, v)
+			}
+		}
+	}
+	if LabelKey(&model.NodeClass{AMIFamily: "Windows2019"}) == LabelKey(&model.NodeClass{AMIFamily: "Windows2022"}) || LabelKey(nil) != LabelKey(&model.NodeClass{AMIFamily: "AL2"}) {
+		t.Errorf("LabelKey: 2019 %q, 2022 %q, nil %q, AL2 %q", LabelKey(&model.NodeClass{AMIFamily: "Windows2019"}), LabelKey(&model.NodeClass{AMIFamily: "Windows2022"}), LabelKey(nil), LabelKey(&model.NodeClass{AMIFamily: "AL2"}))
 	}
 }

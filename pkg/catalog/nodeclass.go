@@ -53,12 +53,16 @@ var (
 	}
 )
 
-func familyOf(name string) amiFamily {
+// familyOf is the node class's family (model.NodeClass.Windows says
+// whether it is Windows).
+func familyOf(nc *model.NodeClass) amiFamily {
+	if _, ok := nc.Windows(); ok {
+		return familyWindows
+	}
+	name := nc.AMIFamily
 	switch {
 	case strings.EqualFold(name, "Bottlerocket"):
 		return familyBottlerocket
-	case strings.HasPrefix(strings.ToLower(name), "windows"):
-		return familyWindows
 	case strings.EqualFold(name, "Custom"):
 		return familyCustom
 	case strings.EqualFold(name, "Ubuntu"):
@@ -89,7 +93,7 @@ func shapeOf(nc *model.NodeClass) shape {
 	if nc == nil {
 		return s
 	}
-	s.family = familyOf(nc.AMIFamily)
+	s.family = familyOf(nc)
 	s.raid0 = strings.EqualFold(nc.InstanceStorePolicy, "RAID0")
 	s.volume = volumeOf(nc.BlockDeviceMappings, s.family)
 	if nc.NetworkInterfaces != nil {
@@ -158,4 +162,15 @@ func SizeKey(nc *model.NodeClass) string {
 	}
 	return fmt.Sprintf("eni-pods=%t eni-memory=%t per-core=%t windows=%t volume=%d raid0=%t efa-card0=%d efa=%d",
 		f.eniLimitedPods, f.eniLimitedMemoryOverhead, f.podsPerCore, f.windows, vol.Value(), s.raid0, s.efaOnlyOnCard0, s.efaInterfaces)
+}
+
+// LabelKey names what of a node class changes the labels of its nodes'
+// instance types (LabelsFor): "" for Linux families, the OS and build for
+// Windows. Node classes with equal SizeKey and LabelKey give every
+// instance type the same scheduling.InstanceType.
+func LabelKey(nc *model.NodeClass) string {
+	if w, ok := nc.Windows(); ok {
+		return "os=windows build=" + w.Build
+	}
+	return ""
 }

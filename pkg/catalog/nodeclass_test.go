@@ -75,6 +75,7 @@ func TestNodeClassFamilyChangesPodsAndReservedMemory(t *testing.T) {
 		{"Bottlerocket ignores podsPerCore", &model.NodeClass{AMIFamily: "Bottlerocket"}, &model.Kubelet{PodsPerCore: ptr[int32](5)}, 29, "6903Mi"},
 		{"AL2 honours podsPerCore", &model.NodeClass{AMIFamily: "AL2"}, &model.Kubelet{PodsPerCore: ptr[int32](5)}, 10, "6903Mi"},
 		{"Windows has 110 pods and sizes memory from them", &model.NodeClass{AMIFamily: "Windows2022"}, nil, 110, "6012Mi"},
+		{"a windows2025 alias without amiFamily is Windows", &model.NodeClass{AMISelector: []model.SelectorTerm{{Alias: "windows2025@latest"}}}, nil, 110, "6012Mi"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

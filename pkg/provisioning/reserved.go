@@ -132,16 +132,26 @@ func reservedSlots(cat *catalog.Catalog, spec *model.Spec, reservations map[stri
 		if left <= 0 || !ok || r.Ending(now) || unavailable(r.InstanceType, r.Zone, model.CapacityTypeReserved) {
 			continue
 		}
-		labels := t.Labels()
-		labels[model.LabelZone] = r.Zone
-		labels[model.LabelRegion] = cat.Region()
-		labels[model.LabelCapacityType] = model.CapacityTypeReserved
-		labels[model.LabelReservationID] = r.ID
-		labels[model.LabelReservationType] = reservationType(r)
+		// A node's type labels depend on its class (a Windows class's
+		// are os=windows and its build), so on the pool.
+		roomLabels := func(nc *model.NodeClass) map[string]string {
+			labels := t.LabelsFor(nc)
+			labels[model.LabelZone] = r.Zone
+			labels[model.LabelRegion] = cat.Region()
+			labels[model.LabelCapacityType] = model.CapacityTypeReserved
+			labels[model.LabelReservationID] = r.ID
+			labels[model.LabelReservationType] = reservationType(r)
+			return labels
+		}
 		var pool *model.Pool
+		var labels map[string]string
 		for _, pl := range pools {
-			if pl.Replicas == nil && selects[pl.NodeClass][r.ID] && poolAdmits(pl.Requirements, labels) {
-				pool = pl
+			nc := spec.NodeClasses[pl.NodeClass]
+			if pl.Replicas != nil || !selects[pl.NodeClass][r.ID] || !t.Runs(nc) {
+				continue
+			}
+			if l := roomLabels(nc); poolAdmits(pl.Requirements, l) {
+				pool, labels = pl, l
 				break
 			}
 		}
@@ -182,7 +192,7 @@ func reservedSlots(cat *catalog.Catalog, spec *model.Spec, reservations map[stri
 func poolAdmits(reqs []model.Requirement, labels map[string]string) bool {
 	for _, r := range reqs {
 		k := model.NormalizeLabelKey(r.Key)
-		typeKey := k == model.LabelInstanceType || k == model.LabelArch || k == model.LabelOS || strings.HasPrefix(k, "karpenter.k8s.aws/instance-")
+		typeKey := k == model.LabelInstanceType || k == model.LabelArch || k == model.LabelOS || k == model.LabelWindowsBuild || strings.HasPrefix(k, "karpenter.k8s.aws/instance-")
 		if _, ok := labels[k]; typeKey && !ok && r.Operator != string(corev1.NodeSelectorOpNotIn) && r.Operator != string(corev1.NodeSelectorOpDoesNotExist) {
 			return false
 		}

@@ -71,8 +71,12 @@ func (l *reservingLauncher) Launch(_ context.Context, r launch.Request) (*launch
 		return nil, errors.New("UnauthorizedOperation: not authorized to perform ec2:CreateFleet on capacity-reservation/" + o.ReservationID)
 	}
 	l.requests = append(l.requests, r)
-	return &launch.Instance{ID: fmt.Sprintf("i-%d", len(l.requests)), InstanceType: o.InstanceType, Zone: o.Zone,
-		CapacityType: o.CapacityType, ReservationID: o.ReservationID, Pool: r.Pool.Name}, nil
+	inst := &launch.Instance{ID: fmt.Sprintf("i-%d", len(l.requests)), InstanceType: o.InstanceType, Zone: o.Zone,
+		CapacityType: o.CapacityType, ReservationID: o.ReservationID, Pool: r.Pool.Name}
+	if r.Class != nil {
+		inst.NodeClass = r.Class.Name // as the launcher tags it
+	}
+	return inst, nil
 }
 
 // launched is what a pass launched, one "type/zone/capacity

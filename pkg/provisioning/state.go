@@ -445,6 +445,15 @@ func csiNodeLimits(nodes []storagev1.CSINode) map[string]map[string]int64 {
 	return out
 }
 
+// nodeClass is the spec's node class of that name (nil when the pass has
+// no spec or the class is gone).
+func (c *cluster) nodeClass(name string) *model.NodeClass {
+	if c.spec == nil {
+		return nil
+	}
+	return c.spec.NodeClasses[name]
+}
+
 // simulatorNodes describes the existing nodes and the in-flight instances
 // (tagged for the cluster, not registered yet) to the simulator, each
 // holding the pods bound to it or planned onto it.
@@ -486,7 +495,8 @@ func (p *Provisioner) simulatorNodes(c *cluster) []*scheduling.Node {
 			// unknown) is not counted; the reaper retires it.
 			continue
 		}
-		labels := t.Labels()
+		nc := c.spec.NodeClasses[pool.NodeClass]
+		labels := t.LabelsFor(nc)
 		for k, v := range poolLabels(pool) {
 			labels[k] = v
 		}
@@ -500,7 +510,6 @@ func (p *Provisioner) simulatorNodes(c *cluster) []*scheduling.Node {
 		}
 		labels[model.LabelRegion] = p.Catalog.Region()
 		labels[model.LabelHostname] = inst.ID
-		nc := c.spec.NodeClasses[pool.NodeClass]
 		price, _ := p.Catalog.Price(inst.InstanceType, inst.CapacityType)
 		out = append(out, &scheduling.Node{
 			Name: inst.ID, Pool: pool.Name, InFlight: true, Labels: labels, Taints: pool.Taints,

@@ -27,15 +27,20 @@ func InstanceTypes(cat *catalog.Catalog, k *model.Kubelet) []*scheduling.Instanc
 // InstanceTypesFor is InstanceTypes for nodes of a node class (nil:
 // AL2023 with defaults): its AMI family, root volume, instance store
 // policy and EFA interfaces change capacity and allocatable
-// (catalog.SizeKey).
+// (catalog.SizeKey), and a Windows family changes the labels and leaves
+// out the types its AMIs do not run on (catalog.LabelKey: os=windows and
+// the build, no arm64 type).
 func InstanceTypesFor(cat *catalog.Catalog, k *model.Kubelet, nc *model.NodeClass) []*scheduling.InstanceType {
 	types := cat.Types()
 	out := make([]*scheduling.InstanceType, 0, len(types))
 	for _, t := range types {
+		if !t.Runs(nc) {
+			continue
+		}
 		offs := cat.Offerings(t.Name)
 		it := &scheduling.InstanceType{
 			Name:        t.Name,
-			Labels:      t.Labels(),
+			Labels:      t.LabelsFor(nc),
 			Capacity:    t.CapacityFor(k, nc),
 			Allocatable: t.AllocatableFor(k, nc),
 			Offerings:   make([]scheduling.Offering, 0, len(offs)),
@@ -49,8 +54,8 @@ func InstanceTypesFor(cat *catalog.Catalog, k *model.Kubelet, nc *model.NodeClas
 }
 
 // ForPools fills an Input's instance types for a set of pools: the shared
-// list for pools with default kubelet settings whose node class sizes
-// nodes as the default one does (catalog.SizeKey), and a list of their own
+// list for pools with default kubelet settings whose node class sizes and
+// labels nodes as the default one does (classKey), and a list of their own
 // for the others (lists are shared between pools of equal settings and
 // sizes). classes are the pools' node classes by name (a pool whose class
 // is missing is sized with defaults). The lists come from Prepared:
@@ -67,14 +72,14 @@ func forPools(cat *catalog.Catalog, pools []*model.Pool, classes map[string]*mod
 	byConfig := map[string][]*scheduling.InstanceType{}
 	sorted := append([]*model.Pool(nil), pools...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
-	defaultSize := catalog.SizeKey(nil)
+	defaultClass := classKey(nil)
 	for _, p := range sorted {
 		nc := classes[p.NodeClass]
-		size := catalog.SizeKey(nc)
-		if p.Kubelet == nil && size == defaultSize {
+		class := classKey(nc)
+		if p.Kubelet == nil && class == defaultClass {
 			continue
 		}
-		key := kubeletKey(p.Kubelet) + "|" + size
+		key := kubeletKey(p.Kubelet) + "|" + class
 		list, ok := byConfig[key]
 		if !ok {
 			pt := PreparedFor(cat, p.Kubelet, nc)
@@ -85,6 +90,12 @@ func forPools(cat *catalog.Catalog, pools []*model.Pool, classes map[string]*mod
 		per[p.Name] = list
 	}
 	return shared.Types(), per, prepared
+}
+
+// classKey names what of a node class changes its instance types: their
+// sizes (catalog.SizeKey) and labels (catalog.LabelKey).
+func classKey(nc *model.NodeClass) string {
+	return catalog.SizeKey(nc) + "|" + catalog.LabelKey(nc)
 }
 
 func kubeletKey(k *model.Kubelet) string {
@@ -108,7 +119,7 @@ func Prepared(cat *catalog.Catalog, k *model.Kubelet) *scheduling.PreparedTypes 
 }
 
 // PreparedFor is Prepared for nodes of a node class (InstanceTypesFor);
-// node classes that size nodes alike share one list.
+// node classes that size and label nodes alike share one list.
 func PreparedFor(cat *catalog.Catalog, k *model.Kubelet, nc *model.NodeClass) *scheduling.PreparedTypes {
 	return cache.get(cat, k, nc)
 }
@@ -122,7 +133,7 @@ var cache preparedCache
 type preparedKey struct {
 	cat     *catalog.Catalog
 	kubelet string
-	size    string
+	class   string
 }
 
 type preparedEntry struct {
@@ -138,7 +149,7 @@ type preparedCache struct {
 }
 
 func (c *preparedCache) get(cat *catalog.Catalog, k *model.Kubelet, nc *model.NodeClass) *scheduling.PreparedTypes {
-	key := preparedKey{cat, kubeletKey(k), catalog.SizeKey(nc)}
+	key := preparedKey{cat, kubeletKey(k), classKey(nc)}
 	c.mu.Lock()
 	var e *preparedEntry
 	for _, x := range c.entries {

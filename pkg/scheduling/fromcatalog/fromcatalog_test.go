@@ -173,3 +173,68 @@ func TestPreparedOncePerCatalog(t *testing.T) {
 		t.Errorf("the cache kept more than %d lists", maxPrepared)
 	}
 }
+
+// TestForPoolsLabelsWindowsNodes: a Windows pool's list has
+// kubernetes.io/os=windows and its version's
+// node.kubernetes.io/windows-build on every type, no arm64 type (the EKS
+// Windows AMIs are x86_64 only) and Windows' 110 pods; Windows versions
+// do not share a list (their builds differ, their sizes do not), an
+// alias-only class is Windows too, and Linux pools keep linux and every
+// type.
+func TestForPoolsLabelsWindowsNodes(t *testing.T) {
+	cat, err := catalog.Offline("us-east-1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	classes := map[string]*model.NodeClass{
+		"w2019":   {Name: "w2019", AMIFamily: "Windows2019"},
+		"w2022":   {Name: "w2022", AMIFamily: "Windows2022"},
+		"alias":   {Name: "alias", AMISelector: []model.SelectorTerm{{Alias: "windows2022@latest"}}},
+		"al2023":  {Name: "al2023", AMIFamily: "AL2023"},
+		"w2025-k": {Name: "w2025-k", AMIFamily: "Windows2025"},
+	}
+	ten := int32(10)
+	pools := []*model.Pool{
+		{Name: "w2019", NodeClass: "w2019"}, {Name: "w2022", NodeClass: "w2022"}, {Name: "alias", NodeClass: "alias"},
+		{Name: "linux", NodeClass: "al2023"}, {Name: "w2025-k", NodeClass: "w2025-k", Kubelet: &model.Kubelet{MaxPods: &ten}},
+	}
+	shared, per := ForPools(cat, pools, classes)
+	if _, ok := per["linux"]; ok {
+		t.Errorf("the AL2023 pool got a list of its own")
+	}
+	w19, w22, alias, w25 := per["w2019"], per["w2022"], per["alias"], per["w2025-k"]
+	if len(w19) == 0 || len(w22) == 0 || len(w25) == 0 || &w19[0] == &w22[0] {
+		t.Fatalf("Windows 2019 and 2022 share a list, or one is empty (%d, %d, %d)", len(w19), len(w22), len(w25))
+	}
+	if len(alias) == 0 || &alias[0] != &w22[0] {
+		t.Errorf("windows2022@latest without amiFamily did not share Windows2022's list")
+	}
+	var amd64 int
+	for _, it := range shared {
+		if it.Labels[corev1.LabelOSStable] != "linux" || it.Labels[corev1.LabelWindowsBuild] != "" {
+			t.Fatalf("Linux %s labelled %v", it.Name, it.Labels)
+		}
+		if it.Labels[corev1.LabelArchStable] == "amd64" {
+			amd64++
+		}
+	}
+	for name, c := range map[string]struct {
+		list  []*scheduling.InstanceType
+		build string
+		pods  int64
+	}{"w2019": {w19, "10.0.17763", 110}, "w2022": {w22, "10.0.20348", 110}, "w2025-k": {w25, "10.0.26100", 10}} {
+		if len(c.list) != amd64 {
+			t.Errorf("%s: %d types, the catalog has %d amd64 ones", name, len(c.list), amd64)
+		}
+		for _, it := range c.list {
+			if it.Labels[corev1.LabelOSStable] != "windows" || it.Labels[corev1.LabelWindowsBuild] != c.build || it.Labels[corev1.LabelArchStable] != "amd64" {
+				t.Fatalf("%s: %s labelled os %q build %q arch %q", name, it.Name, it.Labels[corev1.LabelOSStable], it.Labels[corev1.LabelWindowsBuild], it.Labels[corev1.LabelArchStable])
+			}
+			if it.Name == "m5.large" {
+				if p := it.Capacity[corev1.ResourcePods]; p.Value() != c.pods {
+					t.Errorf("%s: m5.large has %d pods, want %d", name, p.Value(), c.pods)
+				}
+			}
+		}
+	}
+}
