@@ -75,15 +75,19 @@ type Alias struct {
 	Version string
 }
 
-// ParseAlias reads "al2023@latest", "al2@v20240625", "bottlerocket@1.20.3".
+// ParseAlias reads "al2023@latest", "al2@v20240625", "bottlerocket@1.20.3",
+// "windows2022@latest".
 func ParseAlias(s string) (Alias, error) {
 	fam, ver, ok := strings.Cut(s, "@")
 	if !ok || ver == "" {
 		return Alias{}, fmt.Errorf("alias %q: want family@version, e.g. al2023@latest", s)
 	}
 	family := map[string]string{"al2": FamilyAL2, "al2023": FamilyAL2023, "bottlerocket": FamilyBottlerocket}[strings.ToLower(fam)]
+	if w, ok := model.WindowsServerOf(fam); ok {
+		family = w.Family
+	}
 	if family == "" {
-		return Alias{}, fmt.Errorf("alias %q: family %q is not one Joist bootstraps (al2, al2023, bottlerocket)", s, fam)
+		return Alias{}, fmt.Errorf("alias %q: family %q is not one Joist bootstraps (al2, al2023, bottlerocket, windows2019, windows2022, windows2025)", s, fam)
 	}
 	return Alias{Family: family, Version: ver}, nil
 }
@@ -115,6 +119,9 @@ func AMIParameter(family, k8sVersion, amiVersion string, key ImageKey) (string, 
 		amiVersion = AliasLatest
 	}
 	latest := amiVersion == AliasLatest
+	if w, ok := model.WindowsServerOf(family); ok {
+		return windowsParameter(w, k8sVersion, amiVersion, arch)
+	}
 	switch family {
 	case FamilyAL2:
 		if minorAtLeast(k8sVersion, 33) {
@@ -161,9 +168,32 @@ func AMIParameter(family, k8sVersion, amiVersion string, key ImageKey) (string, 
 	}
 }
 
+// windowsParameter is the EKS optimized Windows Server Core AMI's
+// parameter, as Karpenter reads it: AWS publishes only the latest image of
+// each Kubernetes version, for x86_64 (whatever the accelerator), and
+// Windows Server 2025's from Kubernetes 1.35 on.
+func windowsParameter(w model.WindowsServer, k8sVersion, amiVersion, arch string) (string, error) {
+	if arch != "x86_64" {
+		return "", fmt.Errorf("amiFamily %s has no %s AMI: the EKS optimized Windows AMIs are x86_64 only", w.Family, arch)
+	}
+	if amiVersion != AliasLatest {
+		return "", fmt.Errorf("amiFamily %s: AWS publishes only the latest EKS optimized Windows AMI, not version %q (use %s@latest)", w.Family, amiVersion, strings.ToLower(w.Family))
+	}
+	// minorAtLeast(v, 0): v is a version Joist can read (as Karpenter,
+	// an unreadable one is not refused).
+	if w.Family == "Windows2025" && minorAtLeast(k8sVersion, 0) && !minorAtLeast(k8sVersion, 35) {
+		return "", fmt.Errorf("amiFamily Windows2025 needs Kubernetes 1.35 or later (the cluster runs %s): use Windows2022", k8sVersion)
+	}
+	return fmt.Sprintf("/aws/service/ami-windows-latest/Windows_Server-%s-English-Core-EKS_Optimized-%s/image_id", w.Version, k8sVersion), nil
+}
+
 // family is the node class's AMI family as Joist bootstraps it (AL2 when
-// unset, as in v1alpha1).
+// unset, as in v1alpha1; a Windows version as model.NodeClass.Windows
+// reads it, alias included).
 func family(nc *model.NodeClass) string {
+	if w, ok := nc.Windows(); ok {
+		return w.Family
+	}
 	if nc.AMIFamily == "" {
 		return FamilyAL2
 	}
@@ -187,8 +217,9 @@ func (l *Launcher) ResolveAMIs(ctx context.Context, nc *model.NodeClass, k8sVers
 		}
 	}
 	if alias == nil && len(nc.AMISelector) == 0 {
-		switch f := family(nc); f {
-		case FamilyAL2, FamilyAL2023, FamilyBottlerocket:
+		_, windows := nc.Windows()
+		switch f := family(nc); {
+		case f == FamilyAL2, f == FamilyAL2023, f == FamilyBottlerocket, windows:
 			alias = &Alias{Family: f, Version: AliasLatest}
 		default:
 			return nil, fmt.Errorf("node class %q: amiFamily %s needs %s (Joist knows no default %s AMI)", nc.Name, f, field, f)

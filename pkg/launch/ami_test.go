@@ -52,6 +52,17 @@ func TestAMIParameterNamesWhatAWSPublishes(t *testing.T) {
 			"/aws/service/bottlerocket/aws-k8s-1.32/x86_64/latest/image_id", ""},
 		{"Bottlerocket pinned drops the v", FamilyBottlerocket, "1.32", "v1.20.3", ImageKey{amd, VariantStandard},
 			"/aws/service/bottlerocket/aws-k8s-1.32/x86_64/1.20.3/image_id", ""},
+		{"Windows 2019", "Windows2019", "1.32", "latest", ImageKey{amd, VariantStandard},
+			"/aws/service/ami-windows-latest/Windows_Server-2019-English-Core-EKS_Optimized-1.32/image_id", ""},
+		{"Windows 2022, any accelerator", "Windows2022", "1.33", "latest", ImageKey{amd, VariantNvidia},
+			"/aws/service/ami-windows-latest/Windows_Server-2022-English-Core-EKS_Optimized-1.33/image_id", ""},
+		{"Windows 2025", "Windows2025", "1.35", "latest", ImageKey{amd, VariantStandard},
+			"/aws/service/ami-windows-latest/Windows_Server-2025-English-Core-EKS_Optimized-1.35/image_id", ""},
+		{"Windows by its alias family", "windows2022", "1.32", "", ImageKey{amd, VariantStandard},
+			"/aws/service/ami-windows-latest/Windows_Server-2022-English-Core-EKS_Optimized-1.32/image_id", ""},
+		{"Windows has no arm64 AMI", "Windows2022", "1.32", "latest", ImageKey{arm, VariantStandard}, "", "Windows2022 has no arm64 AMI: the EKS optimized Windows AMIs are x86_64 only"},
+		{"Windows is published as latest only", "Windows2019", "1.32", "v20240625", ImageKey{amd, VariantStandard}, "", "only the latest"},
+		{"Windows 2025 needs Kubernetes 1.35", "Windows2025", "1.34", "latest", ImageKey{amd, VariantStandard}, "", "Windows2025 needs Kubernetes 1.35 or later"},
 		{"Custom has no parameter", FamilyCustom, "1.32", "latest", ImageKey{amd, VariantStandard}, "", "give an AMI selector"},
 		{"unknown architecture", FamilyAL2023, "1.32", "latest", ImageKey{"s390x", VariantStandard}, "", "unsupported architecture"},
 	}
@@ -80,7 +91,10 @@ func TestParseAliasReadsFamilyAndVersion(t *testing.T) {
 		{"al2023@latest", Alias{FamilyAL2023, "latest"}, ""},
 		{"AL2@v20240625", Alias{FamilyAL2, "v20240625"}, ""},
 		{"bottlerocket@1.20.3", Alias{FamilyBottlerocket, "1.20.3"}, ""},
-		{"windows2022@latest", Alias{}, "not one Joist bootstraps"},
+		{"windows2022@latest", Alias{"Windows2022", "latest"}, ""},
+		{"Windows2019@latest", Alias{"Windows2019", "latest"}, ""},
+		{"windows2025@latest", Alias{"Windows2025", "latest"}, ""},
+		{"windows2030@latest", Alias{}, "not one Joist bootstraps"},
 		{"al2023", Alias{}, "want family@version"},
 		{"al2023@", Alias{}, "want family@version"},
 	}
@@ -254,5 +268,41 @@ func TestResolveAMIsBySelectorTerms(t *testing.T) {
 				t.Errorf("AMI = %v, want %s", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestResolveAMIsForWindows: a windows2022@latest alias (amiFamily
+// unset, as a test may build it) and a v1alpha1 AWSNodeTemplate's
+// Windows2019 without amiSelector read the EKS Windows AMI parameter; an
+// arm64 key gets no image, and with nothing else the error says why.
+func TestResolveAMIsForWindows(t *testing.T) {
+	e := newEnv(t, "1.32")
+	alias := &model.NodeClass{Name: "win", API: model.APIV1, AMISelector: []model.SelectorTerm{{Alias: "windows2022@latest"}}}
+	got, err := e.l.ResolveAMIs(e.ctx, alias, "1.32", []ImageKey{{"amd64", VariantStandard}, {"arm64", VariantStandard}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := e.images["/aws/service/ami-windows-latest/Windows_Server-2022-English-Core-EKS_Optimized-1.32/image_id"]; got[ImageKey{"amd64", VariantStandard}].ID != want || len(got) != 1 {
+		t.Errorf("AMIs %v, want only amd64's %s", got, want)
+	}
+	s := spec(t, `
+apiVersion: karpenter.k8s.aws/v1alpha1
+kind: AWSNodeTemplate
+metadata: {name: win2019}
+spec:
+  amiFamily: Windows2019
+  subnetSelector: {karpenter.sh/discovery: hoon-cluster}
+  securityGroupSelector: {karpenter.sh/discovery: hoon-cluster}
+`)
+	got, err = e.l.ResolveAMIs(e.ctx, s.NodeClasses["win2019"], "1.32", []ImageKey{{"amd64", VariantNvidia}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := e.images["/aws/service/ami-windows-latest/Windows_Server-2019-English-Core-EKS_Optimized-1.32/image_id"]; got[ImageKey{"amd64", VariantNvidia}].ID != want {
+		t.Errorf("AMIs %v, want %s", got, want)
+	}
+	_, err = e.l.ResolveAMIs(e.ctx, alias, "1.32", []ImageKey{{"arm64", VariantStandard}})
+	if err == nil || !strings.Contains(err.Error(), "x86_64 only") || !strings.Contains(err.Error(), `"win"`) {
+		t.Errorf("arm64 only: err = %v, want the node class and why", err)
 	}
 }

@@ -169,6 +169,10 @@ func (e *env) seedAMIs(v string) {
 		add("/aws/service/bottlerocket/aws-k8s-"+v+"/"+arch+"/latest/image_id", "bottlerocket-aws-k8s-"+v+"-"+arch, arch)
 		add("/aws/service/bottlerocket/aws-k8s-"+v+"-nvidia/"+arch+"/latest/image_id", "bottlerocket-aws-k8s-"+v+"-nvidia-"+arch, arch)
 	}
+	for _, w := range model.WindowsServers {
+		name := "Windows_Server-" + w.Version + "-English-Core-EKS_Optimized-" + v
+		add("/aws/service/ami-windows-latest/"+name+"/image_id", name, "x86_64")
+	}
 	if !minorAtLeast(v, 33) {
 		add("/aws/service/eks/optimized-ami/"+v+"/amazon-linux-2/recommended/image_id", "amazon-eks-node-"+v, "x86_64")
 		add("/aws/service/eks/optimized-ami/"+v+"/amazon-linux-2-arm64/recommended/image_id", "amazon-eks-arm64-node-"+v, "arm64")

@@ -58,6 +58,9 @@ const mimeBoundary = "//JOIST//"
 //     taints and kubelet settings win.
 //   - Bottlerocket: the user's TOML with Joist's settings.kubernetes keys
 //     set over it.
+//   - Windows2019, Windows2022, Windows2025: a PowerShell script, the
+//     user's lines first, then Start-EKSBootstrap.ps1 with the kubelet
+//     flags AL2's bootstrap.sh is given, as Karpenter writes it.
 //   - Custom: the user's data as given; the image must join by itself.
 func UserData(family string, c Cluster, n Node, custom *string) (string, error) {
 	user := ""
@@ -76,7 +79,10 @@ func UserData(family string, c Cluster, n Node, custom *string) (string, error) 
 	case FamilyCustom:
 		out = user
 	default:
-		return "", fmt.Errorf("amiFamily %q: Joist renders user data for AL2, AL2023, Bottlerocket, Ubuntu and Custom only", family)
+		if _, ok := model.WindowsServerOf(family); !ok {
+			return "", fmt.Errorf("amiFamily %q: Joist renders user data for AL2, AL2023, Bottlerocket, Ubuntu, Windows2019, Windows2022, Windows2025 and Custom only", family)
+		}
+		out = windows(c, n, user)
 	}
 	if err != nil {
 		return "", err
@@ -180,8 +186,9 @@ func clusterDNS(c Cluster, k *model.Kubelet) string {
 }
 
 // kubeletArgs are the kubelet flags AL2's bootstrap.sh passes through
-// --kubelet-extra-args: labels and taints first, then sizing and
-// eviction, each list sorted.
+// --kubelet-extra-args (and Windows' Start-EKSBootstrap.ps1 through
+// -KubeletExtraArgs): labels and taints first, then sizing and eviction,
+// each list sorted.
 func kubeletArgs(n Node) []string {
 	labels, _ := KubeletLabels(n.Labels)
 	var args []string
@@ -274,6 +281,41 @@ func al2(c Cluster, n Node, user string) (string, error) {
 	}
 	parts = append(parts, mimePart{contentType: ContentTypeShell, body: sh.String()})
 	return writeMIME(parts), nil
+}
+
+// psQuote quotes s as a PowerShell single-quoted (verbatim) string.
+func psQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// windows is the EKS Windows AMIs' bootstrap as Karpenter writes it: one
+// <powershell> block running the user's lines, then
+// Start-EKSBootstrap.ps1, which registers the kubelet with the cluster
+// and the flags of -KubeletExtraArgs (labels, taints, max pods, reserved
+// resources, eviction: AL2's --kubelet-extra-args).
+func windows(c Cluster, n Node, user string) string {
+	var ps strings.Builder
+	ps.WriteString("<powershell>\n")
+	if user != "" {
+		ps.WriteString(user)
+		if !strings.HasSuffix(user, "\n") {
+			ps.WriteString("\n")
+		}
+	}
+	ps.WriteString(`[string]$EKSBootstrapScriptFile = "$env:ProgramFiles\Amazon\EKS\Start-EKSBootstrap.ps1"` + "\n")
+	ps.WriteString("& $EKSBootstrapScriptFile -EKSClusterName " + psQuote(c.Name))
+	if c.Endpoint != "" {
+		ps.WriteString(" -APIServerEndpoint " + psQuote(c.Endpoint))
+	}
+	if c.CA != "" {
+		ps.WriteString(" -Base64ClusterCA " + psQuote(c.CA))
+	}
+	if args := kubeletArgs(n); len(args) > 0 {
+		ps.WriteString(" -KubeletExtraArgs " + psQuote(strings.Join(args, " ")))
+	}
+	if dns := clusterDNS(c, n.Kubelet); dns != "" {
+		ps.WriteString(" -DNSClusterIP " + psQuote(dns))
+	}
+	ps.WriteString("\n</powershell>")
+	return ps.String()
 }
 
 func al2023(c Cluster, n Node, user string) (string, error) {

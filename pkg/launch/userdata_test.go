@@ -87,6 +87,8 @@ team = "overridden"
 enabled = true
 `
 
+const userPowerShell = "Set-TimeZone -Id 'UTC'\n"
+
 // TestUserDataGoldenAndParsedBack renders each family's user data, compares
 // it with its golden file (go test -run TestUserData ./pkg/launch -update
 // rewrites them) and reads it back the way the simulated kubelet does:
@@ -146,6 +148,19 @@ func TestUserDataGoldenAndParsedBack(t *testing.T) {
 			wantParts: []string{ContentTypeShell, `text/cloud-config; charset="us-ascii"`, ContentTypeNodeConfig}},
 		{name: "al2023-with-shell", family: FamilyAL2023, custom: ptr(userShell), wantFormat: "AL2023", wantParts: []string{ContentTypeShell, ContentTypeNodeConfig}, wantMax: 35},
 		{name: "bottlerocket", family: FamilyBottlerocket, wantFormat: "Bottlerocket", wantMax: 35},
+		{name: "windows2022", family: "Windows2022", wantFormat: "Windows", wantMax: 35,
+			check: func(t *testing.T, raw string, reg *kubeletsim.Registration) {
+				want := []string{"--system-reserved=cpu=100m,memory=100Mi", "--kube-reserved=cpu=200m", "--eviction-hard=memory.available<5%", "--image-gc-high-threshold=85", "--cpu-cfs-quota=false"}
+				if !reflect.DeepEqual(reg.KubeletFlags, want) {
+					t.Errorf("kubelet flags %v, want %v", reg.KubeletFlags, want)
+				}
+			}},
+		{name: "windows2019-with-powershell", family: "Windows2019", custom: ptr(userPowerShell), wantFormat: "Windows", wantMax: 35,
+			check: func(t *testing.T, raw string, _ *kubeletsim.Registration) {
+				if strings.Index(raw, "Set-TimeZone") > strings.Index(raw, "Start-EKSBootstrap.ps1") {
+					t.Error("the user's lines must run before Start-EKSBootstrap.ps1")
+				}
+			}},
 		{name: "bottlerocket-with-settings", family: FamilyBottlerocket, custom: ptr(userTOML), wantFormat: "Bottlerocket", wantMax: 35,
 			check: func(t *testing.T, raw string, reg *kubeletsim.Registration) {
 				var doc map[string]any
@@ -265,7 +280,7 @@ func TestUserDataRefusesWhatCannotJoin(t *testing.T) {
 		{"AL2023 without the service CIDR", FamilyAL2023, noCIDR, nil, "service CIDR (CLUSTER_SERVICE_CIDR)"},
 		{"Bottlerocket user data that is not TOML", FamilyBottlerocket, goldenCluster, ptr("echo hello\n"), "not valid TOML"},
 		{"Bottlerocket settings that are not a table", FamilyBottlerocket, goldenCluster, ptr("settings = 3\n"), "settings is a int64, not a table"},
-		{"a family Joist cannot bootstrap", "Windows2022", goldenCluster, nil, `amiFamily "Windows2022"`},
+		{"a family Joist cannot bootstrap", "Windows2030", goldenCluster, nil, `amiFamily "Windows2030"`},
 		{"MIME user data whose headers are broken", FamilyAL2, goldenCluster, ptr("Content-Type: multipart/mixed; boundary=\"x\nbroken"), "MIME"},
 	}
 	for _, tc := range tests {
@@ -330,6 +345,61 @@ func TestUserDataIPv6ClusterDNSAndRAID0(t *testing.T) {
 				if !strings.Contains(string(raw), w) {
 					t.Errorf("user data lacks %q:\n%s", w, raw)
 				}
+			}
+		})
+	}
+}
+
+// TestUserDataWindows: the EKS Windows AMIs are bootstrapped as Karpenter
+// does it, byte for byte where Joist's kubelet flags are Karpenter's: one
+// PowerShell block, the user's lines first, then Start-EKSBootstrap.ps1
+// with the cluster, the kubelet flags (labels the kubelet accepts, taints,
+// max pods, ...) and the cluster DNS; the simulated kubelet reads it back.
+func TestUserDataWindows(t *testing.T) {
+	node := Node{
+		Labels:  map[string]string{"team": "web", "karpenter.sh/nodepool": "win", "kubernetes.io/os": "windows"},
+		Taints:  []corev1.Taint{taint("os", "windows", corev1.TaintEffectNoSchedule)},
+		MaxPods: 110,
+	}
+	withDNS := node
+	withDNS.Kubelet = &model.Kubelet{ClusterDNS: []string{"10.100.0.10"}, EvictionHard: map[string]string{"memory.available": "500Mi"}}
+	cluster := goldenCluster
+	cluster.DNSClusterIP = "172.20.0.10"
+	const head = "<powershell>\n"
+	const call = "[string]$EKSBootstrapScriptFile = \"$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1\"\n" +
+		"& $EKSBootstrapScriptFile -EKSClusterName 'hoon-cluster' -APIServerEndpoint 'https://ABCD.gr7.ap-northeast-2.eks.amazonaws.com' -Base64ClusterCA 'LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg=='"
+	for _, tc := range []struct {
+		name    string
+		family  string
+		cluster Cluster
+		node    Node
+		custom  *string
+		want    string
+		dns     string
+	}{
+		{"the cluster's DNS", "Windows2022", cluster, node, nil,
+			head + call + " -KubeletExtraArgs '--node-labels=karpenter.sh/nodepool=win,team=web --register-with-taints=os=windows:NoSchedule --max-pods=110' -DNSClusterIP '172.20.0.10'\n</powershell>", "172.20.0.10"},
+		{"the kubelet's clusterDNS and eviction, and the user's lines", "Windows2025", cluster, withDNS, ptr("Install-WindowsFeature -Name Containers\n$x = 'it''s'"),
+			head + "Install-WindowsFeature -Name Containers\n$x = 'it''s'\n" + call + " -KubeletExtraArgs '--node-labels=karpenter.sh/nodepool=win,team=web --register-with-taints=os=windows:NoSchedule --max-pods=110 --eviction-hard=memory.available<500Mi' -DNSClusterIP '10.100.0.10'\n</powershell>", "10.100.0.10"},
+		{"no DNS known", "Windows2019", goldenCluster, node, ptr(""),
+			head + call + " -KubeletExtraArgs '--node-labels=karpenter.sh/nodepool=win,team=web --register-with-taints=os=windows:NoSchedule --max-pods=110'\n</powershell>", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b64, err := UserData(tc.family, tc.cluster, tc.node, tc.custom)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := base64.StdEncoding.DecodeString(b64)
+			if string(raw) != tc.want {
+				t.Fatalf("user data:\n%s\nwant:\n%s", raw, tc.want)
+			}
+			reg, err := kubeletsim.ParseUserData(b64)
+			if err != nil {
+				t.Fatalf("the kubelet cannot read it: %v", err)
+			}
+			wantLabels := map[string]string{"team": "web", "karpenter.sh/nodepool": "win"}
+			if reg.Format != "Windows" || !reflect.DeepEqual(reg.Labels, wantLabels) || !reflect.DeepEqual(reg.Taints, tc.node.Taints) || reg.MaxPods != 110 || reg.ClusterDNS != tc.dns {
+				t.Errorf("read back as %s, labels %v, taints %v, max pods %d, DNS %q", reg.Format, reg.Labels, reg.Taints, reg.MaxPods, reg.ClusterDNS)
 			}
 		})
 	}

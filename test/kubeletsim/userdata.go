@@ -24,8 +24,8 @@ import (
 // would act on it, and refuses what a real kubelet refuses.
 type Registration struct {
 	// Format is how the node was told: "AL2" (bootstrap.sh in a MIME
-	// archive), "AL2023" (NodeConfig in a MIME archive) or "Bottlerocket"
-	// (TOML).
+	// archive), "AL2023" (NodeConfig in a MIME archive), "Bottlerocket"
+	// (TOML) or "Windows" (Start-EKSBootstrap.ps1 in a PowerShell block).
 	Format  string
 	Labels  map[string]string
 	Taints  []corev1.Taint
@@ -36,8 +36,11 @@ type Registration struct {
 	CertificateAuthority string
 	// ServiceCIDR is AL2023's spec.cluster.cidr.
 	ServiceCIDR string
+	// ClusterDNS is AL2's --dns-cluster-ip, Windows' -DNSClusterIP.
+	ClusterDNS string
 	// KubeletFlags are the kubelet flags other than labels, taints and max
-	// pods (AL2's --kubelet-extra-args, AL2023's kubelet.flags).
+	// pods (AL2's --kubelet-extra-args, AL2023's kubelet.flags, Windows'
+	// -KubeletExtraArgs).
 	KubeletFlags []string
 	// KubeletConfig is AL2023's merged kubelet.config.
 	KubeletConfig map[string]any
@@ -47,9 +50,10 @@ type Registration struct {
 
 // ParseUserData reads base64 user data in any of the formats Joist writes:
 // a MIME archive with an AL2 bootstrap.sh script or AL2023 NodeConfigs
-// (merged in order, later ones winning, as nodeadm does), or Bottlerocket
-// TOML. It fails when there is no bootstrap to read, and when the labels
-// are ones a kubelet refuses to start with.
+// (merged in order, later ones winning, as nodeadm does), Bottlerocket
+// TOML, or a Windows <powershell> block running Start-EKSBootstrap.ps1.
+// It fails when there is no bootstrap to read, and when the labels are
+// ones a kubelet refuses to start with.
 func ParseUserData(b64 string) (*Registration, error) {
 	raw, err := base64.StdEncoding.DecodeString(b64)
 	if err != nil {
@@ -59,6 +63,8 @@ func ParseUserData(b64 string) (*Registration, error) {
 	var reg *Registration
 	if t := strings.TrimSpace(s); strings.HasPrefix(t, "MIME-Version:") || strings.HasPrefix(t, "Content-Type:") {
 		reg, err = parseMIME(t)
+	} else if strings.HasPrefix(t, "<powershell>") {
+		reg, err = parseWindows(t)
 	} else {
 		reg, err = parseBottlerocket(s)
 	}
@@ -208,6 +214,8 @@ func parseBootstrap(script string) (*Registration, error) {
 				reg.APIServerEndpoint = v
 			case "--b64-cluster-ca":
 				reg.CertificateAuthority = v
+			case "--dns-cluster-ip":
+				reg.ClusterDNS = v
 			case "--kubelet-extra-args":
 				args, err := shellWords(v)
 				if err != nil {
@@ -432,4 +440,108 @@ func validateKubeletLabels(labels map[string]string) error {
 		return fmt.Errorf("unknown 'kubernetes.io' or 'k8s.io' labels specified with --node-labels: %v (the kubelet would not start)", bad)
 	}
 	return nil
+}
+
+// eksBootstrapScript is where the EKS Windows AMIs keep their bootstrap.
+const eksBootstrapScript = `$env:ProgramFiles\Amazon\EKS\Start-EKSBootstrap.ps1`
+
+// parseWindows reads the Start-EKSBootstrap.ps1 call of a Windows node's
+// PowerShell user data, as EC2Launch runs it: one <powershell> block in
+// which a variable is set to the EKS bootstrap script and then invoked
+// with -EKSClusterName and the other parameters.
+func parseWindows(s string) (*Registration, error) {
+	body, ok := strings.CutPrefix(s, "<powershell>")
+	if body, ok = strings.CutSuffix(body, "</powershell>"); !ok {
+		return nil, errors.New("PowerShell user data without its closing </powershell>")
+	}
+	script := ""
+	for _, line := range strings.Split(body, "\n") {
+		line = strings.TrimSpace(line)
+		if v, rest, ok := strings.Cut(line, "="); ok && strings.HasPrefix(v, "[string]$") && strings.Trim(strings.TrimSpace(rest), `"`) == eksBootstrapScript {
+			script = strings.TrimSpace(strings.TrimPrefix(v, "[string]"))
+			continue
+		}
+		if script == "" || !strings.HasPrefix(line, "& "+script+" ") {
+			continue
+		}
+		words, err := psWords(strings.TrimPrefix(line, "& "+script+" "))
+		if err != nil {
+			return nil, fmt.Errorf("Start-EKSBootstrap.ps1 call: %w", err)
+		}
+		reg := &Registration{Format: "Windows", Labels: map[string]string{}}
+		for i := 0; i < len(words); i += 2 {
+			if !strings.HasPrefix(words[i], "-") || i+1 >= len(words) {
+				return nil, fmt.Errorf("Start-EKSBootstrap.ps1 call: %q is not a parameter with a value", words[i])
+			}
+			v := words[i+1]
+			switch words[i] {
+			case "-EKSClusterName":
+				reg.ClusterName = v
+			case "-APIServerEndpoint":
+				reg.APIServerEndpoint = v
+			case "-Base64ClusterCA":
+				reg.CertificateAuthority = v
+			case "-DNSClusterIP":
+				reg.ClusterDNS = v
+			case "-KubeletExtraArgs":
+				args, err := shellWords(v)
+				if err != nil {
+					return nil, fmt.Errorf("-KubeletExtraArgs: %w", err)
+				}
+				for _, f := range args {
+					if err := reg.flag(f); err != nil {
+						return nil, err
+					}
+				}
+			default:
+				return nil, fmt.Errorf("Start-EKSBootstrap.ps1 has no parameter %s", words[i])
+			}
+		}
+		if reg.ClusterName == "" {
+			return nil, errors.New("Start-EKSBootstrap.ps1 is called without -EKSClusterName")
+		}
+		return reg, nil
+	}
+	return nil, errors.New("no Start-EKSBootstrap.ps1 call in the PowerShell user data")
+}
+
+// psWords splits a PowerShell argument list into words: single-quoted
+// strings are verbatim (a doubled quote is one quote), other words end
+// at a space.
+func psWords(s string) ([]string, error) {
+	var words []string
+	for i := 0; i < len(s); {
+		switch c := s[i]; {
+		case c == ' ' || c == '\t':
+			i++
+		case c == '\'':
+			var w strings.Builder
+			i++
+			for {
+				if i >= len(s) {
+					return nil, fmt.Errorf("unterminated single quote in %q", s)
+				}
+				if s[i] == '\'' {
+					if i+1 < len(s) && s[i+1] == '\'' {
+						w.WriteByte('\'')
+						i += 2
+						continue
+					}
+					i++
+					break
+				}
+				w.WriteByte(s[i])
+				i++
+			}
+			words = append(words, w.String())
+		default:
+			j := strings.IndexAny(s[i:], " \t")
+			if j < 0 {
+				j = len(s) - i
+			}
+			words = append(words, s[i:i+j])
+			i += j
+		}
+	}
+	return words, nil
 }
