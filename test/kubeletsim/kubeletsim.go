@@ -3,7 +3,9 @@
 // tagged for the cluster it registers a Node the way an EKS node does
 // (name from the private DNS name, providerID aws:///<zone>/<id>, the
 // labels and taints its user data asks for, capacity and allocatable from
-// the catalog), marks it Ready after a delay, marks pods bound to it
+// the catalog; a Windows instance as a Windows kubelet registers, with
+// kubernetes.io/os=windows and its build), marks it Ready after a delay,
+// marks pods bound to it
 // Running, removes pods being deleted (evicted) from it at once, and
 // deletes the Node when the instance is gone (as the cloud node lifecycle
 // controller does; a finalizer may hold it).
@@ -13,6 +15,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -185,13 +188,23 @@ func (s *Sim) ensureNode(ctx context.Context, inst ec2types.Instance) error {
 		mp := int32(reg.MaxPods)
 		k = &model.Kubelet{MaxPods: &mp}
 	}
+	// A Windows kubelet reports its OS and build; the node is sized as
+	// a Windows one (110 pods, private IPv4 addresses).
+	var nc *model.NodeClass
+	if reg.Format == "Windows" {
+		w, err := s.windowsServer(ctx, inst)
+		if err != nil {
+			return err
+		}
+		nc = &model.NodeClass{AMIFamily: w.Family}
+	}
 	zone := aws.ToString(inst.Placement.AvailabilityZone)
 	labels := map[string]string{}
 	for key, v := range reg.Labels {
 		labels[key] = v
 	}
-	for key, v := range it.Labels() {
-		if key == corev1.LabelInstanceTypeStable || key == corev1.LabelArchStable || key == corev1.LabelOSStable {
+	for key, v := range it.LabelsFor(nc) {
+		if key == corev1.LabelInstanceTypeStable || key == corev1.LabelArchStable || key == corev1.LabelOSStable || key == corev1.LabelWindowsBuild {
 			labels[key] = v
 		}
 	}
@@ -212,8 +225,8 @@ func (s *Sim) ensureNode(ctx context.Context, inst ec2types.Instance) error {
 		return fmt.Errorf("create node %s: %w", name, err)
 	}
 	created.Status = corev1.NodeStatus{
-		Capacity:    it.Capacity(k),
-		Allocatable: it.Allocatable(k),
+		Capacity:    it.CapacityFor(k, nc),
+		Allocatable: it.AllocatableFor(k, nc),
 		Conditions: []corev1.NodeCondition{{
 			Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady",
 			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
@@ -232,6 +245,30 @@ func (s *Sim) ensureNode(ctx context.Context, inst ec2types.Instance) error {
 		s.OnEvent("registered", name, aws.ToString(inst.InstanceId))
 	}
 	return nil
+}
+
+// windowsImage reads the Windows Server version of an EKS optimized
+// Windows AMI's name (Windows_Server-2022-English-Core-EKS_Optimized-1.32).
+var windowsImage = regexp.MustCompile(`^Windows_Server-(\d{4})-`)
+
+// windowsServer is the Windows Server the instance boots, as its kubelet
+// would know it: read from its image's name.
+func (s *Sim) windowsServer(ctx context.Context, inst ec2types.Instance) (model.WindowsServer, error) {
+	id := aws.ToString(inst.ImageId)
+	out, err := s.EC2.DescribeImages(ctx, &ec2.DescribeImagesInput{ImageIds: []string{id}})
+	if err != nil {
+		return model.WindowsServer{}, fmt.Errorf("image %s of Windows instance %s: %w", id, aws.ToString(inst.InstanceId), err)
+	}
+	if len(out.Images) == 1 {
+		name := aws.ToString(out.Images[0].Name)
+		if m := windowsImage.FindStringSubmatch(name); m != nil {
+			if w, ok := model.WindowsServerOf("Windows" + m[1]); ok {
+				return w, nil
+			}
+		}
+		return model.WindowsServer{}, fmt.Errorf("instance %s has Windows user data but boots %s (%q), not an EKS optimized Windows Server 2019, 2022 or 2025 image", aws.ToString(inst.InstanceId), id, name)
+	}
+	return model.WindowsServer{}, fmt.Errorf("instance %s has Windows user data but its image %s is not known", aws.ToString(inst.InstanceId), id)
 }
 
 // registration reads the labels and taints the instance's user data asks

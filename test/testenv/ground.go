@@ -30,6 +30,7 @@ import (
 
 	"github.com/joist-dev/joist/pkg/forwarder"
 	"github.com/joist-dev/joist/pkg/iampolicy"
+	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/rbac"
 	"github.com/joist-dev/joist/pkg/scheduling"
 	"github.com/joist-dev/joist/pkg/specs"
@@ -642,6 +643,12 @@ func (g *Ground) seedAMIs(ctx context.Context) error {
 		params[fmt.Sprintf("/aws/service/bottlerocket/aws-k8s-%s-nvidia/%s/latest/image_id", v, arch.aws)] = "bottlerocket-aws-k8s-" + v + "-nvidia-" + arch.aws
 	}
 	params[fmt.Sprintf("/aws/service/eks/optimized-ami/%s/amazon-linux-2-gpu/recommended/image_id", v)] = "amazon-eks-gpu-node-" + v + "-x86_64"
+	// The EKS optimized Windows Server Core AMIs (x86_64 only), named as
+	// AWS names them: the kubelet simulator reads the version from the name.
+	for _, w := range model.WindowsServers {
+		name := "Windows_Server-" + w.Version + "-English-Core-EKS_Optimized-" + v
+		params["/aws/service/ami-windows-latest/"+name+"/image_id"] = name
+	}
 	for name, imageName := range params {
 		arch := "x86_64"
 		if strings.Contains(imageName, "arm64") {
