@@ -450,8 +450,8 @@ const eksBootstrapScript = `$env:ProgramFiles\Amazon\EKS\Start-EKSBootstrap.ps1`
 // which a variable is set to the EKS bootstrap script and then invoked
 // with -EKSClusterName and the other parameters.
 func parseWindows(s string) (*Registration, error) {
-	body, ok := strings.CutPrefix(s, "<powershell>")
-	if body, ok = strings.CutSuffix(body, "</powershell>"); !ok {
+	body, ok := strings.CutSuffix(strings.TrimPrefix(s, "<powershell>"), "</powershell>")
+	if !ok {
 		return nil, errors.New("PowerShell user data without its closing </powershell>")
 	}
 	script := ""
