@@ -277,7 +277,8 @@ func TestResolveAMIsBySelectorTerms(t *testing.T) {
 // arm64 key gets no image, and with nothing else the error says why.
 func TestResolveAMIsForWindows(t *testing.T) {
 	e := newEnv(t, "1.32")
-	alias := &model.NodeClass{Name: "win", API: model.APIV1, AMISelector: []model.SelectorTerm{{Alias: "windows2022@latest"}}}
+	discovery := []model.SelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": testCluster}}}
+	alias := &model.NodeClass{Name: "win", API: model.APIV1, AMISelector: []model.SelectorTerm{{Alias: "windows2022@latest"}}, SubnetSelector: discovery, SecurityGroupSelector: discovery}
 	got, err := e.l.ResolveAMIs(e.ctx, alias, "1.32", []ImageKey{{"amd64", VariantStandard}, {"arm64", VariantStandard}})
 	if err != nil {
 		t.Fatal(err)
@@ -304,5 +305,14 @@ spec:
 	_, err = e.l.ResolveAMIs(e.ctx, alias, "1.32", []ImageKey{{"arm64", VariantStandard}})
 	if err == nil || !strings.Contains(err.Error(), "x86_64 only") || !strings.Contains(err.Error(), `"win"`) {
 		t.Errorf("arm64 only: err = %v, want the node class and why", err)
+	}
+	// Drift reads the class's images for every key: a Windows class's
+	// node is current on the one Windows image.
+	d, err := e.l.Desired(e.ctx, alias)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := e.images["/aws/service/ami-windows-latest/Windows_Server-2022-English-Core-EKS_Optimized-1.32/image_id"]; len(d.ImageIDs) != 1 || !d.ImageIDs[want] {
+		t.Errorf("desired images %v, want only %s", d.ImageIDs, want)
 	}
 }
