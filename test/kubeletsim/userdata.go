@@ -217,14 +217,8 @@ func parseBootstrap(script string) (*Registration, error) {
 			case "--dns-cluster-ip":
 				reg.ClusterDNS = v
 			case "--kubelet-extra-args":
-				args, err := shellWords(v)
-				if err != nil {
-					return nil, fmt.Errorf("--kubelet-extra-args: %w", err)
-				}
-				for _, f := range args {
-					if err := reg.flag(f); err != nil {
-						return nil, err
-					}
+				if err := reg.extraArgs("--kubelet-extra-args", v); err != nil {
+					return nil, err
 				}
 			}
 		}
@@ -484,14 +478,8 @@ func parseWindows(s string) (*Registration, error) {
 			case "-DNSClusterIP":
 				reg.ClusterDNS = v
 			case "-KubeletExtraArgs":
-				args, err := shellWords(v)
-				if err != nil {
-					return nil, fmt.Errorf("-KubeletExtraArgs: %w", err)
-				}
-				for _, f := range args {
-					if err := reg.flag(f); err != nil {
-						return nil, err
-					}
+				if err := reg.extraArgs("-KubeletExtraArgs", v); err != nil {
+					return nil, err
 				}
 			default:
 				return nil, fmt.Errorf("Start-EKSBootstrap.ps1 has no parameter %s", words[i])
@@ -544,4 +532,19 @@ func psWords(s string) ([]string, error) {
 		}
 	}
 	return words, nil
+}
+
+// extraArgs reads the kubelet flags a bootstrap passes through (AL2's
+// --kubelet-extra-args, Windows' -KubeletExtraArgs), named param.
+func (reg *Registration) extraArgs(param, v string) error {
+	args, err := shellWords(v)
+	if err != nil {
+		return fmt.Errorf("%s: %w", param, err)
+	}
+	for _, f := range args {
+		if err := reg.flag(f); err != nil {
+			return err
+		}
+	}
+	return nil
 }
