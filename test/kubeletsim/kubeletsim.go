@@ -189,14 +189,16 @@ func (s *Sim) ensureNode(ctx context.Context, inst ec2types.Instance) error {
 		k = &model.Kubelet{MaxPods: &mp}
 	}
 	// A Windows kubelet reports its OS and build; the node is sized as
-	// a Windows one (110 pods, private IPv4 addresses).
-	var nc *model.NodeClass
+	// a Windows one (110 pods, private IPv4 addresses). Every kubelet
+	// reports the ephemeral storage of the volume its root directory is
+	// on: the family's ephemeral device as the launch template maps it.
+	nc := &model.NodeClass{AMIFamily: reg.Format, BlockDeviceMappings: reg.Volumes}
 	if reg.Format == "Windows" {
 		w, err := s.windowsServer(ctx, inst)
 		if err != nil {
 			return err
 		}
-		nc = &model.NodeClass{AMIFamily: w.Family}
+		nc.AMIFamily = w.Family
 	}
 	zone := aws.ToString(inst.Placement.AvailabilityZone)
 	labels := map[string]string{}
@@ -292,7 +294,20 @@ func (s *Sim) registration(ctx context.Context, inst ec2types.Instance) (*Regist
 	if len(out.LaunchTemplateVersions) == 0 || out.LaunchTemplateVersions[0].LaunchTemplateData == nil {
 		return nil, fmt.Errorf("launch template %s has no data", ltID)
 	}
-	return ParseUserData(aws.ToString(out.LaunchTemplateVersions[0].LaunchTemplateData.UserData))
+	data := out.LaunchTemplateVersions[0].LaunchTemplateData
+	reg, err := ParseUserData(aws.ToString(data.UserData))
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range data.BlockDeviceMappings {
+		if b.Ebs == nil || b.Ebs.VolumeSize == nil {
+			continue
+		}
+		reg.Volumes = append(reg.Volumes, model.BlockDeviceMapping{
+			DeviceName: aws.ToString(b.DeviceName), EBS: &model.EBS{VolumeSize: fmt.Sprintf("%dGi", *b.Ebs.VolumeSize)},
+		})
+	}
+	return reg, nil
 }
 
 func (s *Sim) maybeReady(ctx context.Context, n *corev1.Node) error {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/BurntSushi/toml"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/joist-dev/joist/pkg/model"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 )
@@ -46,6 +48,10 @@ type Registration struct {
 	KubeletConfig map[string]any
 	// Parts are the content types of a MIME archive's parts, in order.
 	Parts []string
+	// Volumes are the launch template's EBS volumes (set by the
+	// simulator, not read from the user data): the node's ephemeral
+	// storage is the family's ephemeral device's.
+	Volumes []model.BlockDeviceMapping
 }
 
 // ParseUserData reads base64 user data in any of the formats Joist writes:
