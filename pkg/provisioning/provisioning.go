@@ -509,7 +509,7 @@ func (p *Provisioner) nominate(ctx context.Context, c *cluster, pod *corev1.Pod,
 	// catalog gives it (it may know types the embedded one does not).
 	var labels map[string]string
 	if it, ok := p.Catalog.Lookup(inst.InstanceType); ok {
-		labels = pods.InstanceLabelsFor(pod, it.LabelsFor(c.nodeClass(inst.NodeClass)))
+		labels = pods.InstanceLabelsFor(pod, it.LabelsFor(c.instanceClass(inst)))
 	}
 	if err := nominate(ctx, pod, instance, now, labels); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {

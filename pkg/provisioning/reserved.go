@@ -96,6 +96,16 @@ func ReservedNodes(cat *catalog.Catalog, spec *model.Spec, reservations map[stri
 	return nodes
 }
 
+// reservedLabels adds to a type's labels those of a node in reservation r.
+func reservedLabels(labels map[string]string, r launch.Reservation, region string) map[string]string {
+	labels[model.LabelZone] = r.Zone
+	labels[model.LabelRegion] = region
+	labels[model.LabelCapacityType] = model.CapacityTypeReserved
+	labels[model.LabelReservationID] = r.ID
+	labels[model.LabelReservationType] = reservationType(r)
+	return labels
+}
+
 // reservedSlots is reservedNodes of a catalog, a spec, the reservations
 // by class and the instances launched into each in this pass (used).
 func reservedSlots(cat *catalog.Catalog, spec *model.Spec, reservations map[string][]launch.Reservation, used map[string]int, existing []*scheduling.Node, want int, now time.Time, unavailable func(t, z, ct string) bool) ([]*scheduling.Node, map[string]reservedSlot) {
@@ -132,26 +142,21 @@ func reservedSlots(cat *catalog.Catalog, spec *model.Spec, reservations map[stri
 		if left <= 0 || !ok || r.Ending(now) || unavailable(r.InstanceType, r.Zone, model.CapacityTypeReserved) {
 			continue
 		}
-		// A node's type labels depend on its class (a Windows class's
-		// are os=windows and its build), so on the pool.
-		roomLabels := func(nc *model.NodeClass) map[string]string {
-			labels := t.LabelsFor(nc)
-			labels[model.LabelZone] = r.Zone
-			labels[model.LabelRegion] = cat.Region()
-			labels[model.LabelCapacityType] = model.CapacityTypeReserved
-			labels[model.LabelReservationID] = r.ID
-			labels[model.LabelReservationType] = reservationType(r)
-			return labels
-		}
-		var pool *model.Pool
-		var labels map[string]string
+		// The first pool by weight that may use it; a node's type labels
+		// depend on its class (a Windows class's are os=windows and its
+		// build), so on the pool.
+		var (
+			pool   *model.Pool
+			nc     *model.NodeClass
+			labels map[string]string
+		)
 		for _, pl := range pools {
-			nc := spec.NodeClasses[pl.NodeClass]
-			if pl.Replicas != nil || !selects[pl.NodeClass][r.ID] || !t.Runs(nc) {
+			c := spec.NodeClasses[pl.NodeClass]
+			if pl.Replicas != nil || !selects[pl.NodeClass][r.ID] || !t.Runs(c) {
 				continue
 			}
-			if l := roomLabels(nc); poolAdmits(pl.Requirements, l) {
-				pool, labels = pl, l
+			if l := reservedLabels(t.LabelsFor(c), r, cat.Region()); poolAdmits(pl.Requirements, l) {
+				pool, nc, labels = pl, c, l
 				break
 			}
 		}
@@ -161,7 +166,6 @@ func reservedSlots(cat *catalog.Catalog, spec *model.Spec, reservations map[stri
 		for k, v := range poolLabels(pool) {
 			labels[k] = v
 		}
-		nc := spec.NodeClasses[pool.NodeClass]
 		capacity := t.CapacityFor(pool.Kubelet, nc)
 		n := min(left, want, room.fits(pool, capacity))
 		for i := range n {

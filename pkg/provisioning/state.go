@@ -445,11 +445,18 @@ func csiNodeLimits(nodes []storagev1.CSINode) map[string]map[string]int64 {
 	return out
 }
 
-// nodeClass is the spec's node class of that name (nil when the pass has
-// no spec or the class is gone).
-func (c *cluster) nodeClass(name string) *model.NodeClass {
+// instanceClass is the spec's node class an instance was launched from
+// (its tag; an instance without one, its pool's class): it sizes and
+// labels the node (nil when the pass has no spec or the class is gone).
+func (c *cluster) instanceClass(inst launch.Instance) *model.NodeClass {
 	if c.spec == nil {
 		return nil
+	}
+	name := inst.NodeClass
+	for _, pool := range c.spec.Pools {
+		if name == "" && pool.Name == inst.Pool {
+			name = pool.NodeClass
+		}
 	}
 	return c.spec.NodeClasses[name]
 }
@@ -495,7 +502,7 @@ func (p *Provisioner) simulatorNodes(c *cluster) []*scheduling.Node {
 			// unknown) is not counted; the reaper retires it.
 			continue
 		}
-		nc := c.spec.NodeClasses[pool.NodeClass]
+		nc := c.instanceClass(inst)
 		labels := t.LabelsFor(nc)
 		for k, v := range poolLabels(pool) {
 			labels[k] = v

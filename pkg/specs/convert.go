@@ -125,10 +125,15 @@ func ConvertToV1(objs []Object, opts ConvertOptions) (*Converted, []error) {
 		c.Warnings = append(c.Warnings, t.notes...)
 		switch {
 		case t.NodePool != nil:
-			if nc := ownClass[t.NodePool.Name]; nc != nil {
-				c.warn("NodePool %q: kubelet settings differ between the NodePools sharing EC2NodeClass %q; v1 keeps them on the node class, so this pool gets its own EC2NodeClass %q", t.NodePool.Name, t.NodePool.Spec.Template.Spec.NodeClassRef.Name, nc.Name)
+			class := t.NodePool.Spec.Template.Spec.NodeClassRef.Name
+			_, shared := classKubelet[class]
+			switch nc := ownClass[t.NodePool.Name]; {
+			case nc != nil:
+				c.warn("NodePool %q: kubelet settings differ between the NodePools sharing EC2NodeClass %q; v1 keeps them on the node class, so this pool gets its own EC2NodeClass %q", t.NodePool.Name, class, nc.Name)
 				t.NodePool.Spec.Template.Spec.NodeClassRef.Name = nc.Name
 				c.add(nc)
+			case t.kubelet != nil && !shared:
+				c.warn("NodePool %q: EC2NodeClass %q is not among the converted objects; v1 keeps the pool's kubelet settings on it, so add them there", t.NodePool.Name, class)
 			}
 			c.add(t.NodePool)
 		case t.EC2NodeClass != nil:

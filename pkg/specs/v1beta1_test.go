@@ -238,3 +238,17 @@ spec:
 		t.Errorf("missing warning %q in %q", w, conv.Warnings)
 	}
 }
+
+// TestConvertV1Beta1_WarnsOfAKubeletWithoutItsClass: a v1beta1 pool's
+// kubelet settings go onto its node class; when that class is not among
+// the objects converted, the output cannot carry them, and says so.
+func TestConvertV1Beta1_WarnsOfAKubeletWithoutItsClass(t *testing.T) {
+	conv, errs := ConvertToV1(mustDecode(t, nodePoolV1Beta1("template:\n  spec:\n    requirements: []\n    kubelet: {maxPods: 20}\n    nodeClassRef: {name: elsewhere}\n")), ConvertOptions{})
+	if len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	w := `NodePool "np": EC2NodeClass "elsewhere" is not among the converted objects; v1 keeps the pool's kubelet settings on it, so add them there`
+	if !containsString(conv.Warnings, w) {
+		t.Errorf("missing warning %q in %q", w, conv.Warnings)
+	}
+}

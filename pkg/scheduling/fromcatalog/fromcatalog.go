@@ -124,9 +124,12 @@ func PreparedFor(cat *catalog.Catalog, k *model.Kubelet, nc *model.NodeClass) *s
 	return cache.get(cat, k, nc)
 }
 
-// maxPrepared bounds the cache: a few kubelet settings and node class
-// sizes of the current catalog and of the one before it.
-const maxPrepared = 8
+// maxPrepared bounds the cache: a few kubelet settings and node classes
+// (each pair that sizes or labels nodes differently is a list) of the
+// current catalog and of the one before it. A pass prepares a missing
+// list again, so a cluster with more such pairs than this re-prepares
+// every pass.
+const maxPrepared = 16
 
 var cache preparedCache
 
