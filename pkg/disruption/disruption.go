@@ -118,9 +118,12 @@ type Snapshot struct {
 	// plans with (fromcatalog.Input: the catalog's instance types per
 	// pool kubelet settings, the region, DaemonSets, volumes, namespaces).
 	// Its options carry the policies (each simulation adds NoImprove).
-	// Its pods, nodes, pools and offerings out of capacity are ignored:
-	// the snapshot's are used. Without instance types consolidation only
-	// deletes, and a node's price is unknown.
+	// Its pools, when set, are the snapshot's as planning may use them
+	// (provisioning.ReadyPools: in their node classes' zones), and its
+	// NotReady pools get no replacement. Its pods, nodes and offerings
+	// out of capacity are ignored: the snapshot's are used. Without
+	// instance types consolidation only deletes, and a node's price is
+	// unknown.
 	Simulation scheduling.Input
 	// VolumeLimits are the nodes' volume attachment limits per CSI
 	// driver, by node name, from their CSINodes (read with the volumes).

@@ -252,7 +252,10 @@ func (c *consolidator) simulate(cands []*candidate) (command, string) {
 	}
 	c.simulations++
 	in := c.s.Simulation
-	in.Pods, in.Nodes, in.Pools, in.Unavailable = move, others, c.s.Pools, c.s.Unavailable
+	in.Pods, in.Nodes, in.Unavailable = move, others, c.s.Unavailable
+	if in.Pools == nil {
+		in.Pools = c.s.Pools
+	}
 	// The snapshot's policies, and no local search: a candidate only
 	// asks whether its pods fit.
 	in.Options.NoImprove = true

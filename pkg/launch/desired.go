@@ -3,6 +3,7 @@ package launch
 import (
 	"context"
 	"fmt"
+	"sort"
 
 	"github.com/joist-dev/joist/pkg/model"
 )
@@ -16,6 +17,10 @@ type Desired struct {
 	// SubnetIDs are every subnet the class selects (not only the one per
 	// zone a launch picks).
 	SubnetIDs map[string]bool
+	// Zones are the zones of those subnets, sorted: the only zones a node
+	// of the class can launch in (Karpenter's EC2NodeClass zone info,
+	// which limits its instance types' offerings).
+	Zones []string
 	// SecurityGroups are the groups a new node would get.
 	SecurityGroups []string
 }
@@ -46,9 +51,15 @@ func (l *Launcher) Desired(ctx context.Context, nc *model.NodeClass) (Desired, e
 	if err != nil {
 		return Desired{}, err
 	}
+	zones := map[string]bool{}
 	for _, s := range subnets {
 		d.SubnetIDs[s.ID] = true
+		if s.Zone != "" && !zones[s.Zone] {
+			zones[s.Zone] = true
+			d.Zones = append(d.Zones, s.Zone)
+		}
 	}
+	sort.Strings(d.Zones)
 	if d.SecurityGroups, err = l.SecurityGroups(ctx, nc); err != nil {
 		return Desired{}, err
 	}

@@ -2,6 +2,7 @@ package launch
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -229,5 +230,28 @@ func TestSelectorErrorsNameTheField(t *testing.T) {
 				t.Fatalf("err = %v, want %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestDesiredZonesAreTheSubnetsZones: a node class resolves to the zones
+// its subnets are in, once each and sorted (two subnets in zone b, none
+// in zone a), which are the only zones its nodes can be launched in.
+func TestDesiredZonesAreTheSubnetsZones(t *testing.T) {
+	e := newEnv(t, "1.32")
+	e.sim.AddSubnet(zoneC, "10.0.140.0/24", map[string]string{"team": "batch"})
+	e.sim.AddSubnet(zoneB, "10.0.141.0/24", map[string]string{"team": "batch"})
+	e.sim.AddSubnet(zoneB, "10.0.142.0/24", map[string]string{"team": "batch"})
+	nc := &model.NodeClass{Name: "batch", API: model.APIV1, AMIFamily: FamilyAL2023,
+		SubnetSelector:        []model.SelectorTerm{{Tags: map[string]string{"team": "batch"}}},
+		SecurityGroupSelector: []model.SelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": testCluster}}}}
+	d, err := e.l.Desired(e.ctx, nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{zoneB, zoneC}; !slices.Equal(d.Zones, want) {
+		t.Errorf("zones %v, want %v", d.Zones, want)
+	}
+	if len(d.SubnetIDs) != 3 {
+		t.Errorf("subnets %v, want the three tagged", d.SubnetIDs)
 	}
 }

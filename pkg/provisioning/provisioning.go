@@ -85,6 +85,10 @@ type Provisioner struct {
 	// topology spread constraints are given to the pods to plan that
 	// declare none (SpreadDefaults); nil for none.
 	SchedulerConfig *scheduling.SchedulerConfig
+	// NodeClasses, when set, resolves the pools' node classes before
+	// planning (ReadyPools): a pool whose class cannot launch is left
+	// out, the others are planned in their subnets' zones only.
+	NodeClasses NodeClassResolver
 
 	// retiring is set by Replace for the length of its pass.
 	retiring *Retiring
@@ -124,6 +128,9 @@ type Result struct {
 	GivenUp []string
 	// Skipped is set when another decider held the lock.
 	Skipped bool
+	// NotReady are the pools left out of planning because their node
+	// class cannot launch a node, with why (ReadyPools).
+	NotReady map[string]string
 }
 
 func (p *Provisioner) now() time.Time {
@@ -166,6 +173,9 @@ func (p *Provisioner) Reconcile(ctx context.Context) (*Result, error) {
 	}
 	base := fromcatalog.Input(p.Catalog, c.objects)
 	base.Options = p.Policy
+	if len(c.notReady) > 0 {
+		base.NotReady, res.NotReady = c.notReady, c.notReady
+	}
 	todo, err := NewSpreadDefaults(p.Kube, p.SchedulerConfig).Apply(ctx, c.todo)
 	if err != nil {
 		return nil, err

@@ -49,6 +49,9 @@ type cluster struct {
 	// each, by reservation ID (EC2's counts were read before them).
 	reservations map[string][]launch.Reservation
 	reservedUsed map[string]int
+	// notReady are the pools whose node class cannot launch a node
+	// (ReadyPools), read only when there is something to plan.
+	notReady map[string]string
 	// byName and byID index nodes and instances (built on first use).
 	byName  map[string]*corev1.Node
 	byID    map[string]int
@@ -333,7 +336,17 @@ func (c *cluster) node(name string) *corev1.Node {
 // readForPlanning reads what only planning needs (ReadCluster) for the
 // pods to plan among the bound ones.
 func (p *Provisioner) readForPlanning(ctx context.Context, c *cluster) error {
-	objs, err := ReadCluster(ctx, p.Kube, c.spec, c.todo, c.boundGroups()...)
+	spec := c.spec
+	if p.NodeClasses != nil {
+		// The pools as planning may use them; launches and everything
+		// else read the spec's own (c.spec).
+		r := ReadyPools(ctx, c.spec, p.NodeClasses)
+		logReadiness(p.Log, c.spec, r)
+		narrowed := *c.spec
+		narrowed.Pools = r.Pools
+		spec, c.notReady = &narrowed, r.NotReady
+	}
+	objs, err := ReadCluster(ctx, p.Kube, spec, c.todo, c.boundGroups()...)
 	if err != nil {
 		return err
 	}

@@ -40,12 +40,27 @@ func (r *Reaper) consolidationInputs(ctx context.Context, spec *model.Spec, read
 	for _, n := range slices.Concat(snap.Nodes, snap.Others) {
 		onNodes = append(onNodes, n.Pods...)
 	}
-	objs, err := provisioning.ReadCluster(ctx, r.Kube, spec, onNodes)
+	// Replacements only in pools that can launch, in their subnets'
+	// zones, as the provisioner plans (provisioning.ReadyPools).
+	planSpec, notReady := spec, map[string]string(nil)
+	if r.Cloud != nil {
+		rd := provisioning.ReadyPools(ctx, spec, r.Cloud)
+		narrowed := *spec
+		narrowed.Pools = rd.Pools
+		planSpec, notReady = &narrowed, rd.NotReady
+		for name, why := range rd.NotReady {
+			r.Log.Warn("consolidation: no replacement in a pool whose node class cannot launch a node", "pool", name, "reason", why)
+		}
+	}
+	objs, err := provisioning.ReadCluster(ctx, r.Kube, planSpec, onNodes)
 	if err != nil {
 		return fmt.Errorf("reaper: %w", err)
 	}
 	snap.Simulation = fromcatalog.Input(cat, objs)
 	snap.Simulation.Options = r.Policy
+	if len(notReady) > 0 {
+		snap.Simulation.NotReady = notReady
+	}
 	if d := provisioning.NewSpreadDefaults(r.Kube, r.SchedulerConfig); d != nil {
 		snap.DefaultSpread = func(ps []*corev1.Pod) ([]*corev1.Pod, error) { return d.Apply(ctx, ps) }
 	}

@@ -3,6 +3,7 @@ package reaping_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -465,7 +466,7 @@ func TestConsolidationMovesPodsIntoAReservation(t *testing.T) {
 			src := fmt.Sprintf("reserving-%d", len(tc.res))
 			g.node(t, src, "m5.xlarge", cpuPod(src+"-mover", "1", nil))
 			r := g.reaper("i-" + src)
-			r.Cloud = reservingCloud{launched{"i-" + src}, tc.res}
+			r.Cloud = resolvingCloud{reservingCloud{launched{"i-" + src}, tc.res}}
 			r.Specs = func(context.Context) (*model.Spec, error) { return spec, nil }
 			res := g.decide(t, r)
 			if len(res.Retired) != 1 || res.Retired[0].Node != src || !res.Retired[0].Replace {
@@ -476,6 +477,52 @@ func TestConsolidationMovesPodsIntoAReservation(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestConsolidationReplacesOnlyWhereANodeCanLaunch: an underused node is
+// replaced by a cheaper one only in a pool whose node class can launch a
+// node, in its subnets' zones (provisioning.ReadyPools): not when the
+// class selects no subnet, nor when its subnets are all in a zone the
+// catalog does not offer here; when the class resolves to the catalog's
+// zone, it is.
+func TestConsolidationReplacesOnlyWhereANodeCanLaunch(t *testing.T) {
+	g := newConsolidating(t, "ready")
+	g.pool.NodeClass = "nc"
+	spec := &model.Spec{Pools: []*model.Pool{g.pool}, NodeClasses: map[string]*model.NodeClass{"nc": {Name: "nc"}}}
+	for i, tc := range []struct {
+		name     string
+		zones    []string
+		err      error
+		replaced bool
+	}{
+		{name: "a class that selects no subnet", err: errors.New(`node class "nc": no subnet matches spec.subnetSelectorTerms`)},
+		{name: "a class whose subnets are in another zone", zones: []string{"us-east-1b"}},
+		{name: "a class whose subnets are in the zone", zones: []string{"us-east-1a"}, replaced: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := fmt.Sprintf("ready-%d", i)
+			g.node(t, src, "m5.xlarge", cpuPod(src+"-mover", "1", nil))
+			r := g.reaper("i-" + src)
+			r.Cloud = classCloud{launched{"i-" + src}, tc.zones, tc.err}
+			r.Specs = func(context.Context) (*model.Spec, error) { return spec, nil }
+			res := g.decide(t, r)
+			replaced := len(res.Retired) == 1 && res.Retired[0].Node == src && res.Retired[0].Replace
+			if replaced != tc.replaced || len(res.Retired) > 1 {
+				t.Fatalf("retired %+v, want %s replaced: %v", res.Retired, src, tc.replaced)
+			}
+		})
+	}
+}
+
+// classCloud resolves every node class to zones, or fails with err.
+type classCloud struct {
+	launched
+	zones []string
+	err   error
+}
+
+func (c classCloud) Desired(context.Context, *model.NodeClass) (launch.Desired, error) {
+	return launch.Desired{Zones: c.zones}, c.err
 }
 
 func abs(x float64) float64 {

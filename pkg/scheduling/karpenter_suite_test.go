@@ -700,6 +700,11 @@ func TestKarpenterSuiteRequirements(t *testing.T) {
 			podNodeHas("spot-0", model.LabelCapacityType, "spot"))},
 
 		// Scheduling Logic.
+		{name: "should not schedule pods with nodePool which is not ready", in: func() scheduling.Input {
+			in := input(one(), pool("p"))
+			in.NotReady = map[string]string{"p": "node class default: no subnet matches"}
+			return in
+		}, unschedulable: 1, reason: "pool is not ready: node class default: no subnet matches"},
 		{name: "should not schedule pods that have node selectors with In operator and undefined key", in: func() scheduling.Input {
 			return input(one(nodeReq(req(key, in, "test-value"))))
 		}, unschedulable: 1},

@@ -243,6 +243,9 @@ func (s *solver) preparePoolState(idx int, p *model.Pool) *poolState {
 	if p.Replicas != nil {
 		ps.ok, ps.reason = false, "pool is static (replicas)"
 	}
+	if why, ok := s.in.NotReady[p.Name]; ok {
+		ps.ok, ps.reason = false, "pool is not ready: "+why
+	}
 	for _, t := range p.Taints {
 		ps.taints = append(ps.taints, t)
 		if t.Effect == corev1.TaintEffectPreferNoSchedule {

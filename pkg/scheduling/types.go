@@ -84,6 +84,11 @@ type Input struct {
 	// Pools are the node pools. Pools with Replicas set (static pools) are
 	// never scaled by the simulator.
 	Pools []*model.Pool
+	// NotReady are pools that cannot launch now, by name, with why (their
+	// node class selects no subnet, say): as Karpenter leaves a NodePool
+	// that is not Ready out of scheduling, no new node is planned in them
+	// and they give no topology domains; their nodes are nodes like any.
+	NotReady map[string]string
 	// InstanceTypes are the types every pool may choose from (further
 	// narrowed by each pool's requirements).
 	InstanceTypes []*InstanceType

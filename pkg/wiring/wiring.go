@@ -296,7 +296,7 @@ func (e *Env) Provisioners() (func(ctx context.Context, m *metrics.Recorder) (*p
 			Cluster: e.Cluster, Kube: e.Kube, Specs: specs, Catalog: cat,
 			Launcher: launcher, Log: WithRequest(ctx, e.Log), Unavailable: unavailable,
 			Lock: e.Lease(ctx), RegistrationTimeout: timeout, Metrics: m, Policy: policy,
-			SchedulerConfig: schedulerConfig,
+			SchedulerConfig: schedulerConfig, NodeClasses: launcher,
 		}, nil
 	}, nil
 }

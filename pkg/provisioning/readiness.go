@@ -1,0 +1,125 @@
+package provisioning
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"sort"
+
+	"github.com/aws/smithy-go"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/joist-dev/joist/pkg/launch"
+	"github.com/joist-dev/joist/pkg/model"
+)
+
+// Node class readiness. Karpenter plans only with NodePools that are
+// Ready, and a NodePool is not Ready while its EC2NodeClass is not: no
+// subnet, security group or image matches its selectors. It also offers
+// an EC2NodeClass's instance types only in the zones its subnets are in.
+// Joist plans from specs, not from a controller's status, so it asks the
+// same of each node class before planning, the way a launch resolves it
+// (the launcher's caches: within their TTL this costs no API call). A
+// pool whose class cannot launch a node is left out of planning (its
+// nodes still count), so its pods go to the next pool that takes them
+// instead of failing to launch on every pass; the others are planned in
+// the zones their classes have subnets in only, so a zonal spread is
+// never planned into a zone no node can be launched in.
+
+// NodeClassResolver resolves a node class the way a launch would
+// (*launch.Launcher).
+type NodeClassResolver interface {
+	Desired(ctx context.Context, nc *model.NodeClass) (launch.Desired, error)
+}
+
+// Readiness is what planning may use of a spec's pools now.
+type Readiness struct {
+	// Pools are the spec's pools in order, each whose node class resolved
+	// narrowed to the zones of the class's subnets (one more zone
+	// requirement, on a copy; the spec's pools are not changed).
+	Pools []*model.Pool
+	// NotReady are the pools whose node class cannot launch a node, by
+	// name, with why (scheduling.Input.NotReady).
+	NotReady map[string]string
+	// Unresolved are the pools whose node class could not be read (an AWS
+	// call failed, not the class), by name: they are planned as they are,
+	// as a passing error must not move pods to another pool.
+	Unresolved map[string]error
+}
+
+// ReadyPools resolves the node class of each of spec's pools (each class
+// once) and says which pools planning may use, and where.
+func ReadyPools(ctx context.Context, spec *model.Spec, r NodeClassResolver) Readiness {
+	out := Readiness{NotReady: map[string]string{}, Unresolved: map[string]error{}}
+	type answer struct {
+		d   launch.Desired
+		err error
+	}
+	byClass := map[string]answer{}
+	for _, p := range spec.Pools {
+		nc := spec.NodeClasses[p.NodeClass]
+		if nc == nil {
+			out.Pools = append(out.Pools, p)
+			continue
+		}
+		a, ok := byClass[nc.Name]
+		if !ok {
+			a.d, a.err = r.Desired(ctx, nc)
+			byClass[nc.Name] = a
+		}
+		switch {
+		case a.err != nil && passing(a.err):
+			out.Unresolved[p.Name] = a.err
+			out.Pools = append(out.Pools, p)
+		case a.err != nil:
+			out.NotReady[p.Name] = a.err.Error()
+			out.Pools = append(out.Pools, p)
+		case len(a.d.Zones) == 0:
+			out.Pools = append(out.Pools, p)
+		default:
+			q := *p
+			q.Requirements = append(slices.Clip(p.Requirements), model.Requirement{
+				Key: corev1.LabelTopologyZone, Operator: string(corev1.NodeSelectorOpIn), Values: a.d.Zones,
+			})
+			out.Pools = append(out.Pools, &q)
+		}
+	}
+	return out
+}
+
+// passing tells whether a node class failed to resolve because an AWS
+// call failed (throttled, unreachable, refused) rather than because of
+// what the class selects: the launcher wraps the SDK's error in the
+// first case and makes its own in the second (no subnet matches, no
+// image for the alias, a selector that selects nothing).
+func passing(err error) bool {
+	var op *smithy.OperationError
+	return errors.As(err, &op) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// logReadiness logs the pools planning leaves out or plans without
+// knowing their class, one line each, in the spec's order.
+func logReadiness(log *slog.Logger, spec *model.Spec, r Readiness) {
+	names := make([]string, 0, len(r.NotReady)+len(r.Unresolved))
+	for name := range r.NotReady {
+		names = append(names, name)
+	}
+	for name := range r.Unresolved {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		class := ""
+		for _, p := range spec.Pools {
+			if p.Name == name {
+				class = p.NodeClass
+			}
+		}
+		if why, ok := r.NotReady[name]; ok {
+			log.Warn("pool left out of planning: its node class cannot launch a node", "pool", name, "nodeClass", class, "reason", why)
+			continue
+		}
+		log.Warn("could not resolve the pool's node class; planning the pool as it is", "pool", name, "nodeClass", class, "error", r.Unresolved[name].Error())
+	}
+}
