@@ -76,6 +76,45 @@ func TestValidateSaysWhichPoolsAreReadFromV1Beta1(t *testing.T) {
 	}
 }
 
+// TestValidateSaysWhichPoolsAreStatic: a NodePool with replicas is
+// named static with the nodes Joist keeps (its replicas, at most its
+// limits.nodes).
+func TestValidateSaysWhichPoolsAreStatic(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "static.yaml")
+	const manifest = `apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: warm}
+spec:
+  replicas: 3
+  limits: {nodes: 2}
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  amiSelectorTerms: [{alias: al2023@latest}]
+  role: KarpenterNodeRole
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
+`
+	if err := os.WriteFile(path, []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := runSpecCmd(t, newValidateCmd(), "-f", path)
+	if specExitCode(err) != 0 {
+		t.Fatalf("exit %d: %v\n%s", specExitCode(err), err, errOut)
+	}
+	want := "OK: 1 pool(s): warm (v1, static: 2 nodes); 1 node class(es): default\n"
+	if out != want {
+		t.Errorf("stdout = %q, want %q", out, want)
+	}
+}
+
 func TestValidateReadsFoldersAndReportsEveryProblem(t *testing.T) {
 	dir := t.TempDir()
 	seed, err := os.ReadFile(seedPath)

@@ -67,6 +67,9 @@ func runValidate(stdin io.Reader, stdout, stderr io.Writer, o *validateOptions) 
 		if beta[p.Name] {
 			api = "v1beta1, read as v1"
 		}
+		if p.Replicas != nil {
+			api += fmt.Sprintf(", static: %d nodes", p.StaticTarget())
+		}
 		pools = append(pools, p.Name+" ("+api+")")
 	}
 	for name := range spec.NodeClasses {

@@ -25,6 +25,10 @@ const (
 	// NodeClaims: forceful (no budget, no replacement: the pool that
 	// launched them is what was removed), drained gracefully.
 	ReasonPoolDeleted = "PoolDeleted"
+	// ReasonStaticScaleDown retires the nodes a static pool (replicas)
+	// has past its count, as Karpenter's static deprovisioning deletes
+	// them: no budget, no replacement, drained gracefully.
+	ReasonStaticScaleDown = "StaticScaleDown"
 )
 
 // Unlimited is the allowance of a pool without budgets.

@@ -21,8 +21,11 @@ const AnnotationConsolidatableAt = "joist.sh/consolidatable-at"
 // it is acted on.
 const ValidationDelay = 15 * time.Second
 
+// underutilizedPolicy tells whether the pool's nodes are consolidated
+// when underused: not a static pool's (Karpenter's candidates are of
+// dynamic pools only), else by its policy.
 func underutilizedPolicy(p *model.Pool) bool {
-	return p.Disruption.ConsolidateAfter != nil &&
+	return p.Replicas == nil && p.Disruption.ConsolidateAfter != nil &&
 		(p.Disruption.ConsolidationPolicy == "WhenEmptyOrUnderutilized" || p.Disruption.ConsolidationPolicy == "Balanced")
 }
 

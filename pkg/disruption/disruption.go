@@ -29,6 +29,7 @@
 package disruption
 
 import (
+	"fmt"
 	"sort"
 	"time"
 
@@ -373,6 +374,16 @@ func Decide(s Snapshot) Plan {
 		}
 	}
 
+	// Static pools: the nodes past a pool's count.
+	for _, name := range staticExcess(s, nodes, expired) {
+		n := nodeNamed(nodes, name)
+		p := PoolOf(n.Node, s.Pools)
+		plan.Retire = append(plan.Retire, Decision{Node: name, Pool: p.Name, Reason: ReasonStaticScaleDown,
+			Detail: fmt.Sprintf("pool %s keeps %d nodes (replicas)", p.Name, p.StaticTarget())})
+		expired[name] = true // decided: no other rule looks at it
+		state[p.Name].disrupting++
+	}
+
 	// Emptiness: stamp, unstamp, retire within budgets.
 	for _, n := range nodes {
 		if expired[n.Node.Name] {
@@ -388,8 +399,8 @@ func Decide(s Snapshot) Plan {
 			continue
 		}
 		after := p.Disruption.ConsolidateAfter
-		if after == nil {
-			continue // never
+		if after == nil || p.Replicas != nil {
+			continue // never; a static pool's nodes are not consolidated
 		}
 		if since.IsZero() {
 			plan.Stamp = append(plan.Stamp, n.Node.Name)
@@ -415,7 +426,7 @@ func Decide(s Snapshot) Plan {
 	// decided earlier this pass (one method per pass, as Karpenter).
 	graceful := func() bool {
 		for _, d := range plan.Retire {
-			if d.Reason != ReasonExpired {
+			if d.Reason != ReasonExpired && d.Reason != ReasonStaticScaleDown {
 				return true
 			}
 		}

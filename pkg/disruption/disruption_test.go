@@ -152,6 +152,26 @@ func TestDecide(t *testing.T) {
 			wantBlocked: []string{"b"}},
 		{name: "nodes of unknown pools are not Joist's",
 			pools: []*model.Pool{pool("service", ttl, nil)}, nodes: []Node{{Node: node("a", "other", emptySince(now.Add(-time.Hour)))}}},
+
+		// Static pools (replicas): kept at their count, never consolidated.
+		{name: "a static pool's empty node is not retired for emptiness",
+			pools: []*model.Pool{static(pool("warm", dur(0), nil), 1)}, nodes: []Node{{Node: node("a", "warm", emptySince(now.Add(-time.Hour)))}}},
+		{name: "a static pool past its replicas loses the empty node first, then the one holding least",
+			pools: []*model.Pool{static(pool("warm", nil, nil, model.Budget{Nodes: "0"}), 1)},
+			nodes: []Node{
+				{Node: node("a", "warm"), Pods: []*corev1.Pod{web(), web()}},
+				{Node: node("b", "warm"), Pods: []*corev1.Pod{web(AnnotationDoNotDisrupt)}},
+				{Node: node("c", "warm")},
+				{Node: node("d", "warm"), Pods: []*corev1.Pod{web(), web(), web()}},
+			},
+			wantRetire: []string{"c:StaticScaleDown", "a:StaticScaleDown", "d:StaticScaleDown"}},
+		{name: "a node retiring does not count toward a static pool",
+			pools: []*model.Pool{static(pool("warm", nil, nil), 1)},
+			nodes: []Node{{Node: node("a", "warm", retiring())}, {Node: node("b", "warm")}}},
+		{name: "limits.nodes caps a static pool's count",
+			pools:      []*model.Pool{withNodeLimit(static(pool("warm", nil, nil), 3), "1")},
+			nodes:      []Node{{Node: node("a", "warm"), Pods: []*corev1.Pod{web()}}, {Node: node("b", "warm")}},
+			wantRetire: []string{"b:StaticScaleDown"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -239,6 +259,11 @@ func TestConsolidationDeletesANodeWhosePodsFitElsewhere(t *testing.T) {
 			nodes: []Node{{Node: onV1("a", sized("2"), consolidatableSince(now.Add(-time.Hour))), Pods: []*corev1.Pod{cpuPod("p1", "500m")}},
 				{Node: onV1("b", sized("2")), Pods: []*corev1.Pod{cpuPod("p2", "500m")}}},
 			wantUnstamp: []string{"a"}},
+		{name: "a static pool's nodes are not consolidated (and a stale stamp goes)",
+			pool: static(v1(), 2),
+			nodes: []Node{{Node: onV1("a", sized("2"), consolidatableSince(now.Add(-time.Hour))), Pods: []*corev1.Pod{cpuPod("p1", "500m")}},
+				{Node: onV1("b", sized("2")), Pods: []*corev1.Pod{cpuPod("p2", "500m")}}},
+			wantUnstamp: []string{"a"}},
 		{name: "a do-not-disrupt pod blocks consolidation",
 			pool: v1(),
 			nodes: []Node{{Node: onV1("a", sized("2"), consolidatableSince(now.Add(-time.Hour))), Pods: []*corev1.Pod{cpuPod("p1", "500m", AnnotationDoNotDisrupt)}},
@@ -318,4 +343,16 @@ func TestDecide_RetiresNodesOfDeletedPools(t *testing.T) {
 			}
 		})
 	}
+}
+
+// static makes p a static pool of n replicas.
+func static(p *model.Pool, n int64) *model.Pool {
+	p.Replicas = &n
+	return p
+}
+
+// withNodeLimit sets p's limits.nodes.
+func withNodeLimit(p *model.Pool, n string) *model.Pool {
+	p.Limits = corev1.ResourceList{"nodes": resource.MustParse(n)}
+	return p
 }

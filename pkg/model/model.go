@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"math"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -108,6 +109,19 @@ type Pool struct {
 	// Replicas makes a v1 pool static (alpha in Karpenter): exactly this
 	// many nodes, never scaled by pending pods. Nil means a dynamic pool.
 	Replicas *int64 `json:"replicas,omitempty"`
+}
+
+// StaticTarget is how many nodes a static pool (Replicas set) keeps: its
+// replicas, at most its limits.nodes; 0 for a dynamic pool.
+func (p *Pool) StaticTarget() int {
+	if p.Replicas == nil {
+		return 0
+	}
+	want := *p.Replicas
+	if q, ok := p.Limits["nodes"]; ok {
+		want = min(want, q.Value())
+	}
+	return int(max(0, min(want, math.MaxInt32)))
 }
 
 // Label returns the node label that names this pool for its API generation.

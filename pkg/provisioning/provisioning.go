@@ -131,6 +131,8 @@ type Result struct {
 	// NotReady are the pools left out of planning because their node
 	// class cannot launch a node, with why (ReadyPools).
 	NotReady map[string]string
+	// Static is how many of Launched are static pools' nodes (static.go).
+	Static int
 }
 
 func (p *Provisioner) now() time.Time {
@@ -165,6 +167,9 @@ func (p *Provisioner) Reconcile(ctx context.Context) (*Result, error) {
 	}
 	p.giveUpUnregistered(c, res)
 	p.countPending(c, res)
+	if err := p.scaleStatic(ctx, c, res); err != nil {
+		return res, err
+	}
 	if len(c.todo) == 0 {
 		return res, nil
 	}

@@ -123,3 +123,17 @@ func logReadiness(log *slog.Logger, spec *model.Spec, r Readiness) {
 		log.Warn("could not resolve the pool's node class; planning the pool as it is", "pool", name, "nodeClass", class, "error", r.Unresolved[name].Error())
 	}
 }
+
+// readiness is the pass's ReadyPools (nil without a resolver), resolved
+// and logged once.
+func (p *Provisioner) readiness(ctx context.Context, c *cluster) *Readiness {
+	if p.NodeClasses == nil {
+		return nil
+	}
+	if c.ready == nil {
+		r := ReadyPools(ctx, c.spec, p.NodeClasses)
+		logReadiness(p.Log, c.spec, r)
+		c.ready = &r
+	}
+	return c.ready
+}

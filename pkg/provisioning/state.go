@@ -52,6 +52,8 @@ type cluster struct {
 	// notReady are the pools whose node class cannot launch a node
 	// (ReadyPools), read only when there is something to plan.
 	notReady map[string]string
+	// ready is the pass's ReadyPools, once asked (Provisioner.readiness).
+	ready *Readiness
 	// byName and byID index nodes and instances (built on first use).
 	byName  map[string]*corev1.Node
 	byID    map[string]int
@@ -337,11 +339,9 @@ func (c *cluster) node(name string) *corev1.Node {
 // pods to plan among the bound ones.
 func (p *Provisioner) readForPlanning(ctx context.Context, c *cluster) error {
 	spec := c.spec
-	if p.NodeClasses != nil {
+	if r := p.readiness(ctx, c); r != nil {
 		// The pools as planning may use them; launches and everything
 		// else read the spec's own (c.spec).
-		r := ReadyPools(ctx, c.spec, p.NodeClasses)
-		logReadiness(p.Log, c.spec, r)
 		narrowed := *c.spec
 		narrowed.Pools = r.Pools
 		spec, c.notReady = &narrowed, r.NotReady
