@@ -238,6 +238,13 @@ func readPlanInput(stdin io.Reader, stderr io.Writer, o *planOptions) (schedulin
 			fmt.Fprintf(stderr, "joist plan: warning: EC2NodeClass %q selects capacity reservations; this plan buys every node (the provisioner fills the reservations' room first)\n", nc.Name)
 		}
 	}
+	// Nor does it launch a static pool's nodes, which the provisioner
+	// keeps whatever the pods and fills before it buys.
+	for _, p := range spec.Pools {
+		if p.Replicas != nil {
+			fmt.Fprintf(stderr, "joist plan: warning: NodePool %q is static (%d nodes); this plan puts no pod on its nodes (the provisioner keeps them and fills them first)\n", p.Name, p.StaticTarget())
+		}
+	}
 	cat, err := loadPlanCatalog(o)
 	if err != nil {
 		return scheduling.Input{}, false, err

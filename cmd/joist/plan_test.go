@@ -292,6 +292,61 @@ spec:
 	}
 }
 
+// A static NodePool (replicas): the plan, which launches no static node,
+// says so; its pods go to the dynamic pool beside it.
+func TestPlanWarnsOfStaticPools(t *testing.T) {
+	manifest := `apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: warm}
+spec:
+  replicas: 2
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  role: KarpenterNodeRole
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {k: v}}]
+  securityGroupSelectorTerms: [{tags: {k: v}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web}
+spec:
+  containers:
+  - name: c
+    image: web
+    resources: {requests: {cpu: "1", memory: 1Gi}}
+`
+	var stdout, stderr bytes.Buffer
+	if err := runPlan(strings.NewReader(manifest), &stdout, &stderr, &planOptions{files: []string{"-"}, region: "us-east-1", catalog: "embedded", output: "json"}); err != nil {
+		t.Fatalf("plan: %v\n%s", err, stderr.String())
+	}
+	want := `joist plan: warning: NodePool "warm" is static (2 nodes); this plan puts no pod on its nodes`
+	if !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr %q lacks %q", stderr.String(), want)
+	}
+	if !strings.Contains(stdout.String(), `"pool": "default"`) || strings.Contains(stdout.String(), `"pool": "warm"`) {
+		t.Errorf("plan %s, want the pod on a node of the dynamic pool", stdout.String())
+	}
+}
+
 // A Windows pool (a windows2022 alias, kubernetes.io/os In [windows]) plans
 // the pods selecting Windows on new nodes of amd64 types, and the pods
 // selecting Linux on the Linux pool; a pod asking for Windows Server
