@@ -21,6 +21,8 @@ type Desired struct {
 	// of the class can launch in (Karpenter's EC2NodeClass zone info,
 	// which limits its instance types' offerings).
 	Zones []string
+	// ZoneIDs are those zones' IDs (topology.k8s.aws/zone-id), by zone.
+	ZoneIDs map[string]string
 	// SecurityGroups are the groups a new node would get.
 	SecurityGroups []string
 }
@@ -43,7 +45,7 @@ func (l *Launcher) Desired(ctx context.Context, nc *model.NodeClass) (Desired, e
 	if err != nil {
 		return Desired{}, err
 	}
-	d := Desired{ImageIDs: map[string]bool{}, SubnetIDs: map[string]bool{}}
+	d := Desired{ImageIDs: map[string]bool{}, SubnetIDs: map[string]bool{}, ZoneIDs: map[string]string{}}
 	for _, a := range amis {
 		d.ImageIDs[a.ID] = true
 	}
@@ -57,6 +59,9 @@ func (l *Launcher) Desired(ctx context.Context, nc *model.NodeClass) (Desired, e
 		if s.Zone != "" && !zones[s.Zone] {
 			zones[s.Zone] = true
 			d.Zones = append(d.Zones, s.Zone)
+		}
+		if s.Zone != "" && s.ZoneID != "" {
+			d.ZoneIDs[s.Zone] = s.ZoneID
 		}
 	}
 	sort.Strings(d.Zones)

@@ -17,8 +17,10 @@ import (
 
 // Subnet is a subnet a node may launch into.
 type Subnet struct {
-	ID      string
-	Zone    string
+	ID   string
+	Zone string
+	// ZoneID is the zone's ID (use1-az4), the same in every account.
+	ZoneID  string
 	FreeIPs int32
 	VPC     string
 }
@@ -103,7 +105,8 @@ func (l *Launcher) allSubnets(ctx context.Context, nc *model.NodeClass) ([]Subne
 				return nil, fmt.Errorf("node class %q: %s: describe subnets: %w", nc.Name, field, err)
 			}
 			for _, s := range out.Subnets {
-				sn := Subnet{ID: aws.ToString(s.SubnetId), Zone: aws.ToString(s.AvailabilityZone), FreeIPs: aws.ToInt32(s.AvailableIpAddressCount), VPC: aws.ToString(s.VpcId)}
+				sn := Subnet{ID: aws.ToString(s.SubnetId), Zone: aws.ToString(s.AvailabilityZone), ZoneID: aws.ToString(s.AvailabilityZoneId),
+					FreeIPs: aws.ToInt32(s.AvailableIpAddressCount), VPC: aws.ToString(s.VpcId)}
 				seen[sn.ID] = sn
 			}
 		}

@@ -235,7 +235,8 @@ func TestSelectorErrorsNameTheField(t *testing.T) {
 
 // TestDesiredZonesAreTheSubnetsZones: a node class resolves to the zones
 // its subnets are in, once each and sorted (two subnets in zone b, none
-// in zone a), which are the only zones its nodes can be launched in.
+// in zone a), which are the only zones its nodes can be launched in, and
+// to those zones' IDs.
 func TestDesiredZonesAreTheSubnetsZones(t *testing.T) {
 	e := newEnv(t, "1.32")
 	e.sim.AddSubnet(zoneC, "10.0.140.0/24", map[string]string{"team": "batch"})
@@ -250,6 +251,9 @@ func TestDesiredZonesAreTheSubnetsZones(t *testing.T) {
 	}
 	if want := []string{zoneB, zoneC}; !slices.Equal(d.Zones, want) {
 		t.Errorf("zones %v, want %v", d.Zones, want)
+	}
+	if len(d.ZoneIDs) != 2 || d.ZoneIDs[zoneB] == "" || d.ZoneIDs[zoneC] == "" || d.ZoneIDs[zoneB] == d.ZoneIDs[zoneC] {
+		t.Errorf("zone IDs %v, want one for each of %s and %s", d.ZoneIDs, zoneB, zoneC)
 	}
 	if len(d.SubnetIDs) != 3 {
 		t.Errorf("subnets %v, want the three tagged", d.SubnetIDs)

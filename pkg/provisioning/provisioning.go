@@ -181,6 +181,7 @@ func (p *Provisioner) Reconcile(ctx context.Context) (*Result, error) {
 	if len(c.notReady) > 0 {
 		base.NotReady, res.NotReady = c.notReady, c.notReady
 	}
+	base.ZoneIDs = ZoneIDs(p.readiness(ctx, c), c.nodes)
 	todo, err := NewSpreadDefaults(p.Kube, p.SchedulerConfig).Apply(ctx, c.todo)
 	if err != nil {
 		return nil, err

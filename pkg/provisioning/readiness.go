@@ -12,6 +12,7 @@ import (
 
 	"github.com/joist-dev/joist/pkg/launch"
 	"github.com/joist-dev/joist/pkg/model"
+	"github.com/joist-dev/joist/pkg/scheduling"
 )
 
 // Node class readiness. Karpenter plans only with NodePools that are
@@ -46,12 +47,15 @@ type Readiness struct {
 	// call failed, not the class), by name: they are planned as they are,
 	// as a passing error must not move pods to another pool.
 	Unresolved map[string]error
+	// ZoneIDs are the zones' IDs the resolved classes' subnets gave, by
+	// zone (scheduling.Input.ZoneIDs).
+	ZoneIDs map[string]string
 }
 
 // ReadyPools resolves the node class of each of spec's pools (each class
 // once) and says which pools planning may use, and where.
 func ReadyPools(ctx context.Context, spec *model.Spec, r NodeClassResolver) Readiness {
-	out := Readiness{NotReady: map[string]string{}, Unresolved: map[string]error{}}
+	out := Readiness{NotReady: map[string]string{}, Unresolved: map[string]error{}, ZoneIDs: map[string]string{}}
 	type answer struct {
 		d   launch.Desired
 		err error
@@ -67,6 +71,9 @@ func ReadyPools(ctx context.Context, spec *model.Spec, r NodeClassResolver) Read
 		if !ok {
 			a.d, a.err = r.Desired(ctx, nc)
 			byClass[nc.Name] = a
+			for z, id := range a.d.ZoneIDs {
+				out.ZoneIDs[z] = id
+			}
 		}
 		switch {
 		case a.err != nil && passing(a.err):
@@ -136,4 +143,26 @@ func (p *Provisioner) readiness(ctx context.Context, c *cluster) *Readiness {
 		c.ready = &r
 	}
 	return c.ready
+}
+
+// ZoneIDs are the zones' IDs (topology.k8s.aws/zone-id) by zone, from the
+// node classes' subnets (r, when resolved) and from the nodes' labels (the
+// cloud controller manager sets both on every node); nil when none is
+// known, so that the simulator leaves the zone ID a label of its own.
+func ZoneIDs(r *Readiness, nodes []*corev1.Node) map[string]string {
+	out := map[string]string{}
+	for _, n := range nodes {
+		if z, id := n.Labels[corev1.LabelTopologyZone], n.Labels[scheduling.LabelZoneID]; z != "" && id != "" {
+			out[z] = id
+		}
+	}
+	if r != nil {
+		for z, id := range r.ZoneIDs {
+			out[z] = id
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }

@@ -185,3 +185,41 @@ func TestReconcile_PlansOnlyInTheSubnetsZones(t *testing.T) {
 		}
 	}
 }
+
+// TestZoneIDs_FromSubnetsAndNodes: the zones' IDs are the node classes'
+// subnets' and the nodes' labels' (EKS's cloud controller manager labels
+// every node with both); none known is nil, so the simulator leaves the
+// zone ID a label of its own.
+func TestZoneIDs_FromSubnetsAndNodes(t *testing.T) {
+	n := &corev1.Node{}
+	n.Labels = map[string]string{corev1.LabelTopologyZone: "us-east-1c", "topology.k8s.aws/zone-id": "use1-az2"}
+	bare := &corev1.Node{}
+	bare.Labels = map[string]string{corev1.LabelTopologyZone: "us-east-1d"}
+	r := &Readiness{ZoneIDs: map[string]string{"us-east-1a": "use1-az4", "us-east-1b": "use1-az6"}}
+	got := ZoneIDs(r, []*corev1.Node{n, bare})
+	want := map[string]string{"us-east-1a": "use1-az4", "us-east-1b": "use1-az6", "us-east-1c": "use1-az2"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("zone IDs %v, want %v", got, want)
+	}
+	if got := ZoneIDs(nil, []*corev1.Node{bare}); got != nil {
+		t.Errorf("zone IDs %v, want nil when none is known", got)
+	}
+	// ReadyPools gathers the classes' subnets' zone IDs.
+	spec := &model.Spec{Pools: []*model.Pool{{Name: "a", NodeClass: "x"}}, NodeClasses: map[string]*model.NodeClass{"x": {Name: "x"}}}
+	rd := ReadyPools(context.Background(), spec, zoneIDResolver{"us-east-1a": "use1-az4"})
+	if rd.ZoneIDs["us-east-1a"] != "use1-az4" {
+		t.Errorf("ReadyPools zone IDs %v, want the class's", rd.ZoneIDs)
+	}
+}
+
+// zoneIDResolver resolves every class to subnets in its zones.
+type zoneIDResolver map[string]string
+
+func (z zoneIDResolver) Desired(context.Context, *model.NodeClass) (launch.Desired, error) {
+	d := launch.Desired{ZoneIDs: map[string]string{}}
+	for zone, id := range z {
+		d.Zones = append(d.Zones, zone)
+		d.ZoneIDs[zone] = id
+	}
+	return d, nil
+}

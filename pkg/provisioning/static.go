@@ -147,6 +147,7 @@ func (p *Provisioner) scaleStatic(ctx context.Context, c *cluster, res *Result) 
 	if r := p.readiness(ctx, c); r != nil && len(r.NotReady) > 0 {
 		in.NotReady = r.NotReady
 	}
+	in.ZoneIDs = ZoneIDs(p.readiness(ctx, c), c.nodes)
 	plan := scheduling.Solve(in)
 	for _, f := range plan.Unschedulable {
 		p.Log.Warn("static pool node cannot be planned", "pool", f.Pod.Labels[labelStatic], "reason", f.Reason)

@@ -43,8 +43,10 @@ func (r *Reaper) consolidationInputs(ctx context.Context, spec *model.Spec, read
 	// Replacements only in pools that can launch, in their subnets'
 	// zones, as the provisioner plans (provisioning.ReadyPools).
 	planSpec, notReady := spec, map[string]string(nil)
+	var ready *provisioning.Readiness
 	if r.Cloud != nil {
 		rd := provisioning.ReadyPools(ctx, spec, r.Cloud)
+		ready = &rd
 		narrowed := *spec
 		narrowed.Pools = rd.Pools
 		planSpec, notReady = &narrowed, rd.NotReady
@@ -61,6 +63,11 @@ func (r *Reaper) consolidationInputs(ctx context.Context, spec *model.Spec, read
 	if len(notReady) > 0 {
 		snap.Simulation.NotReady = notReady
 	}
+	var nodes []*corev1.Node
+	for _, n := range slices.Concat(snap.Nodes, snap.Others) {
+		nodes = append(nodes, n.Node)
+	}
+	snap.Simulation.ZoneIDs = provisioning.ZoneIDs(ready, nodes)
 	if d := provisioning.NewSpreadDefaults(r.Kube, r.SchedulerConfig); d != nil {
 		snap.DefaultSpread = func(ps []*corev1.Pod) ([]*corev1.Pod, error) { return d.Apply(ctx, ps) }
 	}

@@ -94,7 +94,7 @@ func (s *solver) buildExisting() {
 			if _, bad := firstUntolerated(tols, b.taints, false); bad {
 				continue
 			}
-			terms := nodeTerms(spec)
+			terms := s.nodeTerms(spec)
 			ok := len(terms) == 0
 			for _, t := range terms {
 				if t.matchesLabels(n.Labels) {

@@ -350,7 +350,7 @@ func prefs(p *corev1.Pod) podPrefs {
 // node-affinity term (or the nodeSelector alone) combined with each volume
 // topology alternative.
 func (s *solver) requiredTerms(c *class) []*reqs {
-	base := nodeTerms(&c.pod.Spec)
+	base := s.nodeTerms(&c.pod.Spec)
 	if len(base) == 0 {
 		base = []*reqs{newReqs()}
 	}
@@ -379,7 +379,7 @@ func (s *solver) spreadTerm(c *class, terms []*reqs, term int) *reqs {
 	if len(c.volTerms) == 0 {
 		return terms[term]
 	}
-	base := nodeTerms(&c.pod.Spec)
+	base := s.nodeTerms(&c.pod.Spec)
 	if len(base) == 0 {
 		return newReqs()
 	}
@@ -403,6 +403,7 @@ func (s *solver) buildLevel(c *class, st relaxState, desc string) *level {
 		if !pr.addNodeSelectorRequirements(p.node[st.prefNodeDrop].MatchExpressions) {
 			pr = newReqs()
 		}
+		s.zoneIDsAsZones(pr)
 		for _, k := range pr.keys {
 			l.nodeReqs.add(k, pr.sets[k])
 		}

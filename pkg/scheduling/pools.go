@@ -257,6 +257,7 @@ func (s *solver) preparePoolState(idx int, p *model.Pool) *poolState {
 		ps.ok, ps.reason = false, "pool has a malformed requirement"
 	}
 	all.addLabels(p.Labels)
+	s.zoneIDsAsZones(all)
 	all.add(p.Label(), valueSet{values: []string{p.Name}})
 	if s.in.Region != "" {
 		all.add(corev1.LabelTopologyRegion, valueSet{values: []string{s.in.Region}})
@@ -662,7 +663,7 @@ func (s *solver) daemonSetsFor(ps *poolState) []*dsInfo {
 		}
 		pod := &corev1.Pod{Spec: *spec}
 		d := &dsInfo{ds: ds, req: s.dims.fromList(s.daemonRequests(ds)), ports: podHostPorts(pod)}
-		d.terms = nodeTerms(spec)
+		d.terms = s.nodeTerms(spec)
 		out = append(out, d)
 	}
 	return out

@@ -43,7 +43,7 @@ type keyInfo struct {
 }
 
 func (s *solver) keyID(name string) int {
-	name = model.NormalizeLabelKey(name)
+	name = s.topologyKeyOf(model.NormalizeLabelKey(name))
 	if id, ok := s.keyIdx[name]; ok {
 		return id
 	}
@@ -205,7 +205,7 @@ func (s *solver) spreadGroup(owner *corev1.Pod, t corev1.TopologySpreadConstrain
 	g := &group{key: s.keyID(t.TopologyKey), selector: sel, nsSet: map[string]bool{owner.Namespace: true}}
 	g.sig = s.keys[g.key].name + "|" + owner.Namespace + "|" + sel.String()
 	if t.NodeAffinityPolicy == nil || *t.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor {
-		if terms := nodeTerms(&owner.Spec); len(terms) > 0 {
+		if terms := s.nodeTerms(&owner.Spec); len(terms) > 0 {
 			g.filter = terms
 			for _, r := range terms {
 				g.sig += "|node:" + r.signature()

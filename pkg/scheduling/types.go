@@ -84,6 +84,10 @@ type Input struct {
 	// Pools are the node pools. Pools with Replicas set (static pools) are
 	// never scaled by the simulator.
 	Pools []*model.Pool
+	// ZoneIDs are the zones' IDs (topology.k8s.aws/zone-id), by zone
+	// name, as the node classes' subnets give them: with them a pod or
+	// pool may select or spread by zone ID (zoneid.go); nil when unknown.
+	ZoneIDs map[string]string
 	// NotReady are pools that cannot launch now, by name, with why (their
 	// node class selects no subnet, say): as Karpenter leaves a NodePool
 	// that is not Ready out of scheduling, no new node is planned in them

@@ -33,6 +33,7 @@ func (s *solver) classVolumes(c *class) {
 			for _, t := range terms {
 				r := a.clone()
 				r.addNodeSelectorRequirements(t.MatchExpressions)
+				s.zoneIDsAsZones(r)
 				next = append(next, r)
 			}
 		}

@@ -111,9 +111,9 @@ func (s *Sim) CallCounts() map[string]int {
 
 // Subnet is a snapshot of a simulated subnet.
 type Subnet struct {
-	ID, VPCID, Zone, CIDR string
-	AvailableIPs          int
-	Tags                  map[string]string
+	ID, VPCID, Zone, ZoneID, CIDR string
+	AvailableIPs                  int
+	Tags                          map[string]string
 }
 
 // Subnets returns every subnet in creation order.
@@ -124,7 +124,7 @@ func (s *Sim) Subnets() []Subnet {
 	var out []Subnet
 	for _, id := range s.subnetOrder {
 		sn := s.subnets[id]
-		out = append(out, Subnet{ID: sn.id, VPCID: sn.vpcID, Zone: sn.zone, CIDR: sn.cidr, AvailableIPs: sn.available(), Tags: copyTags(sn.tags)})
+		out = append(out, Subnet{ID: sn.id, VPCID: sn.vpcID, Zone: sn.zone, ZoneID: sn.zoneID, CIDR: sn.cidr, AvailableIPs: sn.available(), Tags: copyTags(sn.tags)})
 	}
 	return out
 }

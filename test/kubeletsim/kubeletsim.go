@@ -212,6 +212,10 @@ func (s *Sim) ensureNode(ctx context.Context, inst ec2types.Instance) error {
 	}
 	labels[corev1.LabelHostname] = name
 	labels[corev1.LabelTopologyZone] = zone
+	if id := aws.ToString(inst.Placement.AvailabilityZoneId); id != "" {
+		// As the AWS cloud controller manager labels EKS's nodes.
+		labels["topology.k8s.aws/zone-id"] = id
+	}
 	labels[corev1.LabelTopologyRegion] = s.Region
 	labels["joist.sh/simulated"] = "true"
 	taints := append([]corev1.Taint{{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}}, reg.Taints...)

@@ -201,6 +201,11 @@ func (v *verifier) run() {
 						l[k] = val
 					}
 					l[corev1.LabelTopologyZone] = z
+					if id, ok := v.in.ZoneIDs[z]; ok {
+						// The zone's ID, as the cloud controller manager
+						// labels every node.
+						l["topology.k8s.aws/zone-id"] = id
+					}
 					l["karpenter.sh/capacity-type"] = ct
 					l[corev1.LabelHostname] = vn.name
 					l[labelKarpenterRegistered] = "true"
