@@ -7,10 +7,35 @@ import (
 	"github.com/joist-dev/joist/test/testenv"
 )
 
+// plainPool is a v1 NodePool "plain" of on-demand nodes and its class, for
+// a ground of the cluster.
+func plainPool(cluster string) string {
+	return `
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: plain}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: plain}
+      requirements:
+      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: plain}
+spec:
+  instanceProfile: KarpenterNodeInstanceProfile-` + cluster + `
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: "*"}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: "*"}}]
+`
+}
+
 // readinessSpecs are a heavier pool whose node class's subnet selector
 // has a typo (no subnet carries the tag) beside a plain pool, and a pod
 // either takes.
-const readinessSpecs = `
+var readinessSpecs = `
 apiVersion: karpenter.sh/v1
 kind: NodePool
 metadata: {name: typo}
@@ -30,26 +55,7 @@ spec:
   amiSelectorTerms: [{alias: al2023@latest}]
   subnetSelectorTerms: [{tags: {karpenter.sh/discovery: readiness-clustre}}]
   securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: "*"}}]
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: plain}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: plain}
-      requirements:
-      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
----
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: plain}
-spec:
-  instanceProfile: KarpenterNodeInstanceProfile-readiness-cluster
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: "*"}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: "*"}}]
----
+---` + plainPool("readiness-cluster") + `---
 apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web}

@@ -12,28 +12,6 @@ import (
 	"github.com/joist-dev/joist/test/testenv"
 )
 
-// zoneIDSpecs are one plain pool.
-const zoneIDSpecs = `
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: plain}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: plain}
-      requirements:
-      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
----
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: plain}
-spec:
-  instanceProfile: KarpenterNodeInstanceProfile-zoneid-cluster
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: "*"}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: "*"}}]
-`
-
 // TestE2E_PodSelectingAZoneIDGetsANodeThere: a pod selecting a zone by
 // its ID (topology.k8s.aws/zone-id, the same in every account) is planned
 // in the zone of that ID, learnt from the node class's subnets under the
@@ -41,7 +19,7 @@ spec:
 // the ID as EKS's nodes do.
 func TestE2E_PodSelectingAZoneIDGetsANodeThere(t *testing.T) {
 	g := testenv.NewGround(t, testenv.GroundOptions{
-		Cluster: "zoneid-cluster", Namespace: "zoneid", Specs: []byte(zoneIDSpecs), ReadyDelay: 300 * time.Millisecond, ExtraEnv: al2023Env,
+		Cluster: "zoneid-cluster", Namespace: "zoneid", Specs: []byte(plainPool("zoneid-cluster")), ReadyDelay: 300 * time.Millisecond, ExtraEnv: al2023Env,
 	})
 	// The last zone's ID: not the zone the plan would pick unasked.
 	var zones []string
