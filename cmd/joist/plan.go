@@ -45,6 +45,9 @@ type planOptions struct {
 	schedulerConfig string
 	// defaults are its default constraints, read by runPlan.
 	defaults []corev1.TopologySpreadConstraint
+	// zoneIDs are the zones' IDs in the account (zone → ID), which the
+	// provisioner reads from the node classes' subnets and a plan cannot.
+	zoneIDs map[string]string
 }
 
 func newPlanCmd() *cobra.Command {
@@ -75,6 +78,7 @@ plan's price and a proven lower bound on the price of any plan.`,
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
 	f.StringVar(&o.preferencePolicy, "preference-policy", scheduling.PreferencePolicyRespect, "Respect or Ignore preferred affinities and ScheduleAnyway spreads (Karpenter's --preference-policy)")
 	f.StringVar(&o.schedulerConfig, "scheduler-config", "", "a YAML or JSON file of Karpenter's --scheduler-config: its podTopologySpread.defaultConstraints go to pods that declare no spread, with the selector kube-scheduler deduces from the manifests' Services, ReplicaSets, Deployments and StatefulSets")
+	f.StringToStringVar(&o.zoneIDs, "zone-ids", nil, "the zones' IDs in your account (zone=ID, e.g. a=usw2-az2,b=usw2-az1; `aws ec2 describe-availability-zones`), for pods and pools that select or spread by topology.k8s.aws/zone-id")
 	f.StringVar(&o.minValuesPolicy, "min-values-policy", scheduling.MinValuesPolicyStrict, "Strict or BestEffort: whether a pool's minValues may be lowered to launch (Karpenter's --min-values-policy)")
 	return cmd
 }
@@ -260,6 +264,16 @@ func readPlanInput(stdin io.Reader, stderr io.Writer, o *planOptions) (schedulin
 		PersistentVolumeClaims: wl.PersistentVolumeClaims, PersistentVolumes: wl.PersistentVolumes,
 		StorageClasses: wl.StorageClasses, Namespaces: wl.Namespaces,
 	})
+	for zone, id := range o.zoneIDs {
+		full, err := catalog.NormalizeZones(o.region, []string{zone})
+		if err != nil {
+			return scheduling.Input{}, false, fmt.Errorf("--zone-ids %s=%s: %w", zone, id, err)
+		}
+		if in.ZoneIDs == nil {
+			in.ZoneIDs = map[string]string{}
+		}
+		in.ZoneIDs[full[0]] = id
+	}
 	// Default spread constraints, as the functions give them.
 	in.Pods = scheduling.WithDefaultSpread(o.defaults, wl.Pods, scheduling.SpreadSources{
 		Services: wl.Services, ReplicaSets: wl.ReplicaSets, StatefulSets: wl.StatefulSets,

@@ -347,6 +347,50 @@ spec:
 	}
 }
 
+// Zone IDs given with --zone-ids (zone letters or names): a pod selecting
+// one is planned in its zone; without them the zone ID is a label no pool
+// defines; a zone not in the region is an error naming the flag.
+func TestPlanZoneIDs(t *testing.T) {
+	manifest := `apiVersion: v1
+kind: Pod
+metadata: {name: pinned}
+spec:
+  nodeSelector: {topology.k8s.aws/zone-id: use1-az1}
+  containers:
+  - name: c
+    image: web
+    resources: {requests: {cpu: "1", memory: 1Gi}}
+`
+	plan := func(ids map[string]string) (planOutput, string, error) {
+		var stdout, stderr bytes.Buffer
+		err := runPlan(strings.NewReader(manifest), &stdout, &stderr, &planOptions{files: []string{"-"}, region: "us-east-1", catalog: "embedded", output: "json", zoneIDs: ids})
+		var out planOutput
+		if err == nil {
+			if jerr := json.Unmarshal(stdout.Bytes(), &out); jerr != nil {
+				t.Fatalf("%v: %s", jerr, stdout.String())
+			}
+		}
+		return out, stderr.String(), err
+	}
+	out, errOut, err := plan(map[string]string{"a": "use1-az4", "us-east-1b": "use1-az1", "c": "use1-az2"})
+	if err != nil {
+		t.Fatalf("plan: %v\n%s", err, errOut)
+	}
+	if len(out.Nodes) != 1 || out.Nodes[0].Zone != "us-east-1b" {
+		t.Errorf("nodes %+v, want one in us-east-1b (use1-az1)", out.Nodes)
+	}
+	out, errOut, err = plan(nil)
+	if err != nil {
+		t.Fatalf("plan: %v\n%s", err, errOut)
+	}
+	if out.Unschedulable != 1 {
+		t.Errorf("without zone IDs: %d unschedulable, want the pod", out.Unschedulable)
+	}
+	if _, _, err = plan(map[string]string{"us-west-2a": "usw2-az1"}); err == nil || !strings.Contains(err.Error(), "--zone-ids us-west-2a=usw2-az1") {
+		t.Errorf("a zone of another region: err %v, want one naming the flag", err)
+	}
+}
+
 // A Windows pool (a windows2022 alias, kubernetes.io/os In [windows]) plans
 // the pods selecting Windows on new nodes of amd64 types, and the pods
 // selecting Linux on the Linux pool; a pod asking for Windows Server
