@@ -120,21 +120,23 @@ func (p *Provisioner) scaleStatic(ctx context.Context, c *cluster, res *Result) 
 	if len(static) == 0 {
 		return nil
 	}
-	spec := *c.spec
-	spec.Pools = static
+	// In their node classes' subnets' zones, as every pool is planned
+	// (ReadyPools adds the zone requirement).
 	if r := p.readiness(ctx, c); r != nil {
 		narrowed := map[string]*model.Pool{}
 		for _, pl := range r.Pools {
 			narrowed[pl.Name] = pl
 		}
 		for i, pl := range static {
-			if n := narrowed[pl.Name]; n != nil && len(n.Requirements) > len(pl.Requirements) {
+			if n := narrowed[pl.Name]; n != nil {
 				q := *pl
 				q.Requirements = n.Requirements
 				static[i] = &q
 			}
 		}
 	}
+	spec := *c.spec
+	spec.Pools = static
 	objs, err := ReadCluster(ctx, p.Kube, &spec, nil)
 	if err != nil {
 		return err

@@ -62,6 +62,20 @@ func TestReconcile_LaunchesTheNodesStaticPoolsLack(t *testing.T) {
 			t.Fatalf("launched %v, want 2 (limits.nodes)", launched(res))
 		}
 	})
+	t.Run("in the node class's subnets' zones", func(t *testing.T) {
+		a := newAPIServer(t)
+		l := &reservingLauncher{}
+		warm := &model.Pool{Name: "warm", API: model.APIV1, NodeClass: "east-b", Replicas: &two}
+		p := reservingProvisioner(a, l, []*model.Pool{warm}, &model.NodeClass{Name: "east-b"})
+		p.NodeClasses = &classResolver{zones: map[string][]string{"east-b": {"us-east-1b"}}}
+		res, err := p.Reconcile(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := launched(res); len(got) != 2 || got[0] != "r9.large/us-east-1b/on-demand/" || got[1] != got[0] {
+			t.Fatalf("launched %v, want two nodes in us-east-1b", got)
+		}
+	})
 	t.Run("a pending pod goes onto the static node coming", func(t *testing.T) {
 		a := newAPIServer(t)
 		a.pod(pendingPod("p0", "500m"))
