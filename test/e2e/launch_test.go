@@ -262,6 +262,9 @@ func TestE2E_NodeRegistersWithExactlyThePoolsLabelsAndTaints(t *testing.T) {
 		"karpenter.k8s.aws/ec2nodeclass": "tagged",
 		// What the kubelet (here its simulator) sets from the instance.
 		"kubernetes.io/hostname": node.Name, "topology.kubernetes.io/zone": inst.Zone, "topology.kubernetes.io/region": "ap-northeast-2",
+		// What EKS's cloud controller manager sets (here the kubelet
+		// simulator): the zone's ID.
+		"topology.k8s.aws/zone-id":         inst.ZoneID,
 		"node.kubernetes.io/instance-type": inst.InstanceType, "kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux",
 		"joist.sh/simulated": "true",
 	}

@@ -11,6 +11,7 @@ type Instance struct {
 	ID           string
 	InstanceType string
 	Zone         string
+	ZoneID       string
 	SubnetID     string
 	VPCID        string
 	ImageID      string
@@ -56,7 +57,7 @@ func (s *Sim) Instances() []Instance {
 	for _, id := range s.instanceOrder {
 		in := s.instances[id]
 		snap := Instance{
-			ID: in.id, InstanceType: in.instanceType, Zone: in.zone, SubnetID: in.subnetID, VPCID: in.vpcID,
+			ID: in.id, InstanceType: in.instanceType, Zone: in.zone, ZoneID: in.zoneID, SubnetID: in.subnetID, VPCID: in.vpcID,
 			ImageID: in.imageID, Architecture: in.arch, CapacityType: in.capacityType, State: in.state,
 			StateReason: reasonCode(in), PrivateIP: in.privateIP, PrivateDNSName: in.privateDNS, LaunchTime: in.launchTime,
 			LaunchTemplateID: in.launchTemplateID, LaunchTemplateName: in.launchTemplateName,
