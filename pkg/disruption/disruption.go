@@ -362,31 +362,31 @@ func Decide(s Snapshot) Plan {
 	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Node.Name < nodes[j].Node.Name })
 
-	// Expiry: forceful, no budget.
-	expired := map[string]bool{}
+	// Expiry: forceful, no budget. decided are the nodes a rule retires
+	// this pass: no later rule looks at them.
+	decided := map[string]bool{}
 	for _, n := range nodes {
 		p := PoolOf(n.Node, s.Pools)
 		if Expired(n.Node, p, s.Now) {
 			// Its pods get their new place before the node drains.
 			plan.Retire = append(plan.Retire, Decision{Node: n.Node.Name, Pool: p.Name, Reason: ReasonExpired, Replace: !Empty(n)})
-			expired[n.Node.Name] = true
+			decided[n.Node.Name] = true
 			state[p.Name].disrupting++
 		}
 	}
 
 	// Static pools: the nodes past a pool's count.
-	for _, name := range staticExcess(s, nodes, expired) {
-		n := nodeNamed(nodes, name)
+	for _, n := range staticExcess(s, nodes, decided) {
 		p := PoolOf(n.Node, s.Pools)
-		plan.Retire = append(plan.Retire, Decision{Node: name, Pool: p.Name, Reason: ReasonStaticScaleDown,
+		plan.Retire = append(plan.Retire, Decision{Node: n.Node.Name, Pool: p.Name, Reason: ReasonStaticScaleDown,
 			Detail: fmt.Sprintf("pool %s keeps %d nodes (replicas)", p.Name, p.StaticTarget())})
-		expired[name] = true // decided: no other rule looks at it
+		decided[n.Node.Name] = true
 		state[p.Name].disrupting++
 	}
 
 	// Emptiness: stamp, unstamp, retire within budgets.
 	for _, n := range nodes {
-		if expired[n.Node.Name] {
+		if decided[n.Node.Name] {
 			continue
 		}
 		p := PoolOf(n.Node, s.Pools)
@@ -434,7 +434,7 @@ func Decide(s Snapshot) Plan {
 	}
 	var rest []Node
 	for _, n := range nodes {
-		if !expired[n.Node.Name] {
+		if !decided[n.Node.Name] {
 			rest = append(rest, n)
 		}
 	}

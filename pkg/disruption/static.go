@@ -14,9 +14,9 @@ import (
 // fewest pods to move; by name on ties. No budget applies (Karpenter's
 // does not either): the pool's size is what the user asked for. The
 // provisioner launches what a static pool lacks (pkg/provisioning).
-func staticExcess(s Snapshot, nodes []Node, skip map[string]bool) []string {
+func staticExcess(s Snapshot, nodes []Node, skip map[string]bool) []Node {
 	type cand struct {
-		name    string
+		n       Node
 		empty   bool
 		blocked bool
 		pods    int
@@ -28,9 +28,9 @@ func staticExcess(s Snapshot, nodes []Node, skip map[string]bool) []string {
 			continue
 		}
 		empty := Empty(n) && s.Planned[pods.InstanceID(n.Node.Spec.ProviderID)] == 0
-		byPool[p.Name] = append(byPool[p.Name], cand{n.Node.Name, empty, gracefulBlock(n, s.Now, s.pdbs) != "", len(n.Pods)})
+		byPool[p.Name] = append(byPool[p.Name], cand{n, empty, gracefulBlock(n, s.Now, s.pdbs) != "", len(n.Pods)})
 	}
-	var out []string
+	var out []Node
 	for _, p := range s.Pools {
 		cs := byPool[p.Name]
 		extra := len(cs) - p.StaticTarget()
@@ -47,21 +47,11 @@ func staticExcess(s Snapshot, nodes []Node, skip map[string]bool) []string {
 			case a.pods != b.pods:
 				return a.pods < b.pods
 			}
-			return a.name < b.name
+			return a.n.Node.Name < b.n.Node.Name
 		})
 		for _, c := range cs[:extra] {
-			out = append(out, c.name)
+			out = append(out, c.n)
 		}
 	}
 	return out
-}
-
-// nodeNamed is the node of nodes with this name.
-func nodeNamed(nodes []Node, name string) Node {
-	for _, n := range nodes {
-		if n.Node.Name == name {
-			return n
-		}
-	}
-	return Node{}
 }

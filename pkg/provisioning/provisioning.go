@@ -178,10 +178,10 @@ func (p *Provisioner) Reconcile(ctx context.Context) (*Result, error) {
 	}
 	base := fromcatalog.Input(p.Catalog, c.objects)
 	base.Options = p.Policy
-	if len(c.notReady) > 0 {
-		base.NotReady, res.NotReady = c.notReady, c.notReady
+	if r := p.readiness(ctx, c); r != nil && len(r.NotReady) > 0 {
+		base.NotReady, res.NotReady = r.NotReady, r.NotReady
 	}
-	base.ZoneIDs = ZoneIDs(p.readiness(ctx, c), c.nodes)
+	base.ZoneIDs = p.zoneIDs(ctx, c)
 	todo, err := NewSpreadDefaults(p.Kube, p.SchedulerConfig).Apply(ctx, c.todo)
 	if err != nil {
 		return nil, err
@@ -452,10 +452,7 @@ func (p *Provisioner) reportFailures(ctx context.Context, failed []failure) {
 // provisioner's role may not, and only the reaper's garbage collection
 // decides that an instance is Joist's to end.
 func (p *Provisioner) giveUpUnregistered(c *cluster, res *Result) {
-	registered := map[string]bool{}
-	for _, n := range c.nodes {
-		registered[pods.InstanceID(n.Spec.ProviderID)] = true
-	}
+	registered := c.registered()
 	now := p.now()
 	var keep []launch.Instance
 	for _, inst := range c.instances {

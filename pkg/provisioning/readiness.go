@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
-	"sort"
 
 	"github.com/aws/smithy-go"
 	corev1 "k8s.io/api/core/v1"
@@ -95,6 +94,18 @@ func ReadyPools(ctx context.Context, spec *model.Spec, r NodeClassResolver) Read
 	return out
 }
 
+// Spec is spec with the pools as planning may use them (Pools); launches,
+// drift and spec hashes read the spec's own. A nil Readiness (no
+// resolver) is spec itself.
+func (r *Readiness) Spec(spec *model.Spec) *model.Spec {
+	if r == nil {
+		return spec
+	}
+	s := *spec
+	s.Pools = r.Pools
+	return &s
+}
+
 // passing tells whether a node class failed to resolve because an AWS
 // call failed (throttled, unreachable, refused) rather than because of
 // what the class selects: the launcher wraps the SDK's error in the
@@ -105,29 +116,15 @@ func passing(err error) bool {
 	return errors.As(err, &op) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
-// logReadiness logs the pools planning leaves out or plans without
+// LogReadiness logs the pools planning leaves out or plans without
 // knowing their class, one line each, in the spec's order.
-func logReadiness(log *slog.Logger, spec *model.Spec, r Readiness) {
-	names := make([]string, 0, len(r.NotReady)+len(r.Unresolved))
-	for name := range r.NotReady {
-		names = append(names, name)
-	}
-	for name := range r.Unresolved {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		class := ""
-		for _, p := range spec.Pools {
-			if p.Name == name {
-				class = p.NodeClass
-			}
+func LogReadiness(log *slog.Logger, r Readiness) {
+	for _, p := range r.Pools {
+		if why, ok := r.NotReady[p.Name]; ok {
+			log.Warn("pool left out of planning: its node class cannot launch a node", "pool", p.Name, "nodeClass", p.NodeClass, "reason", why)
+		} else if err, ok := r.Unresolved[p.Name]; ok {
+			log.Warn("could not resolve the pool's node class; planning the pool as it is", "pool", p.Name, "nodeClass", p.NodeClass, "error", err.Error())
 		}
-		if why, ok := r.NotReady[name]; ok {
-			log.Warn("pool left out of planning: its node class cannot launch a node", "pool", name, "nodeClass", class, "reason", why)
-			continue
-		}
-		log.Warn("could not resolve the pool's node class; planning the pool as it is", "pool", name, "nodeClass", class, "error", r.Unresolved[name].Error())
 	}
 }
 
@@ -139,10 +136,18 @@ func (p *Provisioner) readiness(ctx context.Context, c *cluster) *Readiness {
 	}
 	if c.ready == nil {
 		r := ReadyPools(ctx, c.spec, p.NodeClasses)
-		logReadiness(p.Log, c.spec, r)
+		LogReadiness(p.Log, r)
 		c.ready = &r
 	}
 	return c.ready
+}
+
+// zoneIDs is the pass's ZoneIDs, computed once.
+func (p *Provisioner) zoneIDs(ctx context.Context, c *cluster) map[string]string {
+	if !c.zoneIDsRead {
+		c.zoneIDs, c.zoneIDsRead = ZoneIDs(p.readiness(ctx, c), c.nodes), true
+	}
+	return c.zoneIDs
 }
 
 // ZoneIDs are the zones' IDs (topology.k8s.aws/zone-id) by zone, from the

@@ -49,11 +49,11 @@ type cluster struct {
 	// each, by reservation ID (EC2's counts were read before them).
 	reservations map[string][]launch.Reservation
 	reservedUsed map[string]int
-	// notReady are the pools whose node class cannot launch a node
-	// (ReadyPools), read only when there is something to plan.
-	notReady map[string]string
-	// ready is the pass's ReadyPools, once asked (Provisioner.readiness).
-	ready *Readiness
+	// ready is the pass's ReadyPools and zoneIDs its zones' IDs, once
+	// asked (Provisioner.readiness, Provisioner.zoneIDs).
+	ready       *Readiness
+	zoneIDs     map[string]string
+	zoneIDsRead bool
 	// byName and byID index nodes and instances (built on first use).
 	byName  map[string]*corev1.Node
 	byID    map[string]int
@@ -170,6 +170,17 @@ func (p *Provisioner) read(ctx context.Context) (*cluster, error) {
 	return c, nil
 }
 
+// registered are the instance IDs the nodes name (their provider IDs).
+func (c *cluster) registered() map[string]bool {
+	out := make(map[string]bool, len(c.nodes))
+	for _, n := range c.nodes {
+		if id := pods.InstanceID(n.Spec.ProviderID); id != "" {
+			out[id] = true
+		}
+	}
+	return out
+}
+
 // anyUnplanned says whether a pending pod is planned onto no instance.
 func anyUnplanned(pending []*corev1.Pod) bool {
 	for _, pod := range pending {
@@ -189,10 +200,7 @@ func (p *Provisioner) needsBound(c *cluster) bool {
 	if len(c.todo) > 0 || p.retiring != nil {
 		return true
 	}
-	registered := make(map[string]bool, len(c.nodes))
-	for _, n := range c.nodes {
-		registered[pods.InstanceID(n.Spec.ProviderID)] = true
-	}
+	registered := c.registered()
 	now := p.now()
 	for _, inst := range c.instances {
 		if !registered[inst.ID] && garbage.Expired(inst.LaunchTime, now, p.RegistrationTimeout) {
@@ -338,15 +346,9 @@ func (c *cluster) node(name string) *corev1.Node {
 // readForPlanning reads what only planning needs (ReadCluster) for the
 // pods to plan among the bound ones.
 func (p *Provisioner) readForPlanning(ctx context.Context, c *cluster) error {
-	spec := c.spec
-	if r := p.readiness(ctx, c); r != nil {
-		// The pools as planning may use them; launches and everything
-		// else read the spec's own (c.spec).
-		narrowed := *c.spec
-		narrowed.Pools = r.Pools
-		spec, c.notReady = &narrowed, r.NotReady
-	}
-	objs, err := ReadCluster(ctx, p.Kube, spec, c.todo, c.boundGroups()...)
+	// The pools as planning may use them; launches and everything else
+	// read the spec's own (c.spec).
+	objs, err := ReadCluster(ctx, p.Kube, p.readiness(ctx, c).Spec(c.spec), c.todo, c.boundGroups()...)
 	if err != nil {
 		return err
 	}

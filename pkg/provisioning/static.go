@@ -3,6 +3,7 @@ package provisioning
 import (
 	"context"
 	"errors"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -12,7 +13,6 @@ import (
 
 	"github.com/joist-dev/joist/pkg/launch"
 	"github.com/joist-dev/joist/pkg/model"
-	"github.com/joist-dev/joist/pkg/pods"
 	"github.com/joist-dev/joist/pkg/scheduling"
 	"github.com/joist-dev/joist/pkg/scheduling/fromcatalog"
 )
@@ -29,23 +29,18 @@ import (
 // nodes being deleted or replaced in this pass do not count, so a static
 // node interrupted or drifted gets its replacement first.
 
-// StaticCounts are the nodes each pool has, by pool name: its nodes not
-// being deleted nor in retiring, and its instances launched whose node
-// has not registered yet.
-func StaticCounts(nodes []*corev1.Node, instances []launch.Instance, retiring map[string]bool) map[string]int {
+// staticCounts are the nodes each pool has, by pool name: its nodes not
+// being deleted nor retiring in this pass, and its instances launched
+// whose node has not registered yet.
+func (c *cluster) staticCounts() map[string]int {
 	out := map[string]int{}
-	registered := map[string]bool{}
-	for _, n := range nodes {
-		if id := pods.InstanceID(n.Spec.ProviderID); id != "" {
-			registered[id] = true
+	for _, n := range c.nodes {
+		if pool := n.Labels[model.LabelNodePool]; pool != "" && n.DeletionTimestamp == nil && !c.retiring[n.Name] {
+			out[pool]++
 		}
-		pool := n.Labels[model.LabelNodePool]
-		if pool == "" || n.DeletionTimestamp != nil || retiring[n.Name] {
-			continue
-		}
-		out[pool]++
 	}
-	for _, inst := range instances {
+	registered := c.registered()
+	for _, inst := range c.instances {
 		if inst.Pool != "" && !registered[inst.ID] {
 			out[inst.Pool]++
 		}
@@ -100,10 +95,16 @@ func staticPlaceholders(p *model.Pool, have, want int, instances []launch.Instan
 // cannot launch) or launched (out of capacity) is logged and tried again
 // by the next pass.
 func (p *Provisioner) scaleStatic(ctx context.Context, c *cluster, res *Result) error {
-	counts := StaticCounts(c.nodes, c.instances, c.retiring)
+	if !slices.ContainsFunc(c.spec.Pools, func(pl *model.Pool) bool { return pl.Replicas != nil }) {
+		return nil
+	}
+	counts := c.staticCounts()
 	var static []*model.Pool
 	var placeholders []*corev1.Pod
-	for _, pl := range c.spec.Pools {
+	// The pools as planning may use them: in their node classes'
+	// subnets' zones (ReadyPools).
+	ready := p.readiness(ctx, c)
+	for _, pl := range ready.Spec(c.spec).Pools {
 		if pl.Replicas == nil {
 			continue
 		}
@@ -120,21 +121,6 @@ func (p *Provisioner) scaleStatic(ctx context.Context, c *cluster, res *Result) 
 	if len(static) == 0 {
 		return nil
 	}
-	// In their node classes' subnets' zones, as every pool is planned
-	// (ReadyPools adds the zone requirement).
-	if r := p.readiness(ctx, c); r != nil {
-		narrowed := map[string]*model.Pool{}
-		for _, pl := range r.Pools {
-			narrowed[pl.Name] = pl
-		}
-		for i, pl := range static {
-			if n := narrowed[pl.Name]; n != nil {
-				q := *pl
-				q.Requirements = n.Requirements
-				static[i] = &q
-			}
-		}
-	}
 	spec := *c.spec
 	spec.Pools = static
 	objs, err := ReadCluster(ctx, p.Kube, &spec, nil)
@@ -146,10 +132,10 @@ func (p *Provisioner) scaleStatic(ctx context.Context, c *cluster, res *Result) 
 	in := fromcatalog.Input(p.Catalog, objs)
 	in.Options = p.Policy
 	in.Pods, in.Unavailable = placeholders, p.solveUnavailable(now, unavailable)
-	if r := p.readiness(ctx, c); r != nil && len(r.NotReady) > 0 {
-		in.NotReady = r.NotReady
+	if ready != nil && len(ready.NotReady) > 0 {
+		in.NotReady = ready.NotReady
 	}
-	in.ZoneIDs = ZoneIDs(p.readiness(ctx, c), c.nodes)
+	in.ZoneIDs = p.zoneIDs(ctx, c)
 	plan := scheduling.Solve(in)
 	for _, f := range plan.Unschedulable {
 		p.Log.Warn("static pool node cannot be planned", "pool", f.Pod.Labels[labelStatic], "reason", f.Reason)

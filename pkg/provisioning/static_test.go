@@ -121,7 +121,7 @@ func TestStaticCounts(t *testing.T) {
 		instances = append(instances, launch.Instance{ID: id, Pool: "warm"})
 	}
 	instances = append(instances, launch.Instance{ID: "i-d", Pool: "other"})
-	got := StaticCounts(nodes, instances, map[string]bool{"c": true})
+	got := (&cluster{nodes: nodes, instances: instances, retiring: map[string]bool{"c": true}}).staticCounts()
 	if got["warm"] != 2 || got["other"] != 1 {
 		t.Fatalf("counts %v, want warm 2 (a, and i-e coming), other 1", got)
 	}

@@ -37,35 +37,27 @@ func (r *Reaper) consolidationInputs(ctx context.Context, spec *model.Spec, read
 		return fmt.Errorf("reaper: catalog: %w", err)
 	}
 	var onNodes []*corev1.Pod
+	var nodes []*corev1.Node
 	for _, n := range slices.Concat(snap.Nodes, snap.Others) {
 		onNodes = append(onNodes, n.Pods...)
+		nodes = append(nodes, n.Node)
 	}
 	// Replacements only in pools that can launch, in their subnets'
 	// zones, as the provisioner plans (provisioning.ReadyPools).
-	planSpec, notReady := spec, map[string]string(nil)
 	var ready *provisioning.Readiness
 	if r.Cloud != nil {
 		rd := provisioning.ReadyPools(ctx, spec, r.Cloud)
+		provisioning.LogReadiness(r.Log, rd)
 		ready = &rd
-		narrowed := *spec
-		narrowed.Pools = rd.Pools
-		planSpec, notReady = &narrowed, rd.NotReady
-		for name, why := range rd.NotReady {
-			r.Log.Warn("consolidation: no replacement in a pool whose node class cannot launch a node", "pool", name, "reason", why)
-		}
 	}
-	objs, err := provisioning.ReadCluster(ctx, r.Kube, planSpec, onNodes)
+	objs, err := provisioning.ReadCluster(ctx, r.Kube, ready.Spec(spec), onNodes)
 	if err != nil {
 		return fmt.Errorf("reaper: %w", err)
 	}
 	snap.Simulation = fromcatalog.Input(cat, objs)
 	snap.Simulation.Options = r.Policy
-	if len(notReady) > 0 {
-		snap.Simulation.NotReady = notReady
-	}
-	var nodes []*corev1.Node
-	for _, n := range slices.Concat(snap.Nodes, snap.Others) {
-		nodes = append(nodes, n.Node)
+	if ready != nil && len(ready.NotReady) > 0 {
+		snap.Simulation.NotReady = ready.NotReady
 	}
 	snap.Simulation.ZoneIDs = provisioning.ZoneIDs(ready, nodes)
 	if d := provisioning.NewSpreadDefaults(r.Kube, r.SchedulerConfig); d != nil {
