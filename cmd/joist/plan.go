@@ -260,7 +260,7 @@ func readPlanInput(stdin io.Reader, stderr io.Writer, o *planOptions) (schedulin
 		defaultPool = true
 	}
 	in := fromcatalog.Input(cat, fromcatalog.Cluster{
-		Pools: pools, NodeClasses: spec.NodeClasses, DaemonSets: wl.DaemonSets,
+		Pools: pools, NodeClasses: spec.NodeClasses, Overlays: spec.Overlays, DaemonSets: wl.DaemonSets,
 		PersistentVolumeClaims: wl.PersistentVolumeClaims, PersistentVolumes: wl.PersistentVolumes,
 		StorageClasses: wl.StorageClasses, Namespaces: wl.Namespaces,
 	})

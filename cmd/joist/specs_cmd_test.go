@@ -140,7 +140,7 @@ metadata: {name: old}
 		t.Fatalf("exit %d, want 1; stdout %q", specExitCode(err), out)
 	}
 	want := []string{
-		bad + `: object 2: karpenter.sh/v1 NodeClaim "old" is not supported: Joist reads karpenter.sh/v1alpha5 Provisioner, karpenter.k8s.aws/v1alpha1 AWSNodeTemplate, karpenter.sh/v1beta1 and v1 NodePool, karpenter.k8s.aws/v1beta1 and v1 EC2NodeClass`,
+		bad + `: object 2: karpenter.sh/v1 NodeClaim "old" is not supported: Joist reads karpenter.sh/v1alpha5 Provisioner, karpenter.k8s.aws/v1alpha1 AWSNodeTemplate, karpenter.sh/v1beta1 and v1 NodePool, karpenter.k8s.aws/v1beta1 and v1 EC2NodeClass, karpenter.sh/v1alpha1 NodeOverlay`,
 		bad + `: Provisioner "broken": spec.weight: invalid value 0: must be between 1 and 100`,
 		bad + `: Provisioner "broken": spec.requirements[0].operator: unsupported value "Inn": supported values: In, NotIn, Exists, DoesNotExist, Gt, Lt`,
 		"invalid: 3 problem(s)",

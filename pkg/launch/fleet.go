@@ -22,8 +22,11 @@ type fleetAttempt struct {
 	// knows its reservation.
 	reservationType string
 	reserved        map[typeZone]Option
-	configs         []ec2types.FleetLaunchTemplateConfigRequest
-	token           string
+	// prioritized launches by the overrides' priorities (an option's
+	// price is a NodeOverlay's).
+	prioritized bool
+	configs     []ec2types.FleetLaunchTemplateConfigRequest
+	token       string
 }
 
 type typeZone struct{ typ, zone string }
@@ -53,6 +56,9 @@ func (l *Launcher) Launch(ctx context.Context, req Request) (*Instance, error) {
 		return fail(fmt.Errorf("no instance-type option is in a zone the node class %q has a subnet in (subnets in %s)", nc.Name, zoneList(subnets)))
 	}
 	att := &fleetAttempt{capacityType: capacityType}
+	for _, o := range opts {
+		att.prioritized = att.prioritized || o.PriceOverlaid
+	}
 	if capacityType == model.CapacityTypeReserved {
 		if nc.LaunchTemplate != "" {
 			return fail(fmt.Errorf("node class %q: a reserved launch needs Joist's own launch template, not spec.launchTemplate %q", nc.Name, nc.LaunchTemplate))
@@ -191,9 +197,13 @@ func (l *Launcher) fleetInput(req Request, att *fleetAttempt) *ec2.CreateFleetIn
 		in.Context = aws.String(req.Class.Context)
 	}
 	switch {
+	case att.capacityType == model.CapacityTypeSpot && att.prioritized:
+		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyCapacityOptimizedPrioritized}
 	case att.capacityType == model.CapacityTypeSpot:
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
 	case target == ec2types.DefaultTargetCapacityTypeCapacityBlock:
+	case att.prioritized:
+		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyPrioritized}
 	default:
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
 	}

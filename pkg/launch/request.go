@@ -34,6 +34,11 @@ type Option struct {
 	// "default" or "capacity-block".
 	ReservationID   string
 	ReservationType string
+	// PriceOverlaid marks a Price a NodeOverlay set: EC2's prices are
+	// not the plan's, so the fleet launches by the options' priorities
+	// (their Price, cheapest first) instead, as Karpenter does with
+	// overlays.
+	PriceOverlaid bool
 }
 
 // Reservation is an active EC2 capacity reservation (an on-demand

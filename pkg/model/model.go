@@ -296,6 +296,9 @@ type EBS struct {
 type Spec struct {
 	Pools       []*Pool               `json:"pools"`
 	NodeClasses map[string]*NodeClass `json:"nodeClasses"`
+	// Overlays are the valid NodeOverlays, highest weight first (then by
+	// name, descending, as Karpenter orders them).
+	Overlays []*Overlay `json:"overlays,omitempty"`
 	// Declared names every pool the source holds an object for, valid or
 	// not (Pools holds only the valid ones). A node of a pool that is not
 	// declared belongs to a deleted pool and is retired, as Karpenter's
@@ -306,6 +309,24 @@ type Spec struct {
 	// at all, so a declared pool may be missing from Declared: nothing is
 	// then judged deleted.
 	Partial bool `json:"-"`
+}
+
+// Overlay is a NodeOverlay (karpenter.sh/v1alpha1): for the instance
+// types and offerings its requirements select in each pool, the price
+// the simulator ranks them by and the extended resources they offer
+// (pkg/scheduling/fromcatalog applies them).
+type Overlay struct {
+	Name         string        `json:"name"`
+	Requirements []Requirement `json:"requirements,omitempty"`
+	// Price replaces an offering's price (USD per hour, as written);
+	// PriceAdjustment changes it ("+0.5", "-10%"). At most one is set.
+	Price           string `json:"price,omitempty"`
+	PriceAdjustment string `json:"priceAdjustment,omitempty"`
+	// Capacity adds extended resources to the selected types.
+	Capacity corev1.ResourceList `json:"capacity,omitempty"`
+	// Weight orders overlays that select the same offering or resource:
+	// the highest applies. Unset is 0.
+	Weight int32 `json:"weight,omitempty"`
 }
 
 // SpecHash is a digest of what a node of pool p, of class nc, is launched

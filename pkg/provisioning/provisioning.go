@@ -574,7 +574,8 @@ func (p *Provisioner) launch(ctx context.Context, spec *model.Spec, n scheduling
 	if !ok {
 		return nil, fmt.Errorf("pool %q: node class %q not found", pool.Name, pool.NodeClass)
 	}
-	opts := launchOptions(p.Catalog, n, pool, nc, unavailable)
+	overlaid := fromcatalog.PoolPrices(p.Catalog, fromcatalog.Cluster{Pools: spec.Pools, NodeClasses: spec.NodeClasses, Overlays: spec.Overlays}, pool.Name)
+	opts := launchOptions(p.Catalog, n, pool, nc, overlaid, unavailable)
 	if len(opts) == 0 {
 		return nil, fmt.Errorf("pool %q: no launchable offering left for the planned node", pool.Name)
 	}

@@ -365,7 +365,7 @@ func (p *Provisioner) readForPlanning(ctx context.Context, c *cluster) error {
 // consolidation for the pods of the nodes it would retire, so both plan a
 // pod alike.
 func ReadCluster(ctx context.Context, k *kube.Client, spec *model.Spec, place []*corev1.Pod, others ...[]*corev1.Pod) (fromcatalog.Cluster, error) {
-	out := fromcatalog.Cluster{Pools: spec.Pools, NodeClasses: spec.NodeClasses}
+	out := fromcatalog.Cluster{Pools: spec.Pools, NodeClasses: spec.NodeClasses, Overlays: spec.Overlays}
 	ds, err := k.AppsV1().DaemonSets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return out, fmt.Errorf("list daemonsets: %w", err)
@@ -598,8 +598,10 @@ func poolLabels(p *model.Pool) map[string]string {
 // carries its pod capacity from the same catalog the plan was made with
 // (the pool's kubelet settings, else the node class's, as the launch reads
 // them), so the node is told the number the plan sized it with even for a
-// type only the live catalog knows.
-func launchOptions(cat *catalog.Catalog, n scheduling.NewNode, pool *model.Pool, nc *model.NodeClass, unavailable func(t, z, ct string) bool) []launch.Option {
+// type only the live catalog knows. overlaid are the pool's offerings a
+// NodeOverlay prices (fromcatalog.PoolPrices): they carry that price, as
+// the plan does.
+func launchOptions(cat *catalog.Catalog, n scheduling.NewNode, pool *model.Pool, nc *model.NodeClass, overlaid map[string]float64, unavailable func(t, z, ct string) bool) []launch.Option {
 	kubelet := pool.Kubelet
 	if kubelet == nil && nc != nil {
 		kubelet = nc.Kubelet
@@ -637,9 +639,13 @@ func launchOptions(cat *catalog.Catalog, n scheduling.NewNode, pool *model.Pool,
 			if !zones[off.Zone] || !cts[off.CapacityType] || unavailable(o.Name, off.Zone, off.CapacityType) {
 				continue
 			}
+			price, isOverlaid := overlaid[fromcatalog.OfferingKey(o.Name, off.Zone, off.CapacityType)]
+			if !isOverlaid {
+				price = off.Price
+			}
 			out = append(out, launch.Option{
 				InstanceType: o.Name, Arch: t.Arch, Variant: variant,
-				Zone: off.Zone, CapacityType: off.CapacityType, Price: off.Price,
+				Zone: off.Zone, CapacityType: off.CapacityType, Price: price, PriceOverlaid: isOverlaid,
 				MaxPods: t.MaxPodsFor(kubelet, nc),
 			})
 		}

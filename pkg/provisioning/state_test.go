@@ -73,7 +73,7 @@ func TestLaunchOptions_CarryThePlansPodCapacity(t *testing.T) {
 		{"the pool's kubelet", &model.Pool{Kubelet: &model.Kubelet{MaxPods: &forty}}, &model.NodeClass{Kubelet: &model.Kubelet{MaxPods: &thirty}}, 40},
 		{"the node class's kubelet when the pool has none", &model.Pool{}, &model.NodeClass{Kubelet: &model.Kubelet{MaxPods: &thirty}}, 30},
 	} {
-		opts := launchOptions(cat, n, tc.pool, tc.nc, none)
+		opts := launchOptions(cat, n, tc.pool, tc.nc, nil, none)
 		if len(opts) != 1 || opts[0].MaxPods != tc.want {
 			t.Errorf("%s: options %+v, want one with MaxPods %d", tc.name, opts, tc.want)
 		}
@@ -91,7 +91,7 @@ func TestLaunchOptions_EveryAllowedAvailableOffering(t *testing.T) {
 	}
 	unavailable := func(it, z, ct string) bool { return it == "t3.large" && z == "ap-northeast-2a" }
 	var got []string
-	for _, o := range launchOptions(cat, n, &model.Pool{}, &model.NodeClass{}, unavailable) {
+	for _, o := range launchOptions(cat, n, &model.Pool{}, &model.NodeClass{}, nil, unavailable) {
 		if o.Arch != "amd64" || o.Variant != "standard" || o.Price <= 0 {
 			t.Errorf("option %+v: want amd64, standard, a price", o)
 		}

@@ -84,7 +84,7 @@ func planning() []rbacv1.PolicyRule {
 		// is split by (pkg/kube: without this a read stays one list).
 		rule(core, []string{"namespaces"}, list),
 		// The specs, when they live in the cluster (-c specSource=crd).
-		rule([]string{"karpenter.sh"}, []string{"provisioners", "nodepools"}, list),
+		rule([]string{"karpenter.sh"}, []string{"provisioners", "nodepools", "nodeoverlays"}, list),
 		rule([]string{"karpenter.k8s.aws"}, []string{"awsnodetemplates", "ec2nodeclasses"}, list),
 	}
 }

@@ -423,3 +423,12 @@ func LabelsStillSatisfy(in []model.Requirement, labels map[string]string) bool {
 	}
 	return r.matchesLabels(labels)
 }
+
+// RequirementAllows tells whether a label (its value, and whether it is
+// present) satisfies one requirement: In, NotIn, Exists, DoesNotExist,
+// Gt, Lt, Gte or Lte, as a node selector reads them. A malformed
+// requirement allows nothing.
+func RequirementAllows(r model.Requirement, value string, present bool) bool {
+	s, ok := newValueSet(r.Operator, r.Values)
+	return ok && s.matches(value, present)
+}

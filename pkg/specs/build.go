@@ -23,6 +23,7 @@ type Typed struct {
 	AWSNodeTemplate *v1alpha1.AWSNodeTemplate
 	NodePool        *v1.NodePool
 	EC2NodeClass    *v1.EC2NodeClass
+	NodeOverlay     *v1alpha1.NodeOverlay
 	// inline is a Provisioner's decoded, defaulted spec.provider.
 	inline *v1alpha1.AWS
 	// kubelet is a v1beta1 NodePool's own kubelet settings, keyed as a
@@ -96,6 +97,14 @@ func Load(obj Object) (*Typed, error) {
 		l = append(l, validateEC2NodeClass(nc)...)
 		defaultEC2NodeClass(nc)
 		t.EC2NodeClass = nc
+	case KindNodeOverlay:
+		o := &v1alpha1.NodeOverlay{}
+		if de := decodeStrict(obj.Raw, o); len(de) > 0 {
+			l = append(l, de...)
+			break
+		}
+		l = append(l, validateNodeOverlay(o)...)
+		t.NodeOverlay = o
 	default:
 		return nil, fmt.Errorf("%s: %s is not a spec kind", obj.Where(), obj)
 	}
@@ -107,9 +116,10 @@ func Load(obj Object) (*Typed, error) {
 
 // entry is a loaded object waiting to be resolved.
 type entry struct {
-	obj   Object
-	pool  *model.Pool
-	class *model.NodeClass
+	obj     Object
+	pool    *model.Pool
+	class   *model.NodeClass
+	overlay *model.Overlay
 	// classOf names the generation a pool's node class must be of.
 	classAPI string
 	refPath  *field.Path
@@ -148,7 +158,10 @@ func BuildWith(objs []Object, opts BuildOptions) (*model.Spec, []error, []error)
 		entries    = map[int]*entry{}
 		poolNames  = map[string][]int{}
 		classNames = map[string][]int{}
-		badClasses = map[string]string{} // name -> kind of an invalid class
+		// overlayNames: a NodeOverlay is a cluster-scoped object, one per
+		// name.
+		overlayNames = map[string][]int{}
+		badClasses   = map[string]string{} // name -> kind of an invalid class
 	)
 	fail := func(i int, p *field.Path, format string, args ...any) {
 		oe := objErrs[i]
@@ -173,6 +186,8 @@ func BuildWith(objs []Object, opts BuildOptions) (*model.Spec, []error, []error)
 			spec.Declared[o.Name] = true
 		case KindAWSNodeTemplate, KindEC2NodeClass:
 			classNames[o.Name] = append(classNames[o.Name], i)
+		case KindNodeOverlay:
+			overlayNames[o.Name] = append(overlayNames[o.Name], i)
 		}
 		t, err := Load(o)
 		if err != nil {
@@ -206,6 +221,8 @@ func BuildWith(objs []Object, opts BuildOptions) (*model.Spec, []error, []error)
 			e.class = templateToNodeClass(t.AWSNodeTemplate)
 		case t.EC2NodeClass != nil:
 			e.class = ec2NodeClassToNodeClass(t.EC2NodeClass)
+		case t.NodeOverlay != nil:
+			e.overlay = nodeOverlayToOverlay(t.NodeOverlay)
 		}
 		entries[i] = e
 	}
@@ -232,13 +249,28 @@ func BuildWith(objs []Object, opts BuildOptions) (*model.Spec, []error, []error)
 		}
 	}
 
+	for name, idx := range overlayNames {
+		if len(idx) < 2 {
+			continue
+		}
+		for _, i := range idx {
+			fail(i, field.NewPath("metadata", "name"), "NodeOverlay name %q is defined %d times (%s); names must be unique", name, len(idx), describe(objs, idx))
+			delete(entries, i)
+		}
+	}
+
 	for i := range objs {
 		e := entries[i]
 		if e == nil || e.pool != nil {
 			continue
 		}
+		if e.overlay != nil {
+			spec.Overlays = append(spec.Overlays, e.overlay)
+			continue
+		}
 		spec.NodeClasses[e.class.Name] = e.class
 	}
+	model.SortOverlays(spec.Overlays)
 	for i := range objs {
 		e := entries[i]
 		if e == nil || e.pool == nil {

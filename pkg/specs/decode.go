@@ -35,23 +35,25 @@ const (
 	KindAWSNodeTemplate = v1alpha1.Kind
 	KindNodePool        = v1.KindNodePool
 	KindEC2NodeClass    = v1.KindEC2NodeClass
+	KindNodeOverlay     = v1alpha1.KindNodeOverlay
 )
 
 // supportedKinds maps apiVersion and kind to the kinds Joist reads.
 var supportedKinds = map[string]string{
-	v1alpha5.APIVersion + "/" + v1alpha5.Kind:          KindProvisioner,
-	v1alpha1.APIVersion + "/" + v1alpha1.Kind:          KindAWSNodeTemplate,
-	v1.APIVersionNodePool + "/" + v1.KindNodePool:      KindNodePool,
-	v1.APIVersionNodeClass + "/" + v1.KindEC2NodeClass: KindEC2NodeClass,
+	v1alpha5.APIVersion + "/" + v1alpha5.Kind:                       KindProvisioner,
+	v1alpha1.APIVersion + "/" + v1alpha1.Kind:                       KindAWSNodeTemplate,
+	v1.APIVersionNodePool + "/" + v1.KindNodePool:                   KindNodePool,
+	v1.APIVersionNodeClass + "/" + v1.KindEC2NodeClass:              KindEC2NodeClass,
+	v1alpha1.APIVersionNodeOverlay + "/" + v1alpha1.KindNodeOverlay: KindNodeOverlay,
 	// v1beta1 (Karpenter v0.32–v0.37) is read as the v1 it converts to
 	// (v1beta1.go).
 	v1beta1.APIVersionNodePool + "/" + v1beta1.KindNodePool:      KindNodePool,
 	v1beta1.APIVersionNodeClass + "/" + v1beta1.KindEC2NodeClass: KindEC2NodeClass,
 }
 
-const supportedList = "karpenter.sh/v1alpha5 Provisioner, karpenter.k8s.aws/v1alpha1 AWSNodeTemplate, karpenter.sh/v1beta1 and v1 NodePool, karpenter.k8s.aws/v1beta1 and v1 EC2NodeClass"
+const supportedList = "karpenter.sh/v1alpha5 Provisioner, karpenter.k8s.aws/v1alpha1 AWSNodeTemplate, karpenter.sh/v1beta1 and v1 NodePool, karpenter.k8s.aws/v1beta1 and v1 EC2NodeClass, karpenter.sh/v1alpha1 NodeOverlay"
 
-// Object is one document read by Decode. Objects of the four spec kinds
+// Object is one document read by Decode. Objects of the spec kinds
 // are built by Build; any other Kubernetes object (a Deployment in a
 // mixed manifest, say) is returned with Ignored set, so that callers such
 // as `joist plan` can pick up workloads from the same files.
@@ -67,7 +69,7 @@ type Object struct {
 	Name       string
 	// Raw is the object as JSON.
 	Raw []byte
-	// Ignored is true for objects that are not one of the four spec kinds.
+	// Ignored is true for objects that are not of a spec kind.
 	Ignored bool
 
 	// problem is a document-level defect Decode tolerated (duplicate YAML

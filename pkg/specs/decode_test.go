@@ -76,7 +76,7 @@ func TestDecodeReportsUnreadableDocumentsAndKeepsTheRest(t *testing.T) {
 		{
 			name:    "unknown karpenter kind",
 			input:   "apiVersion: karpenter.sh/v1alpha5\nkind: Provisoner\nmetadata: {name: typo}\n---\napiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: ok}\n",
-			wantErr: `f.yaml: object 1: karpenter.sh/v1alpha5 Provisoner "typo" is not supported: Joist reads karpenter.sh/v1alpha5 Provisioner, karpenter.k8s.aws/v1alpha1 AWSNodeTemplate, karpenter.sh/v1beta1 and v1 NodePool, karpenter.k8s.aws/v1beta1 and v1 EC2NodeClass`,
+			wantErr: `f.yaml: object 1: karpenter.sh/v1alpha5 Provisoner "typo" is not supported: Joist reads karpenter.sh/v1alpha5 Provisioner, karpenter.k8s.aws/v1alpha1 AWSNodeTemplate, karpenter.sh/v1beta1 and v1 NodePool, karpenter.k8s.aws/v1beta1 and v1 EC2NodeClass, karpenter.sh/v1alpha1 NodeOverlay`,
 			kept:    1,
 		},
 		{

@@ -205,6 +205,12 @@ func validateLabelsV1(l *errs, labels map[string]string, p *field.Path) {
 }
 
 func validateRequirementV1(l *errs, r v1.NodeSelectorRequirementWithMinValues, p *field.Path) {
+	validateRequirementWith(l, r, p, restrictedV1)
+}
+
+// validateRequirementWith is validateRequirementV1 with the label keys
+// restricted says why not (a NodeOverlay may name karpenter.sh/nodepool).
+func validateRequirementWith(l *errs, r v1.NodeSelectorRequirementWithMinValues, p *field.Path, restricted func(string) string) {
 	kp := p.Child("key")
 	if r.Key == "" {
 		l.required(kp)
@@ -213,7 +219,7 @@ func validateRequirementV1(l *errs, r v1.NodeSelectorRequirementWithMinValues, p
 			l.invalid(kp, r.Key, "%s", msg)
 		}
 	}
-	if why := restrictedV1(r.Key); why != "" {
+	if why := restricted(r.Key); why != "" {
 		l.add(kp, "%s", why)
 	}
 	if !contains(operatorsV1, string(r.Operator)) {

@@ -23,13 +23,13 @@ import (
 	"github.com/joist-dev/joist/pkg/specs"
 )
 
-// KubeAPI is what the CRD store needs from the cluster: listing the four
-// spec kinds, and writing Events about bad ones.
+// KubeAPI is what the CRD store needs from the cluster: listing the spec
+// kinds, and writing Events about bad ones.
 type KubeAPI interface {
 	Resource(resource schema.GroupVersionResource) dynamic.NamespaceableResourceInterface
 }
 
-// Resources are the four spec kinds as API resources, in the order the
+// Resources are the spec kinds as API resources, in the order the
 // CRD store lists them. Older is listed instead when GVR is not served: a
 // cluster that still has Karpenter v0.32–v0.37's CRDs (v1beta1 only)
 // keeps its NodePools and EC2NodeClasses there, and Joist reads them as
@@ -45,6 +45,7 @@ var Resources = []struct {
 		Older: schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1beta1", Resource: "nodepools"}},
 	{GVR: schema.GroupVersionResource{Group: "karpenter.k8s.aws", Version: "v1", Resource: "ec2nodeclasses"}, Kind: specs.KindEC2NodeClass,
 		Older: schema.GroupVersionResource{Group: "karpenter.k8s.aws", Version: "v1beta1", Resource: "ec2nodeclasses"}},
+	{GVR: schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1alpha1", Resource: "nodeoverlays"}, Kind: specs.KindNodeOverlay},
 }
 
 // EventNamespace holds Events about the (cluster-scoped) spec objects, as
@@ -71,7 +72,7 @@ type objectRef struct {
 	uid                    types.UID
 }
 
-// Load lists the four kinds.
+// Load lists the spec kinds.
 func (s *CRDStore) Load(ctx context.Context) ([]specs.Object, []error, error) {
 	var (
 		objs     []specs.Object

@@ -95,7 +95,7 @@ func TestCRDStoreReadsV1Beta1WhereV1IsNotServed(t *testing.T) {
 	if c := spec.NodeClasses["nc"]; c == nil || c.AMIFamily != "AL2023" {
 		t.Errorf("node class = %+v", spec.NodeClasses["nc"])
 	}
-	want := "provisioners.v1alpha5 awsnodetemplates.v1alpha1 nodepools.v1 nodepools.v1beta1 ec2nodeclasses.v1 ec2nodeclasses.v1beta1"
+	want := "provisioners.v1alpha5 awsnodetemplates.v1alpha1 nodepools.v1 nodepools.v1beta1 ec2nodeclasses.v1 ec2nodeclasses.v1beta1 nodeoverlays.v1alpha1"
 	if got := strings.Join(listed, " "); got != want {
 		t.Errorf("listed %s, want %s", got, want)
 	}

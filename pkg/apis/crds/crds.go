@@ -21,7 +21,7 @@ type kind struct {
 	columns                      []apiextensionsv1.CustomResourceColumnDefinition
 }
 
-// All returns the four CRDs, in the order of their file names.
+// All returns the CRDs, in the order of their file names.
 func All() []*apiextensionsv1.CustomResourceDefinition {
 	var out []*apiextensionsv1.CustomResourceDefinition
 	for _, k := range []kind{
@@ -34,6 +34,8 @@ func All() []*apiextensionsv1.CustomResourceDefinition {
 				{Name: "NodeClass", Type: "string", JSONPath: ".spec.template.spec.nodeClassRef.name"},
 				{Name: "Weight", Type: "integer", JSONPath: ".spec.weight"},
 			}},
+		{v1alpha1.GroupCore, v1alpha1.Version, v1alpha1.KindNodeOverlay, "nodeoverlays", []string{"overlays"}, reflect.TypeOf(v1alpha1.NodeOverlay{}), nodeOverlayEdits(),
+			[]apiextensionsv1.CustomResourceColumnDefinition{{Name: "Weight", Type: "integer", JSONPath: ".spec.weight"}}},
 		{v1alpha5.Group, v1alpha5.Version, v1alpha5.Kind, "provisioners", nil, reflect.TypeOf(v1alpha5.Provisioner{}), provisionerEdits(),
 			[]apiextensionsv1.CustomResourceColumnDefinition{
 				{Name: "Template", Type: "string", JSONPath: ".spec.providerRef.name"},

@@ -24,6 +24,7 @@ var gvrs = map[string]schema.GroupVersionResource{
 	"AWSNodeTemplate": {Group: "karpenter.k8s.aws", Version: "v1alpha1", Resource: "awsnodetemplates"},
 	"NodePool":        {Group: "karpenter.sh", Version: "v1", Resource: "nodepools"},
 	"EC2NodeClass":    {Group: "karpenter.k8s.aws", Version: "v1", Resource: "ec2nodeclasses"},
+	"NodeOverlay":     {Group: "karpenter.sh", Version: "v1alpha1", Resource: "nodeoverlays"},
 }
 
 func apply(t *testing.T, dyn dynamic.Interface, doc string) (*unstructured.Unstructured, error) {
@@ -51,6 +52,8 @@ func TestCRDsInstallAndAcceptValidObjects(t *testing.T) {
 		"apiVersion: karpenter.k8s.aws/v1alpha1\nkind: AWSNodeTemplate\nmetadata: {name: service-lt}\nspec:\n  subnetSelector: {karpenter.sh/discovery/hoon-cluster: '*'}\n  securityGroupSelector: {aws-ids: 'sg-1, sg-2'}\n  tags: {karpenter.sh/discovery: hoon-cluster}\n  blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {volumeSize: 20Gi, volumeType: gp3}}]\n",
 		"apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: default}\nspec:\n  template:\n    metadata: {labels: {team: a, karpenter.sh/capacity-type: spot}}\n    spec:\n      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}\n      requirements:\n      - {key: karpenter.k8s.aws/instance-family, operator: In, values: [m5, c5], minValues: 2}\n      - {key: karpenter.k8s.aws/instance-cpu, operator: Gte, values: ['4']}\n  disruption: {budgets: [{nodes: '0', schedule: '@daily', duration: 1h}]}\n",
 		"apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: default}\nspec:\n  role: KarpenterNodeRole\n  amiSelectorTerms: [{alias: al2023@latest}]\n  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: c}}]\n  securityGroupSelectorTerms: [{id: sg-1}]\n  kubelet: {maxPods: 110, serializeImagePulls: false}\n  blockDeviceMappings: [{deviceName: /dev/xvda, rootVolume: true, ebs: {volumeSize: 100Gi}}]\n",
+		"apiVersion: karpenter.sh/v1alpha1\nkind: NodeOverlay\nmetadata: {name: spot-discount}\nspec:\n  weight: 10\n  priceAdjustment: '-10%'\n  requirements:\n  - {key: karpenter.sh/capacity-type, operator: In, values: [spot]}\n  - {key: karpenter.sh/nodepool, operator: In, values: [default]}\n",
+		"apiVersion: karpenter.sh/v1alpha1\nkind: NodeOverlay\nmetadata: {name: hugepages}\nspec:\n  capacity: {hugepages-2Mi: 100Mi}\n  requirements: [{key: karpenter.k8s.aws/instance-cpu, operator: Gte, values: ['8']}]\n",
 	} {
 		if _, err := apply(t, dyn, doc); err != nil {
 			t.Errorf("valid object refused: %v\n%s", err, doc)
@@ -118,6 +121,9 @@ func TestCRDsRejectCELBreakingObjects(t *testing.T) {
 		{"v1 role or instance profile", "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: mm}\nspec: {role: r, instanceProfile: p, amiSelectorTerms: [{alias: al2023@latest}], subnetSelectorTerms: [{id: subnet-1}], securityGroupSelectorTerms: [{id: sg-1}]}\n", "must specify exactly one of ['role', 'instanceProfile']"},
 		{"v1 alias alone", "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: nn}\nspec: {role: r, amiSelectorTerms: [{alias: al2023@latest}, {id: ami-1}], subnetSelectorTerms: [{id: subnet-1}], securityGroupSelectorTerms: [{id: sg-1}]}\n", "'alias' is mutually exclusive, cannot be set with a combination of other amiSelectorTerms"},
 		{"v1 subnet id excludes tags", "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: oo}\nspec: {role: r, amiSelectorTerms: [{alias: al2023@latest}], subnetSelectorTerms: [{tags: {a: b}}, {id: subnet-1, tags: {a: b}}], securityGroupSelectorTerms: [{id: sg-1}]}\n", "'id' is mutually exclusive"},
+		{"overlay price and adjustment", "apiVersion: karpenter.sh/v1alpha1\nkind: NodeOverlay\nmetadata: {name: qq}\nspec: {price: '1.5', priceAdjustment: '+1'}\n", "cannot set both 'price' and 'priceAdjustment'"},
+		{"overlay capacity restricted", "apiVersion: karpenter.sh/v1alpha1\nkind: NodeOverlay\nmetadata: {name: rr}\nspec: {capacity: {cpu: '4'}}\n", "invalid resource restricted"},
+		{"overlay NotIn needs values", "apiVersion: karpenter.sh/v1alpha1\nkind: NodeOverlay\nmetadata: {name: ss}\nspec: {price: '1', requirements: [{key: a, operator: NotIn}]}\n", "requirements with operator 'NotIn' must have a value defined"},
 		{"v1 reserved tag", "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: pp}\nspec: {role: r, tags: {karpenter.sh/nodepool: x}, amiSelectorTerms: [{alias: al2023@latest}], subnetSelectorTerms: [{id: subnet-1}], securityGroupSelectorTerms: [{id: sg-1}]}\n", "tag contains a restricted tag matching karpenter.sh/nodepool"},
 	}
 	for _, tc := range tests {

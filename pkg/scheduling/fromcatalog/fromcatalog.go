@@ -61,11 +61,14 @@ func InstanceTypesFor(cat *catalog.Catalog, k *model.Kubelet, nc *model.NodeClas
 // is missing is sized with defaults). The lists come from Prepared:
 // callers must not change them.
 func ForPools(cat *catalog.Catalog, pools []*model.Pool, classes map[string]*model.NodeClass) ([]*scheduling.InstanceType, map[string][]*scheduling.InstanceType) {
-	shared, per, _ := forPools(cat, pools, classes)
+	shared, per, _, _ := forPools(cat, pools, classes, nil)
 	return shared, per
 }
 
-func forPools(cat *catalog.Catalog, pools []*model.Pool, classes map[string]*model.NodeClass) ([]*scheduling.InstanceType, map[string][]*scheduling.InstanceType, []*scheduling.PreparedTypes) {
+// forPools is ForPools with the overlays applied (overlay.go): a pool
+// an overlay changes gets a list of its own. It also returns the
+// overlays in conflict.
+func forPools(cat *catalog.Catalog, pools []*model.Pool, classes map[string]*model.NodeClass, overlays []*model.Overlay) ([]*scheduling.InstanceType, map[string][]*scheduling.InstanceType, []*scheduling.PreparedTypes, []error) {
 	shared := Prepared(cat, nil)
 	prepared := []*scheduling.PreparedTypes{shared}
 	per := map[string][]*scheduling.InstanceType{}
@@ -73,6 +76,7 @@ func forPools(cat *catalog.Catalog, pools []*model.Pool, classes map[string]*mod
 	sorted := append([]*model.Pool(nil), pools...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	defaultClass := classKey(nil)
+	keys := map[string]string{}
 	for _, p := range sorted {
 		nc := classes[p.NodeClass]
 		class := classKey(nc)
@@ -80,6 +84,7 @@ func forPools(cat *catalog.Catalog, pools []*model.Pool, classes map[string]*mod
 			continue
 		}
 		key := kubeletKey(p.Kubelet) + "|" + class
+		keys[p.Name] = key
 		list, ok := byConfig[key]
 		if !ok {
 			pt := PreparedFor(cat, p.Kubelet, nc)
@@ -89,7 +94,23 @@ func forPools(cat *catalog.Catalog, pools []*model.Pool, classes map[string]*mod
 		}
 		per[p.Name] = list
 	}
-	return shared.Types(), per, prepared
+	if len(overlays) == 0 {
+		return shared.Types(), per, prepared, nil
+	}
+	listOf := func(p *model.Pool) []*scheduling.InstanceType {
+		if l, ok := per[p.Name]; ok {
+			return l
+		}
+		return shared.Types()
+	}
+	over, problems := overlaid(cat, overlays, sorted, listOf, func(p *model.Pool) string { return keys[p.Name] })
+	for _, p := range sorted {
+		if pt := over[p.Name]; pt != nil {
+			per[p.Name] = pt.Types()
+			prepared = append(prepared, pt)
+		}
+	}
+	return shared.Types(), per, prepared, problems
 }
 
 // classKey names what of a node class changes its instance types: their
@@ -187,6 +208,9 @@ type Cluster struct {
 	PersistentVolumes      []*corev1.PersistentVolume
 	StorageClasses         []*storagev1.StorageClass
 	Namespaces             []*corev1.Namespace
+	// Overlays are the NodeOverlays (model.Spec.Overlays, in its order):
+	// the pools' lists carry their prices and capacity (overlay.go).
+	Overlays []*model.Overlay
 	// VolumeLimits are the registered nodes' volume attachment limits
 	// per CSI driver, by node name, from their CSINodes (the caller sets
 	// scheduling.Node.VolumeLimits from them).
@@ -200,11 +224,56 @@ type Cluster struct {
 // planned alike wherever it is planned; the caller adds the pods, the
 // nodes, the offerings out of capacity and the options.
 func Input(cat *catalog.Catalog, c Cluster) scheduling.Input {
-	shared, per, prepared := forPools(cat, c.Pools, c.NodeClasses)
+	shared, per, prepared, _ := forPools(cat, c.Pools, c.NodeClasses, c.Overlays)
 	return scheduling.Input{
 		Pools: c.Pools, DaemonSets: c.DaemonSets,
 		InstanceTypes: shared, PoolInstanceTypes: per, Prepared: prepared, Region: cat.Region(),
 		PersistentVolumeClaims: c.PersistentVolumeClaims, PersistentVolumes: c.PersistentVolumes,
 		StorageClasses: c.StorageClasses, Namespaces: c.Namespaces,
 	}
+}
+
+// OverlayConflicts are the errors of the cluster's overlays that apply
+// nowhere because they conflict with another of the same weight (Input
+// plans without them), for callers to report.
+func OverlayConflicts(cat *catalog.Catalog, c Cluster) []error {
+	if len(c.Overlays) == 0 {
+		return nil
+	}
+	_, _, _, problems := forPools(cat, c.Pools, c.NodeClasses, c.Overlays)
+	return problems
+}
+
+// PoolPrices are a pool's offering prices where the overlays change them
+// ("type/zone/capacity-type" to $/h), as Input plans with them; nil when
+// no overlay changes the pool's. The provisioner launches at these
+// prices.
+func PoolPrices(cat *catalog.Catalog, c Cluster, pool string) map[string]float64 {
+	if len(c.Overlays) == 0 {
+		return nil
+	}
+	shared, per, _, _ := forPools(cat, c.Pools, c.NodeClasses, c.Overlays)
+	list, ok := per[pool]
+	if !ok {
+		list = shared
+	}
+	var out map[string]float64
+	for _, t := range list {
+		base := cat.Offerings(t.Name)
+		for i, o := range t.Offerings {
+			if i < len(base) && base[i].Zone == o.Zone && base[i].CapacityType == o.CapacityType && base[i].Price == o.Price {
+				continue
+			}
+			if out == nil {
+				out = map[string]float64{}
+			}
+			out[OfferingKey(t.Name, o.Zone, o.CapacityType)] = o.Price
+		}
+	}
+	return out
+}
+
+// OfferingKey names an offering in PoolPrices.
+func OfferingKey(typ, zone, capacityType string) string {
+	return typ + "/" + zone + "/" + capacityType
 }
