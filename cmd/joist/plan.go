@@ -259,11 +259,15 @@ func readPlanInput(stdin io.Reader, stderr io.Writer, o *planOptions) (schedulin
 		pools = []*model.Pool{specs.DefaultPool()}
 		defaultPool = true
 	}
-	in := fromcatalog.Input(cat, fromcatalog.Cluster{
+	cluster := fromcatalog.Cluster{
 		Pools: pools, NodeClasses: spec.NodeClasses, Overlays: spec.Overlays, DaemonSets: wl.DaemonSets,
 		PersistentVolumeClaims: wl.PersistentVolumeClaims, PersistentVolumes: wl.PersistentVolumes,
 		StorageClasses: wl.StorageClasses, Namespaces: wl.Namespaces,
-	})
+	}
+	in := fromcatalog.Input(cat, cluster)
+	for _, err := range fromcatalog.OverlayConflicts(cat, cluster) {
+		fmt.Fprintln(stderr, "joist plan: warning:", err)
+	}
 	for zone, id := range o.zoneIDs {
 		full, err := catalog.NormalizeZones(o.region, []string{zone})
 		if err != nil {

@@ -505,3 +505,44 @@ spec:
 		t.Errorf("pods per pool %v, want 3 windows and 2 linux", pods)
 	}
 }
+
+// TestPlanAppliesNodeOverlays: an overlay in the files prices the plan
+// (here r6a made nearly free), and one in conflict with another of its
+// weight is a warning naming it.
+func TestPlanAppliesNodeOverlays(t *testing.T) {
+	manifest := `apiVersion: karpenter.sh/v1alpha1
+kind: NodeOverlay
+metadata: {name: r6a-deal}
+spec:
+  weight: 5
+  price: "0.001"
+  requirements: [{key: karpenter.k8s.aws/instance-family, operator: In, values: [r6a]}]
+---
+apiVersion: karpenter.sh/v1alpha1
+kind: NodeOverlay
+metadata: {name: all-dear}
+spec:
+  weight: 5
+  priceAdjustment: "+1"
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web}
+spec:
+  containers:
+  - name: c
+    image: web
+    resources: {requests: {cpu: "1", memory: 1Gi}}
+`
+	var stdout, stderr bytes.Buffer
+	if err := runPlan(strings.NewReader(manifest), &stdout, &stderr, &planOptions{files: []string{"-"}, region: "us-east-1", catalog: "embedded", output: "json"}); err != nil {
+		t.Fatalf("plan: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), `"instanceType": "r6a.`) {
+		t.Errorf("plan %s, want an r6a node", stdout.String())
+	}
+	want := `joist plan: warning: NodeOverlay "all-dear": conflicts with another overlay of weight 5`
+	if !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr %q lacks %q", stderr.String(), want)
+	}
+}

@@ -310,3 +310,34 @@ func TestSpecsPushNeedsACluster(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestValidateListsNodeOverlays: NodeOverlays are read with the pools,
+// highest weight first.
+func TestValidateListsNodeOverlays(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "overlays.yaml")
+	const manifest = `apiVersion: karpenter.sh/v1alpha1
+kind: NodeOverlay
+metadata: {name: spot-discount}
+spec:
+  priceAdjustment: "-10%"
+  requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [spot]}]
+---
+apiVersion: karpenter.sh/v1alpha1
+kind: NodeOverlay
+metadata: {name: hugepages}
+spec:
+  weight: 20
+  capacity: {hugepages-2Mi: 100Mi}
+`
+	if err := os.WriteFile(path, []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := runSpecCmd(t, newValidateCmd(), "-f", path)
+	if specExitCode(err) != 0 {
+		t.Fatalf("exit %d: %v\n%s", specExitCode(err), err, errOut)
+	}
+	want := "OK: 0 pool(s): ; 0 node class(es): ; 2 node overlay(s): hugepages (weight 20), spot-discount (weight 0)\n"
+	if out != want {
+		t.Errorf("stdout %q, want %q", out, want)
+	}
+}

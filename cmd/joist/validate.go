@@ -83,6 +83,13 @@ func runValidate(stdin io.Reader, stdout, stderr io.Writer, o *validateOptions) 
 		}
 	}
 	fmt.Fprintf(stdout, "OK: %d pool(s): %s; %d node class(es): %s", len(pools), strings.Join(pools, ", "), len(classes), strings.Join(classes, ", "))
+	if len(spec.Overlays) > 0 {
+		var overlays []string
+		for _, ov := range spec.Overlays {
+			overlays = append(overlays, fmt.Sprintf("%s (weight %d)", ov.Name, ov.Weight))
+		}
+		fmt.Fprintf(stdout, "; %d node overlay(s): %s", len(overlays), strings.Join(overlays, ", "))
+	}
 	if ignored > 0 {
 		fmt.Fprintf(stdout, "; %d other object(s) ignored", ignored)
 	}

@@ -97,6 +97,9 @@ type consolidator struct {
 	s     Snapshot
 	nodes []*scheduling.Node // every node pods may go to, by name order
 	types map[string]*scheduling.InstanceType
+	// poolTypes are the pools' own lists by type name (a NodeOverlay's
+	// prices, a kubelet's sizes), made when first asked.
+	poolTypes map[string]map[string]*scheduling.InstanceType
 	// minFit memoizes the prefilter's cheapest type per request size.
 	minFit map[[2]int64]float64
 	// reserved are the snapshot's reserved nodes whose offering is not
@@ -172,10 +175,31 @@ func underConsolidateAfter(n *corev1.Node, p *model.Pool, now time.Time) bool {
 	return false
 }
 
-// offeringPrice is the $/h of an instance type's offering, 0 when the
-// snapshot does not know it.
-func (c *consolidator) offeringPrice(instanceType, zone, capacityType string) float64 {
-	it := c.types[instanceType]
+// typeIn is an instance type as pool plans it: from the pool's own list
+// when it has one (its overlaid prices), else the shared one.
+func (c *consolidator) typeIn(pool, name string) *scheduling.InstanceType {
+	list, ok := c.s.Simulation.PoolInstanceTypes[pool]
+	if !ok {
+		return c.types[name]
+	}
+	m, ok := c.poolTypes[pool]
+	if !ok {
+		m = make(map[string]*scheduling.InstanceType, len(list))
+		for _, it := range list {
+			m[it.Name] = it
+		}
+		if c.poolTypes == nil {
+			c.poolTypes = map[string]map[string]*scheduling.InstanceType{}
+		}
+		c.poolTypes[pool] = m
+	}
+	return m[name]
+}
+
+// offeringPrice is the $/h of an instance type's offering in a pool, 0
+// when the snapshot does not know it.
+func (c *consolidator) offeringPrice(pool, instanceType, zone, capacityType string) float64 {
+	it := c.typeIn(pool, instanceType)
 	if it == nil {
 		return 0
 	}
@@ -188,13 +212,17 @@ func (c *consolidator) offeringPrice(instanceType, zone, capacityType string) fl
 }
 
 // nodePrice is a node's $/h from its instance type, zone and capacity
-// type labels (0: unknown).
+// type labels, as its pool plans it (0: unknown).
 func (c *consolidator) nodePrice(n *corev1.Node) float64 {
 	ct := n.Labels[model.LabelCapacityType]
 	if ct == "" {
 		ct = model.CapacityTypeOnDemand
 	}
-	return c.offeringPrice(instanceTypeOf(n), n.Labels[model.LabelZone], ct)
+	pool := n.Labels[model.LabelNodePool]
+	if pool == "" {
+		pool = n.Labels[model.LabelProvisionerName]
+	}
+	return c.offeringPrice(pool, instanceTypeOf(n), n.Labels[model.LabelZone], ct)
 }
 
 func instanceTypeOf(n *corev1.Node) string {
@@ -365,7 +393,7 @@ func (c *consolidator) replacement(cmd command, nn scheduling.NewNode, sum float
 	}
 	var opts []option
 	for _, o := range nn.InstanceTypeOptions {
-		it := c.types[o.Name]
+		it := c.typeIn(nn.Pool, o.Name)
 		if it == nil {
 			continue
 		}

@@ -177,6 +177,9 @@ func (p *Provisioner) Reconcile(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	base := fromcatalog.Input(p.Catalog, c.objects)
+	for _, err := range fromcatalog.OverlayConflicts(p.Catalog, c.objects) {
+		p.Log.Warn("node overlay not applied", "error", err.Error())
+	}
 	base.Options = p.Policy
 	if r := p.readiness(ctx, c); r != nil && len(r.NotReady) > 0 {
 		base.NotReady, res.NotReady = r.NotReady, r.NotReady

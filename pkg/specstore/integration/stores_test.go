@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -93,8 +94,8 @@ func create(t *testing.T, dyn dynamic.Interface, o specs.Object) {
 }
 
 // TestCRDStoreOnAPIServer stores the seed as objects of Joist's CRDs,
-// plus one the API server admits but Joist cannot serve (its node class
-// does not exist), and checks the store serves the good ones and puts a
+// and a NodeOverlay, plus one the API server admits but Joist cannot
+// serve (its node class does not exist), and checks the store serves the good ones and puts a
 // Warning Event on the bad one.
 func TestCRDStoreOnAPIServer(t *testing.T) {
 	kube := testenv.Kube(t)
@@ -105,7 +106,11 @@ func TestCRDStoreOnAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range append(objs, bad...) {
+	overlay, err := specs.Decode([]byte("apiVersion: karpenter.sh/v1alpha1\nkind: NodeOverlay\nmetadata: {name: spot-discount}\nspec: {weight: 3, priceAdjustment: '-5%'}\n"), "overlay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range slices.Concat(objs, bad, overlay) {
 		if !o.Ignored {
 			create(t, dyn, o)
 		}
@@ -124,6 +129,9 @@ func TestCRDStoreOnAPIServer(t *testing.T) {
 	}
 	if strings.Join(names, ",") != "management,service" {
 		t.Errorf("pools = %v", names)
+	}
+	if len(spec.Overlays) != 1 || spec.Overlays[0].Name != "spot-discount" || spec.Overlays[0].PriceAdjustment != "-5%" || spec.Overlays[0].Weight != 3 {
+		t.Errorf("overlays = %+v, want spot-discount read from its CRD", spec.Overlays)
 	}
 	events, err := kube.Client.CoreV1().Events(specstore.EventNamespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=orphan"})
 	if err != nil {
