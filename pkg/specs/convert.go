@@ -32,8 +32,8 @@ type ConvertOptions struct {
 type Converted struct {
 	NodePools      []*v1.NodePool
 	EC2NodeClasses []*v1.EC2NodeClass
-	// Order lists the objects in output order (each a *v1.NodePool or a
-	// *v1.EC2NodeClass).
+	// Order lists the objects in output order (each a *v1.NodePool, a
+	// *v1.EC2NodeClass or a *v1alpha1.NodeOverlay, kept as it was).
 	Order    []any
 	Warnings []string
 }
@@ -136,6 +136,9 @@ func ConvertToV1(objs []Object, opts ConvertOptions) (*Converted, []error) {
 				c.warn("NodePool %q: EC2NodeClass %q is not among the converted objects; v1 keeps the pool's kubelet settings on it, so add them there", t.NodePool.Name, class)
 			}
 			c.add(t.NodePool)
+		case t.NodeOverlay != nil:
+			// The v1 NodePools' own API: kept as it is.
+			c.add(t.NodeOverlay)
 		case t.EC2NodeClass != nil:
 			if kc, ok := classKubelet[t.EC2NodeClass.Name]; ok {
 				t.EC2NodeClass.Spec.Kubelet = kc

@@ -98,3 +98,31 @@ func TestBuildOrdersOverlaysAndLeavesOutBadOnes(t *testing.T) {
 		t.Errorf("c-light capacity = %v", spec.Overlays[2].Capacity)
 	}
 }
+
+// TestConvertKeepsNodeOverlays: joist convert writes a NodeOverlay (an
+// API of v1 NodePools' era) back as it was, beside the converted pools.
+func TestConvertKeepsNodeOverlays(t *testing.T) {
+	objs, err := Decode([]byte(nodeOverlay("spot-discount", "weight: 3\npriceAdjustment: '-5%'\nrequirements: [{key: karpenter.sh/capacity-type, operator: In, values: [spot]}]")), "o.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, errs := ConvertToV1(objs, ConvertOptions{})
+	if len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	out, err := conv.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Decode(out, "converted")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, errs := Build(back)
+	if len(errs) != 0 || len(spec.Overlays) != 1 {
+		t.Fatalf("converted %s: errors %v, %d overlays", out, errs, len(spec.Overlays))
+	}
+	if o := spec.Overlays[0]; o.Name != "spot-discount" || o.Weight != 3 || o.PriceAdjustment != "-5%" || len(o.Requirements) != 1 {
+		t.Errorf("overlay after convert %+v", o)
+	}
+}
