@@ -1,0 +1,54 @@
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	"github.com/joist-dev/joist/test/testenv"
+)
+
+// overlaySpecs are a plain pool, a NodeOverlay pricing r5.xlarge nearly
+// free in it, and two pods any type holds.
+var overlaySpecs = plainPool("overlay-cluster") + `---
+apiVersion: karpenter.sh/v1alpha1
+kind: NodeOverlay
+metadata: {name: r5-deal}
+spec:
+  weight: 10
+  price: "0.001"
+  requirements:
+  - {key: karpenter.sh/nodepool, operator: In, values: [plain]}
+  - {key: node.kubernetes.io/instance-type, operator: In, values: [r5.xlarge]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: nginx
+        resources: {requests: {cpu: 500m, memory: 1Gi}}
+`
+
+// TestE2E_NodeOverlayPricesThePlanAndTheLaunch: with the NodeOverlay
+// among the specs (SSM parameters), the provisioner plans the pods on
+// the r5.xlarge the overlay makes cheapest and launches it (CreateFleet
+// prioritized by the overlaid prices, under the function's own IAM
+// policy); EC2's lowest-price would have picked a cheaper real type.
+func TestE2E_NodeOverlayPricesThePlanAndTheLaunch(t *testing.T) {
+	g := testenv.NewGround(t, testenv.GroundOptions{
+		Cluster: "overlay-cluster", Namespace: "overlay", Specs: []byte(overlaySpecs), ReadyDelay: 300 * time.Millisecond, ExtraEnv: al2023Env,
+	})
+	pending := createPending(t, g, deploymentPods(t, []byte(overlaySpecs)))
+	nodes := allBound(t, g, pending, 90*time.Second)
+	for _, p := range pending {
+		if n := nodes[p.Name]; n.Labels["node.kubernetes.io/instance-type"] != "r5.xlarge" {
+			t.Errorf("pod %s bound to node %s of type %q, want the overlay's r5.xlarge", p.Name, n.Name, n.Labels["node.kubernetes.io/instance-type"])
+		}
+	}
+}
