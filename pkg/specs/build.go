@@ -158,8 +158,6 @@ func BuildWith(objs []Object, opts BuildOptions) (*model.Spec, []error, []error)
 		entries    = map[int]*entry{}
 		poolNames  = map[string][]int{}
 		classNames = map[string][]int{}
-		// overlayNames: a NodeOverlay is a cluster-scoped object, one per
-		// name.
 		overlayNames = map[string][]int{}
 		badClasses   = map[string]string{} // name -> kind of an invalid class
 	)
@@ -228,36 +226,23 @@ func BuildWith(objs []Object, opts BuildOptions) (*model.Spec, []error, []error)
 	}
 
 	// Names must be unique: a pool's name becomes a node label and an EC2
-	// tag, a node class's name a launch template name.
-	for name, idx := range poolNames {
-		if len(idx) < 2 {
-			continue
-		}
-		for _, i := range idx {
-			fail(i, field.NewPath("metadata", "name"), "pool name %q is defined %d times (%s); pool names must be unique across Provisioners and NodePools", name, len(idx), describe(objs, idx))
-			delete(entries, i)
-		}
-	}
-	for name, idx := range classNames {
-		if len(idx) < 2 {
-			continue
-		}
-		for _, i := range idx {
-			fail(i, field.NewPath("metadata", "name"), "node class name %q is defined %d times (%s); node class names must be unique across AWSNodeTemplates and EC2NodeClasses", name, len(idx), describe(objs, idx))
-			delete(entries, i)
-			badClasses[name] = objs[i].Kind
+	// tag, a node class's name a launch template name, and an overlay is
+	// one cluster-scoped object per name.
+	unique := func(names map[string][]int, what, across string, dropped func(i int)) {
+		for name, idx := range names {
+			if len(idx) < 2 {
+				continue
+			}
+			for _, i := range idx {
+				fail(i, field.NewPath("metadata", "name"), "%s name %q is defined %d times (%s); %s names must be unique%s", what, name, len(idx), describe(objs, idx), what, across)
+				delete(entries, i)
+				dropped(i)
+			}
 		}
 	}
-
-	for name, idx := range overlayNames {
-		if len(idx) < 2 {
-			continue
-		}
-		for _, i := range idx {
-			fail(i, field.NewPath("metadata", "name"), "NodeOverlay name %q is defined %d times (%s); names must be unique", name, len(idx), describe(objs, idx))
-			delete(entries, i)
-		}
-	}
+	unique(poolNames, "pool", " across Provisioners and NodePools", func(int) {})
+	unique(classNames, "node class", " across AWSNodeTemplates and EC2NodeClasses", func(i int) { badClasses[objs[i].Name] = objs[i].Kind })
+	unique(overlayNames, "NodeOverlay", "", func(int) {})
 
 	for i := range objs {
 		e := entries[i]

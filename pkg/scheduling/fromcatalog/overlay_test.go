@@ -43,6 +43,14 @@ func catalogPrice(cat *catalog.Catalog, typ, zone, ct string) float64 {
 	return -1
 }
 
+// podRequesting is a pending pod with the requests.
+func podRequesting(requests corev1.ResourceList) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "p"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: requests}}}},
+	}
+}
+
 func req(key, op string, values ...string) model.Requirement {
 	return model.Requirement{Key: key, Operator: op, Values: values}
 }
@@ -173,12 +181,7 @@ func TestOverlayCapacityMakesPodsOfTheResourceSchedulable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "p"},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("1"), "example.com/dongle": resource.MustParse("1"),
-		}}}}},
-	}
+	pod := podRequesting(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), "example.com/dongle": resource.MustParse("1")})
 	pools := []*model.Pool{{Name: "default", API: model.APIV1}}
 	plan := func(overlays []*model.Overlay) scheduling.Plan {
 		in := Input(cat, Cluster{Pools: pools, Overlays: overlays})
@@ -208,12 +211,7 @@ func TestOverlayPriceChangesThePlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "p"},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"),
-		}}}}},
-	}
+	pod := podRequesting(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")})
 	pools := []*model.Pool{{Name: "default", API: model.APIV1, Requirements: []model.Requirement{
 		req("karpenter.k8s.aws/instance-category", "In", "c", "m", "r"), req(model.LabelCapacityType, "In", model.CapacityTypeOnDemand)}}}
 	overlays := []*model.Overlay{{Name: "r5", Price: "0.001", Requirements: []model.Requirement{req("karpenter.k8s.aws/instance-family", "In", "r5")}}}
