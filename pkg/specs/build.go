@@ -153,11 +153,11 @@ func BuildWith(objs []Object, opts BuildOptions) (*model.Spec, []error, []error)
 	var warnings []error
 	spec := &model.Spec{Pools: []*model.Pool{}, NodeClasses: map[string]*model.NodeClass{}}
 	var (
-		errList    []error
-		objErrs    = map[int]*ObjectError{} // by position in objs
-		entries    = map[int]*entry{}
-		poolNames  = map[string][]int{}
-		classNames = map[string][]int{}
+		errList      []error
+		objErrs      = map[int]*ObjectError{} // by position in objs
+		entries      = map[int]*entry{}
+		poolNames    = map[string][]int{}
+		classNames   = map[string][]int{}
 		overlayNames = map[string][]int{}
 		badClasses   = map[string]string{} // name -> kind of an invalid class
 	)
