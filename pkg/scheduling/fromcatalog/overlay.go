@@ -26,38 +26,25 @@ import (
 // lists here (Input), so provisioning, consolidation and `joist plan`
 // agree.
 
-// offerKey names an offering of a type in a pool.
-type offerKey struct {
-	pool string
-	typ  int
-	off  int
+// typeState is what the overlays applied so far set on one type of one
+// pool, as Karpenter's instance type store keeps it: by offering, the
+// overlay that set its price and the weight of the last (lowest) one
+// that selected it; the resources added, and the resources and weight
+// of the last overlay that added any.
+type typeState struct {
+	price       []*model.Overlay
+	priceWeight []int32
+	priced      []bool
+	capacity    corev1.ResourceList
+	capLast     corev1.ResourceList
+	capWeight   int32
 }
 
-// typeKey names a type in a pool.
-type typeKey struct {
-	pool string
-	typ  int
-}
-
-// overlayState is what the overlays applied so far set, as Karpenter's
-// instance type store keeps it.
-type overlayState struct {
-	// price is the overlay that set each offering's price; priceWeight
-	// the weight of the last (lowest) overlay that selected it.
-	price       map[offerKey]*model.Overlay
-	priceWeight map[offerKey]int32
-	// capacity is the resources added to each type; capLast the
-	// resources and weight of the last overlay that added any.
-	capacity     map[typeKey]corev1.ResourceList
-	capLast      map[typeKey]corev1.ResourceList
-	capLastWeigh map[typeKey]int32
-}
-
-// selection is one overlay's selected offerings of one type of a pool.
+// selection is one overlay's selected offerings of one type of a pool
+// (indexes in the pools and the pool's list).
 type selection struct {
-	pool string
-	typ  int
-	offs []int
+	pool, typ int
+	offs      []int
 }
 
 // applyOverlays returns the pools' lists with the overlays applied (only
@@ -65,9 +52,11 @@ type selection struct {
 // error for each overlay in conflict. overlays must be in
 // model.SortOverlays order.
 func applyOverlays(overlays []*model.Overlay, pools []*model.Pool, listOf func(*model.Pool) []*scheduling.InstanceType) (map[string][]*scheduling.InstanceType, []error) {
-	st := overlayState{
-		price: map[offerKey]*model.Overlay{}, priceWeight: map[offerKey]int32{},
-		capacity: map[typeKey]corev1.ResourceList{}, capLast: map[typeKey]corev1.ResourceList{}, capLastWeigh: map[typeKey]int32{},
+	lists := make([][]*scheduling.InstanceType, len(pools))
+	st := make([][]*typeState, len(pools)) // by pool, then type; nil until an overlay selects it
+	for i, p := range pools {
+		lists[i] = listOf(p)
+		st[i] = make([]*typeState, len(lists[i]))
 	}
 	var problems []error
 	for _, o := range overlays {
@@ -75,36 +64,46 @@ func applyOverlays(overlays []*model.Overlay, pools []*model.Pool, listOf func(*
 			continue
 		}
 		var sel []selection
-		for _, p := range pools {
-			for i, t := range listOf(p) {
+		for pi, p := range pools {
+			for ti, t := range lists[pi] {
 				if offs := selects(o, p, t); len(offs) > 0 {
-					sel = append(sel, selection{p.Name, i, offs})
+					sel = append(sel, selection{pi, ti, offs})
 				}
 			}
 		}
-		if why := st.conflict(o, sel); why != "" {
-			problems = append(problems, fmt.Errorf("NodeOverlay %q: conflicts with another overlay of weight %d %s; it is not applied", o.Name, o.Weight, why))
+		if why := conflict(st, o, sel); why != "" {
+			problems = append(problems, fmt.Errorf("NodeOverlay %q: conflicts with another overlay of weight %d %s %q; it is not applied", o.Name, o.Weight, why, pools[conflictPool(st, o, sel)].Name))
 			continue
 		}
-		st.apply(o, sel)
+		for _, sl := range sel {
+			ts := st[sl.pool][sl.typ]
+			if ts == nil {
+				n := len(lists[sl.pool][sl.typ].Offerings)
+				ts = &typeState{price: make([]*model.Overlay, n), priceWeight: make([]int32, n), priced: make([]bool, n)}
+				st[sl.pool][sl.typ] = ts
+			}
+			ts.apply(o, sl.offs)
+		}
 	}
 	out := map[string][]*scheduling.InstanceType{}
-	for _, p := range pools {
-		base := listOf(p)
+	for pi, p := range pools {
+		base := lists[pi]
 		var list []*scheduling.InstanceType
-		for i, t := range base {
-			tk := typeKey{p.Name, i}
-			add := st.capacity[tk]
+		for ti, t := range base {
+			ts := st[pi][ti]
+			if ts == nil {
+				continue
+			}
 			var offs []scheduling.Offering
 			for j, of := range t.Offerings {
-				if ov := st.price[offerKey{p.Name, i, j}]; ov != nil {
+				if ov := ts.price[j]; ov != nil {
 					if offs == nil {
 						offs = append([]scheduling.Offering(nil), t.Offerings...)
 					}
 					offs[j].Price = ov.Adjust(of.Price)
 				}
 			}
-			if add == nil && offs == nil {
+			if ts.capacity == nil && offs == nil {
 				continue
 			}
 			if list == nil {
@@ -114,10 +113,10 @@ func applyOverlays(overlays []*model.Overlay, pools []*model.Pool, listOf func(*
 			if offs != nil {
 				c.Offerings = offs
 			}
-			if add != nil {
-				c.Capacity, c.Allocatable = withResources(t.Capacity, add), withResources(t.Allocatable, add)
+			if ts.capacity != nil {
+				c.Capacity, c.Allocatable = withResources(t.Capacity, ts.capacity), withResources(t.Allocatable, ts.capacity)
 			}
-			list[i] = &c
+			list[ti] = &c
 		}
 		if list != nil {
 			out[p.Name] = list
@@ -127,23 +126,42 @@ func applyOverlays(overlays []*model.Overlay, pools []*model.Pool, listOf func(*
 }
 
 // conflict says where the overlay meets an applied one of its weight
-// ("" when nowhere).
-func (st *overlayState) conflict(o *model.Overlay, sel []selection) string {
-	for _, s := range sel {
-		if o.ChangesPrice() {
-			for _, j := range s.offs {
-				k := offerKey{s.pool, s.typ, j}
-				if w, ok := st.priceWeight[k]; ok && w == o.Weight {
-					return fmt.Sprintf("on the price of an offering in pool %q", s.pool)
-				}
+// ("" when nowhere): on the price of an offering, or a resource of a
+// type.
+func conflict(st [][]*typeState, o *model.Overlay, sel []selection) string {
+	for _, sl := range sel {
+		if why := st[sl.pool][sl.typ].conflict(o, sl.offs); why != "" {
+			return why
+		}
+	}
+	return ""
+}
+
+// conflictPool is the pool of conflict's first finding.
+func conflictPool(st [][]*typeState, o *model.Overlay, sel []selection) int {
+	for _, sl := range sel {
+		if st[sl.pool][sl.typ].conflict(o, sl.offs) != "" {
+			return sl.pool
+		}
+	}
+	return 0
+}
+
+func (ts *typeState) conflict(o *model.Overlay, offs []int) string {
+	if ts == nil {
+		return ""
+	}
+	if o.ChangesPrice() {
+		for _, j := range offs {
+			if ts.priced[j] && ts.priceWeight[j] == o.Weight {
+				return "on the price of an offering in pool"
 			}
 		}
-		tk := typeKey{s.pool, s.typ}
-		if len(o.Capacity) > 0 && st.capLast[tk] != nil && st.capLastWeigh[tk] == o.Weight {
-			for name := range o.Capacity {
-				if _, ok := st.capLast[tk][name]; ok {
-					return fmt.Sprintf("on the capacity %s in pool %q", name, s.pool)
-				}
+	}
+	if len(o.Capacity) > 0 && ts.capLast != nil && ts.capWeight == o.Weight {
+		for name := range o.Capacity {
+			if _, ok := ts.capLast[name]; ok {
+				return "on the capacity " + string(name) + " in pool"
 			}
 		}
 	}
@@ -151,33 +169,27 @@ func (st *overlayState) conflict(o *model.Overlay, sel []selection) string {
 }
 
 // apply records the overlay's changes where no heavier one made them.
-func (st *overlayState) apply(o *model.Overlay, sel []selection) {
-	for _, s := range sel {
-		if o.ChangesPrice() {
-			for _, j := range s.offs {
-				k := offerKey{s.pool, s.typ, j}
-				if _, ok := st.price[k]; !ok {
-					st.price[k] = o
-				}
-				st.priceWeight[k] = o.Weight
+func (ts *typeState) apply(o *model.Overlay, offs []int) {
+	if o.ChangesPrice() {
+		for _, j := range offs {
+			if !ts.priced[j] {
+				ts.price[j], ts.priced[j] = o, true
 			}
+			ts.priceWeight[j] = o.Weight
 		}
-		if len(o.Capacity) == 0 {
-			continue
-		}
-		tk := typeKey{s.pool, s.typ}
-		cur := st.capacity[tk]
-		if cur == nil {
-			cur = corev1.ResourceList{}
-			st.capacity[tk] = cur
-		}
-		for name, q := range o.Capacity {
-			if _, ok := cur[name]; !ok {
-				cur[name] = q.DeepCopy()
-			}
-		}
-		st.capLast[tk], st.capLastWeigh[tk] = o.Capacity, o.Weight
 	}
+	if len(o.Capacity) == 0 {
+		return
+	}
+	if ts.capacity == nil {
+		ts.capacity = corev1.ResourceList{}
+	}
+	for name, q := range o.Capacity {
+		if _, ok := ts.capacity[name]; !ok {
+			ts.capacity[name] = q.DeepCopy()
+		}
+	}
+	ts.capLast, ts.capWeight = o.Capacity, o.Weight
 }
 
 // selects returns the offerings of type t in pool p the overlay selects

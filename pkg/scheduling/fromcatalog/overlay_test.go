@@ -239,3 +239,29 @@ func TestOverlayPriceChangesThePlan(t *testing.T) {
 		t.Error("PoolPrices lists an offering no overlay changes")
 	}
 }
+
+// BenchmarkApplyOverlays is the cost of a pass whose overlays or pools
+// changed (the cache misses): three pools, three overlays selecting by
+// pool, family and capacity type, over the embedded catalog's types,
+// and the overlaid lists prepared.
+func BenchmarkApplyOverlays(b *testing.B) {
+	cat, err := catalog.Offline("us-east-1", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pools := []*model.Pool{{Name: "web"}, {Name: "batch", Labels: map[string]string{"team": "data"}}, {Name: "gpu"}}
+	overlays := []*model.Overlay{
+		{Name: "spot", Weight: 3, PriceAdjustment: "-10%", Requirements: []model.Requirement{req(model.LabelCapacityType, "In", model.CapacityTypeSpot)}},
+		{Name: "data", Weight: 2, Price: "0.5", Requirements: []model.Requirement{req("team", "In", "data"), req("karpenter.k8s.aws/instance-family", "In", "r5", "r6i")}},
+		{Name: "dev", Weight: 1, Capacity: corev1.ResourceList{"example.com/dev": resource.MustParse("2")}, Requirements: []model.Requirement{req(model.LabelNodePool, "In", "gpu")}},
+	}
+	shared := Prepared(cat, nil).Types()
+	listOf := func(*model.Pool) []*scheduling.InstanceType { return shared }
+	b.ReportAllocs()
+	for b.Loop() {
+		lists, _ := applyOverlays(overlays, pools, listOf)
+		for _, l := range lists {
+			scheduling.PrepareTypes(l)
+		}
+	}
+}
