@@ -1,6 +1,7 @@
 package fromcatalog
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -263,5 +264,44 @@ func BenchmarkApplyOverlays(b *testing.B) {
 		for _, l := range lists {
 			scheduling.PrepareTypes(l)
 		}
+	}
+}
+
+// TestOverlayCapacityConflictAppliesNowhere is Karpenter's "should that
+// there is not a partial application for nodepools": two capacity
+// overlays of one weight adding the same resource meet on one type; the
+// one applied second (by name, descending) is in conflict and adds
+// nothing, not even to the type only it selects; the first keeps its
+// types. A third, heavier overlay adds another resource beside them.
+func TestOverlayCapacityConflictAppliesNowhere(t *testing.T) {
+	cat, err := catalog.Offline("us-east-1", []string{"a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := corev1.ResourceName("smarter-devices/buz")
+	byType := func(names ...string) []model.Requirement {
+		return []model.Requirement{req(corev1.LabelInstanceTypeStable, "In", names...)}
+	}
+	c := Cluster{Pools: []*model.Pool{{Name: "default"}}, Overlays: []*model.Overlay{
+		{Name: "heavy", Weight: 20, Capacity: corev1.ResourceList{"example.com/other": resource.MustParse("1")}, Requirements: byType("m5.large")},
+		{Name: "overlay-b", Weight: 10, Capacity: corev1.ResourceList{dev: resource.MustParse("21")}, Requirements: byType("c5.large", "r5.large")},
+		{Name: "overlay-a", Weight: 10, Capacity: corev1.ResourceList{dev: resource.MustParse("54")}, Requirements: byType("m5.large", "c5.large")},
+	}}
+	in := Input(cat, c)
+	got := map[string]string{}
+	for _, t := range in.PoolInstanceTypes["default"] {
+		if q, ok := t.Allocatable[dev]; ok {
+			got[t.Name] = q.String()
+		}
+		if _, ok := t.Allocatable["example.com/other"]; ok {
+			got[t.Name+"+other"] = "yes"
+		}
+	}
+	want := map[string]string{"c5.large": "21", "r5.large": "21", "m5.large+other": "yes"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("added resources %v, want %v", got, want)
+	}
+	if errs := OverlayConflicts(cat, c); len(errs) != 1 || !strings.Contains(errs[0].Error(), `NodeOverlay "overlay-a": conflicts with another overlay of weight 10 on the capacity smarter-devices/buz`) {
+		t.Errorf("conflicts %v", errs)
 	}
 }
