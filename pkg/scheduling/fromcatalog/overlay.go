@@ -71,8 +71,8 @@ func applyOverlays(overlays []*model.Overlay, pools []*model.Pool, listOf func(*
 				}
 			}
 		}
-		if why := conflict(st, o, sel); why != "" {
-			problems = append(problems, fmt.Errorf("NodeOverlay %q: conflicts with another overlay of weight %d %s %q; it is not applied", o.Name, o.Weight, why, pools[conflictPool(st, o, sel)].Name))
+		if why, pi := conflict(st, o, sel); why != "" {
+			problems = append(problems, fmt.Errorf("NodeOverlay %q: conflicts with another overlay of weight %d %s %q; it is not applied", o.Name, o.Weight, why, pools[pi].Name))
 			continue
 		}
 		for _, sl := range sel {
@@ -127,24 +127,14 @@ func applyOverlays(overlays []*model.Overlay, pools []*model.Pool, listOf func(*
 
 // conflict says where the overlay meets an applied one of its weight
 // ("" when nowhere): on the price of an offering, or a resource of a
-// type.
-func conflict(st [][]*typeState, o *model.Overlay, sel []selection) string {
+// type; and the pool (an index of the pools).
+func conflict(st [][]*typeState, o *model.Overlay, sel []selection) (string, int) {
 	for _, sl := range sel {
 		if why := st[sl.pool][sl.typ].conflict(o, sl.offs); why != "" {
-			return why
+			return why, sl.pool
 		}
 	}
-	return ""
-}
-
-// conflictPool is the pool of conflict's first finding.
-func conflictPool(st [][]*typeState, o *model.Overlay, sel []selection) int {
-	for _, sl := range sel {
-		if st[sl.pool][sl.typ].conflict(o, sl.offs) != "" {
-			return sl.pool
-		}
-	}
-	return 0
+	return "", 0
 }
 
 func (ts *typeState) conflict(o *model.Overlay, offs []int) string {
