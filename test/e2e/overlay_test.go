@@ -19,21 +19,7 @@ spec:
   requirements:
   - {key: karpenter.sh/nodepool, operator: In, values: [plain]}
   - {key: node.kubernetes.io/instance-type, operator: In, values: [r5.xlarge]}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 2
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-      - name: web
-        image: nginx
-        resources: {requests: {cpu: 500m, memory: 1Gi}}
-`
+---` + twoWebPods
 
 // TestE2E_NodeOverlayPricesThePlanAndTheLaunch: with the NodeOverlay
 // among the specs (SSM parameters), the provisioner plans the pods on

@@ -32,6 +32,23 @@ spec:
 `
 }
 
+// twoWebPods is a Deployment of two pods any type holds.
+const twoWebPods = `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: nginx
+        resources: {requests: {cpu: 500m, memory: 1Gi}}
+`
+
 // readinessSpecs are a heavier pool whose node class's subnet selector
 // has a typo (no subnet carries the tag) beside a plain pool, and a pod
 // either takes.
@@ -56,20 +73,7 @@ spec:
   subnetSelectorTerms: [{tags: {karpenter.sh/discovery: readiness-clustre}}]
   securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: "*"}}]
 ---` + plainPool("readiness-cluster") + `---
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 2
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-      - name: web
-        image: nginx
-        resources: {requests: {cpu: 500m, memory: 1Gi}}
-`
+` + twoWebPods
 
 // TestE2E_PoolWhoseNodeClassCannotLaunchIsPassedOver: the heaviest pool's
 // node class selects no subnet (a typo in the tag), so no node of it
