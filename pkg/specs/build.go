@@ -236,13 +236,15 @@ func BuildWith(objs []Object, opts BuildOptions) (*model.Spec, []error, []error)
 			for _, i := range idx {
 				fail(i, field.NewPath("metadata", "name"), "%s name %q is defined %d times (%s); %s names must be unique%s", what, name, len(idx), describe(objs, idx), what, across)
 				delete(entries, i)
-				dropped(i)
+				if dropped != nil {
+					dropped(i)
+				}
 			}
 		}
 	}
-	unique(poolNames, "pool", " across Provisioners and NodePools", func(int) {})
+	unique(poolNames, "pool", " across Provisioners and NodePools", nil)
 	unique(classNames, "node class", " across AWSNodeTemplates and EC2NodeClasses", func(i int) { badClasses[objs[i].Name] = objs[i].Kind })
-	unique(overlayNames, "NodeOverlay", "", func(int) {})
+	unique(overlayNames, "NodeOverlay", "", nil)
 
 	for i := range objs {
 		e := entries[i]

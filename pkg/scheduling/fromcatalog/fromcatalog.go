@@ -61,14 +61,22 @@ func InstanceTypesFor(cat *catalog.Catalog, k *model.Kubelet, nc *model.NodeClas
 // is missing is sized with defaults). The lists come from Prepared:
 // callers must not change them.
 func ForPools(cat *catalog.Catalog, pools []*model.Pool, classes map[string]*model.NodeClass) ([]*scheduling.InstanceType, map[string][]*scheduling.InstanceType) {
-	shared, per, _, _ := forPools(cat, pools, classes, nil)
-	return shared, per
+	l := forPools(cat, pools, classes, nil)
+	return l.shared, l.per
+}
+
+// poolLists are the pools' instance types (ForPools) and, with overlays,
+// what they changed.
+type poolLists struct {
+	shared   []*scheduling.InstanceType
+	per      map[string][]*scheduling.InstanceType
+	prepared []*scheduling.PreparedTypes
+	over     *overlaidEntry // nil without overlays
 }
 
 // forPools is ForPools with the overlays applied (overlay.go): a pool
-// an overlay changes gets a list of its own. It also returns the
-// overlays in conflict.
-func forPools(cat *catalog.Catalog, pools []*model.Pool, classes map[string]*model.NodeClass, overlays []*model.Overlay) ([]*scheduling.InstanceType, map[string][]*scheduling.InstanceType, []*scheduling.PreparedTypes, []error) {
+// an overlay changes gets a list of its own.
+func forPools(cat *catalog.Catalog, pools []*model.Pool, classes map[string]*model.NodeClass, overlays []*model.Overlay) poolLists {
 	shared := Prepared(cat, nil)
 	prepared := []*scheduling.PreparedTypes{shared}
 	per := map[string][]*scheduling.InstanceType{}
@@ -94,23 +102,24 @@ func forPools(cat *catalog.Catalog, pools []*model.Pool, classes map[string]*mod
 		}
 		per[p.Name] = list
 	}
+	out := poolLists{shared: shared.Types(), per: per, prepared: prepared}
 	if len(overlays) == 0 {
-		return shared.Types(), per, prepared, nil
+		return out
 	}
 	listOf := func(p *model.Pool) []*scheduling.InstanceType {
 		if l, ok := per[p.Name]; ok {
 			return l
 		}
-		return shared.Types()
+		return out.shared
 	}
-	over, problems := overlaid(cat, overlays, sorted, listOf, func(p *model.Pool) string { return keys[p.Name] })
+	out.over = overlaid(cat, overlays, sorted, listOf, func(p *model.Pool) string { return keys[p.Name] })
 	for _, p := range sorted {
-		if pt := over[p.Name]; pt != nil {
+		if pt := out.over.per[p.Name]; pt != nil {
 			per[p.Name] = pt.Types()
-			prepared = append(prepared, pt)
+			out.prepared = append(out.prepared, pt)
 		}
 	}
-	return shared.Types(), per, prepared, problems
+	return out
 }
 
 // classKey names what of a node class changes its instance types: their
@@ -224,10 +233,10 @@ type Cluster struct {
 // planned alike wherever it is planned; the caller adds the pods, the
 // nodes, the offerings out of capacity and the options.
 func Input(cat *catalog.Catalog, c Cluster) scheduling.Input {
-	shared, per, prepared, _ := forPools(cat, c.Pools, c.NodeClasses, c.Overlays)
+	l := forPools(cat, c.Pools, c.NodeClasses, c.Overlays)
 	return scheduling.Input{
 		Pools: c.Pools, DaemonSets: c.DaemonSets,
-		InstanceTypes: shared, PoolInstanceTypes: per, Prepared: prepared, Region: cat.Region(),
+		InstanceTypes: l.shared, PoolInstanceTypes: l.per, Prepared: l.prepared, Region: cat.Region(),
 		PersistentVolumeClaims: c.PersistentVolumeClaims, PersistentVolumes: c.PersistentVolumes,
 		StorageClasses: c.StorageClasses, Namespaces: c.Namespaces,
 	}
@@ -240,37 +249,18 @@ func OverlayConflicts(cat *catalog.Catalog, c Cluster) []error {
 	if len(c.Overlays) == 0 {
 		return nil
 	}
-	_, _, _, problems := forPools(cat, c.Pools, c.NodeClasses, c.Overlays)
-	return problems
+	return forPools(cat, c.Pools, c.NodeClasses, c.Overlays).over.problems
 }
 
-// PoolPrices are a pool's offering prices where the overlays change them
-// ("type/zone/capacity-type" to $/h), as Input plans with them; nil when
-// no overlay changes the pool's. The provisioner launches at these
-// prices.
+// PoolPrices are the prices the overlays set on a pool's offerings
+// (OfferingKey to $/h), as Input plans with them; nil when no overlay
+// prices the pool's. The provisioner launches at these prices. Kept with
+// the overlaid lists: the map is shared and must not be changed.
 func PoolPrices(cat *catalog.Catalog, c Cluster, pool string) map[string]float64 {
 	if len(c.Overlays) == 0 {
 		return nil
 	}
-	shared, per, _, _ := forPools(cat, c.Pools, c.NodeClasses, c.Overlays)
-	list, ok := per[pool]
-	if !ok {
-		list = shared
-	}
-	var out map[string]float64
-	for _, t := range list {
-		base := cat.Offerings(t.Name)
-		for i, o := range t.Offerings {
-			if i < len(base) && base[i].Zone == o.Zone && base[i].CapacityType == o.CapacityType && base[i].Price == o.Price {
-				continue
-			}
-			if out == nil {
-				out = map[string]float64{}
-			}
-			out[OfferingKey(t.Name, o.Zone, o.CapacityType)] = o.Price
-		}
-	}
-	return out
+	return forPools(cat, c.Pools, c.NodeClasses, c.Overlays).over.prices[pool]
 }
 
 // OfferingKey names an offering in PoolPrices.

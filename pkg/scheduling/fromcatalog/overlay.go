@@ -47,18 +47,26 @@ type selection struct {
 	offs      []int
 }
 
-// applyOverlays returns the pools' lists with the overlays applied (only
-// for the pools some overlay changes; the others keep listOf's) and an
-// error for each overlay in conflict. overlays must be in
-// model.SortOverlays order.
-func applyOverlays(overlays []*model.Overlay, pools []*model.Pool, listOf func(*model.Pool) []*scheduling.InstanceType) (map[string][]*scheduling.InstanceType, []error) {
+// overlaidLists are what applyOverlays makes, by pool name: the lists of
+// the pools some overlay changes (the others keep listOf's), and the
+// prices the overlays set (OfferingKey to $/h); and an error for each
+// overlay in conflict.
+type overlaidLists struct {
+	lists    map[string][]*scheduling.InstanceType
+	prices   map[string]map[string]float64
+	problems []error
+}
+
+// applyOverlays applies the overlays, which must be in model.SortOverlays
+// order, to the pools' lists.
+func applyOverlays(overlays []*model.Overlay, pools []*model.Pool, listOf func(*model.Pool) []*scheduling.InstanceType) overlaidLists {
 	lists := make([][]*scheduling.InstanceType, len(pools))
 	st := make([][]*typeState, len(pools)) // by pool, then type; nil until an overlay selects it
 	for i, p := range pools {
 		lists[i] = listOf(p)
 		st[i] = make([]*typeState, len(lists[i]))
 	}
-	var problems []error
+	out := overlaidLists{lists: map[string][]*scheduling.InstanceType{}, prices: map[string]map[string]float64{}}
 	for _, o := range overlays {
 		if !o.ChangesPrice() && len(o.Capacity) == 0 {
 			continue
@@ -72,7 +80,7 @@ func applyOverlays(overlays []*model.Overlay, pools []*model.Pool, listOf func(*
 			}
 		}
 		if why, pi := conflict(st, o, sel); why != "" {
-			problems = append(problems, fmt.Errorf("NodeOverlay %q: conflicts with another overlay of weight %d %s %q; it is not applied", o.Name, o.Weight, why, pools[pi].Name))
+			out.problems = append(out.problems, fmt.Errorf("NodeOverlay %q: conflicts with another overlay of weight %d %s %q; it is not applied", o.Name, o.Weight, why, pools[pi].Name))
 			continue
 		}
 		for _, sl := range sel {
@@ -85,7 +93,6 @@ func applyOverlays(overlays []*model.Overlay, pools []*model.Pool, listOf func(*
 			ts.apply(o, sl.offs)
 		}
 	}
-	out := map[string][]*scheduling.InstanceType{}
 	for pi, p := range pools {
 		base := lists[pi]
 		var list []*scheduling.InstanceType
@@ -101,6 +108,10 @@ func applyOverlays(overlays []*model.Overlay, pools []*model.Pool, listOf func(*
 						offs = append([]scheduling.Offering(nil), t.Offerings...)
 					}
 					offs[j].Price = ov.Adjust(of.Price)
+					if out.prices[p.Name] == nil {
+						out.prices[p.Name] = map[string]float64{}
+					}
+					out.prices[p.Name][OfferingKey(t.Name, of.Zone, of.CapacityType)] = offs[j].Price
 				}
 			}
 			if ts.capacity == nil && offs == nil {
@@ -119,10 +130,10 @@ func applyOverlays(overlays []*model.Overlay, pools []*model.Pool, listOf func(*
 			list[ti] = &c
 		}
 		if list != nil {
-			out[p.Name] = list
+			out.lists[p.Name] = list
 		}
 	}
-	return out, problems
+	return out
 }
 
 // conflict says where the overlay meets an applied one of its weight
@@ -248,10 +259,13 @@ var overlaidCache struct {
 }
 
 type overlaidEntry struct {
-	cat      *catalog.Catalog
-	key      string
-	once     sync.Once
+	cat  *catalog.Catalog
+	key  string
+	once sync.Once
+	// per are the overlaid lists, prepared; prices and problems are
+	// applyOverlays'.
 	per      map[string]*scheduling.PreparedTypes
+	prices   map[string]map[string]float64
 	problems []error
 }
 
@@ -260,7 +274,7 @@ const maxOverlaid = 8
 // overlaid is applyOverlays, prepared and cached by what decides it: the
 // catalog, the overlays, and each pool's name, labels and list (listKey
 // names the list listOf gives it).
-func overlaid(cat *catalog.Catalog, overlays []*model.Overlay, pools []*model.Pool, listOf func(*model.Pool) []*scheduling.InstanceType, listKey func(*model.Pool) string) (map[string]*scheduling.PreparedTypes, []error) {
+func overlaid(cat *catalog.Catalog, overlays []*model.Overlay, pools []*model.Pool, listOf func(*model.Pool) []*scheduling.InstanceType, listKey func(*model.Pool) string) *overlaidEntry {
 	type poolPart struct {
 		Name   string            `json:"n"`
 		Labels map[string]string `json:"l,omitempty"`
@@ -293,12 +307,12 @@ func overlaid(cat *catalog.Catalog, overlays []*model.Overlay, pools []*model.Po
 	}
 	c.mu.Unlock()
 	e.once.Do(func() {
-		lists, problems := applyOverlays(overlays, pools, listOf)
+		o := applyOverlays(overlays, pools, listOf)
 		e.per = map[string]*scheduling.PreparedTypes{}
-		for name, l := range lists {
+		for name, l := range o.lists {
 			e.per[name] = scheduling.PrepareTypes(l)
 		}
-		e.problems = problems
+		e.prices, e.problems = o.prices, o.problems
 	})
-	return e.per, e.problems
+	return e
 }

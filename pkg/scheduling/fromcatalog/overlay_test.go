@@ -260,8 +260,7 @@ func BenchmarkApplyOverlays(b *testing.B) {
 	listOf := func(*model.Pool) []*scheduling.InstanceType { return shared }
 	b.ReportAllocs()
 	for b.Loop() {
-		lists, _ := applyOverlays(overlays, pools, listOf)
-		for _, l := range lists {
+		for _, l := range applyOverlays(overlays, pools, listOf).lists {
 			scheduling.PrepareTypes(l)
 		}
 	}
