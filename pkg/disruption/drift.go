@@ -31,6 +31,9 @@ type ClassFacts struct {
 	// ReservationIDs are the active capacity reservations the class
 	// selects (nil: it selects none).
 	ReservationIDs map[string]bool
+	// PlacementGroupID is the placement group the class's
+	// placementGroupSelector resolves to ("": the class names none).
+	PlacementGroupID string
 }
 
 // DriftOf says why a node of pool p has drifted from what the pool would
@@ -48,7 +51,11 @@ type ClassFacts struct {
 //   - its security groups are no longer the class's;
 //   - it runs in a capacity reservation its class no longer selects
 //     (expired, cancelled, or its selector terms changed), as Karpenter's
-//     CapacityReservationDrift.
+//     CapacityReservationDrift;
+//   - it is not in the placement group its class resolves to now (the
+//     selector was added, removed or changed, or the group was recreated
+//     under the same name), as Karpenter's PlacementGroupDrift: the
+//     node's placement-group-id label is not the group's id.
 func DriftOf(n Node, p *model.Pool, s Snapshot) string {
 	if !scheduling.LabelsStillSatisfy(p.Requirements, n.Node.Labels) {
 		return "labels no longer satisfy the pool's requirements"
@@ -75,6 +82,12 @@ func DriftOf(n Node, p *model.Pool, s Snapshot) string {
 	}
 	if id := n.Node.Labels[model.LabelReservationID]; id != "" && n.Node.Labels[model.LabelCapacityType] == model.CapacityTypeReserved && !class.ReservationIDs[id] {
 		return fmt.Sprintf("capacity reservation %s is no longer one node class %s selects", id, p.NodeClass)
+	}
+	if id := n.Node.Labels[model.LabelPlacementGroupID]; id != class.PlacementGroupID {
+		if id == "" {
+			return fmt.Sprintf("node is not in placement group %s of node class %s", class.PlacementGroupID, p.NodeClass)
+		}
+		return fmt.Sprintf("placement group %s is no longer node class %s's", id, p.NodeClass)
 	}
 	if len(inst.SecurityGroups) > 0 && len(class.SecurityGroups) > 0 && !sameSet(inst.SecurityGroups, class.SecurityGroups) {
 		return fmt.Sprintf("security groups %v are no longer node class %s's %v", inst.SecurityGroups, p.NodeClass, class.SecurityGroups)

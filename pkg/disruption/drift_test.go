@@ -182,3 +182,43 @@ func TestDriftOf_CapacityReservation(t *testing.T) {
 		})
 	}
 }
+
+// TestDriftOf_PlacementGroup: a node is drifted when it is not in the
+// placement group its class resolves to now (Karpenter's
+// PlacementGroupDrift, on the placement-group-id label): the selector
+// added, removed or changed, or the group recreated under its name. A
+// class that could not be resolved judges nothing.
+func TestDriftOf_PlacementGroup(t *testing.T) {
+	p := &model.Pool{Name: "default", NodeClass: "nc"}
+	in := func(id string) *corev1.Node {
+		n := node("a", "default")
+		if id != "" {
+			n.Labels[model.LabelPlacementGroupID] = id
+		}
+		return n
+	}
+	for _, tc := range []struct {
+		name    string
+		node    *corev1.Node
+		class   *ClassFacts
+		drifted bool
+	}{
+		{"in the class's group: not drifted", in("pg-1"), &ClassFacts{PlacementGroupID: "pg-1"}, false},
+		{"neither names a group: not drifted", in(""), &ClassFacts{}, false},
+		{"the group was recreated (another id): drifted", in("pg-1"), &ClassFacts{PlacementGroupID: "pg-2"}, true},
+		{"the class's selector was added: drifted", in(""), &ClassFacts{PlacementGroupID: "pg-1"}, true},
+		{"the class's selector was removed: drifted", in("pg-1"), &ClassFacts{}, true},
+		{"the class could not be resolved: not drifted", in("pg-1"), nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Snapshot{Instances: map[string]InstanceFacts{"i-a": {}}, Classes: map[string]ClassFacts{}}
+			if tc.class != nil {
+				s.Classes["nc"] = *tc.class
+			}
+			why := DriftOf(Node{Node: tc.node}, p, s)
+			if (why != "") != tc.drifted {
+				t.Errorf("DriftOf = %q, want drifted %v", why, tc.drifted)
+			}
+		})
+	}
+}

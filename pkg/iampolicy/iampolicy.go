@@ -265,8 +265,9 @@ func readInstances(p Params) Statement {
 // RegionalDescribeActions are the EC2 reads a deciding function makes,
 // named one by one (no Describe*), as Karpenter's policy does.
 // DescribeCapacityReservations finds the reservations a node class's
-// capacityReservationSelectorTerms select (Karpenter's
-// AllowRegionalReadActions names it too).
+// capacityReservationSelectorTerms select and DescribePlacementGroups the
+// group a placementGroupSelector names (Karpenter's
+// AllowRegionalReadActions names both).
 var RegionalDescribeActions = []string{
 	"ec2:DescribeCapacityReservations",
 	"ec2:DescribeImages",
@@ -274,6 +275,7 @@ var RegionalDescribeActions = []string{
 	"ec2:DescribeInstanceTypes",
 	"ec2:DescribeInstances",
 	"ec2:DescribeLaunchTemplates",
+	"ec2:DescribePlacementGroups",
 	"ec2:DescribeSecurityGroups",
 	"ec2:DescribeSpotPriceHistory",
 	"ec2:DescribeSubnets",
@@ -343,7 +345,8 @@ func launchStatements(p Params) []Statement {
 			// groups may be shared from another account (RAM), hence *;
 			// so may capacity reservations, which a launch into a
 			// reservation (reserved capacity) is authorized on, as in
-			// Karpenter's AllowScopedEC2InstanceAccessActions.
+			// Karpenter's AllowScopedEC2InstanceAccessActions; and
+			// placement groups, which a launch into one is authorized on.
 			Sid: "LaunchFromExisting", Effect: Allow,
 			Actions: []string{"ec2:CreateFleet", "ec2:RunInstances"},
 			Resources: []string{
@@ -352,6 +355,7 @@ func launchStatements(p Params) []Statement {
 				p.ARN("ec2", p.Region, "*", "subnet/*"),
 				p.ARN("ec2", p.Region, "*", "security-group/*"),
 				p.ARN("ec2", p.Region, "*", "capacity-reservation/*"),
+				p.ARN("ec2", p.Region, "*", "placement-group/*"),
 			},
 		},
 		{

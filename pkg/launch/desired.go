@@ -25,6 +25,9 @@ type Desired struct {
 	ZoneIDs map[string]string
 	// SecurityGroups are the groups a new node would get.
 	SecurityGroups []string
+	// PlacementGroup is the placement group a new node would launch into
+	// (nil: the class names none).
+	PlacementGroup *PlacementGroup
 }
 
 // Desired resolves a node class the way a launch would, from the same
@@ -66,6 +69,9 @@ func (l *Launcher) Desired(ctx context.Context, nc *model.NodeClass) (Desired, e
 	}
 	sort.Strings(d.Zones)
 	if d.SecurityGroups, err = l.SecurityGroups(ctx, nc); err != nil {
+		return Desired{}, err
+	}
+	if d.PlacementGroup, err = l.PlacementGroup(ctx, nc); err != nil {
 		return Desired{}, err
 	}
 	return d, nil

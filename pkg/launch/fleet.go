@@ -3,6 +3,7 @@ package launch
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -78,6 +79,18 @@ func (l *Launcher) Launch(ctx context.Context, req Request) (*Instance, error) {
 	// reservation's labels per template.
 	labels[model.LabelCapacityType] = capacityType
 	labels[pool.Label()] = pool.Name
+	// A node of a class with a placement group registers with the group's
+	// id and, in a partition group, the partition it launches into.
+	pg, err := l.PlacementGroup(ctx, nc)
+	if err != nil {
+		return fail(err)
+	}
+	if pg != nil {
+		labels[model.LabelPlacementGroupID] = pg.ID
+		if n := pg.partition(labels); n > 0 {
+			labels[model.LabelPlacementGroupPartition] = strconv.Itoa(int(n))
+		}
+	}
 	taints := append(append([]corev1.Taint{}, pool.Taints...), pool.StartupTaints...)
 
 	var configs []ec2types.FleetLaunchTemplateConfigRequest
@@ -85,7 +98,7 @@ func (l *Launcher) Launch(ctx context.Context, req Request) (*Instance, error) {
 		// v1alpha1's escape hatch: the user's own template, used as is.
 		configs = userTemplateConfig(nc.LaunchTemplate, opts, subnets)
 	} else {
-		configs, err = l.templateConfigs(ctx, cluster, req, opts, subnets, labels, taints)
+		configs, err = l.templateConfigs(ctx, cluster, req, opts, subnets, labels, taints, pg)
 		if err != nil {
 			return fail(err)
 		}
@@ -95,7 +108,7 @@ func (l *Launcher) Launch(ctx context.Context, req Request) (*Instance, error) {
 		if nc.LaunchTemplate != "" {
 			return configs, nil
 		}
-		return l.templateConfigs(ctx, cluster, req, opts, subnets, labels, taints)
+		return l.templateConfigs(ctx, cluster, req, opts, subnets, labels, taints, pg)
 	})
 	if err != nil {
 		return fail(err)

@@ -61,6 +61,7 @@ type EC2API interface {
 	DescribeLaunchTemplates(context.Context, *ec2.DescribeLaunchTemplatesInput, ...func(*ec2.Options)) (*ec2.DescribeLaunchTemplatesOutput, error)
 	DeleteLaunchTemplate(context.Context, *ec2.DeleteLaunchTemplateInput, ...func(*ec2.Options)) (*ec2.DeleteLaunchTemplateOutput, error)
 	DescribeCapacityReservations(context.Context, *ec2.DescribeCapacityReservationsInput, ...func(*ec2.Options)) (*ec2.DescribeCapacityReservationsOutput, error)
+	DescribePlacementGroups(context.Context, *ec2.DescribePlacementGroupsInput, ...func(*ec2.Options)) (*ec2.DescribePlacementGroupsOutput, error)
 }
 
 // SSMAPI reads the public AMI parameters (and a node class's own
@@ -128,7 +129,9 @@ type Launcher struct {
 	groups  ttlCache[[]string]
 	images  ttlCache[[]AMI]
 	params  ttlCache[string]
-	full    ttlCache[bool] // subnet id → skipped until expiry
+	// placements are resolved placement groups (PlacementGroup).
+	placements ttlCache[*PlacementGroup]
+	full       ttlCache[bool] // subnet id → skipped until expiry
 	// inflight counts the addresses this Launcher's launches took from a
 	// subnet since it was last listed, so the next launch ranks subnets
 	// by what is really left (Karpenter does the same).

@@ -47,6 +47,11 @@ type TemplateContent struct {
 	// must not silently use it up (Karpenter does the same once reserved
 	// capacity is on).
 	AvoidReservations bool `json:"avoidReservations,omitempty"`
+	// PlacementGroupID is the placement group the template launches into
+	// (the node class's placementGroupSelector), PlacementPartition the
+	// partition of a partition group (0: EC2 picks).
+	PlacementGroupID   string `json:"placementGroupID,omitempty"`
+	PlacementPartition int32  `json:"placementPartition,omitempty"`
 }
 
 // TemplatePrefix starts the name of every launch template Joist makes for
@@ -239,6 +244,12 @@ func (l *Launcher) createTemplate(ctx context.Context, name string, c TemplateCo
 	case c.AvoidReservations:
 		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
 			CapacityReservationPreference: ec2types.CapacityReservationPreferenceNone,
+		}
+	}
+	if c.PlacementGroupID != "" {
+		data.Placement = &ec2types.LaunchTemplatePlacementRequest{GroupId: aws.String(c.PlacementGroupID)}
+		if c.PlacementPartition > 0 {
+			data.Placement.PartitionNumber = aws.Int32(c.PlacementPartition)
 		}
 	}
 	if c.InstanceProfile != "" {

@@ -21,7 +21,7 @@ const maxTemplateConfigs = 50
 // templateConfigs resolves AMIs and kubelet max pods for the options and
 // returns one launch template configuration per (AMI, max pods), creating
 // the templates as needed, each with its options as overrides.
-func (l *Launcher) templateConfigs(ctx context.Context, cluster Cluster, req Request, opts []Option, subnets map[string]Subnet, labels map[string]string, taints []corev1.Taint) ([]ec2types.FleetLaunchTemplateConfigRequest, error) {
+func (l *Launcher) templateConfigs(ctx context.Context, cluster Cluster, req Request, opts []Option, subnets map[string]Subnet, labels map[string]string, taints []corev1.Taint, pg *PlacementGroup) ([]ec2types.FleetLaunchTemplateConfigRequest, error) {
 	pool, nc := req.Pool, req.Class
 	fam := family(nc)
 	keySet := map[ImageKey]bool{}
@@ -110,6 +110,7 @@ func (l *Launcher) templateConfigs(ctx context.Context, cluster Cluster, req Req
 			DetailedMonitoring: nc.DetailedMonitoring, Tags: l.templateTags(nc),
 			ReservationID: g.reservationID, ReservationType: g.reservationType,
 			AvoidReservations: g.reservationID == "" && len(nc.CapacityReservationSelector) > 0,
+			PlacementGroupID:  placementID(pg), PlacementPartition: pg.partition(labels),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("node class %q: %w", nc.Name, err)
@@ -123,6 +124,14 @@ func (l *Launcher) templateConfigs(ctx context.Context, cluster Cluster, req Req
 		configs = append(configs, cfg)
 	}
 	return configs, nil
+}
+
+// placementID is pg's id ("" without a group).
+func placementID(pg *PlacementGroup) string {
+	if pg == nil {
+		return ""
+	}
+	return pg.ID
 }
 
 // reservationLabels are the labels of a node launched into the

@@ -38,6 +38,14 @@ const (
 
 	LabelReservationID   = "karpenter.k8s.aws/capacity-reservation-id"
 	LabelReservationType = "karpenter.k8s.aws/capacity-reservation-type"
+
+	// LabelPlacementGroupID is the placement group a node was launched
+	// into (its node class's placementGroupSelector), and
+	// LabelPlacementGroupPartition its partition in a partition placement
+	// group: Karpenter's well-known labels, which pods may select and
+	// spread over.
+	LabelPlacementGroupID        = "karpenter.k8s.aws/placement-group-id"
+	LabelPlacementGroupPartition = "karpenter.k8s.aws/placement-group-partition"
 )
 
 // NormalizedLabelKeys maps deprecated and provider-specific label keys

@@ -33,11 +33,18 @@ type NodeClassResolver interface {
 	Desired(ctx context.Context, nc *model.NodeClass) (launch.Desired, error)
 }
 
+// A class with a placement group also narrows its pools to what a node in
+// the group can be (launch.PlacementGroup.Requirements): labelled with
+// the group's id, in one of a partition group's partitions (so pods may
+// select a partition or spread over them), of a type EC2 launches into a
+// cluster group.
+
 // Readiness is what planning may use of a spec's pools now.
 type Readiness struct {
 	// Pools are the spec's pools in order, each whose node class resolved
-	// narrowed to the zones of the class's subnets (one more zone
-	// requirement, on a copy; the spec's pools are not changed).
+	// narrowed to the zones of the class's subnets and to its placement
+	// group (more requirements, on a copy; the spec's pools are not
+	// changed).
 	Pools []*model.Pool
 	// NotReady are the pools whose node class cannot launch a node, by
 	// name, with why (scheduling.Input.NotReady).
@@ -81,13 +88,17 @@ func ReadyPools(ctx context.Context, spec *model.Spec, r NodeClassResolver) Read
 		case a.err != nil:
 			out.NotReady[p.Name] = a.err.Error()
 			out.Pools = append(out.Pools, p)
-		case len(a.d.Zones) == 0:
+		case len(a.d.Zones) == 0 && a.d.PlacementGroup == nil:
 			out.Pools = append(out.Pools, p)
 		default:
 			q := *p
-			q.Requirements = append(slices.Clip(p.Requirements), model.Requirement{
-				Key: corev1.LabelTopologyZone, Operator: string(corev1.NodeSelectorOpIn), Values: a.d.Zones,
-			})
+			q.Requirements = slices.Clip(p.Requirements)
+			if len(a.d.Zones) > 0 {
+				q.Requirements = append(q.Requirements, model.Requirement{
+					Key: corev1.LabelTopologyZone, Operator: string(corev1.NodeSelectorOpIn), Values: a.d.Zones,
+				})
+			}
+			q.Requirements = append(q.Requirements, a.d.PlacementGroup.Requirements()...)
 			out.Pools = append(out.Pools, &q)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/joist-dev/joist/pkg/catalog"
 	"github.com/joist-dev/joist/pkg/launch"
 	"github.com/joist-dev/joist/pkg/model"
 )
@@ -21,6 +22,8 @@ import (
 type classResolver struct {
 	zones map[string][]string
 	errs  map[string]error
+	// pgs are the classes' placement groups.
+	pgs   map[string]*launch.PlacementGroup
 	asked []string
 }
 
@@ -29,7 +32,7 @@ func (r *classResolver) Desired(_ context.Context, nc *model.NodeClass) (launch.
 	if err := r.errs[nc.Name]; err != nil {
 		return launch.Desired{}, err
 	}
-	return launch.Desired{Zones: r.zones[nc.Name]}, nil
+	return launch.Desired{Zones: r.zones[nc.Name], PlacementGroup: r.pgs[nc.Name]}, nil
 }
 
 // errNoSubnet is the launcher's error for a class whose subnet selector
@@ -222,4 +225,78 @@ func (z zoneIDResolver) Desired(context.Context, *model.NodeClass) (launch.Desir
 		d.ZoneIDs[zone] = id
 	}
 	return d, nil
+}
+
+// TestReconcile_PlansIntoTheClassesPlacementGroups: a node class with a
+// partition placement group of three partitions lets pods spread over
+// the partition label (maxSkew 1): three nodes, one per partition, each
+// labelled with the group and its partition; a class with a cluster
+// group leaves out the types EC2 does not launch into one (burstable),
+// though a t-family type is the cheapest for the pod.
+//
+// On the real API server: the pass reads and nominates the pods there.
+func TestReconcile_PlansIntoTheClassesPlacementGroups(t *testing.T) {
+	t.Run("partition", func(t *testing.T) {
+		a := newAPIServer(t)
+		for i := range 3 {
+			pod := pendingPod(fmt.Sprintf("kafka-%d", i), "1500m")
+			pod.Labels = map[string]string{"app": "kafka"}
+			pod.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+				MaxSkew: 1, TopologyKey: model.LabelPlacementGroupPartition, WhenUnsatisfiable: corev1.DoNotSchedule,
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "kafka"}},
+			}}
+			a.pod(pod)
+		}
+		l := &reservingLauncher{}
+		p := reservingProvisioner(a, l, []*model.Pool{{Name: "kafka", API: model.APIV1, NodeClass: "racks"}}, &model.NodeClass{Name: "racks"})
+		p.NodeClasses = &classResolver{pgs: map[string]*launch.PlacementGroup{"racks": {ID: "pg-0a1", Name: "racks", Strategy: "partition", Partitions: 3}}}
+		res, err := p.Reconcile(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Unschedulable) != 0 {
+			t.Fatalf("unschedulable: %v", res.Unschedulable)
+		}
+		var parts []string
+		for _, r := range l.requests {
+			if r.Labels[model.LabelPlacementGroupID] != "pg-0a1" {
+				t.Errorf("node labels %v, want the group's id", r.Labels)
+			}
+			parts = append(parts, r.Labels[model.LabelPlacementGroupPartition])
+		}
+		slices.Sort(parts)
+		if want := []string{"1", "2", "3"}; !slices.Equal(parts, want) {
+			t.Errorf("partitions %v, want %v (one node in each)", parts, want)
+		}
+	})
+	t.Run("cluster", func(t *testing.T) {
+		a := newAPIServer(t)
+		a.pod(pendingPod("p0", "500m"))
+		pool := &model.Pool{Name: "hpc", API: model.APIV1, NodeClass: "tight", Requirements: []model.Requirement{
+			{Key: "karpenter.k8s.aws/instance-family", Operator: "In", Values: []string{"t3", "m5"}},
+		}}
+		l := &reservingLauncher{}
+		p := reservingProvisioner(a, l, []*model.Pool{pool}, &model.NodeClass{Name: "tight"})
+		t3 := &catalog.InstanceType{Name: "t3.large", Family: "t3", Category: "t", Generation: 3, Size: "large", Arch: "amd64", VCPU: 2, MemoryMiB: 8192, MaxENIs: 3, MaxENIsDefaultCard: 3, IPv4PerENI: 12, Burstable: true, CurrentGeneration: true}
+		m5 := &catalog.InstanceType{Name: "m5.large", Family: "m5", Category: "m", Generation: 5, Size: "large", Arch: "amd64", VCPU: 2, MemoryMiB: 8192, MaxENIs: 3, MaxENIsDefaultCard: 3, IPv4PerENI: 10, CurrentGeneration: true}
+		offers := func(price float64) []catalog.Offering {
+			return []catalog.Offering{{Zone: "us-east-1a", CapacityType: "on-demand", Price: price}}
+		}
+		p.Catalog = catalog.New("us-east-1", []string{"us-east-1a"}, []*catalog.InstanceType{t3, m5},
+			map[string][]catalog.Offering{"t3.large": offers(0.08), "m5.large": offers(0.10)})
+		p.NodeClasses = &classResolver{pgs: map[string]*launch.PlacementGroup{"tight": {ID: "pg-0b2", Name: "tight", Strategy: "cluster"}}}
+		if _, err := p.Reconcile(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if len(l.requests) != 1 {
+			t.Fatalf("launched %d nodes, want 1", len(l.requests))
+		}
+		var types []string
+		for _, o := range l.requests[0].Options {
+			types = append(types, o.InstanceType)
+		}
+		if !slices.Equal(types, []string{"m5.large"}) {
+			t.Errorf("options %v, want only m5.large (t3.large is burstable: not in a cluster placement group)", types)
+		}
+	})
 }

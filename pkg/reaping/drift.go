@@ -80,6 +80,9 @@ func (r *Reaper) driftFacts(ctx context.Context, spec *model.Spec, tagged []laun
 			continue
 		}
 		facts := disruption.ClassFacts{ImageIDs: d.ImageIDs, SubnetIDs: d.SubnetIDs, SecurityGroups: d.SecurityGroups}
+		if d.PlacementGroup != nil {
+			facts.PlacementGroupID = d.PlacementGroup.ID
+		}
 		if len(nc.CapacityReservationSelector) > 0 {
 			rs, err := reads.of(ctx, nc)
 			if err != nil {
