@@ -13,9 +13,9 @@ import (
 // resource ("Resource::arn:<AWS::Partition>:ec2:<region>:...").
 var wildcardReasons = []struct{ regex, reason string }{
 	{`^Resource::\*$`,
-		"EC2 Describe* calls (instances, instance status, subnets, security groups, images, instance types, offerings, spot prices, capacity reservations) and the Pricing API support no resource-level permissions; the statements are limited by aws:RequestedRegion"},
-	{`^Resource::arn:<AWS::Partition>:ec2:[^:]*:\*:(subnet|security-group|capacity-reservation)/\*$`,
-		"CreateFleet/RunInstances must name the subnets, security groups and capacity reservations the node class selects at run time, which may be shared from another account (RAM); what they launch is tag-conditioned"},
+		"EC2 Describe* calls (instances, instance status, subnets, security groups, images, instance types, offerings, spot prices, capacity reservations, placement groups) and the Pricing API support no resource-level permissions; the statements are limited by aws:RequestedRegion"},
+	{`^Resource::arn:<AWS::Partition>:ec2:[^:]*:\*:(subnet|security-group|capacity-reservation|placement-group)/\*$`,
+		"CreateFleet/RunInstances must name the subnets, security groups, capacity reservations and placement group the node class selects at run time, which may be shared from another account (RAM); what they launch is tag-conditioned"},
 	{`^Resource::arn:<AWS::Partition>:ec2:[^:]*::(image|snapshot)/\*$`,
 		"the AMI (and its snapshots) is chosen by the node class's selector at run time: public EKS-optimized or the account's own images"},
 	{`^Resource::arn:<AWS::Partition>:ec2:[^:]*:<AWS::AccountId>:(fleet|instance|volume|network-interface|spot-instances-request|launch-template)/\*$`,
