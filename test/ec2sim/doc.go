@@ -39,6 +39,11 @@
 //     capacity-block market and target capacity type, the launch
 //     authorized on the reservation's ARN); open ODCRs absorb matching
 //     untargeted on-demand launches, as on AWS.
+//   - Placement groups (cluster, partition, spread) added by tests:
+//     DescribePlacementGroups by name, ID and EC2's filters (there is no
+//     group-id filter on EC2, so none here), with EC2's errors for unknown
+//     (InvalidPlacementGroup.Unknown, by name or ID alike) and malformed
+//     (InvalidPlacementGroupId.Malformed) groups.
 //   - Instances that go pending, running, shutting-down and terminated on the
 //     simulator's clock, stay visible for an hour after termination, take
 //     and give back subnet addresses, and can be hidden right after launch
