@@ -178,3 +178,45 @@ func TestAddPlacementGroupRefusesBadInput(t *testing.T) {
 		})
 	}
 }
+
+func TestLaunchTemplatePlacement(t *testing.T) {
+	const groupID = "pg-0123456789abcdef0"
+	for _, tc := range []struct {
+		name      string
+		placement *types.LaunchTemplatePlacementRequest
+		want      *types.LaunchTemplatePlacement // nil: refused with code
+		code      string
+	}{
+		{name: "group id and partition", placement: &types.LaunchTemplatePlacementRequest{GroupId: aws.String(groupID), PartitionNumber: aws.Int32(2)},
+			want: &types.LaunchTemplatePlacement{GroupId: aws.String(groupID), PartitionNumber: aws.Int32(2)}},
+		// A template may name a group that does not exist (yet): the
+		// launch finds out.
+		{name: "group name", placement: &types.LaunchTemplatePlacementRequest{GroupName: aws.String("not-yet")},
+			want: &types.LaunchTemplatePlacement{GroupName: aws.String("not-yet")}},
+		{name: "malformed group id", placement: &types.LaunchTemplatePlacementRequest{GroupId: aws.String("kafka")}, code: "InvalidPlacementGroupId.Malformed"},
+		{name: "id and name", placement: &types.LaunchTemplatePlacementRequest{GroupId: aws.String(groupID), GroupName: aws.String("kafka")}, code: "InvalidParameterCombination"},
+		{name: "partition without a group", placement: &types.LaunchTemplatePlacementRequest{PartitionNumber: aws.Int32(1)}, code: "InvalidParameterCombination"},
+		{name: "partition 0", placement: &types.LaunchTemplatePlacementRequest{GroupId: aws.String(groupID), PartitionNumber: aws.Int32(0)}, code: "InvalidParameterValue"},
+		// The rest of Placement is not simulated and stays refused.
+		{name: "zone", placement: &types.LaunchTemplatePlacementRequest{GroupId: aws.String(groupID), AvailabilityZone: aws.String(zoneA)}, code: "UnknownParameter"},
+		{name: "tenancy", placement: &types.LaunchTemplatePlacementRequest{Tenancy: types.TenancyDedicated}, code: "UnknownParameter"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, Options{})
+			_, err := f.ec2.CreateLaunchTemplate(f.ctx, &ec2.CreateLaunchTemplateInput{LaunchTemplateName: aws.String("placed"),
+				LaunchTemplateData: &types.RequestLaunchTemplateData{ImageId: aws.String(testAMI), Placement: tc.placement}})
+			if tc.code != "" {
+				wantCode(t, err, tc.code)
+				return
+			}
+			mustNil(t, err)
+			vers, err := f.ec2.DescribeLaunchTemplateVersions(f.ctx, &ec2.DescribeLaunchTemplateVersionsInput{LaunchTemplateName: aws.String("placed")})
+			mustNil(t, err)
+			got := vers.LaunchTemplateVersions[0].LaunchTemplateData.Placement
+			if got == nil || aws.ToString(got.GroupId) != aws.ToString(tc.want.GroupId) || aws.ToString(got.GroupName) != aws.ToString(tc.want.GroupName) ||
+				aws.ToInt32(got.PartitionNumber) != aws.ToInt32(tc.want.PartitionNumber) || (got.PartitionNumber == nil) != (tc.want.PartitionNumber == nil) {
+				t.Errorf("placement = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
