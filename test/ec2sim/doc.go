@@ -57,7 +57,8 @@
 //     DescribeInstanceTypes' supported strategies agree with); a spread
 //     group's seven instances per zone (InsufficientInstanceCapacity
 //     with EC2's "limit of instances in this spread placement group"
-//     message). An instance holds its place until it is terminated.
+//     message). An instance holds its place until it is terminated. The
+//     launch is authorized on the group's ARN (placement-group/<name>).
 //     DescribeInstances reports the group and partition and filters on
 //     placement-group-name and placement-partition-number.
 //   - Instances that go pending, running, shutting-down and terminated on the

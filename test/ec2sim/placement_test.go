@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/joist-dev/joist/pkg/iampolicy"
 )
 
 // placedTemplate is a launch template putting its instances in a
@@ -296,5 +298,69 @@ func TestCreateFleetIntoSpreadGroup(t *testing.T) {
 	clock.Step(time.Minute)
 	if out := f.launchN(t, "etcd", 1, f.overrides(testAMI, m5, zoneA)); len(launched(out)) != 1 {
 		t.Errorf("no place after the termination: %v", fleetErrors(out))
+	}
+}
+
+func TestPlacementGroupIAM(t *testing.T) {
+	params := iampolicy.Params{Partition: "aws", Region: testRegion, Account: DefaultAccountID, Cluster: testCluster,
+		NodeRoleARN: "arn:aws:iam::000000000000:role/node", EventBusARN: "arn:aws:events:ap-northeast-2:000000000000:event-bus/joist"}
+	base := iampolicy.MustFor(iampolicy.Provisioner, params)
+	// The grants Karpenter's policy has for placement groups: the read,
+	// and launching into any group of the region.
+	describe := iampolicy.Statement{Sid: "DescribePlacementGroups", Effect: iampolicy.Allow,
+		Actions: []string{"ec2:DescribePlacementGroups"}, Resources: []string{"*"}}
+	launchInto := iampolicy.Statement{Sid: "LaunchIntoPlacementGroups", Effect: iampolicy.Allow,
+		Actions: []string{"ec2:CreateFleet", "ec2:RunInstances"}, Resources: []string{"arn:aws:ec2:" + testRegion + ":*:placement-group/*"}}
+	with := func(extra ...iampolicy.Statement) iampolicy.Policy {
+		return iampolicy.Policy{Principal: base.Principal, Statements: append(append([]iampolicy.Statement(nil), base.Statements...), extra...)}
+	}
+	for _, tc := range []struct {
+		name     string
+		policy   iampolicy.Policy
+		describe string // error code of DescribePlacementGroups
+		launch   string // error code of CreateFleet into the group
+	}{
+		{name: "with the placement group grants", policy: with(describe, launchInto)},
+		{name: "without DescribePlacementGroups", policy: with(launchInto), describe: "UnauthorizedOperation"},
+		{name: "without the placement group's ARN", policy: with(describe), launch: "UnauthorizedOperation"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, Options{})
+			pg := f.sim.AddPlacementGroup(PlacementGroup{Name: "kafka", Strategy: PlacementPartition, PartitionCount: 2})
+			// The harness (no principal yet) makes the cluster's template
+			// as Joist would: tagged for the cluster, in the group.
+			clusterTags := []types.Tag{{Key: aws.String(iampolicy.ClusterTag), Value: aws.String(testCluster)}}
+			_, err := f.ec2.CreateLaunchTemplate(f.ctx, &ec2.CreateLaunchTemplateInput{
+				LaunchTemplateName: aws.String("placed"),
+				LaunchTemplateData: &types.RequestLaunchTemplateData{
+					ImageId: aws.String(testAMI), SecurityGroupIds: []string{f.seeded.SecurityGroupID},
+					Placement: &types.LaunchTemplatePlacementRequest{GroupId: aws.String(pg), PartitionNumber: aws.Int32(1)},
+				},
+				TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeLaunchTemplate, Tags: clusterTags}},
+			})
+			mustNil(t, err)
+			f.sim.SetPrincipal("AKIDEXAMPLE", &tc.policy)
+			f.sim.EnforceIAM()
+			_, err = f.ec2.DescribePlacementGroups(f.ctx, &ec2.DescribePlacementGroupsInput{GroupIds: []string{pg}})
+			wantCode(t, err, tc.describe)
+			in := fleetInput("placed", OnDemand, f.overrides(testAMI, []string{"m5.large"}, zoneA))
+			for _, rt := range []types.ResourceType{types.ResourceTypeInstance, types.ResourceTypeVolume, types.ResourceTypeFleet, types.ResourceTypeNetworkInterface} {
+				in.TagSpecifications = append(in.TagSpecifications, types.TagSpecification{ResourceType: rt, Tags: clusterTags})
+			}
+			out, err := f.ec2.CreateFleet(f.ctx, in)
+			wantCode(t, err, tc.launch)
+			if tc.launch == "" {
+				if len(launched(out)) != 1 {
+					t.Errorf("launched %v, errors %v", launched(out), fleetErrors(out))
+				}
+				return
+			}
+			if !strings.Contains(err.Error(), "placement-group/kafka") {
+				t.Errorf("refusal does not name the group's ARN: %v", err)
+			}
+			if ids := f.sim.Instances(); len(ids) != 0 {
+				t.Errorf("refused launch left instances %v", ids)
+			}
+		})
 	}
 }
