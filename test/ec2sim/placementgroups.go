@@ -116,6 +116,9 @@ func (s *Sim) SetPlacementGroupState(id, state string) error {
 	if !contains(placementGroupStates, state) {
 		return fmt.Errorf("ec2sim: SetPlacementGroupState: %q is not a placement group state", state)
 	}
+	if other := s.placementGroupByName(g.Name); state != "deleted" && other != g && other.State != "deleted" {
+		return fmt.Errorf("ec2sim: SetPlacementGroupState: the name %q is %s's now", g.Name, other.id)
+	}
 	g.State = state
 	return nil
 }

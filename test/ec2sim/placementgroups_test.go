@@ -149,6 +149,15 @@ func TestSetPlacementGroupState(t *testing.T) {
 	if err := f.sim.SetPlacementGroupState("pg-0123456789abcdef0", "deleted"); err == nil {
 		t.Error("an unknown group was accepted")
 	}
+	// A deleted group's name can be taken again, and then the deleted
+	// group cannot come back.
+	if err := f.sim.SetPlacementGroupState(id, "deleted"); err != nil {
+		t.Fatal(err)
+	}
+	f.sim.AddPlacementGroup(PlacementGroup{Name: "etcd", Strategy: PlacementCluster})
+	if err := f.sim.SetPlacementGroupState(id, "available"); err == nil {
+		t.Error("two groups named etcd")
+	}
 }
 
 func TestAddPlacementGroupRefusesBadInput(t *testing.T) {
