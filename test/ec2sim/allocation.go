@@ -152,6 +152,12 @@ func (s *Sim) launch(c candidate, f *fleet, rec *CreateFleetRecord, capType stri
 			return nil, e
 		}
 	}
+	// The group refuses an override whatever the pool holds; its room
+	// (a spread group's seven per zone) caps what the pool gives.
+	pg, placeRoom, placeErr := s.placementRoom(c, want)
+	if placeRoom == 0 {
+		return nil, placeErr
+	}
 	n := want
 	var short *apiError
 	reservation := c.reservation
@@ -167,6 +173,9 @@ func (s *Sim) launch(c candidate, f *fleet, rec *CreateFleetRecord, capType stri
 		if room := s.faults.room(it.Name, zone, capType); room >= 0 && room < n {
 			n, short = room, ice
 		}
+	}
+	if placeRoom < n {
+		n, short = placeRoom, placeErr
 	}
 	if free := c.subnet.available(); free < n {
 		n = free
@@ -189,6 +198,10 @@ func (s *Sim) launch(c candidate, f *fleet, rec *CreateFleetRecord, capType stri
 			if cr := s.absorbingReservation(it.Name, zone); cr != nil {
 				in.capacityReservationID = cr.ID
 			}
+		}
+		if pg != nil {
+			in.partitionNumber = s.partitionFor(pg, zone, c.ver.data.placement.partitionNumber)
+			in.placementGroupID, in.placementGroupName = pg.id, pg.Name
 		}
 		ids = append(ids, in.id)
 	}

@@ -257,6 +257,11 @@ func (r createFleetRequest) authRequests(s *Sim, _ string) ([]iamsim.Request, *a
 			// launch on the reservation's ARN (in its owner's account).
 			existing(s.reservationARN(cr), cr.Tags)
 		}
+		if g := s.placementGroupOf(d.placement); g != nil {
+			// So does launching into a placement group: EC2 authorizes
+			// the launch on the group's ARN (by its name).
+			existing(g.arn, g.Tags)
+		}
 		templateTags := map[string]map[string]string{}
 		for _, ts := range d.tagSpecs {
 			templateTags[ts.ResourceType] = mergeTags(templateTags[ts.ResourceType], ts.Tags)

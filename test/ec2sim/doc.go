@@ -39,6 +39,28 @@
 //     capacity-block market and target capacity type, the launch
 //     authorized on the reservation's ARN); open ODCRs absorb matching
 //     untargeted on-demand launches, as on AWS.
+//   - Placement groups (cluster, partition, spread) added by tests:
+//     DescribePlacementGroups by name, ID and EC2's filters (there is no
+//     group-id filter on EC2, so none here), with EC2's errors for unknown
+//     (InvalidPlacementGroup.Unknown, by name or ID alike) and malformed
+//     (InvalidPlacementGroupId.Malformed) groups; CreateFleet launching
+//     into the group a launch template's Placement names (GroupId or
+//     GroupName, PartitionNumber), each override refused as EC2 refuses
+//     it, in the fleet's errors: a group unknown or not available
+//     (InvalidPlacementGroup.Unknown); a partition number on another
+//     strategy (InvalidParameterCombination) or beyond the group's
+//     partitions (InvalidParameterValue), and with none, the partition of
+//     the zone holding the fewest of the group's instances (lowest on a
+//     tie); a cluster group kept to the zone of its instances
+//     (InvalidPlacementGroup.InUse, EC2's code for it) and refusing
+//     burstable and Mac types (InvalidParameterCombination, which
+//     DescribeInstanceTypes' supported strategies agree with); a spread
+//     group's seven instances per zone (InsufficientInstanceCapacity
+//     with EC2's "limit of instances in this spread placement group"
+//     message). An instance holds its place until it is terminated. The
+//     launch is authorized on the group's ARN (placement-group/<name>).
+//     DescribeInstances reports the group and partition and filters on
+//     placement-group-name and placement-partition-number.
 //   - Instances that go pending, running, shutting-down and terminated on the
 //     simulator's clock, stay visible for an hour after termination, take
 //     and give back subnet addresses, and can be hidden right after launch

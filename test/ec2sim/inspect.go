@@ -20,6 +20,12 @@ type Instance struct {
 	CapacityType string
 	// CapacityReservationID is the reservation it runs in, if any.
 	CapacityReservationID string
+	// PlacementGroupID and PlacementGroupName are the placement group it
+	// is in, if any; PartitionNumber its partition in a partition group
+	// (0 otherwise).
+	PlacementGroupID   string
+	PlacementGroupName string
+	PartitionNumber    int
 	// State is pending, running, shutting-down or terminated.
 	State string
 	// StateReason is the code of why the instance stopped, e.g.
@@ -65,6 +71,7 @@ func (s *Sim) Instances() []Instance {
 			SecurityGroupIDs: append([]string(nil), in.securityGroups...), IAMInstanceProfileARN: in.iamProfileArn,
 			UserData: in.userData, Tags: copyTags(in.tags), VolumeTags: copyTags(in.volumeTags),
 			CapacityReservationID: in.capacityReservationID,
+			PlacementGroupID:      in.placementGroupID, PlacementGroupName: in.placementGroupName, PartitionNumber: in.partitionNumber,
 		}
 		out = append(out, snap)
 	}

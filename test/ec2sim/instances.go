@@ -38,6 +38,10 @@ type instance struct {
 	// capacityReservationID is the reservation the instance runs in;
 	// reservationPreference is its template's preference ("" is open).
 	capacityReservationID, reservationPreference string
+	// placementGroupID and placementGroupName are the placement group it
+	// is in, partitionNumber its partition (0: none).
+	placementGroupID, placementGroupName string
+	partitionNumber                      int
 
 	state            string
 	stateSince       time.Time
@@ -201,7 +205,8 @@ var instanceFilters = filterSpec[*instance]{
 		"instance.group-id":            func(in *instance) []string { return in.securityGroups },
 		"launch-time":                  func(in *instance) []string { return one(ec2Time(in.launchTime)) },
 		"state-reason-code":            func(in *instance) []string { return one(reasonCode(in)) },
-		"placement-group-name":         func(*instance) []string { return nil },
+		"placement-group-name":         func(in *instance) []string { return one(in.placementGroupName) },
+		"placement-partition-number":   func(in *instance) []string { return one(partitionField(in)) },
 		"metadata-options.http-tokens": func(in *instance) []string { return one(in.metadata.httpTokens) },
 		"capacity-reservation-id":      func(in *instance) []string { return one(in.capacityReservationID) },
 	},
@@ -225,6 +230,15 @@ func lifecycleField(in *instance) string {
 		return in.capacityType
 	}
 	return ""
+}
+
+// partitionField is the instance's partition as EC2 reports it: only for
+// an instance in a partition group.
+func partitionField(in *instance) string {
+	if in.partitionNumber == 0 {
+		return ""
+	}
+	return strconv.Itoa(in.partitionNumber)
 }
 
 func reasonCode(in *instance) string {
@@ -274,6 +288,8 @@ type instanceXML struct {
 		AvailabilityZone   string `xml:"availabilityZone"`
 		AvailabilityZoneID string `xml:"availabilityZoneId"`
 		GroupName          string `xml:"groupName"`
+		GroupID            string `xml:"groupId,omitempty"`
+		PartitionNumber    int    `xml:"partitionNumber,omitempty"`
 		Tenancy            string `xml:"tenancy"`
 	} `xml:"placement"`
 	Monitoring struct {
@@ -344,6 +360,7 @@ func (s *Sim) instanceToXML(in *instance) instanceXML {
 	// hypervisor (DescribeInstanceTypes) is where nitro shows.
 	x.Hypervisor = "xen"
 	x.Placement.AvailabilityZone, x.Placement.AvailabilityZoneID, x.Placement.Tenancy = in.zone, in.zoneID, "default"
+	x.Placement.GroupName, x.Placement.GroupID, x.Placement.PartitionNumber = in.placementGroupName, in.placementGroupID, in.partitionNumber
 	x.Monitoring.State = "disabled"
 	if in.state != stateTerminated {
 		var groups []groupXML

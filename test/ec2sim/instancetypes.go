@@ -108,18 +108,19 @@ func burstable(name string) bool {
 }
 
 var instanceTypeFilters = filterSpec[InstanceTypeInfo]{fields: map[string]func(InstanceTypeInfo) []string{
-	"instance-type":                         func(it InstanceTypeInfo) []string { return one(it.Name) },
-	"processor-info.supported-architecture": func(it InstanceTypeInfo) []string { return one(it.Arch) },
-	"supported-virtualization-type":         func(InstanceTypeInfo) []string { return one("hvm") },
-	"supported-root-device-type":            func(InstanceTypeInfo) []string { return one("ebs") },
-	"current-generation":                    func(InstanceTypeInfo) []string { return boolStr(true) },
-	"free-tier-eligible":                    func(InstanceTypeInfo) []string { return boolStr(false) },
-	"bare-metal":                            func(it InstanceTypeInfo) []string { return boolStr(it.BareMetal) },
-	"hypervisor":                            func(it InstanceTypeInfo) []string { return one(it.Hypervisor) },
-	"vcpu-info.default-vcpus":               func(it InstanceTypeInfo) []string { return one(strconv.FormatInt(it.VCPU, 10)) },
-	"memory-info.size-in-mib":               func(it InstanceTypeInfo) []string { return one(strconv.FormatInt(it.MemoryMiB, 10)) },
-	"supported-usage-class":                 usageClasses,
-	"burstable-performance-supported":       func(it InstanceTypeInfo) []string { return boolStr(burstable(it.Name)) },
+	"instance-type":                           func(it InstanceTypeInfo) []string { return one(it.Name) },
+	"processor-info.supported-architecture":   func(it InstanceTypeInfo) []string { return one(it.Arch) },
+	"supported-virtualization-type":           func(InstanceTypeInfo) []string { return one("hvm") },
+	"supported-root-device-type":              func(InstanceTypeInfo) []string { return one("ebs") },
+	"current-generation":                      func(InstanceTypeInfo) []string { return boolStr(true) },
+	"free-tier-eligible":                      func(InstanceTypeInfo) []string { return boolStr(false) },
+	"bare-metal":                              func(it InstanceTypeInfo) []string { return boolStr(it.BareMetal) },
+	"hypervisor":                              func(it InstanceTypeInfo) []string { return one(it.Hypervisor) },
+	"vcpu-info.default-vcpus":                 func(it InstanceTypeInfo) []string { return one(strconv.FormatInt(it.VCPU, 10)) },
+	"memory-info.size-in-mib":                 func(it InstanceTypeInfo) []string { return one(strconv.FormatInt(it.MemoryMiB, 10)) },
+	"supported-usage-class":                   usageClasses,
+	"burstable-performance-supported":         func(it InstanceTypeInfo) []string { return boolStr(burstable(it.Name)) },
+	"placement-group-info.supported-strategy": func(it InstanceTypeInfo) []string { return placementStrategies(it.Name) },
 }}
 
 type memoryInfoXML struct {
@@ -237,7 +238,7 @@ func instanceTypeToXML(it InstanceTypeInfo) instanceTypeXML {
 			TotalGpuMemoryInMiB: it.GPUCount * it.GPUMemoryMiB,
 		}
 	}
-	x.PlacementGroupInfo.SupportedStrategies = items([]string{"cluster", "partition", "spread"})
+	x.PlacementGroupInfo.SupportedStrategies = items(placementStrategies(it.Name))
 	return x
 }
 

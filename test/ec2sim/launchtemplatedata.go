@@ -48,6 +48,15 @@ type launchTemplateData struct {
 	// InstanceMarketOptions.MarketType (only capacity-block is
 	// simulated).
 	reservationPreference, reservationTarget, marketType string
+	// placement is the template's Placement: the placement group its
+	// instances go in, by ID or name, and the partition (partition groups
+	// only; nil lets EC2 choose).
+	placement placementSpec
+}
+
+type placementSpec struct {
+	groupID, groupName string
+	partitionNumber    *int
 }
 
 func parseLaunchTemplateData(p *params, pre string) (launchTemplateData, error) {
@@ -157,7 +166,45 @@ func parseLaunchTemplateData(p *params, pre string) (launchTemplateData, error) 
 	if d.marketType, err = oneOf(p, pre+"InstanceMarketOptions.MarketType", []string{CapacityBlock}); err != nil {
 		return d, err
 	}
+	if d.placement, err = parsePlacement(p, pre+"Placement."); err != nil {
+		return d, err
+	}
 	return d, nil
+}
+
+// parsePlacement reads a template's Placement. Only the placement group
+// is simulated (zone, tenancy, host and affinity stay UnknownParameter).
+// What can be checked without the group is checked here, the way the
+// other IDs of a template are; whether the group exists, takes the
+// partition and the instance type is for the launch to find out, as on
+// EC2, where a template names a group that may not exist yet.
+func parsePlacement(p *params, pl string) (placementSpec, error) {
+	var ps placementSpec
+	var err error
+	ps.groupID = p.str(pl + "GroupId")
+	ps.groupName = p.str(pl + "GroupName")
+	if ps.partitionNumber, err = p.optInt(pl + "PartitionNumber"); err != nil {
+		return ps, err
+	}
+	switch {
+	case ps.groupID != "" && !placementGroupIDPattern.MatchString(ps.groupID):
+		return ps, clientErr("InvalidPlacementGroupId.Malformed", "Invalid id: \"%s\" (expecting \"pg-...\")", ps.groupID)
+	case ps.groupID != "" && ps.groupName != "":
+		return ps, clientErr("InvalidParameterCombination", "A placement group is specified by its ID or by its name, not both (GroupId %s, GroupName %s).", ps.groupID, ps.groupName)
+	case ps.partitionNumber != nil && ps.groupID == "" && ps.groupName == "":
+		return ps, clientErr("InvalidParameterCombination", "A partition number needs a partition placement group (GroupId or GroupName).")
+	case ps.partitionNumber != nil && *ps.partitionNumber < 1:
+		return ps, invalidParam("Value (%d) for parameter PartitionNumber is invalid. Partitions are numbered from 1.", *ps.partitionNumber)
+	}
+	return ps, nil
+}
+
+// ref is how the template names its group, for error messages.
+func (ps placementSpec) ref() string {
+	if ps.groupID != "" {
+		return ps.groupID
+	}
+	return ps.groupName
 }
 
 func hasPrefix(p *params, prefix string) bool {
@@ -245,6 +292,13 @@ type launchTemplateDataXML struct {
 	InstanceMarketOptions            *struct {
 		MarketType string `xml:"marketType"`
 	} `xml:"instanceMarketOptions,omitempty"`
+	Placement *ltPlacementXML `xml:"placement,omitempty"`
+}
+
+type ltPlacementXML struct {
+	GroupID         string `xml:"groupId,omitempty"`
+	GroupName       string `xml:"groupName,omitempty"`
+	PartitionNumber *int   `xml:"partitionNumber,omitempty"`
 }
 
 type ltReservationSpecXML struct {
@@ -308,6 +362,9 @@ func launchTemplateDataToXML(d launchTemplateData) launchTemplateDataXML {
 		x.InstanceMarketOptions = &struct {
 			MarketType string `xml:"marketType"`
 		}{d.marketType}
+	}
+	if pl := d.placement; pl != (placementSpec{}) {
+		x.Placement = &ltPlacementXML{GroupID: pl.groupID, GroupName: pl.groupName, PartitionNumber: pl.partitionNumber}
 	}
 	return x
 }

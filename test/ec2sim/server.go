@@ -62,6 +62,7 @@ var actions = map[string]handler{
 	"DescribeLaunchTemplateVersions": op(parseDescribeLaunchTemplateVersions, (*Sim).describeLaunchTemplateVersions),
 	"DescribeImages":                 op(parseDescribeImages, (*Sim).describeImages),
 	"DescribeCapacityReservations":   op(parseDescribeCapacityReservations, (*Sim).describeCapacityReservations),
+	"DescribePlacementGroups":        op(parseDescribePlacementGroups, (*Sim).describePlacementGroups),
 }
 
 // SupportedActions lists the EC2 actions the simulator implements, sorted.

@@ -107,6 +107,9 @@ type Sim struct {
 	reservations     map[string]*capacityReservation
 	reservationOrder []string
 
+	placementGroups     map[string]*placementGroup
+	placementGroupOrder []string
+
 	faults *faults
 	auth   authState
 
@@ -146,25 +149,26 @@ func New(opts Options) *Sim {
 		c = clock.RealClock{}
 	}
 	s := &Sim{
-		opts:           opts,
-		clock:          c,
-		start:          c.Now(),
-		seq:            map[string]uint64{},
-		vpcs:           map[string]*vpc{},
-		subnets:        map[string]*subnet{},
-		groups:         map[string]*securityGroup{},
-		images:         map[string]*image{},
-		types:          map[string]InstanceTypeInfo{},
-		spotPrices:     map[poolKey][]pricePoint{},
-		instances:      map[string]*instance{},
-		templates:      map[string]*launchTemplate{},
-		templateByName: map[string]string{},
-		templateTokens: map[string]idempotent{},
-		fleets:         map[string]*fleet{},
-		fleetTokens:    map[string]idempotent{},
-		reservations:   map[string]*capacityReservation{},
-		faults:         newFaults(),
-		calls:          map[string]int{},
+		opts:            opts,
+		clock:           c,
+		start:           c.Now(),
+		seq:             map[string]uint64{},
+		vpcs:            map[string]*vpc{},
+		subnets:         map[string]*subnet{},
+		groups:          map[string]*securityGroup{},
+		images:          map[string]*image{},
+		types:           map[string]InstanceTypeInfo{},
+		spotPrices:      map[poolKey][]pricePoint{},
+		instances:       map[string]*instance{},
+		templates:       map[string]*launchTemplate{},
+		templateByName:  map[string]string{},
+		templateTokens:  map[string]idempotent{},
+		fleets:          map[string]*fleet{},
+		fleetTokens:     map[string]idempotent{},
+		reservations:    map[string]*capacityReservation{},
+		placementGroups: map[string]*placementGroup{},
+		faults:          newFaults(),
+		calls:           map[string]int{},
 	}
 	code := regionCode(opts.Region)
 	for i, name := range opts.Zones {
