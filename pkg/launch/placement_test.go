@@ -1,12 +1,20 @@
 package launch
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/smithy-go"
 
 	"github.com/joist-dev/joist/pkg/catalog"
 	"github.com/joist-dev/joist/pkg/model"
+	"github.com/joist-dev/joist/test/ec2sim"
+	"github.com/joist-dev/joist/test/kubeletsim"
 )
 
 // TestPlacementGroupRequirements: what planning adds to a pool whose
@@ -71,5 +79,115 @@ func TestPlacementGroupPartition(t *testing.T) {
 		if got := tc.pg.partition(labels); got != tc.want {
 			t.Errorf("%s with label %q: partition %d, want %d", fmt.Sprint(tc.pg), tc.label, got, tc.want)
 		}
+	}
+}
+
+// placedRequest is an on-demand m5.large of the batch pool whose class
+// names a placement group, with the plan's labels.
+func placedRequest(t *testing.T, token string, sel model.PlacementGroup, labels map[string]string) Request {
+	t.Helper()
+	req := batchRequest(t, token, "m5.large")
+	req.Options = options(t, []string{"m5.large"}, []string{zoneA}, []string{model.CapacityTypeOnDemand})
+	nc := *req.Class
+	nc.PlacementGroup = &sel
+	req.Class = &nc
+	for k, v := range labels {
+		req.Labels[k] = v
+	}
+	return req
+}
+
+// TestLaunchIntoPlacementGroup: over the wire, a class's placement group
+// (by name or id) is resolved once, its launch template places the
+// instance in the group (and, in a partition group, in the partition the
+// plan chose, else the lowest), the node registers with the group's id
+// and its partition, and EC2 reports the instance there.
+func TestLaunchIntoPlacementGroup(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		strategy  string
+		byID      bool
+		labels    map[string]string
+		partition int32
+	}{
+		{name: "partition by name, the plan's partition", strategy: "partition", labels: map[string]string{model.LabelPlacementGroupPartition: "2"}, partition: 2},
+		{name: "partition by id, no partition planned", strategy: "partition", byID: true, partition: 1},
+		{name: "cluster", strategy: "cluster"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, "1.32")
+			parts := int32(0)
+			if tc.strategy == "partition" {
+				parts = 3
+			}
+			id := e.sim.AddPlacementGroup(ec2sim.PlacementGroup{Name: "racks", Strategy: tc.strategy, PartitionCount: parts})
+			sel := model.PlacementGroup{Name: "racks"}
+			if tc.byID {
+				sel = model.PlacementGroup{ID: id}
+			}
+			for i, token := range []string{"pg-1", "pg-2"} {
+				inst, err := e.l.Launch(e.ctx, placedRequest(t, token, sel, tc.labels))
+				if err != nil {
+					t.Fatalf("launch %d: %v", i, err)
+				}
+				c := e.sim.CreateFleetCalls()[i]
+				d := e.templateData(c.LaunchTemplateConfigs[0].LaunchTemplateName)
+				if d.Placement == nil || aws.ToString(d.Placement.GroupId) != id || aws.ToInt32(d.Placement.PartitionNumber) != tc.partition {
+					t.Errorf("template placement %+v, want group %s partition %d", d.Placement, id, tc.partition)
+				}
+				simInst, _ := e.sim.Instance(inst.ID)
+				reg, err := kubeletsim.ParseUserData(simInst.UserData)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantPart := ""
+				if tc.partition > 0 {
+					wantPart = fmt.Sprint(tc.partition)
+				}
+				if reg.Labels[model.LabelPlacementGroupID] != id || reg.Labels[model.LabelPlacementGroupPartition] != wantPart {
+					t.Errorf("node registers with %v, want group %s partition %q", reg.Labels, id, wantPart)
+				}
+				out, err := e.ec2.DescribeInstances(e.ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{inst.ID}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				p := out.Reservations[0].Instances[0].Placement
+				if aws.ToString(p.GroupId) != id || aws.ToInt32(p.PartitionNumber) != tc.partition {
+					t.Errorf("EC2 has the instance in group %q partition %d, want %s partition %d", aws.ToString(p.GroupId), aws.ToInt32(p.PartitionNumber), id, tc.partition)
+				}
+			}
+			if n := e.sim.Calls("DescribePlacementGroups"); n != 1 {
+				t.Errorf("DescribePlacementGroups called %d times for two launches, want 1 (cached)", n)
+			}
+		})
+	}
+}
+
+// TestLaunchIntoUnknownPlacementGroupNamesTheField: a group EC2 does not
+// know (or not available) fails the launch before CreateFleet, naming
+// the node class and field, as the class's own error (not an AWS call's:
+// its pools are not ready, provisioning.ReadyPools).
+func TestLaunchIntoUnknownPlacementGroupNamesTheField(t *testing.T) {
+	e := newEnv(t, "1.32")
+	e.sim.AddPlacementGroup(ec2sim.PlacementGroup{Name: "going", Strategy: "spread", State: "deleting"})
+	for _, tc := range []struct {
+		sel  model.PlacementGroup
+		want string
+	}{
+		{model.PlacementGroup{Name: "nope"}, `spec.placementGroupSelector.name: placement group "nope" not found`},
+		{model.PlacementGroup{ID: "pg-0123456789abcdef0"}, `spec.placementGroupSelector.id: placement group "pg-0123456789abcdef0" not found`},
+		{model.PlacementGroup{Name: "going"}, `spec.placementGroupSelector.name: placement group "going" is not available`},
+	} {
+		_, err := e.l.Launch(e.ctx, placedRequest(t, "bad-"+tc.sel.Name, tc.sel, nil))
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), `node class "batch"`) {
+			t.Errorf("err = %v, want ...node class \"batch\"...%s", err, tc.want)
+		}
+		var op *smithy.OperationError
+		if errors.As(err, &op) {
+			t.Errorf("err = %v wraps the AWS call's error: the class would count as unresolved, not unready", err)
+		}
+	}
+	if n := len(e.sim.CreateFleetCalls()); n != 0 {
+		t.Errorf("%d CreateFleet calls, want none", n)
 	}
 }
