@@ -2,6 +2,7 @@ package ec2sim
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -301,18 +302,25 @@ func TestCreateFleetIntoSpreadGroup(t *testing.T) {
 	}
 }
 
+// TestPlacementGroupIAM: Joist's provisioner policy (pkg/iampolicy) reads
+// placement groups and launches into them; without either grant, the call
+// is refused as on AWS.
 func TestPlacementGroupIAM(t *testing.T) {
 	params := iampolicy.Params{Partition: "aws", Region: testRegion, Account: DefaultAccountID, Cluster: testCluster,
 		NodeRoleARN: "arn:aws:iam::000000000000:role/node", EventBusARN: "arn:aws:events:ap-northeast-2:000000000000:event-bus/joist"}
-	base := iampolicy.MustFor(iampolicy.Provisioner, params)
-	// The grants Karpenter's policy has for placement groups: the read,
-	// and launching into any group of the region.
-	describe := iampolicy.Statement{Sid: "DescribePlacementGroups", Effect: iampolicy.Allow,
-		Actions: []string{"ec2:DescribePlacementGroups"}, Resources: []string{"*"}}
-	launchInto := iampolicy.Statement{Sid: "LaunchIntoPlacementGroups", Effect: iampolicy.Allow,
-		Actions: []string{"ec2:CreateFleet", "ec2:RunInstances"}, Resources: []string{"arn:aws:ec2:" + testRegion + ":*:placement-group/*"}}
-	with := func(extra ...iampolicy.Statement) iampolicy.Policy {
-		return iampolicy.Policy{Principal: base.Principal, Statements: append(append([]iampolicy.Statement(nil), base.Statements...), extra...)}
+	full := iampolicy.MustFor(iampolicy.Provisioner, params)
+	// without is Joist's provisioner policy less an action, or less a
+	// resource, wherever a statement names it.
+	without := func(action, resource string) iampolicy.Policy {
+		p := iampolicy.Policy{Principal: full.Principal}
+		for _, st := range full.Statements {
+			st.Actions = slices.DeleteFunc(slices.Clone(st.Actions), func(a string) bool { return a == action })
+			st.Resources = slices.DeleteFunc(slices.Clone(st.Resources), func(r string) bool { return r == resource })
+			if len(st.Actions) > 0 && len(st.Resources) > 0 {
+				p.Statements = append(p.Statements, st)
+			}
+		}
+		return p
 	}
 	for _, tc := range []struct {
 		name     string
@@ -320,9 +328,9 @@ func TestPlacementGroupIAM(t *testing.T) {
 		describe string // error code of DescribePlacementGroups
 		launch   string // error code of CreateFleet into the group
 	}{
-		{name: "with the placement group grants", policy: with(describe, launchInto)},
-		{name: "without DescribePlacementGroups", policy: with(launchInto), describe: "UnauthorizedOperation"},
-		{name: "without the placement group's ARN", policy: with(describe), launch: "UnauthorizedOperation"},
+		{name: "Joist's policy", policy: full},
+		{name: "without DescribePlacementGroups", policy: without("ec2:DescribePlacementGroups", ""), describe: "UnauthorizedOperation"},
+		{name: "without the placement group's ARN", policy: without("", "arn:aws:ec2:"+testRegion+":*:placement-group/*"), launch: "UnauthorizedOperation"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, Options{})
