@@ -70,15 +70,11 @@ func TestDescribeCapacityReservationsFilters(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			byID := map[string]string{}
-			for name, id := range ids {
-				byID[id] = name
-			}
-			var got []string
+			var gotIDs []string
 			for _, cr := range out.CapacityReservations {
-				got = append(got, byID[aws.ToString(cr.CapacityReservationId)])
+				gotIDs = append(gotIDs, aws.ToString(cr.CapacityReservationId))
 			}
-			if !reflect.DeepEqual(got, tc.want) {
+			if got := namesOf(ids, gotIDs); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
 		})

@@ -173,3 +173,17 @@ func launched(out *ec2.CreateFleetOutput) []string {
 	}
 	return ids
 }
+
+// namesOf maps ids back to the names a test seeded them under (ids: name
+// to id), keeping their order.
+func namesOf(ids map[string]string, got []string) []string {
+	byID := make(map[string]string, len(ids))
+	for name, id := range ids {
+		byID[id] = name
+	}
+	var out []string
+	for _, id := range got {
+		out = append(out, byID[id])
+	}
+	return out
+}

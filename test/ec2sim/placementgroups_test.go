@@ -76,15 +76,11 @@ func TestDescribePlacementGroups(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			byID := map[string]string{}
-			for name, id := range ids {
-				byID[id] = name
-			}
-			var got []string
+			var gotIDs []string
 			for _, pg := range out.PlacementGroups {
-				got = append(got, byID[aws.ToString(pg.GroupId)])
+				gotIDs = append(gotIDs, aws.ToString(pg.GroupId))
 			}
-			if !reflect.DeepEqual(got, tc.want) {
+			if got := namesOf(ids, gotIDs); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
 		})
