@@ -45,6 +45,9 @@ type planOptions struct {
 	schedulerConfig string
 	// defaults are its default constraints, read by runPlan.
 	defaults []corev1.TopologySpreadConstraint
+	// reservedENIs is Karpenter's RESERVED_ENIS (the functions'
+	// JOIST_RESERVED_ENIS).
+	reservedENIs int64
 	// zoneIDs are the zones' IDs in the account (zone → ID), which the
 	// provisioner reads from the node classes' subnets and a plan cannot.
 	zoneIDs map[string]string
@@ -79,6 +82,7 @@ plan's price and a proven lower bound on the price of any plan.`,
 	f.StringVar(&o.preferencePolicy, "preference-policy", scheduling.PreferencePolicyRespect, "Respect or Ignore preferred affinities and ScheduleAnyway spreads (Karpenter's --preference-policy)")
 	f.StringVar(&o.schedulerConfig, "scheduler-config", "", "a YAML or JSON file of Karpenter's --scheduler-config: its podTopologySpread.defaultConstraints go to pods that declare no spread, with the selector kube-scheduler deduces from the manifests' Services, ReplicaSets, Deployments and StatefulSets")
 	f.StringToStringVar(&o.zoneIDs, "zone-ids", nil, "the zones' IDs in your account (zone=ID, e.g. a=usw2-az2,b=usw2-az1; `aws ec2 describe-availability-zones`), for pods and pools that select or spread by topology.k8s.aws/zone-id")
+	f.Int64Var(&o.reservedENIs, "reserved-enis", 0, "ENIs per node the VPC CNI may not give pods (Karpenter's RESERVED_ENIS, for custom networking): left out of each type's max pods")
 	f.StringVar(&o.minValuesPolicy, "min-values-policy", scheduling.MinValuesPolicyStrict, "Strict or BestEffort: whether a pool's minValues may be lowered to launch (Karpenter's --min-values-policy)")
 	return cmd
 }
@@ -233,6 +237,10 @@ func readPlanInput(stdin io.Reader, stderr io.Writer, o *planOptions) (schedulin
 		}
 		return scheduling.Input{}, false, exitError{code: 1}
 	}
+	if o.reservedENIs < 0 {
+		return scheduling.Input{}, false, fmt.Errorf("--reserved-enis %d: want 0 or more", o.reservedENIs)
+	}
+	spec = spec.WithReservedENIs(o.reservedENIs)
 	// The plan reads no EC2: reserved room is not in it, where the
 	// provisioner fills it before it buys anything.
 	warned := map[string]bool{}

@@ -546,3 +546,69 @@ spec:
 		t.Errorf("stderr %q lacks %q", stderr.String(), want)
 	}
 }
+
+// --reserved-enis (Karpenter's RESERVED_ENIS) lowers every type's
+// ENI-limited pods: 25 small pods on m5.large nodes (29 pods each) take
+// one node, with one ENI reserved (20 pods each) two; a negative count is
+// an error naming the flag.
+func TestPlanReservedENIs(t *testing.T) {
+	manifest := `apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: small}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: small}
+      requirements:
+      - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: small}
+spec:
+  role: KarpenterNodeRole
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: x}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: x}}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: tiny}
+spec:
+  replicas: 25
+  selector: {matchLabels: {app: tiny}}
+  template:
+    metadata: {labels: {app: tiny}}
+    spec:
+      containers:
+      - name: c
+        image: pause
+        resources: {requests: {cpu: 10m, memory: 16Mi}}
+`
+	plan := func(reserved int64) (planOutput, error) {
+		var stdout, stderr bytes.Buffer
+		err := runPlan(strings.NewReader(manifest), &stdout, &stderr, &planOptions{files: []string{"-"}, region: "us-east-1", catalog: "embedded", output: "json", reservedENIs: reserved})
+		var out planOutput
+		if err == nil {
+			if jerr := json.Unmarshal(stdout.Bytes(), &out); jerr != nil {
+				t.Fatalf("%v: %s", jerr, stdout.String())
+			}
+		}
+		return out, err
+	}
+	for _, tc := range []struct {
+		reserved int64
+		nodes    int
+	}{{0, 1}, {1, 2}} {
+		out, err := plan(tc.reserved)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.NodeCount != tc.nodes || out.Unschedulable != 0 {
+			t.Errorf("%d reserved: %d nodes, %d unschedulable; want %d nodes", tc.reserved, out.NodeCount, out.Unschedulable, tc.nodes)
+		}
+	}
+	if _, err := plan(-1); err == nil || !strings.Contains(err.Error(), "--reserved-enis") {
+		t.Errorf("-1 reserved: err %v, want one naming the flag", err)
+	}
+}

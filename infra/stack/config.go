@@ -50,6 +50,10 @@ const (
 	// podTopologySpread.defaultConstraints the functions give to pods
 	// that declare no spread (JOIST_SCHEDULER_CONFIG).
 	CtxSchedulerConfig = "schedulerConfig"
+	// CtxReservedENIs is Karpenter's RESERVED_ENIS: ENIs per node the VPC
+	// CNI may not give pods (custom networking), left out of every
+	// type's max pods (JOIST_RESERVED_ENIS).
+	CtxReservedENIs = "reservedENIs"
 	// CtxForwarderImage is a prebuilt forwarder image URI; without it
 	// `cdk deploy` builds cmd/forwarder/Dockerfile (a DockerImageAsset).
 	CtxForwarderImage = "forwarderImage"
@@ -146,6 +150,9 @@ type Config struct {
 	// constraints in it the installer grants the planning functions the
 	// reads they need (rbac.Features.DefaultSpread).
 	SchedulerConfig string
+	// ReservedENIs is Karpenter's RESERVED_ENIS, a whole number of 0 or
+	// more; empty is 0.
+	ReservedENIs string
 	// AccessEntries makes the stack create the EKS access entries for the
 	// function roles (needs a cluster in API or API_AND_CONFIG_MAP mode).
 	// On by default; -c accessEntries=false when you manage them.
@@ -326,6 +333,9 @@ func (c Config) Validate() error {
 	if _, err := scheduling.ParseSchedulerConfig(c.SchedulerConfig); err != nil {
 		return fmt.Errorf("context %s: %w", CtxSchedulerConfig, err)
 	}
+	if n, err := strconv.Atoi(c.ReservedENIs); c.ReservedENIs != "" && (err != nil || n < 0) {
+		return fmt.Errorf("context %s=%q: want a whole number of 0 or more", CtxReservedENIs, c.ReservedENIs)
+	}
 	if c.AssetDir == "" {
 		return fmt.Errorf("context %s is empty", CtxAssetDir)
 	}
@@ -427,6 +437,7 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 		{CtxLogLevel, &c.LogLevel},
 		{CtxPreferencePolicy, &c.PreferencePolicy},
 		{CtxMinValuesPolicy, &c.MinValuesPolicy},
+		{CtxReservedENIs, &c.ReservedENIs},
 		{CtxForwarderImage, &c.ForwarderImage},
 		{CtxSourceDir, &c.SourceDir},
 		{CtxSpecs, &c.SpecsDir},

@@ -310,6 +310,7 @@ func (s *JoistStack) environment() *map[string]*string {
 		"JOIST_PREFERENCE_POLICY": c.PreferencePolicy,
 		"JOIST_MIN_VALUES_POLICY": c.MinValuesPolicy,
 		"JOIST_SCHEDULER_CONFIG":  c.SchedulerConfig,
+		"JOIST_RESERVED_ENIS":     c.ReservedENIs,
 	} {
 		if v != "" {
 			env[k] = jsii.String(v)

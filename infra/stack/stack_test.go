@@ -852,6 +852,7 @@ func TestOptionalContext(t *testing.T) {
 	cfg.LogLevel = LogLevelDebug
 	cfg.PreferencePolicy, cfg.MinValuesPolicy = "Ignore", "BestEffort"
 	cfg.SchedulerConfig = spreadConfig
+	cfg.ReservedENIs = "1"
 	st, tpl := synth(t, cfg)
 	check(t, "env", func() {
 		tpl.AllResourcesProperties(jsii.String("AWS::Lambda::Function"), like(
@@ -867,6 +868,7 @@ func TestOptionalContext(t *testing.T) {
 				"JOIST_PREFERENCE_POLICY", "Ignore",
 				"JOIST_MIN_VALUES_POLICY", "BestEffort",
 				"JOIST_SCHEDULER_CONFIG", spreadConfig,
+				"JOIST_RESERVED_ENIS", "1",
 			)),
 			// Lambda would otherwise drop the debug lines.
 			"LoggingConfig", like("ApplicationLogLevel", "DEBUG"),
@@ -1072,6 +1074,8 @@ func TestValidate(t *testing.T) {
 		"preference policy":     func(c *Config) { c.PreferencePolicy = "ignore" },
 		"minValues policy":      func(c *Config) { c.MinValuesPolicy = "Loose" },
 		"scheduler config":      func(c *Config) { c.SchedulerConfig = "podTopologySpread: {defaultConstraints: [{maxSkew: 0}]}" },
+		"reserved ENIs":         func(c *Config) { c.ReservedENIs = "-1" },
+		"reserved ENIs, a word": func(c *Config) { c.ReservedENIs = "one" },
 		"subnets without a VPC": func(c *Config) { c.SubnetIDs = []string{"subnet-0123456789abcdef0"} },
 		"VPC without subnets":   func(c *Config) { c.VpcID = "vpc-0123456789abcdef0" },
 		"bad VPC id":            func(c *Config) { c.VpcID, c.SubnetIDs = "vpc-x", []string{"subnet-0123456789abcdef0"} },

@@ -82,6 +82,9 @@ type shape struct {
 	// efaOnlyOnCard0 is the EFA-only interfaces on the first network card,
 	// which take ENIs away from pods.
 	efaOnlyOnCard0 int64
+	// reservedENIs are the ENIs the VPC CNI may not give pods (the
+	// operator's RESERVED_ENIS, model.NodeClass.ReservedENIs).
+	reservedENIs int64
 	// efaInterfaces is the EFA-only interfaces listed by the node class,
 	// or -1 when it lists none (then the type's EFA count is advertised).
 	efaInterfaces int64
@@ -94,6 +97,7 @@ func shapeOf(nc *model.NodeClass) shape {
 		return s
 	}
 	s.family = familyOf(nc)
+	s.reservedENIs = max(nc.ReservedENIs, 0)
 	s.raid0 = strings.EqualFold(nc.InstanceStorePolicy, "RAID0")
 	s.volume = volumeOf(nc.BlockDeviceMappings, s.family)
 	if nc.NetworkInterfaces != nil {
@@ -160,8 +164,8 @@ func SizeKey(nc *model.NodeClass) string {
 	if s.volume != nil {
 		vol = s.volume
 	}
-	return fmt.Sprintf("eni-pods=%t eni-memory=%t per-core=%t windows=%t volume=%d raid0=%t efa-card0=%d efa=%d",
-		f.eniLimitedPods, f.eniLimitedMemoryOverhead, f.podsPerCore, f.windows, vol.Value(), s.raid0, s.efaOnlyOnCard0, s.efaInterfaces)
+	return fmt.Sprintf("eni-pods=%t eni-memory=%t per-core=%t windows=%t volume=%d raid0=%t efa-card0=%d efa=%d reserved-enis=%d",
+		f.eniLimitedPods, f.eniLimitedMemoryOverhead, f.podsPerCore, f.windows, vol.Value(), s.raid0, s.efaOnlyOnCard0, s.efaInterfaces, s.reservedENIs)
 }
 
 // LabelKey names what of a node class changes the labels of its nodes'

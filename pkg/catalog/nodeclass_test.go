@@ -106,20 +106,23 @@ func TestNodeClassEFAOnlyInterfaces(t *testing.T) {
 		nis  []model.NetworkInterface
 		pods int64
 		efa  int64
+		// mem is kube-reserved memory: 11Mi per ENI-limited pod (less
+		// the EFA-only interfaces on card 0, as Karpenter v1.15) + 255Mi.
+		mem string
 	}{
-		{"none listed: the type's EFA count", nil, 100, 32},
+		{"none listed: the type's EFA count", nil, 100, 32, "1355Mi"},
 		{"EFA-only on other cards leave pods alone", []model.NetworkInterface{
 			{NetworkCardIndex: 0, DeviceIndex: 0, InterfaceType: "interface"},
 			{NetworkCardIndex: 1, DeviceIndex: 0, InterfaceType: "efa-only"},
 			{NetworkCardIndex: 2, DeviceIndex: 0, InterfaceType: "efa-only"},
-		}, 100, 2},
+		}, 100, 2, "1355Mi"},
 		{"EFA-only on card 0 takes an ENI from pods", []model.NetworkInterface{
 			{NetworkCardIndex: 0, DeviceIndex: 0, InterfaceType: "interface"},
 			{NetworkCardIndex: 0, DeviceIndex: 1, InterfaceType: "efa-only"},
-		}, 51, 1},
+		}, 51, 1, "816Mi"},
 		{"only a primary interface: no EFA", []model.NetworkInterface{
 			{NetworkCardIndex: 0, DeviceIndex: 0, InterfaceType: "interface"},
-		}, 100, 0},
+		}, 100, 0, "1355Mi"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -132,9 +135,51 @@ func TestNodeClassEFAOnlyInterfaces(t *testing.T) {
 			if got := efa.Value(); got != tc.efa {
 				t.Errorf("efa %d, want %d", got, tc.efa)
 			}
-			// memory reservation stays sized on ENI-limited pods (100)
-			if got := p5.OverheadFor(nil, nc).KubeReserved[corev1.ResourceMemory]; got.String() != "1355Mi" {
-				t.Errorf("kube-reserved memory %s, want 1355Mi", got.String())
+			if got := p5.OverheadFor(nil, nc).KubeReserved[corev1.ResourceMemory]; got.String() != tc.mem {
+				t.Errorf("kube-reserved memory %s, want %s", got.String(), tc.mem)
+			}
+		})
+	}
+}
+
+// TestReservedENIs: the operator's reserved ENIs (Karpenter's
+// RESERVED_ENIS, for VPC CNI custom networking) leave the default card's
+// ENIs that carry pods: m5.large has 3 ENIs of 10 addresses, so 29 pods,
+// 20 with one reserved, none with all three; an explicit maxPods and
+// Windows' fixed 110 do not change; kube-reserved memory stays sized on
+// the ENI-limited pods, as Karpenter's.
+func TestReservedENIs(t *testing.T) {
+	m5 := mustLookup(t, "m5.large")
+	maxPods := int32(50)
+	for _, tc := range []struct {
+		name     string
+		family   string
+		reserved int64
+		kubelet  *model.Kubelet
+		pods     int64
+	}{
+		{"none reserved", "AL2023", 0, nil, 29},
+		{"one reserved", "AL2023", 1, nil, 20},
+		{"two reserved", "AL2", 2, nil, 11},
+		{"every ENI reserved", "AL2023", 3, nil, 0},
+		{"more than the type has", "AL2023", 5, nil, 0},
+		{"an explicit maxPods wins", "AL2023", 1, &model.Kubelet{MaxPods: &maxPods}, 50},
+		{"Windows has 110 whatever", "Windows2022", 1, nil, 110},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nc := &model.NodeClass{AMIFamily: tc.family, ReservedENIs: tc.reserved}
+			if got := m5.MaxPodsFor(tc.kubelet, nc); got != tc.pods {
+				t.Errorf("max pods %d, want %d", got, tc.pods)
+			}
+			if c := m5.CapacityFor(tc.kubelet, nc); c.Pods().Value() != tc.pods {
+				got := c.Pods().Value()
+				t.Errorf("pod capacity %d, want %d", got, tc.pods)
+			}
+			if tc.family != "AL2023" {
+				return
+			}
+			if got := m5.OverheadFor(tc.kubelet, nc).KubeReserved[corev1.ResourceMemory]; got.String() != "574Mi" {
+				t.Errorf("kube-reserved memory %s, want 574Mi (29 ENI-limited pods)", got.String())
 			}
 		})
 	}

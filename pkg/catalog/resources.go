@@ -74,7 +74,7 @@ func (t *InstanceType) maxPods(k *model.Kubelet, s shape) int64 {
 	case k != nil && k.MaxPods != nil:
 		n = int64(*k.MaxPods)
 	case s.family.eniLimitedPods:
-		n = t.eniLimitedPods(s.efaOnlyOnCard0)
+		n = t.eniLimitedPods(s.efaOnlyOnCard0 + s.reservedENIs)
 	default:
 		n = 110
 	}
@@ -84,11 +84,12 @@ func (t *InstanceType) maxPods(k *model.Kubelet, s shape) int64 {
 	return max(n, 0)
 }
 
-// eniLimitedPods is the VPC CNI's pod density with no reserved ENIs; 0 when
-// the type's ENI data is unknown. When only the total interface count is
+// eniLimitedPods is the VPC CNI's pod density when unusable of the default
+// card's ENIs carry no pods (EFA-only interfaces, reserved ENIs); 0 when
+// the type's ENI data is unknown or no ENI is left. When only the total interface count is
 // known (a few high-memory types described by one source only) it stands
 // in for the default card's, as in the published figures.
-func (t *InstanceType) eniLimitedPods(efaOnly int64) int64 {
+func (t *InstanceType) eniLimitedPods(unusable int64) int64 {
 	enis := t.MaxENIsDefaultCard
 	if enis <= 0 {
 		enis = t.MaxENIs
@@ -96,7 +97,7 @@ func (t *InstanceType) eniLimitedPods(efaOnly int64) int64 {
 	if enis <= 0 || t.IPv4PerENI <= 0 {
 		return 0
 	}
-	usable := enis - efaOnly
+	usable := enis - unusable
 	if usable <= 0 {
 		return 0
 	}
@@ -232,8 +233,11 @@ func (t *InstanceType) overhead(k *model.Kubelet, s shape) Overhead {
 
 	var podsForMemory int64
 	if s.family.eniLimitedMemoryOverhead {
-		// Karpenter sizes this with no reserved or EFA-only ENIs.
-		podsForMemory = t.eniLimitedPods(0)
+		// Karpenter v1.15 sizes this on the ENI-limited pods less the
+		// EFA-only interfaces, whatever the reserved ENIs and maxPods
+		// (ENILimitedPods(ctx, info, 0, networkInterfaces) in its
+		// instancetype/types.go).
+		podsForMemory = t.eniLimitedPods(s.efaOnlyOnCard0)
 	}
 	if podsForMemory == 0 {
 		podsForMemory = t.maxPods(k, s)

@@ -233,6 +233,12 @@ type NodeClass struct {
 	NetworkInterfaces []NetworkInterface `json:"networkInterfaces,omitempty"`
 	// NestedVirtualization is "enabled", "disabled" or empty (unset).
 	NestedVirtualization string `json:"nestedVirtualization,omitempty"`
+	// ReservedENIs is not the class's but the operator's: the ENIs per
+	// node the VPC CNI may not give pods (JOIST_RESERVED_ENIS, Karpenter's
+	// RESERVED_ENIS, for custom networking), set on every class as the
+	// specs are read (wiring.Env.Specs), so that the pod density of every
+	// type follows. Not part of the spec: it changes no spec hash.
+	ReservedENIs int64 `json:"-"`
 	// EnclaveEnabled turns on Nitro Enclaves; nil means unset.
 	EnclaveEnabled     *bool               `json:"enclaveEnabled,omitempty"`
 	ConnectionTracking *ConnectionTracking `json:"connectionTracking,omitempty"`
@@ -317,6 +323,24 @@ type Spec struct {
 	// at all, so a declared pool may be missing from Declared: nothing is
 	// then judged deleted.
 	Partial bool `json:"-"`
+}
+
+// WithReservedENIs is spec with every node class's ReservedENIs set to n
+// (the classes copied; spec itself is not changed): the operator's
+// RESERVED_ENIS, which every type's pod density follows. With n 0 it is
+// spec.
+func (s *Spec) WithReservedENIs(n int64) *Spec {
+	if s == nil || n == 0 {
+		return s
+	}
+	out := *s
+	out.NodeClasses = make(map[string]*NodeClass, len(s.NodeClasses))
+	for name, nc := range s.NodeClasses {
+		c := *nc
+		c.ReservedENIs = n
+		out.NodeClasses[name] = &c
+	}
+	return &out
 }
 
 // Overlay is a NodeOverlay (karpenter.sh/v1alpha1): for the instance

@@ -3,6 +3,7 @@ package wiring
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,6 +43,7 @@ var (
 	SettingPreferencePolicy = Setting{"JOIST_PREFERENCE_POLICY", "", "Respect (default) or Ignore: Karpenter's --preference-policy for preferred affinities and ScheduleAnyway spreads"}
 	SettingMinValuesPolicy  = Setting{"JOIST_MIN_VALUES_POLICY", "", "Strict (default) or BestEffort: Karpenter's --min-values-policy"}
 	SettingSchedulerConfig  = Setting{"JOIST_SCHEDULER_CONFIG", "", "Karpenter's --scheduler-config: a YAML or JSON document whose podTopologySpread.defaultConstraints go to pods that declare no spread (default none)"}
+	SettingReservedENIs     = Setting{"JOIST_RESERVED_ENIS", "RESERVED_ENIS", "Karpenter's RESERVED_ENIS: ENIs per node the VPC CNI may not give pods (custom networking), left out of max pods (default 0)"}
 )
 
 // Settings are all of them, for documentation and checks.
@@ -50,7 +52,7 @@ var Settings = []Setting{
 	SettingInstanceProfile, SettingSpecSource, SettingLeaseNamespace, SettingLogLevel, SettingZones,
 	SettingCatalog, SettingCacheTTL, SettingRegistration, SettingTemplateMinAge, SettingReaperLoop,
 	SettingReaperInterval, SettingReplacementLimit, SettingPreferencePolicy, SettingMinValuesPolicy,
-	SettingSchedulerConfig,
+	SettingSchedulerConfig, SettingReservedENIs,
 }
 
 // Lookup is os.LookupEnv, or a map's lookup in tests.
@@ -143,4 +145,19 @@ func SchedulerConfig(env Lookup) (*scheduling.SchedulerConfig, error) {
 		return nil, fmt.Errorf("read setting %s: %w", SettingSchedulerConfig.Name, err)
 	}
 	return c, nil
+}
+
+// ReservedENIs reads Karpenter's RESERVED_ENIS (JOIST_RESERVED_ENIS): 0
+// when unset; anything but a whole number of 0 or more is an error naming
+// the setting, as Karpenter refuses a negative one.
+func ReservedENIs(env Lookup) (int64, error) {
+	raw, err := SettingReservedENIs.Get(env)
+	if err != nil || raw == "" {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 32)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("read setting %s: %q is not a whole number of 0 or more", SettingReservedENIs.Name, raw)
+	}
+	return n, nil
 }

@@ -137,3 +137,28 @@ func TestSchedulerConfig_ReadsKarpentersSetting(t *testing.T) {
 		}
 	}
 }
+
+func TestReservedENIs_ReadsKarpentersSetting(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want int64
+		err  string
+	}{
+		{map[string]string{}, 0, ""},
+		{map[string]string{"JOIST_RESERVED_ENIS": "1"}, 1, ""},
+		{map[string]string{"RESERVED_ENIS": "2"}, 2, ""},
+		{map[string]string{"JOIST_RESERVED_ENIS": "-1"}, 0, "JOIST_RESERVED_ENIS"},
+		{map[string]string{"JOIST_RESERVED_ENIS": "one"}, 0, "JOIST_RESERVED_ENIS"},
+	} {
+		got, err := ReservedENIs(env(c.env))
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%v: got %d, %v; want an error naming %s", c.env, got, err, c.err)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%v: got %d, %v; want %d", c.env, got, err, c.want)
+		}
+	}
+}

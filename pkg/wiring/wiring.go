@@ -226,13 +226,18 @@ func (e *Env) Launcher() *launch.Launcher {
 }
 
 // Specs reads the cluster's specs from the source $SPEC_SOURCE names (ssm,
-// the default, or crd). While the teardown marker (rbac.TeardownName)
+// the default, or crd), every node class carrying the operator's
+// $JOIST_RESERVED_ENIS. While the teardown marker (rbac.TeardownName)
 // exists they read as withdrawn: no pool, none declared.
 func (e *Env) Specs() (func(context.Context) (*model.Spec, error), error) {
 	store, err := specstore.New(specstore.Config{
 		Source: get(SettingSpecSource), Cluster: e.Cluster, SSM: e.SSM, Logger: e.Log,
 		Kube: e.Dynamic, Events: e.Kube.CoreV1(),
 	})
+	if err != nil {
+		return nil, err
+	}
+	reserved, err := ReservedENIs(os.LookupEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +251,8 @@ func (e *Env) Specs() (func(context.Context) (*model.Spec, error), error) {
 		case !apierrors.IsNotFound(err):
 			return nil, fmt.Errorf("read teardown marker %s/%s: %w", ns, rbac.TeardownName(e.Cluster), err)
 		}
-		return specstore.Read(ctx, store)
+		spec, err := specstore.Read(ctx, store)
+		return spec.WithReservedENIs(reserved), err
 	}, nil
 }
 
