@@ -25,6 +25,10 @@ type PlacementGroup struct {
 	Strategy string
 	// Partitions is a partition group's partition count.
 	Partitions int32
+	// Zone is the zone of a cluster group's live instances ("" while it
+	// has none): EC2 keeps a cluster group in one zone, the first
+	// instance's, and refuses launches into it elsewhere.
+	Zone string
 }
 
 // PlacementGroup resolves the node class's placementGroupSelector (nil,
@@ -68,8 +72,37 @@ func (l *Launcher) PlacementGroup(ctx context.Context, nc *model.NodeClass) (*Pl
 		ID: aws.ToString(g.GroupId), Name: aws.ToString(g.GroupName),
 		Strategy: string(g.Strategy), Partitions: aws.ToInt32(g.PartitionCount),
 	}
+	if pg.Strategy == catalog.PlacementCluster {
+		if pg.Zone, err = l.placementZone(ctx, pg.Name); err != nil {
+			return nil, fmt.Errorf("node class %q: %s: %w", nc.Name, field, err)
+		}
+	}
 	l.placements.put(key, pg, now.Add(l.ttl()))
 	return pg, nil
+}
+
+// placementZone is the zone of the cluster placement group's live
+// instances, anyone's ("" when it has none): one page is enough, as they
+// are all in one zone.
+func (l *Launcher) placementZone(ctx context.Context, group string) (string, error) {
+	out, err := l.EC2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{
+		Filters: []ec2types.Filter{
+			{Name: aws.String("placement-group-name"), Values: []string{group}},
+			{Name: aws.String("instance-state-name"), Values: []string{"pending", "running", "stopping", "stopped"}},
+		},
+		MaxResults: aws.Int32(5),
+	})
+	if err != nil {
+		return "", fmt.Errorf("describe the placement group's instances: %w", err)
+	}
+	for _, r := range out.Reservations {
+		for _, in := range r.Instances {
+			if in.Placement != nil && aws.ToString(in.Placement.AvailabilityZone) != "" {
+				return aws.ToString(in.Placement.AvailabilityZone), nil
+			}
+		}
+	}
+	return "", nil
 }
 
 // Requirements are what a node of a class that launches into pg must
@@ -77,8 +110,11 @@ func (l *Launcher) PlacementGroup(ctx context.Context, nc *model.NodeClass) (*Pl
 // the group's id, for a partition group one of its partitions (a pod may
 // select one or spread over them, and a node is planned into one, as
 // Karpenter's offerings per partition), and for a cluster group the
-// families EC2 launches into one (catalog.SupportsPlacement).
-func (pg *PlacementGroup) Requirements() []model.Requirement {
+// families EC2 launches into one (catalog.SupportsPlacement) and its one
+// zone: its instances', else the first of zones (the class's subnets'),
+// so that no node is planned where EC2 would refuse it (Karpenter plans
+// in every zone and lets such launches fail).
+func (pg *PlacementGroup) Requirements(zones []string) []model.Requirement {
 	if pg == nil {
 		return nil
 	}
@@ -93,6 +129,15 @@ func (pg *PlacementGroup) Requirements() []model.Requirement {
 	}
 	if fams := catalog.FamiliesNotPlaceable(pg.Strategy); len(fams) > 0 {
 		out = append(out, model.Requirement{Key: catalog.LabelInstanceFamily, Operator: string(corev1.NodeSelectorOpNotIn), Values: fams})
+	}
+	if pg.Strategy == catalog.PlacementCluster {
+		zone := pg.Zone
+		if zone == "" && len(zones) > 0 {
+			zone = zones[0]
+		}
+		if zone != "" {
+			out = append(out, model.Requirement{Key: corev1.LabelTopologyZone, Operator: in, Values: []string{zone}})
+		}
 	}
 	return out
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/smithy-go"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/joist-dev/joist/pkg/catalog"
 	"github.com/joist-dev/joist/pkg/model"
@@ -22,12 +23,12 @@ import (
 // group's partitions; a cluster group's unplaceable families.
 func TestPlacementGroupRequirements(t *testing.T) {
 	var none *PlacementGroup
-	if got := none.Requirements(); got != nil {
+	if got := none.Requirements(nil); got != nil {
 		t.Errorf("no group: %v, want nothing", got)
 	}
 	byKey := func(pg *PlacementGroup) map[string]model.Requirement {
 		out := map[string]model.Requirement{}
-		for _, r := range pg.Requirements() {
+		for _, r := range pg.Requirements([]string{"us-east-1b", "us-east-1c"}) {
 			out[r.Key] = r
 		}
 		return out
@@ -48,6 +49,18 @@ func TestPlacementGroupRequirements(t *testing.T) {
 	}
 	if _, ok := cluster[model.LabelPlacementGroupPartition]; ok {
 		t.Error("a cluster group has partitions")
+	}
+	// A cluster group is in one zone: its instances', else the first of
+	// the class's.
+	if r := cluster[corev1.LabelTopologyZone]; r.Operator != "In" || !slices.Equal(r.Values, []string{"us-east-1b"}) {
+		t.Errorf("empty cluster group zone requirement %v, want In us-east-1b", r)
+	}
+	placed := byKey(&PlacementGroup{ID: "pg-4", Strategy: catalog.PlacementCluster, Zone: "us-east-1c"})
+	if r := placed[corev1.LabelTopologyZone]; r.Operator != "In" || !slices.Equal(r.Values, []string{"us-east-1c"}) {
+		t.Errorf("cluster group in 1c: zone requirement %v, want In us-east-1c", r)
+	}
+	if _, ok := part[corev1.LabelTopologyZone]; ok {
+		t.Error("a partition group is held to one zone")
 	}
 	if spread := byKey(&PlacementGroup{ID: "pg-3", Strategy: catalog.PlacementSpread}); len(spread) != 1 {
 		t.Errorf("spread group requirements %v, want the id only", spread)
@@ -189,5 +202,26 @@ func TestLaunchIntoUnknownPlacementGroupNamesTheField(t *testing.T) {
 	}
 	if n := len(e.sim.CreateFleetCalls()); n != 0 {
 		t.Errorf("%d CreateFleet calls, want none", n)
+	}
+}
+
+// TestClusterPlacementGroupZone: a cluster group's zone is its live
+// instances' (EC2 keeps it in one), read with the group and cached as
+// long: none while it is empty; after a launch into zone a, zone a once
+// the cache expires.
+func TestClusterPlacementGroupZone(t *testing.T) {
+	e := newEnv(t, "1.32")
+	e.sim.AddPlacementGroup(ec2sim.PlacementGroup{Name: "tight", Strategy: "cluster"})
+	nc := &model.NodeClass{Name: "hpc", PlacementGroup: &model.PlacementGroup{Name: "tight"}}
+	pg, err := e.l.PlacementGroup(e.ctx, nc)
+	if err != nil || pg.Zone != "" {
+		t.Fatalf("empty group: zone %q, %v; want none", pg.Zone, err)
+	}
+	if _, err := e.l.Launch(e.ctx, placedRequest(t, "first", model.PlacementGroup{Name: "tight"}, nil)); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Step(2 * DefaultCacheTTL)
+	if pg, err = e.l.PlacementGroup(e.ctx, nc); err != nil || pg.Zone != zoneA {
+		t.Errorf("after a launch into %s: zone %q, %v", zoneA, pg.Zone, err)
 	}
 }

@@ -37,7 +37,7 @@ type NodeClassResolver interface {
 // the group can be (launch.PlacementGroup.Requirements): labelled with
 // the group's id, in one of a partition group's partitions (so pods may
 // select a partition or spread over them), of a type EC2 launches into a
-// cluster group.
+// cluster group, and in that group's one zone.
 
 // Readiness is what planning may use of a spec's pools now.
 type Readiness struct {
@@ -98,7 +98,7 @@ func ReadyPools(ctx context.Context, spec *model.Spec, r NodeClassResolver) Read
 					Key: corev1.LabelTopologyZone, Operator: string(corev1.NodeSelectorOpIn), Values: a.d.Zones,
 				})
 			}
-			q.Requirements = append(q.Requirements, a.d.PlacementGroup.Requirements()...)
+			q.Requirements = append(q.Requirements, a.d.PlacementGroup.Requirements(a.d.Zones)...)
 			out.Pools = append(out.Pools, &q)
 		}
 	}

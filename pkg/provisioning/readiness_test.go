@@ -232,7 +232,8 @@ func (z zoneIDResolver) Desired(context.Context, *model.NodeClass) (launch.Desir
 // the partition label (maxSkew 1): three nodes, one per partition, each
 // labelled with the group and its partition; a class with a cluster
 // group leaves out the types EC2 does not launch into one (burstable),
-// though a t-family type is the cheapest for the pod.
+// though a t-family type is the cheapest for the pod, and plans only in
+// the group's zone.
 //
 // On the real API server: the pass reads and nominates the pods there.
 func TestReconcile_PlansIntoTheClassesPlacementGroups(t *testing.T) {
@@ -280,11 +281,14 @@ func TestReconcile_PlansIntoTheClassesPlacementGroups(t *testing.T) {
 		t3 := &catalog.InstanceType{Name: "t3.large", Family: "t3", Category: "t", Generation: 3, Size: "large", Arch: "amd64", VCPU: 2, MemoryMiB: 8192, MaxENIs: 3, MaxENIsDefaultCard: 3, IPv4PerENI: 12, Burstable: true, CurrentGeneration: true}
 		m5 := &catalog.InstanceType{Name: "m5.large", Family: "m5", Category: "m", Generation: 5, Size: "large", Arch: "amd64", VCPU: 2, MemoryMiB: 8192, MaxENIs: 3, MaxENIsDefaultCard: 3, IPv4PerENI: 10, CurrentGeneration: true}
 		offers := func(price float64) []catalog.Offering {
-			return []catalog.Offering{{Zone: "us-east-1a", CapacityType: "on-demand", Price: price}}
+			return []catalog.Offering{{Zone: "us-east-1a", CapacityType: "on-demand", Price: price}, {Zone: "us-east-1b", CapacityType: "on-demand", Price: price}}
 		}
-		p.Catalog = catalog.New("us-east-1", []string{"us-east-1a"}, []*catalog.InstanceType{t3, m5},
+		p.Catalog = catalog.New("us-east-1", []string{"us-east-1a", "us-east-1b"}, []*catalog.InstanceType{t3, m5},
 			map[string][]catalog.Offering{"t3.large": offers(0.08), "m5.large": offers(0.10)})
-		p.NodeClasses = &classResolver{pgs: map[string]*launch.PlacementGroup{"tight": {ID: "pg-0b2", Name: "tight", Strategy: "cluster"}}}
+		p.NodeClasses = &classResolver{
+			zones: map[string][]string{"tight": {"us-east-1a", "us-east-1b"}},
+			pgs:   map[string]*launch.PlacementGroup{"tight": {ID: "pg-0b2", Name: "tight", Strategy: "cluster", Zone: "us-east-1b"}},
+		}
 		if _, err := p.Reconcile(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -293,10 +297,10 @@ func TestReconcile_PlansIntoTheClassesPlacementGroups(t *testing.T) {
 		}
 		var types []string
 		for _, o := range l.requests[0].Options {
-			types = append(types, o.InstanceType)
+			types = append(types, o.InstanceType+"/"+o.Zone)
 		}
-		if !slices.Equal(types, []string{"m5.large"}) {
-			t.Errorf("options %v, want only m5.large (t3.large is burstable: not in a cluster placement group)", types)
+		if !slices.Equal(types, []string{"m5.large/us-east-1b"}) {
+			t.Errorf("options %v, want only m5.large in us-east-1b (t3.large is burstable: not in a cluster placement group, whose instances are in 1b)", types)
 		}
 	})
 }
