@@ -273,6 +273,19 @@ func readPlanInput(stdin io.Reader, stderr io.Writer, o *planOptions) (schedulin
 		StorageClasses: wl.StorageClasses, Namespaces: wl.Namespaces,
 	}
 	in := fromcatalog.Input(cat, cluster)
+	// As the provisioner (provisioning.ReadyPools): a pool whose kubelet
+	// settings are CEL expressions launches nothing.
+	for _, p := range pools {
+		if nc := spec.NodeClasses[p.NodeClass]; nc != nil {
+			if why := model.KubeletNotReady(nc, p.Kubelet); why != "" {
+				fmt.Fprintf(stderr, "joist plan: warning: pool %q is left out: %s\n", p.Name, why)
+				if in.NotReady == nil {
+					in.NotReady = map[string]string{}
+				}
+				in.NotReady[p.Name] = why
+			}
+		}
+	}
 	for _, err := range fromcatalog.OverlayConflicts(cat, cluster) {
 		fmt.Fprintln(stderr, "joist plan: warning:", err)
 	}

@@ -612,3 +612,55 @@ spec:
 		t.Errorf("-1 reserved: err %v, want one naming the flag", err)
 	}
 }
+
+// Kubelet settings given as CEL expressions (Karpenter's NodeClassCEL
+// gate, off by default, which Joist does not implement): validate accepts
+// the class, as Karpenter's CRD does, and warns that its pools launch
+// nothing; plan leaves the pool out (its pods go to the next pool, here
+// none: unschedulable), as the provisioner does.
+func TestKubeletExpressionsLeaveThePoolOut(t *testing.T) {
+	manifest := `apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: cel}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: cel}
+      requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}]
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: cel}
+spec:
+  role: KarpenterNodeRole
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: x}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: x}}]
+  kubelet: {maxPods: "min(vcpus * 8, max_pods)"}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers:
+  - name: c
+    image: web
+    resources: {requests: {cpu: "1", memory: 1Gi}}
+`
+	why := `node class "cel": spec.kubelet.maxPods: CEL expressions need Karpenter's NodeClassCEL feature gate`
+	var vOut, vErr bytes.Buffer
+	if err := runValidate(strings.NewReader(manifest), &vOut, &vErr, &validateOptions{files: []string{"-"}}); err != nil || !strings.Contains(vErr.String(), `warning: pool "cel" will not launch nodes: `+why) {
+		t.Errorf("validate: %v, stderr %q; want OK and a warning", err, vErr.String())
+	}
+	var stdout, stderr bytes.Buffer
+	if err := runPlan(strings.NewReader(manifest), &stdout, &stderr, &planOptions{files: []string{"-"}, region: "us-east-1", catalog: "embedded", output: "json"}); err != nil {
+		t.Fatal(err)
+	}
+	var out planOutput
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Unschedulable != 1 || len(out.Nodes) != 0 || !strings.Contains(stderr.String(), `pool "cel" is left out: `+why) {
+		t.Errorf("plan %+v, stderr %q; want the pod unschedulable and a warning", out, stderr.String())
+	}
+}

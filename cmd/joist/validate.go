@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/specs"
 )
 
@@ -94,5 +95,13 @@ func runValidate(stdin io.Reader, stdout, stderr io.Writer, o *validateOptions) 
 		fmt.Fprintf(stdout, "; %d other object(s) ignored", ignored)
 	}
 	fmt.Fprintln(stdout)
+	// Valid, as Karpenter's CRDs admit them, but not launched from.
+	for _, p := range spec.Pools {
+		if nc := spec.NodeClasses[p.NodeClass]; nc != nil {
+			if why := model.KubeletNotReady(nc, p.Kubelet); why != "" {
+				fmt.Fprintf(stderr, "warning: pool %q will not launch nodes: %s\n", p.Name, why)
+			}
+		}
+	}
 	return nil
 }

@@ -11,10 +11,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"math"
+	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Well-known label keys Joist reads and writes.
@@ -184,6 +188,51 @@ type Kubelet struct {
 	// Extra holds v1 kubelet keys Joist does not interpret; they are passed
 	// through to AL2023's NodeConfig as given.
 	Extra map[string]any `json:"extra,omitempty"`
+}
+
+// Expressions are the kubelet settings given as CEL expressions, as
+// spec.kubelet paths ("maxPods", "kubeReserved.cpu"), sorted: Karpenter
+// v1.15 evaluates them per instance type only behind its NodeClassCEL
+// feature gate (alpha, off by default), and with the gate off marks such
+// an EC2NodeClass not ready rather than launch nodes with defaults the
+// user did not ask for. Joist does not evaluate them, and does the same.
+func (k *Kubelet) Expressions() []string {
+	if k == nil {
+		return nil
+	}
+	var out []string
+	if k.MaxPodsExpression != "" {
+		out = append(out, "maxPods")
+	}
+	for _, f := range []struct {
+		name string
+		m    map[string]string
+	}{{"kubeReserved", k.KubeReserved}, {"systemReserved", k.SystemReserved}} {
+		for key, v := range f.m {
+			if _, err := resource.ParseQuantity(v); err != nil {
+				out = append(out, f.name+"."+key)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// KubeletNotReady says why a pool of class nc whose kubelet settings are k
+// cannot launch a node ("": it can): settings given as CEL expressions
+// (Kubelet.Expressions). Launching with the family's defaults instead
+// would be a node the user did not ask for, and a reservation such as
+// "vcpus * 10" in the node's kubelet configuration would keep it from
+// starting.
+func KubeletNotReady(nc *NodeClass, k *Kubelet) string {
+	paths := k.Expressions()
+	if len(paths) == 0 {
+		return ""
+	}
+	for i, p := range paths {
+		paths[i] = "spec.kubelet." + p
+	}
+	return fmt.Sprintf("node class %q: %s: CEL expressions need Karpenter's NodeClassCEL feature gate, which Joist does not implement: give numbers and quantities", nc.Name, strings.Join(paths, ", "))
 }
 
 // SelectorTerm finds AWS resources (subnets, security groups, AMIs). Terms

@@ -73,6 +73,11 @@ func ReadyPools(ctx context.Context, spec *model.Spec, r NodeClassResolver) Read
 			out.Pools = append(out.Pools, p)
 			continue
 		}
+		if why := model.KubeletNotReady(nc, p.Kubelet); why != "" {
+			out.NotReady[p.Name] = why
+			out.Pools = append(out.Pools, p)
+			continue
+		}
 		a, ok := byClass[nc.Name]
 		if !ok {
 			a.d, a.err = r.Desired(ctx, nc)

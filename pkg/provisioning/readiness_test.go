@@ -304,3 +304,28 @@ func TestReconcile_PlansIntoTheClassesPlacementGroups(t *testing.T) {
 		}
 	})
 }
+
+// TestReadyPools_KubeletExpressionsAreNotReady: a pool whose kubelet
+// settings are CEL expressions (Karpenter's NodeClassCEL gate, off by
+// default, which Joist does not implement) is left out of planning with
+// the paths named, as Karpenter marks such an EC2NodeClass not ready;
+// quantities are fine.
+func TestReadyPools_KubeletExpressionsAreNotReady(t *testing.T) {
+	maxPods := int32(20)
+	spec := &model.Spec{
+		Pools: []*model.Pool{
+			{Name: "cel", NodeClass: "cel", Kubelet: &model.Kubelet{MaxPodsExpression: "vcpus * 8", KubeReserved: map[string]string{"cpu": "vcpus * 10", "memory": "1Gi"}}},
+			{Name: "plain", NodeClass: "plain", Kubelet: &model.Kubelet{MaxPods: &maxPods, SystemReserved: map[string]string{"cpu": "100m"}}},
+		},
+		NodeClasses: map[string]*model.NodeClass{"cel": {Name: "cel"}, "plain": {Name: "plain"}},
+	}
+	r := &classResolver{}
+	got := ReadyPools(context.Background(), spec, r)
+	want := `node class "cel": spec.kubelet.kubeReserved.cpu, spec.kubelet.maxPods: CEL expressions need Karpenter's NodeClassCEL feature gate`
+	if why := got.NotReady["cel"]; !strings.HasPrefix(why, want) {
+		t.Errorf("not ready %q, want %q...", why, want)
+	}
+	if _, ok := got.NotReady["plain"]; ok || !slices.Equal(r.asked, []string{"plain"}) {
+		t.Errorf("not ready %v, classes resolved %v; want plain ready and resolved", got.NotReady, r.asked)
+	}
+}
