@@ -25,6 +25,23 @@ func runPlanJSON(t *testing.T, o *planOptions) planOutput {
 	return out
 }
 
+// planStdin plans manifest (from standard input) in us-east-1 with the
+// embedded catalog and the options o sets, returning the JSON output
+// (when the plan succeeded), what went to stderr, and the error.
+func planStdin(t *testing.T, manifest string, o planOptions) (planOutput, string, error) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	o.files, o.region, o.catalog, o.output = []string{"-"}, "us-east-1", "embedded", "json"
+	err := runPlan(strings.NewReader(manifest), &stdout, &stderr, &o)
+	var out planOutput
+	if err == nil {
+		if jerr := json.Unmarshal(stdout.Bytes(), &out); jerr != nil {
+			t.Fatalf("%v: %s", jerr, stdout.String())
+		}
+	}
+	return out, stderr.String(), err
+}
+
 // The seed workload (a Karpenter v0.20 user's manifests) plans exactly one
 // t3.large or t3.xlarge for pool "service" holding both nginx pods, and
 // nothing for "management", whose taint the pods do not tolerate.
@@ -362,15 +379,7 @@ spec:
     resources: {requests: {cpu: "1", memory: 1Gi}}
 `
 	plan := func(ids map[string]string) (planOutput, string, error) {
-		var stdout, stderr bytes.Buffer
-		err := runPlan(strings.NewReader(manifest), &stdout, &stderr, &planOptions{files: []string{"-"}, region: "us-east-1", catalog: "embedded", output: "json", zoneIDs: ids})
-		var out planOutput
-		if err == nil {
-			if jerr := json.Unmarshal(stdout.Bytes(), &out); jerr != nil {
-				t.Fatalf("%v: %s", jerr, stdout.String())
-			}
-		}
-		return out, stderr.String(), err
+		return planStdin(t, manifest, planOptions{zoneIDs: ids})
 	}
 	out, errOut, err := plan(map[string]string{"a": "use1-az4", "us-east-1b": "use1-az1", "c": "use1-az2"})
 	if err != nil {
@@ -586,14 +595,7 @@ spec:
         resources: {requests: {cpu: 10m, memory: 16Mi}}
 `
 	plan := func(reserved int64) (planOutput, error) {
-		var stdout, stderr bytes.Buffer
-		err := runPlan(strings.NewReader(manifest), &stdout, &stderr, &planOptions{files: []string{"-"}, region: "us-east-1", catalog: "embedded", output: "json", reservedENIs: reserved})
-		var out planOutput
-		if err == nil {
-			if jerr := json.Unmarshal(stdout.Bytes(), &out); jerr != nil {
-				t.Fatalf("%v: %s", jerr, stdout.String())
-			}
-		}
+		out, _, err := planStdin(t, manifest, planOptions{reservedENIs: reserved})
 		return out, err
 	}
 	for _, tc := range []struct {
@@ -652,15 +654,11 @@ spec:
 	if err := runValidate(strings.NewReader(manifest), &vOut, &vErr, &validateOptions{files: []string{"-"}}); err != nil || !strings.Contains(vErr.String(), `warning: pool "cel" will not launch nodes: `+why) {
 		t.Errorf("validate: %v, stderr %q; want OK and a warning", err, vErr.String())
 	}
-	var stdout, stderr bytes.Buffer
-	if err := runPlan(strings.NewReader(manifest), &stdout, &stderr, &planOptions{files: []string{"-"}, region: "us-east-1", catalog: "embedded", output: "json"}); err != nil {
+	out, stderr, err := planStdin(t, manifest, planOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	var out planOutput
-	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
-		t.Fatal(err)
-	}
-	if out.Unschedulable != 1 || len(out.Nodes) != 0 || !strings.Contains(stderr.String(), `pool "cel" is left out: `+why) {
-		t.Errorf("plan %+v, stderr %q; want the pod unschedulable and a warning", out, stderr.String())
+	if out.Unschedulable != 1 || len(out.Nodes) != 0 || !strings.Contains(stderr, `pool "cel" is left out: `+why) {
+		t.Errorf("plan %+v, stderr %q; want the pod unschedulable and a warning", out, stderr)
 	}
 }
