@@ -243,11 +243,20 @@ func readPlanInput(stdin io.Reader, stderr io.Writer, o *planOptions) (schedulin
 	spec = spec.WithReservedENIs(o.reservedENIs)
 	// The plan reads no EC2: reserved room is not in it, where the
 	// provisioner fills it before it buys anything.
+	// Nor the placement group a class names: its partitions, or a cluster
+	// group's zone and types, are not in the plan.
 	warned := map[string]bool{}
 	for _, p := range spec.Pools {
-		if nc := spec.NodeClasses[p.NodeClass]; nc != nil && len(nc.CapacityReservationSelector) > 0 && !warned[nc.Name] {
-			warned[nc.Name] = true
+		nc := spec.NodeClasses[p.NodeClass]
+		if nc == nil || warned[nc.Name] {
+			continue
+		}
+		warned[nc.Name] = true
+		if len(nc.CapacityReservationSelector) > 0 {
 			fmt.Fprintf(stderr, "joist plan: warning: EC2NodeClass %q selects capacity reservations; this plan buys every node (the provisioner fills the reservations' room first)\n", nc.Name)
+		}
+		if nc.PlacementGroup != nil {
+			fmt.Fprintf(stderr, "joist plan: warning: EC2NodeClass %q names a placement group; this plan leaves it out (the provisioner plans its partitions, and a cluster group's zone and types)\n", nc.Name)
 		}
 	}
 	// Nor does it launch a static pool's nodes, which the provisioner

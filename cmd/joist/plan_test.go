@@ -268,8 +268,9 @@ spec:
 }
 
 // A node class that selects capacity reservations: the plan, which reads
-// no EC2, says it buys every node.
-func TestPlanWarnsOfReservationsItCannotSee(t *testing.T) {
+// no EC2, says it buys every node; one that names a placement group: the
+// plan says it leaves the group out.
+func TestPlanWarnsOfReservationsAndPlacementGroupsItCannotSee(t *testing.T) {
 	manifest := `apiVersion: karpenter.sh/v1
 kind: NodePool
 metadata: {name: ml}
@@ -306,6 +307,13 @@ spec:
 	want := `joist plan: warning: EC2NodeClass "ml" selects capacity reservations; this plan buys every node`
 	if !strings.Contains(stderr.String(), want) {
 		t.Errorf("stderr %q lacks %q", stderr.String(), want)
+	}
+	// Nor does it read the placement group a class names.
+	placed := strings.Replace(manifest, "  capacityReservationSelectorTerms: [{tags: {team: ml}}]\n", "  placementGroupSelector: {name: racks}\n", 1)
+	_, errOut, err := planStdin(t, placed, planOptions{})
+	want = `joist plan: warning: EC2NodeClass "ml" names a placement group; this plan leaves it out`
+	if err != nil || !strings.Contains(errOut, want) {
+		t.Errorf("placement group: %v, stderr %q lacks %q", err, errOut, want)
 	}
 }
 
