@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"slices"
-	"strings"
 	"sync"
 )
 
@@ -38,26 +37,27 @@ func (t *InstanceType) SupportsPlacement(strategy string) bool {
 	return true
 }
 
-var (
-	unplaceableOnce sync.Once
-	unplaceable     map[string][]string
-)
+// clusterUnplaceable are the catalog's families with a type EC2 does not
+// launch into a cluster group, sorted; the catalog does not change, so
+// once.
+var clusterUnplaceable = sync.OnceValue(func() []string {
+	var out []string
+	for _, t := range All() {
+		if !t.SupportsPlacement(PlacementCluster) && !slices.Contains(out, t.Family) {
+			out = append(out, t.Family)
+		}
+	}
+	slices.Sort(out)
+	return out
+})
 
 // FamiliesNotPlaceable are the families of the catalog with a type EC2
 // does not launch into a placement group of the strategy, sorted (nil
 // for partition and spread): what a pool whose node class selects such a
 // group must leave out (`karpenter.k8s.aws/instance-family NotIn`).
 func FamiliesNotPlaceable(strategy string) []string {
-	unplaceableOnce.Do(func() {
-		unplaceable = map[string][]string{}
-		seen := map[string]bool{}
-		for _, t := range All() {
-			if !t.SupportsPlacement(PlacementCluster) && !seen[t.Family] {
-				seen[t.Family] = true
-				unplaceable[PlacementCluster] = append(unplaceable[PlacementCluster], t.Family)
-			}
-		}
-		slices.SortFunc(unplaceable[PlacementCluster], strings.Compare)
-	})
-	return unplaceable[strategy]
+	if strategy != PlacementCluster {
+		return nil
+	}
+	return clusterUnplaceable()
 }

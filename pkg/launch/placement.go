@@ -142,6 +142,14 @@ func (pg *PlacementGroup) Requirements(zones []string) []model.Requirement {
 	return out
 }
 
+// id is pg's id ("" without a group).
+func (pg *PlacementGroup) id() string {
+	if pg == nil {
+		return ""
+	}
+	return pg.ID
+}
+
 // partition is the partition a node of pg with labels launches into: the
 // one its plan put it in (the partition label), else the lowest, as
 // Karpenter picks the lowest its node claim allows; 0 (EC2 picks, or not

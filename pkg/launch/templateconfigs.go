@@ -110,7 +110,7 @@ func (l *Launcher) templateConfigs(ctx context.Context, cluster Cluster, req Req
 			DetailedMonitoring: nc.DetailedMonitoring, Tags: l.templateTags(nc),
 			ReservationID: g.reservationID, ReservationType: g.reservationType,
 			AvoidReservations: g.reservationID == "" && len(nc.CapacityReservationSelector) > 0,
-			PlacementGroupID:  placementID(pg), PlacementPartition: pg.partition(labels),
+			PlacementGroupID:  pg.id(), PlacementPartition: pg.partition(labels),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("node class %q: %w", nc.Name, err)
@@ -124,14 +124,6 @@ func (l *Launcher) templateConfigs(ctx context.Context, cluster Cluster, req Req
 		configs = append(configs, cfg)
 	}
 	return configs, nil
-}
-
-// placementID is pg's id ("" without a group).
-func placementID(pg *PlacementGroup) string {
-	if pg == nil {
-		return ""
-	}
-	return pg.ID
 }
 
 // reservationLabels are the labels of a node launched into the
