@@ -51,21 +51,7 @@ func consolidate(s Snapshot, nodes []Node, state func(pool string) (total, disru
 		if !underutilizedPolicy(p) || Empty(n) || s.Planned[pods.InstanceID(n.Node.Spec.ProviderID)] > 0 {
 			continue
 		}
-		cd := &candidate{n: n, pool: p, price: c.nodePrice(n.Node), instanceType: instanceTypeOf(n.Node),
-			capacityType: n.Node.Labels[model.LabelCapacityType], block: gracefulBlock(n, s.Now, s.pdbs)}
-		if cd.capacityType == "" {
-			cd.capacityType = model.CapacityTypeOnDemand
-		}
-		cd.cost = 1 + n.moving.cost
-		for _, pod := range n.Pods {
-			if pods.Reschedulable(pod) {
-				cpu, mem := podCPUMem(pod)
-				cd.pods, cd.cpu, cd.mem = cd.pods+1, cd.cpu+cpu, cd.mem+mem
-				cd.cost += max(0, EvictionCost(pod))
-			}
-		}
-		cd.pods, cd.cpu, cd.mem = cd.pods+n.moving.pods, cd.cpu+n.moving.cpu, cd.mem+n.moving.mem
-		cands = append(cands, cd)
+		cands = append(cands, c.candidate(n, p))
 	}
 	sortCandidates(cands)
 
@@ -155,7 +141,8 @@ func consolidate(s Snapshot, nodes []Node, state func(pool string) (total, disru
 		if s.Now.Before(at.Add(waitFor(pending))) {
 			return // still validating
 		}
-		if cmd, why := c.simulate(pending); why == "" {
+		// Still holding, and (Balanced pools) still worth it.
+		if cmd, why := c.simulate(pending); why == "" && c.approve(cmd) {
 			retire(cmd, plan)
 			return
 		}
@@ -169,11 +156,23 @@ func consolidate(s Snapshot, nodes []Node, state func(pool string) (total, disru
 	if !found {
 		cmd, found = c.singleNode(ok)
 	}
+	// The first command a Balanced pool refused this pass: its scores,
+	// and why when nothing else was found.
+	if r := c.rejected; r != nil {
+		plan.Moves = r.moves
+		if !found {
+			plan.Blocked = append(plan.Blocked, r.Blocked)
+		}
+	}
 	if found {
 		for _, cd := range cmd.nodes {
 			plan.StampConsolidation = append(plan.StampConsolidation, cd.name())
 		}
 		plan.ConsolidationCommand = cmd.id()
+		if len(c.totals) > 0 {
+			_, _, scores := c.balancedScore(cmd)
+			plan.Moves = append(plan.Moves, scores...)
+		}
 		return
 	}
 	// Say why a node that could go stays (a few: each costs a simulation).
@@ -187,6 +186,24 @@ func consolidate(s Snapshot, nodes []Node, state func(pool string) (total, disru
 			reported++
 		}
 	}
+}
+
+// candidate is node n of pool p as a consolidation candidate.
+func (c *consolidator) candidate(n Node, p *model.Pool) *candidate {
+	cd := &candidate{n: n, pool: p, price: c.nodePrice(n.Node), instanceType: instanceTypeOf(n.Node),
+		capacityType: n.Node.Labels[model.LabelCapacityType], block: gracefulBlock(n, c.s.Now, c.s.pdbs)}
+	if cd.capacityType == "" {
+		cd.capacityType = model.CapacityTypeOnDemand
+	}
+	cd.cost = nodeDisruptionCost(n)
+	for _, pod := range n.Pods {
+		if pods.Reschedulable(pod) {
+			cpu, mem := podCPUMem(pod)
+			cd.pods, cd.cpu, cd.mem = cd.pods+1, cd.cpu+cpu, cd.mem+mem
+		}
+	}
+	cd.pods, cd.cpu, cd.mem = cd.pods+n.moving.pods, cd.cpu+n.moving.cpu, cd.mem+n.moving.mem
+	return cd
 }
 
 // maxBlockedReports bounds the blocked consolidations one pass reports.

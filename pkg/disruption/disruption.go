@@ -199,6 +199,9 @@ type Plan struct {
 	// Retire are the nodes to retire, expired ones first.
 	Retire  []Decision
 	Blocked []Blocked
+	// Moves are the Balanced scores of the consolidation command found
+	// this pass, or of the first one refused (balanced.go).
+	Moves []Move
 }
 
 // launchedByJoist says whether the node's instance is one Joist launched

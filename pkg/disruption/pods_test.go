@@ -24,7 +24,7 @@ import (
 // standalone pods (no owner), finished and terminating pods, pods with
 // do-not-evict, required anti-affinity, a host port or a zone spread,
 // ReplicaSet-owned replicas; nodes of different ages under an expiring
-// pool now and then.
+// pool now and then, and a Balanced pool now and then.
 func variedCluster(rng *rand.Rand, types []*scheduling.InstanceType) *simCluster {
 	c := randomCluster(rng, types)
 	pool := c.in.Pools[0]
@@ -104,6 +104,11 @@ func variedCluster(rng *rand.Rand, types []*scheduling.InstanceType) *simCluster
 		// Interleaved, as a list returns them (by name).
 		n.Pods = append(n.Pods, extra...)
 		rng.Shuffle(len(n.Pods), func(a, b int) { n.Pods[a], n.Pods[b] = n.Pods[b], n.Pods[a] })
+	}
+	// Now and then a Balanced pool: its score reads every node's pods,
+	// compact ones too.
+	if rng.Intn(3) == 0 {
+		pool.Disruption.ConsolidationPolicy = "Balanced"
 	}
 	return c
 }

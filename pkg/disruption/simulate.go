@@ -108,6 +108,10 @@ type consolidator struct {
 	// simulations counts Solve calls; deadline ends the search.
 	simulations int
 	deadline    time.Time
+	// totals are the Balanced pools' sums (balanced.go), rejected the
+	// first command their score refused this pass.
+	totals   map[string]poolTotals
+	rejected *refusal
 }
 
 // outOfTime reports whether the search budget is spent.
@@ -155,6 +159,7 @@ func newConsolidator(s Snapshot, nodes []Node) *consolidator {
 			VolumeLimits: s.VolumeLimits[n.Node.Name],
 		})
 	}
+	c.totals = c.balancedTotals()
 	return c
 }
 
@@ -451,6 +456,9 @@ func (c *consolidator) multiNode(cands []*candidate) (command, bool) {
 	for lo <= hi && !c.outOfTime() {
 		mid := (lo + hi) / 2
 		cmd, why := c.simulate(cands[:mid+1])
+		if why == "" && !c.approve(cmd) {
+			why = "refused by its Balanced score"
+		}
 		if why == "" {
 			best, found = cmd, true
 			lo = mid + 1
@@ -478,8 +486,12 @@ func (c *consolidator) singleNode(cands []*candidate) (command, bool) {
 		if !fitsRoom && !(cd.price > 0 && c.cheapestFit(cpu, mem) < cd.price) {
 			continue
 		}
+		// Not even deleting it would pass its pool's Balanced score.
+		if !c.canPassBalanced(cd) {
+			continue
+		}
 		tried++
-		if cmd, why := c.simulate([]*candidate{cd}); why == "" {
+		if cmd, why := c.simulate([]*candidate{cd}); why == "" && c.approve(cmd) {
 			return cmd, true
 		}
 	}

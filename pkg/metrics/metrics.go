@@ -85,6 +85,10 @@ const (
 	// PodsEvictionRequests counts Eviction API requests of drains, by
 	// DimReason: Evicted, or Blocked (a PDB's 429).
 	PodsEvictionRequests = "joist_pods_eviction_requests_total"
+	// ConsolidationMoves counts the consolidation commands scored for a
+	// pool whose policy is Balanced, by DimPool and DimDecision (approved,
+	// rejected): per pass, the command found and the first one refused.
+	ConsolidationMoves = "joist_consolidation_moves_total"
 )
 
 // The interruption function's metrics, after Karpenter's
@@ -124,6 +128,9 @@ const (
 	DimInstanceType = "instance_type"
 	DimZone         = "zone"
 	DimReason       = "reason"
+	// DimDecision is a Balanced consolidation score's verdict (approved,
+	// rejected).
+	DimDecision = "decision"
 	// DimFunction names the Lambda function (provisioner, reaper, ...);
 	// it plays the part of Karpenter's "controller" label.
 	DimFunction = "function"

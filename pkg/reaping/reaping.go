@@ -490,6 +490,16 @@ func (r *Reaper) decide(ctx context.Context, snap disruption.Snapshot, nodes []*
 			errs = append(errs, err)
 		}
 	}
+	for _, m := range plan.Moves {
+		decision := "rejected"
+		if m.Approved {
+			decision = "approved"
+		}
+		r.Log.Info("consolidation score", "pool", m.Pool, "score", m.Score, "threshold", 1.0/disruption.BalancedK, "decision", decision)
+		if r.Metrics != nil {
+			r.Metrics.Count(metrics.ConsolidationMoves, 1, map[string]string{metrics.DimPool: m.Pool, metrics.DimDecision: decision})
+		}
+	}
 	for _, b := range plan.Blocked {
 		r.Log.Info("disruption blocked", "node", b.Node, "reason", b.Reason, "why", b.Why)
 		if err := r.Kube.Event(ctx, kube.NodeTarget(b.Node), corev1.EventTypeNormal, termination.ReasonDisruptionBlocked, b.Reason+": "+b.Why); err != nil {
