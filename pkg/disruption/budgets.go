@@ -20,6 +20,8 @@ const (
 	ReasonUnderutilized = "Underutilized"
 	ReasonDrifted       = "Drifted"
 	ReasonExpired       = "Expired"
+	// ReasonUnhealthy is node repair's (repair.go).
+	ReasonUnhealthy = "Unhealthy"
 	// ReasonPoolDeleted retires the nodes of a pool whose Provisioner or
 	// NodePool is gone, as Karpenter's NodePool deletion cascades to its
 	// NodeClaims: forceful (no budget, no replacement: the pool that

@@ -30,6 +30,7 @@ package disruption
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -83,6 +84,9 @@ type Snapshot struct {
 	Now   time.Time
 	Pools []*model.Pool
 	Nodes []Node
+	// NodeRepair turns node repair on (repair.go): Karpenter's NodeRepair
+	// feature gate, off by default.
+	NodeRepair bool
 	// Planned counts, per instance id, the pending pods planned onto it
 	// (pods.AnnotationInstance): such a node is about to receive pods.
 	Planned map[string]int
@@ -337,11 +341,15 @@ func minKey(a, b string) string {
 func Decide(s Snapshot) Plan {
 	s.pdbs = indexPDBs(s.PDBs, s.PDBsUnread)
 	var plan Plan
+	// disrupting counts a pool's nodes being retired or not Ready (the
+	// budgets' usage), retiring those being retired alone (the Unhealthy
+	// budget's: a node that is not Ready is what repair is for).
 	type poolState struct {
-		total, disrupting int
+		total, disrupting, retiring int
 	}
 	state := map[string]*poolState{}
-	var nodes []Node
+	// nodes are the Ready nodes no rule retires yet; notReady the others.
+	var nodes, notReady []Node
 	for _, n := range s.Nodes {
 		p := PoolOf(n.Node, s.Pools)
 		if p == nil {
@@ -357,24 +365,37 @@ func Decide(s Snapshot) Plan {
 			state[p.Name] = st
 		}
 		st.total++
-		if Retiring(n.Node) || !pods.NodeReady(n.Node) {
+		switch {
+		case Retiring(n.Node):
 			st.disrupting++
-			continue
+			st.retiring++
+		case !pods.NodeReady(n.Node):
+			st.disrupting++
+			notReady = append(notReady, n)
+		default:
+			nodes = append(nodes, n)
 		}
-		nodes = append(nodes, n)
 	}
-	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Node.Name < nodes[j].Node.Name })
+	byName := func(ns []Node) {
+		sort.Slice(ns, func(i, j int) bool { return ns[i].Node.Name < ns[j].Node.Name })
+	}
+	byName(nodes)
+	byName(notReady)
 
-	// Expiry: forceful, no budget. decided are the nodes a rule retires
-	// this pass: no later rule looks at them.
+	// Expiry: forceful, no budget, Ready or not (Karpenter's expiration
+	// deletes the NodeClaim whatever its node's state). decided are the
+	// nodes a rule retires this pass: no later rule looks at them.
 	decided := map[string]bool{}
-	for _, n := range nodes {
+	for _, n := range slices.Concat(nodes, notReady) {
 		p := PoolOf(n.Node, s.Pools)
 		if Expired(n.Node, p, s.Now) {
 			// Its pods get their new place before the node drains.
 			plan.Retire = append(plan.Retire, Decision{Node: n.Node.Name, Pool: p.Name, Reason: ReasonExpired, Replace: !Empty(n)})
 			decided[n.Node.Name] = true
-			state[p.Name].disrupting++
+			if pods.NodeReady(n.Node) {
+				state[p.Name].disrupting++
+			}
+			state[p.Name].retiring++
 		}
 	}
 
@@ -385,6 +406,26 @@ func Decide(s Snapshot) Plan {
 			Detail: fmt.Sprintf("pool %s keeps %d nodes (replicas)", p.Name, p.StaticTarget())})
 		decided[n.Node.Name] = true
 		state[p.Name].disrupting++
+		state[p.Name].retiring++
+	}
+
+	// Repair (repair.go), first of the budgeted rules as in Karpenter,
+	// when its gate is on: the nodes, Ready or not, no rule decided.
+	if s.NodeRepair {
+		var rest []Node
+		for _, n := range slices.Concat(nodes, notReady) {
+			if !decided[n.Node.Name] {
+				rest = append(rest, n)
+			}
+		}
+		if n, ok := repair(s, rest, func(pool string) (int, int) { return state[pool].total, state[pool].retiring }, &plan); ok {
+			decided[n.Node.Name] = true
+			st := state[PoolOf(n.Node, s.Pools).Name]
+			if pods.NodeReady(n.Node) {
+				st.disrupting++
+			}
+			st.retiring++
+		}
 	}
 
 	// Emptiness: stamp, unstamp, retire within budgets.
