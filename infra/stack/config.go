@@ -12,6 +12,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/joist-dev/joist/pkg/featuregates"
 	"github.com/joist-dev/joist/pkg/scheduling"
 )
 
@@ -54,6 +55,10 @@ const (
 	// CNI may not give pods (custom networking), left out of every
 	// type's max pods (JOIST_RESERVED_ENIS).
 	CtxReservedENIs = "reservedENIs"
+	// CtxFeatureGates is Karpenter's FEATURE_GATES ("NodeRepair=true"):
+	// the functions act on NodeRepair and accept Karpenter's others
+	// (JOIST_FEATURE_GATES).
+	CtxFeatureGates = "featureGates"
 	// CtxForwarderImage is a prebuilt forwarder image URI; without it
 	// `cdk deploy` builds cmd/forwarder/Dockerfile (a DockerImageAsset).
 	CtxForwarderImage = "forwarderImage"
@@ -153,6 +158,9 @@ type Config struct {
 	// ReservedENIs is Karpenter's RESERVED_ENIS, a whole number of 0 or
 	// more; empty is 0.
 	ReservedENIs string
+	// FeatureGates is Karpenter's FEATURE_GATES (featuregates.Parse);
+	// empty is every gate's default.
+	FeatureGates string
 	// AccessEntries makes the stack create the EKS access entries for the
 	// function roles (needs a cluster in API or API_AND_CONFIG_MAP mode).
 	// On by default; -c accessEntries=false when you manage them.
@@ -336,6 +344,9 @@ func (c Config) Validate() error {
 	if n, err := strconv.Atoi(c.ReservedENIs); c.ReservedENIs != "" && (err != nil || n < 0) {
 		return fmt.Errorf("context %s=%q: want a whole number of 0 or more", CtxReservedENIs, c.ReservedENIs)
 	}
+	if _, err := featuregates.Parse(c.FeatureGates); err != nil {
+		return fmt.Errorf("context %s: %w", CtxFeatureGates, err)
+	}
 	if c.AssetDir == "" {
 		return fmt.Errorf("context %s is empty", CtxAssetDir)
 	}
@@ -438,6 +449,7 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 		{CtxPreferencePolicy, &c.PreferencePolicy},
 		{CtxMinValuesPolicy, &c.MinValuesPolicy},
 		{CtxReservedENIs, &c.ReservedENIs},
+		{CtxFeatureGates, &c.FeatureGates},
 		{CtxForwarderImage, &c.ForwarderImage},
 		{CtxSourceDir, &c.SourceDir},
 		{CtxSpecs, &c.SpecsDir},

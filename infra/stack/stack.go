@@ -311,6 +311,7 @@ func (s *JoistStack) environment() *map[string]*string {
 		"JOIST_MIN_VALUES_POLICY": c.MinValuesPolicy,
 		"JOIST_SCHEDULER_CONFIG":  c.SchedulerConfig,
 		"JOIST_RESERVED_ENIS":     c.ReservedENIs,
+		"JOIST_FEATURE_GATES":     c.FeatureGates,
 	} {
 		if v != "" {
 			env[k] = jsii.String(v)

@@ -853,6 +853,7 @@ func TestOptionalContext(t *testing.T) {
 	cfg.PreferencePolicy, cfg.MinValuesPolicy = "Ignore", "BestEffort"
 	cfg.SchedulerConfig = spreadConfig
 	cfg.ReservedENIs = "1"
+	cfg.FeatureGates = "NodeRepair=true,SpotToSpotConsolidation=true"
 	st, tpl := synth(t, cfg)
 	check(t, "env", func() {
 		tpl.AllResourcesProperties(jsii.String("AWS::Lambda::Function"), like(
@@ -868,6 +869,7 @@ func TestOptionalContext(t *testing.T) {
 				"JOIST_PREFERENCE_POLICY", "Ignore",
 				"JOIST_MIN_VALUES_POLICY", "BestEffort",
 				"JOIST_SCHEDULER_CONFIG", spreadConfig,
+				"JOIST_FEATURE_GATES", "NodeRepair=true,SpotToSpotConsolidation=true",
 				"JOIST_RESERVED_ENIS", "1",
 			)),
 			// Lambda would otherwise drop the debug lines.
@@ -1076,6 +1078,8 @@ func TestValidate(t *testing.T) {
 		"scheduler config":      func(c *Config) { c.SchedulerConfig = "podTopologySpread: {defaultConstraints: [{maxSkew: 0}]}" },
 		"reserved ENIs":         func(c *Config) { c.ReservedENIs = "-1" },
 		"reserved ENIs, a word": func(c *Config) { c.ReservedENIs = "one" },
+		"unknown feature gate":  func(c *Config) { c.FeatureGates = "NodeRepare=true" },
+		"feature gate value":    func(c *Config) { c.FeatureGates = "NodeRepair=on" },
 		"subnets without a VPC": func(c *Config) { c.SubnetIDs = []string{"subnet-0123456789abcdef0"} },
 		"VPC without subnets":   func(c *Config) { c.VpcID = "vpc-0123456789abcdef0" },
 		"bad VPC id":            func(c *Config) { c.VpcID, c.SubnetIDs = "vpc-x", []string{"subnet-0123456789abcdef0"} },

@@ -96,6 +96,9 @@ type Reaper struct {
 	Cloud Cloud
 	// Cluster is the cluster's name, as its instances are tagged.
 	Cluster string
+	// NodeRepair turns node repair on (Karpenter's NodeRepair feature
+	// gate: disruption.Snapshot.NodeRepair).
+	NodeRepair bool
 	// ReplacementTimeout bounds the wait for replacements to turn Ready
 	// (default termination.DefaultReplacementTimeout).
 	ReplacementTimeout time.Duration
@@ -177,7 +180,7 @@ func (r *Reaper) Pass(ctx context.Context) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	snap := disruption.Snapshot{Now: r.now(), Pools: spec.Pools, Planned: map[string]int{},
+	snap := disruption.Snapshot{Now: r.now(), Pools: spec.Pools, Planned: map[string]int{}, NodeRepair: r.NodeRepair,
 		Declared: spec.Declared, SpecPartial: spec.Partial,
 		PodsOn: func(node string) ([]*corev1.Pod, error) { return r.podsOn(ctx, node) }}
 	// Which nodes are Joist's is read from EC2 (termination.Ownership),
@@ -199,12 +202,18 @@ func (r *Reaper) Pass(ctx context.Context) (Result, error) {
 	log := r.Log
 	var errs []error
 
-	// The termination engine needs each node's terminationGracePeriod.
+	// The termination engine needs each node's terminationGracePeriod:
+	// its pool's, and a node retired for repair is drained within its
+	// repair policy's too.
 	r.Terminator.GracePeriod = func(n *corev1.Node) *time.Duration {
+		var grace *time.Duration
 		if p := disruption.PoolOf(n, spec.Pools); p != nil {
-			return p.Disruption.TerminationGracePeriod
+			grace = p.Disruption.TerminationGracePeriod
 		}
-		return nil
+		if n.Annotations[termination.AnnotationReason] == disruption.ReasonUnhealthy {
+			grace = disruption.RepairGracePeriod(n, grace, r.now())
+		}
+		return grace
 	}
 
 	// Without the instances' listing no node is Joist's, so nothing is

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/joist-dev/joist/pkg/featuregates"
 	"github.com/joist-dev/joist/pkg/scheduling"
 )
 
@@ -44,6 +45,7 @@ var (
 	SettingMinValuesPolicy  = Setting{"JOIST_MIN_VALUES_POLICY", "", "Strict (default) or BestEffort: Karpenter's --min-values-policy"}
 	SettingSchedulerConfig  = Setting{"JOIST_SCHEDULER_CONFIG", "", "Karpenter's --scheduler-config: a YAML or JSON document whose podTopologySpread.defaultConstraints go to pods that declare no spread (default none)"}
 	SettingReservedENIs     = Setting{"JOIST_RESERVED_ENIS", "RESERVED_ENIS", "Karpenter's RESERVED_ENIS: ENIs per node the VPC CNI may not give pods (custom networking), left out of max pods (default 0)"}
+	SettingFeatureGates     = Setting{"JOIST_FEATURE_GATES", "FEATURE_GATES", "Karpenter's FEATURE_GATES, Name=true|false comma-separated: NodeRepair=true turns node repair on (default off)"}
 )
 
 // Settings are all of them, for documentation and checks.
@@ -52,7 +54,7 @@ var Settings = []Setting{
 	SettingInstanceProfile, SettingSpecSource, SettingLeaseNamespace, SettingLogLevel, SettingZones,
 	SettingCatalog, SettingCacheTTL, SettingRegistration, SettingTemplateMinAge, SettingReaperLoop,
 	SettingReaperInterval, SettingReplacementLimit, SettingPreferencePolicy, SettingMinValuesPolicy,
-	SettingSchedulerConfig, SettingReservedENIs,
+	SettingSchedulerConfig, SettingReservedENIs, SettingFeatureGates,
 }
 
 // Lookup is os.LookupEnv, or a map's lookup in tests.
@@ -160,4 +162,18 @@ func ReservedENIs(env Lookup) (int64, error) {
 		return 0, fmt.Errorf("read setting %s: %q is not a whole number of 0 or more", SettingReservedENIs.Name, raw)
 	}
 	return n, nil
+}
+
+// ReadFeatureGates reads Karpenter's FEATURE_GATES (JOIST_FEATURE_GATES,
+// featuregates.Parse); a bad one is an error naming the setting.
+func ReadFeatureGates(env Lookup) (featuregates.Gates, error) {
+	raw, err := SettingFeatureGates.Get(env)
+	if err != nil {
+		return featuregates.Gates{}, err
+	}
+	g, err := featuregates.Parse(raw)
+	if err != nil {
+		return featuregates.Gates{}, fmt.Errorf("read setting %s: %w", SettingFeatureGates.Name, err)
+	}
+	return g, nil
 }

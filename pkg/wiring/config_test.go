@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/joist-dev/joist/pkg/featuregates"
 	"github.com/joist-dev/joist/pkg/scheduling"
 )
 
@@ -159,6 +160,34 @@ func TestReservedENIs_ReadsKarpentersSetting(t *testing.T) {
 		}
 		if err != nil || got != c.want {
 			t.Errorf("%v: got %d, %v; want %d", c.env, got, err, c.want)
+		}
+	}
+}
+
+// TestReadFeatureGates: Karpenter's FEATURE_GATES is read under either
+// name (featuregates.Parse's own cases are in its package); a bad one is
+// an error naming the setting.
+func TestReadFeatureGates(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want featuregates.Gates
+		err  string
+	}{
+		{map[string]string{}, featuregates.Gates{}, ""},
+		{map[string]string{"JOIST_FEATURE_GATES": "NodeRepair=true"}, featuregates.Gates{NodeRepair: true}, ""},
+		{map[string]string{"FEATURE_GATES": "ReservedCapacity=true,NodeRepair=true"}, featuregates.Gates{NodeRepair: true}, ""},
+		{map[string]string{"JOIST_FEATURE_GATES": "NodeRepare=true"}, featuregates.Gates{}, `JOIST_FEATURE_GATES: unknown feature gate "NodeRepare"`},
+		{map[string]string{"JOIST_FEATURE_GATES": "NodeRepair=true", "FEATURE_GATES": "NodeRepair=false"}, featuregates.Gates{}, "differ"},
+	} {
+		got, err := ReadFeatureGates(env(c.env))
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%v: got %+v, %v; want an error saying %s", c.env, got, err, c.err)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%v: got %+v, %v; want %+v", c.env, got, err, c.want)
 		}
 	}
 }

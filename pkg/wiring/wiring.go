@@ -443,6 +443,10 @@ func (e *Env) Reaper() (func(ctx context.Context, m *metrics.Recorder) *reaping.
 	if err != nil {
 		return nil, err
 	}
+	gates, err := ReadFeatureGates(os.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
 	launcher := e.Launcher()
 	return func(ctx context.Context, m *metrics.Recorder) *reaping.Reaper {
 		log := WithRequest(ctx, e.Log)
@@ -462,8 +466,8 @@ func (e *Env) Reaper() (func(ctx context.Context, m *metrics.Recorder) *reaping.
 		return &reaping.Reaper{
 			Kube: e.Kube, Specs: specs, Log: log, Lock: lease, Loop: loop, Interval: interval, Metrics: m,
 			Replace: replace, ReplacementTimeout: replacementTimeout, Cloud: launcher, Cluster: e.Cluster, Catalog: catalogFor, Policy: policy,
-			SchedulerConfig: schedulerConfig,
-			Terminator:      &termination.Terminator{Kube: e.Kube, EC2: launcher, Log: log, Metrics: m},
+			SchedulerConfig: schedulerConfig, NodeRepair: gates.NodeRepair,
+			Terminator: &termination.Terminator{Kube: e.Kube, EC2: launcher, Log: log, Metrics: m},
 		}
 	}, nil
 }
