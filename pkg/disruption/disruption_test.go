@@ -213,19 +213,26 @@ func cpuPod(name, cpu string, annotations ...string) *corev1.Pod {
 	return p
 }
 
+// v1Pool is a v1 pool that consolidates underused nodes after
+// consolidateAfter, within budgets.
+func v1Pool(name string, consolidateAfter *time.Duration, budgets ...model.Budget) *model.Pool {
+	p := pool(name, consolidateAfter, nil, budgets...)
+	p.API = model.APIV1
+	p.Disruption.ConsolidationPolicy = "WhenEmptyOrUnderutilized"
+	return p
+}
+
+// v1Node is node with the v1 pool label.
+func v1Node(pool, name string, opts ...nodeOpt) *corev1.Node {
+	n := node(name, "", opts...)
+	delete(n.Labels, model.LabelProvisionerName)
+	n.Labels[model.LabelNodePool] = pool
+	return n
+}
+
 func TestConsolidationDeletesANodeWhosePodsFitElsewhere(t *testing.T) {
-	v1 := func() *model.Pool {
-		p := pool("default", dur(0), nil)
-		p.API = model.APIV1
-		p.Disruption.ConsolidationPolicy = "WhenEmptyOrUnderutilized"
-		return p
-	}
-	onV1 := func(name string, opts ...nodeOpt) *corev1.Node {
-		n := node(name, "", opts...)
-		delete(n.Labels, model.LabelProvisionerName)
-		n.Labels[model.LabelNodePool] = "default"
-		return n
-	}
+	v1 := func() *model.Pool { return v1Pool("default", dur(0)) }
+	onV1 := func(name string, opts ...nodeOpt) *corev1.Node { return v1Node("default", name, opts...) }
 	cases := []struct {
 		name        string
 		pool        *model.Pool

@@ -119,18 +119,8 @@ func TestRepairGracePeriod(t *testing.T) {
 // gate off nothing is repaired. An expired node is retired whether Ready
 // or not, gate or no gate.
 func TestDecide_Repair(t *testing.T) {
-	v1 := func(budgets ...model.Budget) *model.Pool {
-		p := pool("p", nil, nil, budgets...)
-		p.API = model.APIV1
-		p.Disruption.ConsolidationPolicy = "WhenEmptyOrUnderutilized"
-		return p
-	}
-	onV1 := func(name string, opts ...nodeOpt) *corev1.Node {
-		n := node(name, "", opts...)
-		delete(n.Labels, model.LabelProvisionerName)
-		n.Labels[model.LabelNodePool] = "p"
-		return n
-	}
+	v1 := func(budgets ...model.Budget) *model.Pool { return v1Pool("p", nil, budgets...) }
+	onV1 := func(name string, opts ...nodeOpt) *corev1.Node { return v1Node("p", name, opts...) }
 	healthy := func(k int) []Node {
 		var out []Node
 		for i := range k {
