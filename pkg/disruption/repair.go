@@ -54,11 +54,6 @@ var RepairPolicies = []RepairPolicy{
 
 var anyReason = regexp.MustCompile(`.*`)
 
-// repairAging is how long past its toleration a node waits to rank one
-// step ahead (Karpenter's agingConstant): with one rank for every AWS
-// policy, the node unhealthy longest past its toleration goes first.
-const repairAging = 30 * time.Minute
-
 // repairUnhealthyShare is Karpenter's circuit breaker: no node of a pool is
 // repaired while more than this share of its nodes (rounded up, so one
 // unhealthy node never stops a small pool) has an unhealthy condition,
@@ -190,6 +185,9 @@ func repair(s Snapshot, nodes []Node, state func(pool string) (total, retiring i
 	if len(cands) == 0 {
 		return Node{}, false
 	}
+	// Karpenter scores a candidate by its policy's rank plus its time
+	// past the toleration over 30 minutes; every AWS policy has the same
+	// rank, so the node unhealthy longest past its toleration goes first.
 	sort.SliceStable(cands, func(i, j int) bool {
 		a, b := cands[i], cands[j]
 		if !a.r.EligibleAt.Equal(b.r.EligibleAt) {
