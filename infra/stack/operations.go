@@ -89,6 +89,19 @@ func (s *JoistStack) defineOperations() {
 		graph("Pending and unschedulable pods", search("pending", "joist_pending_pods", "Maximum"), search("unschedulable", "joist_pods_unschedulable", "Maximum")),
 		graph("Nodes launched (by pool, type)", search("created", "joist_nodes_created_total", "Sum")),
 	)
+	// The pools' running cost: the pool series only (the gauge also rolls
+	// up to the cluster's dimension set, where pools' values mix).
+	perPool := awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+		Expression: jsii.String("SEARCH('{" + MetricsNamespace + ",cluster,pool} MetricName=\"joist_nodepools_cost_per_hour\"', 'Maximum', 60)"),
+		Label:      jsii.String("$/h"), Period: minute,
+	})
+	d.AddWidgets(
+		graph("Cost now per pool ($/h)", perPool),
+		graph("Nodes now per pool", awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+			Expression: jsii.String("SEARCH('{" + MetricsNamespace + ",cluster,pool} MetricName=\"joist_nodepools_nodes\"', 'Maximum', 60)"),
+			Label:      jsii.String("nodes"), Period: minute,
+		})),
+	)
 	d.AddWidgets(
 		graph("$/h launched per pool", search("$/h", "joist_nodepools_launched_price_per_hour", "Sum")),
 		graph("Scheduling time (s)", search("p50", "joist_scheduler_scheduling_duration_seconds", "p50"), search("max", "joist_scheduler_scheduling_duration_seconds", "Maximum")),

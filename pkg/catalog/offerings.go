@@ -194,6 +194,18 @@ func (c *Catalog) Available(name string, u *Unavailable, now time.Time) []Offeri
 	return out
 }
 
+// OfferingPrice is the price of a type's offering in a zone and capacity
+// type, else its lowest of that capacity type (a zone the catalog was not
+// built for), and false when it has none of that capacity type.
+func (c *Catalog) OfferingPrice(name, zone, capacityType string) (float64, bool) {
+	for _, o := range c.offerings[name] {
+		if o.Zone == zone && o.CapacityType == capacityType {
+			return o.Price, true
+		}
+	}
+	return c.Price(name, capacityType)
+}
+
 // Price returns the lowest price of a type's offerings of a capacity type,
 // and false when it has none.
 func (c *Catalog) Price(name, capacityType string) (float64, bool) {

@@ -180,3 +180,34 @@ func TestNewLeavesOutTypesWithoutOfferings(t *testing.T) {
 		t.Errorf("types %v, want only m5.large once", c.Types())
 	}
 }
+
+// TestOfferingPrice: a zone's own price where the catalog has one (spot
+// prices differ by zone in a live catalog), else the type's lowest of the
+// capacity type, and false for a capacity type it does not offer.
+func TestOfferingPrice(t *testing.T) {
+	off, err := Offline("us-east-1", []string{"us-east-1a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m5, _ := off.Lookup("m5.large")
+	c := New("us-east-1", []string{"us-east-1a", "us-east-1b"}, []*InstanceType{m5}, map[string][]Offering{"m5.large": {
+		{Zone: "us-east-1a", CapacityType: model.CapacityTypeSpot, Price: 0.04},
+		{Zone: "us-east-1b", CapacityType: model.CapacityTypeSpot, Price: 0.03},
+		{Zone: "us-east-1a", CapacityType: model.CapacityTypeOnDemand, Price: 0.096},
+	}})
+	for _, tc := range []struct {
+		zone, ct string
+		want     float64
+		ok       bool
+	}{
+		{"us-east-1a", model.CapacityTypeSpot, 0.04, true},
+		{"us-east-1b", model.CapacityTypeSpot, 0.03, true},
+		{"us-east-1c", model.CapacityTypeSpot, 0.03, true},
+		{"us-east-1b", model.CapacityTypeOnDemand, 0.096, true},
+		{"us-east-1a", model.CapacityTypeReserved, 0, false},
+	} {
+		if p, ok := c.OfferingPrice("m5.large", tc.zone, tc.ct); p != tc.want || ok != tc.ok {
+			t.Errorf("%s %s: %v %v, want %v %v", tc.zone, tc.ct, p, ok, tc.want, tc.ok)
+		}
+	}
+}

@@ -85,6 +85,15 @@ const (
 	// PodsEvictionRequests counts Eviction API requests of drains, by
 	// DimReason: Evicted, or Blocked (a PDB's 429).
 	PodsEvictionRequests = "joist_pods_eviction_requests_total"
+	// NodePoolCost is a gauge by DimPool: the hourly price, in US
+	// dollars, of the pool's nodes now, each priced from the catalog by
+	// its instance type, zone and capacity type (a node in a capacity
+	// reservation at 0: it is paid for either way); a pool without nodes
+	// reads 0. Recorded by the reaper every pass.
+	NodePoolCost = "joist_nodepools_cost_per_hour"
+	// NodePoolNodes is a gauge by DimPool: the pool's nodes now (those
+	// being retired too: they are still billed).
+	NodePoolNodes = "joist_nodepools_nodes"
 	// ConsolidationMoves counts the consolidation commands scored for a
 	// pool whose policy is Balanced, by DimPool and DimDecision (approved,
 	// rejected): per pass, the command found and the first one refused.
@@ -176,6 +185,7 @@ const (
 var gaugeUnits = map[string]Unit{
 	PendingPods:       Count,
 	PodsUnschedulable: Count,
+	NodePoolNodes:     Count,
 }
 
 type kind int

@@ -1,0 +1,63 @@
+package reaping
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/joist-dev/joist/pkg/catalog"
+	"github.com/joist-dev/joist/pkg/disruption"
+	"github.com/joist-dev/joist/pkg/metrics"
+	"github.com/joist-dev/joist/pkg/model"
+)
+
+// recordCost sets each pool's running cost and node count
+// (metrics.NodePoolCost, NodePoolNodes) from the pass's nodes, Joist's
+// own: what a pool costs now, which the launches' prices alone do not
+// tell once nodes come and go. Without the catalog (none configured, or
+// it cannot be read) nothing is recorded: a wrong zero would read as a
+// free pool.
+func (r *Reaper) recordCost(ctx context.Context, pools []*model.Pool, nodes []disruption.Node) {
+	if r.Metrics == nil || r.Catalog == nil {
+		return
+	}
+	cat, err := r.Catalog(ctx)
+	if err != nil {
+		r.Log.Warn("pool cost not recorded: catalog", "error", err.Error())
+		return
+	}
+	cost := make(map[string]float64, len(pools))
+	count := make(map[string]int, len(pools))
+	for _, p := range pools {
+		cost[p.Name], count[p.Name] = 0, 0
+	}
+	for _, n := range nodes {
+		p := disruption.PoolOf(n.Node, pools)
+		if p == nil {
+			continue
+		}
+		count[p.Name]++
+		cost[p.Name] += nodeCost(cat, n.Node)
+	}
+	for name, c := range cost {
+		dims := map[string]string{metrics.DimPool: name}
+		r.Metrics.Gauge(metrics.NodePoolCost, c, dims)
+		r.Metrics.Gauge(metrics.NodePoolNodes, float64(count[name]), dims)
+	}
+}
+
+// nodeCost is a node's $/h by its labels: its offering's catalog price, 0
+// when the catalog does not price it, as a node in a capacity reservation
+// (the catalog has no reserved offerings).
+func nodeCost(cat *catalog.Catalog, n *corev1.Node) float64 {
+	ct := n.Labels[model.LabelCapacityType]
+	if ct == "" {
+		ct = model.CapacityTypeOnDemand
+	}
+	t := n.Labels[model.LabelInstanceType]
+	if t == "" {
+		t = n.Labels[corev1.LabelInstanceType]
+	}
+	p, _ := cat.OfferingPrice(t, n.Labels[model.LabelZone], ct)
+	return p
+}
