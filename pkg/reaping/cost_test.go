@@ -35,7 +35,9 @@ func TestPoolCostGauges(t *testing.T) {
 		}
 	}
 	r := g.reaper("i-costly-od", "i-costly-spot", "i-costly-reserved")
-	r.Specs = func(context.Context) (*model.Spec, error) { return &model.Spec{Pools: []*model.Pool{g.pool, idle}}, nil }
+	r.Specs = func(context.Context) (*model.Spec, error) {
+		return &model.Spec{Pools: []*model.Pool{g.pool, idle}}, nil
+	}
 	r.Metrics = metrics.New("c", r.fc)
 	if _, err := r.Pass(g.ctx); err != nil {
 		t.Fatal(err)
