@@ -219,15 +219,18 @@ func (c *consolidator) offeringPrice(pool, instanceType, zone, capacityType stri
 // nodePrice is a node's $/h from its instance type, zone and capacity
 // type labels, as its pool plans it (0: unknown).
 func (c *consolidator) nodePrice(n *corev1.Node) float64 {
+	t, zone, ct := NodeOffering(n)
+	return c.offeringPrice(PoolLabel(n), t, zone, ct)
+}
+
+// NodeOffering is the offering a node runs on, by its labels: instance
+// type, zone and capacity type (on-demand when unlabelled).
+func NodeOffering(n *corev1.Node) (instanceType, zone, capacityType string) {
 	ct := n.Labels[model.LabelCapacityType]
 	if ct == "" {
 		ct = model.CapacityTypeOnDemand
 	}
-	pool := n.Labels[model.LabelNodePool]
-	if pool == "" {
-		pool = n.Labels[model.LabelProvisionerName]
-	}
-	return c.offeringPrice(pool, instanceTypeOf(n), n.Labels[model.LabelZone], ct)
+	return instanceTypeOf(n), n.Labels[model.LabelZone], ct
 }
 
 func instanceTypeOf(n *corev1.Node) string {

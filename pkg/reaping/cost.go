@@ -50,14 +50,6 @@ func (r *Reaper) recordCost(ctx context.Context, pools []*model.Pool, nodes []di
 // when the catalog does not price it, as a node in a capacity reservation
 // (the catalog has no reserved offerings).
 func nodeCost(cat *catalog.Catalog, n *corev1.Node) float64 {
-	ct := n.Labels[model.LabelCapacityType]
-	if ct == "" {
-		ct = model.CapacityTypeOnDemand
-	}
-	t := n.Labels[model.LabelInstanceType]
-	if t == "" {
-		t = n.Labels[corev1.LabelInstanceType]
-	}
-	p, _ := cat.OfferingPrice(t, n.Labels[model.LabelZone], ct)
+	p, _ := cat.OfferingPrice(disruption.NodeOffering(n))
 	return p
 }
