@@ -279,6 +279,12 @@ func (r *Recorder) Observe(name string, seconds float64, dims map[string]string)
 	r.record(name, observation, Seconds, seconds, dims)
 }
 
+// ObserveAmount records one observation that is not a duration (a price
+// in $/h, say): kept and published as Observe's, without a unit.
+func (r *Recorder) ObserveAmount(name string, value float64, dims map[string]string) {
+	r.record(name, observation, None, value, dims)
+}
+
 // ObserveSince observes the time from start to the Recorder's clock.
 func (r *Recorder) ObserveSince(name string, start time.Time, dims map[string]string) {
 	r.Observe(name, r.clock.Since(start).Seconds(), dims)

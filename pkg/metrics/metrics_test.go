@@ -246,6 +246,21 @@ func TestRecorder_OutputFollowsTheEMFSpecification(t *testing.T) {
 			},
 		},
 		{
+			name: "amounts are observations without a unit",
+			record: func(r *metrics.Recorder) {
+				r.ObserveAmount(metrics.DisruptionSavings, 0.25, pool("default"))
+				r.ObserveAmount(metrics.DisruptionSavings, 1.5, pool("default"))
+			},
+			check: func(t *testing.T, lines []emfLine) {
+				if got := total(lines, metrics.DisruptionSavings); !reflect.DeepEqual(got, []float64{0.25, 1.5}) {
+					t.Errorf("got %v", got)
+				}
+				if u := lines[0].Units[metrics.DisruptionSavings]; u != "None" {
+					t.Errorf("unit %q, want None", u)
+				}
+			},
+		},
+		{
 			name:   "the line is stamped in milliseconds by the clock",
 			record: func(r *metrics.Recorder) { r.Count(metrics.PodsBound, 1, nil) },
 			check: func(t *testing.T, lines []emfLine) {

@@ -491,7 +491,7 @@ func (r *Reaper) decide(ctx context.Context, snap disruption.Snapshot, nodes []*
 			r.Metrics.Count(metrics.NodesDisrupted, 1, map[string]string{metrics.DimPool: d.Pool, metrics.DimReason: d.Reason})
 			r.Metrics.Count(metrics.DisruptionDecisions, 1, map[string]string{metrics.DimReason: d.Reason})
 			if d.SavingsPerHour > 0 {
-				r.Metrics.Observe(metrics.DisruptionSavings, d.SavingsPerHour, map[string]string{metrics.DimPool: d.Pool, metrics.DimReason: d.Reason})
+				r.Metrics.ObserveAmount(metrics.DisruptionSavings, d.SavingsPerHour, map[string]string{metrics.DimPool: d.Pool, metrics.DimReason: d.Reason})
 			}
 		}
 	}
