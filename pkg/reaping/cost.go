@@ -1,8 +1,6 @@
 package reaping
 
 import (
-	"context"
-
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/joist-dev/joist/pkg/catalog"
@@ -13,17 +11,12 @@ import (
 
 // recordCost sets each pool's running cost and node count
 // (metrics.NodePoolCost, NodePoolNodes) from the pass's nodes, Joist's
-// own: what a pool costs now, which the launches' prices alone do not
-// tell once nodes come and go. Without the catalog (none configured, or
-// it cannot be read) nothing is recorded: a wrong zero would read as a
-// free pool.
-func (r *Reaper) recordCost(ctx context.Context, pools []*model.Pool, nodes []disruption.Node) {
-	if r.Metrics == nil || r.Catalog == nil {
-		return
-	}
-	cat, err := r.Catalog(ctx)
-	if err != nil {
-		r.Log.Warn("pool cost not recorded: catalog", "error", err.Error())
+// own, priced from the pass's catalog: what a pool costs now, which the
+// launches' prices alone do not tell once nodes come and go. Without the
+// catalog (none configured, or unreadable: drift says so) nothing is
+// recorded: a wrong zero would read as a free pool.
+func (r *Reaper) recordCost(cat *catalog.Catalog, pools []*model.Pool, nodes []disruption.Node) {
+	if r.Metrics == nil || cat == nil {
 		return
 	}
 	cost := make(map[string]float64, len(pools))

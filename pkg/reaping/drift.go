@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/joist-dev/joist/pkg/catalog"
 	"github.com/joist-dev/joist/pkg/disruption"
 	"github.com/joist-dev/joist/pkg/launch"
 	"github.com/joist-dev/joist/pkg/model"
@@ -34,15 +35,14 @@ func (r *Reaper) tagged(ctx context.Context) ([]launch.Instance, error) {
 // cluster's instances (tagged). A class that cannot be resolved is left
 // out (its nodes are judged on their labels only) and reported; it never
 // stops the pass.
-func (r *Reaper) driftFacts(ctx context.Context, spec *model.Spec, tagged []launch.Instance, reads *reservationReads, snap *disruption.Snapshot) {
-	if r.Catalog != nil {
-		if cat, err := r.Catalog(ctx); err == nil {
-			snap.OfferedTypes = map[string]bool{}
-			for _, t := range cat.Types() {
-				snap.OfferedTypes[t.Name] = true
-			}
-		} else {
-			r.Log.Warn("drift: catalog unreadable; no instance type is judged gone", "error", err.Error())
+func (r *Reaper) driftFacts(ctx context.Context, spec *model.Spec, cat *catalog.Catalog, catErr error, tagged []launch.Instance, reads *reservationReads, snap *disruption.Snapshot) {
+	switch {
+	case catErr != nil:
+		r.Log.Warn("drift: catalog unreadable; no instance type is judged gone", "error", catErr.Error())
+	case cat != nil:
+		snap.OfferedTypes = map[string]bool{}
+		for _, t := range cat.Types() {
+			snap.OfferedTypes[t.Name] = true
 		}
 	}
 	snap.Instances = make(map[string]disruption.InstanceFacts, len(tagged))

@@ -244,11 +244,21 @@ func (r *Reaper) Pass(ctx context.Context) (Result, error) {
 		snap.Nodes = append(snap.Nodes, *nd)
 	}
 
+	// The catalog, read once for the pass (nil without one configured):
+	// consolidation prices with it, drift asks which types it still
+	// offers, and the pools' cost is priced from it.
+	var cat *catalog.Catalog
+	var catErr error
+	if r.Catalog != nil {
+		if cat, catErr = r.Catalog(ctx); catErr != nil {
+			cat = nil
+		}
+	}
 	reads := &reservationReads{cloud: r.Cloud}
-	if err := r.consolidationInputs(ctx, spec, reads, &snap); err != nil {
+	if err := r.consolidationInputs(ctx, spec, cat, catErr, reads, &snap); err != nil {
 		errs = append(errs, err)
 	}
-	r.recordCost(ctx, spec.Pools, snap.Nodes)
+	r.recordCost(cat, spec.Pools, snap.Nodes)
 	// The budgets the graceful rules ask about the pods they would evict;
 	// unread, those rules leave alone every node with a pod to evict.
 	pdbs, err := r.pdbs(ctx)
@@ -258,7 +268,7 @@ func (r *Reaper) Pass(ctx context.Context) (Result, error) {
 	}
 	snap.PDBs = pdbs
 	if terr == nil {
-		r.driftFacts(ctx, spec, tagged, reads, &snap)
+		r.driftFacts(ctx, spec, cat, catErr, tagged, reads, &snap)
 	}
 
 	// Decide under the lease; a lease held elsewhere only skips the

@@ -26,15 +26,14 @@ import (
 // the pods that would move need, read and built as the provisioner does
 // (provisioning.ReadCluster, fromcatalog.Input) — when some pool
 // consolidates underused nodes. Without them
-// (no catalog, or an error) consolidation can only delete.
-func (r *Reaper) consolidationInputs(ctx context.Context, spec *model.Spec, reads *reservationReads, snap *disruption.Snapshot) error {
+// (no catalog, or catErr reading it) consolidation can only delete.
+func (r *Reaper) consolidationInputs(ctx context.Context, spec *model.Spec, cat *catalog.Catalog, catErr error, reads *reservationReads, snap *disruption.Snapshot) error {
 	pools := spec.Pools
-	if r.Catalog == nil || !anyUnderutilized(pools) {
+	if (cat == nil && catErr == nil) || !anyUnderutilized(pools) {
 		return nil
 	}
-	cat, err := r.Catalog(ctx)
-	if err != nil {
-		return fmt.Errorf("reaper: catalog: %w", err)
+	if catErr != nil {
+		return fmt.Errorf("reaper: catalog: %w", catErr)
 	}
 	var onNodes []*corev1.Pod
 	var nodes []*corev1.Node

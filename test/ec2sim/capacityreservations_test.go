@@ -316,21 +316,9 @@ func TestCapacityReservationIAM(t *testing.T) {
 	full := iampolicy.MustFor(iampolicy.Provisioner, params)
 	// withoutReservations is the policy as it was before reservations:
 	// no DescribeCapacityReservations, no capacity-reservation/* resource.
-	withoutReservations := func() iampolicy.Policy {
-		p := iampolicy.Policy{Principal: full.Principal}
-		for _, s := range full.Statements {
-			s.Actions = slicesWithout(s.Actions, "ec2:DescribeCapacityReservations")
-			var res []string
-			for _, r := range s.Resources {
-				if !strings.Contains(r, ":capacity-reservation/") {
-					res = append(res, r)
-				}
-			}
-			s.Resources = res
-			p.Statements = append(p.Statements, s)
-		}
-		return p
-	}()
+	withoutReservations := policyWithout(full,
+		func(a string) bool { return a == "ec2:DescribeCapacityReservations" },
+		func(r string) bool { return strings.Contains(r, ":capacity-reservation/") })
 	for _, tc := range []struct {
 		name     string
 		policy   iampolicy.Policy
@@ -382,14 +370,4 @@ func TestCapacityReservationIAM(t *testing.T) {
 			}
 		})
 	}
-}
-
-func slicesWithout(xs []string, x string) []string {
-	var out []string
-	for _, v := range xs {
-		if v != x {
-			out = append(out, v)
-		}
-	}
-	return out
 }

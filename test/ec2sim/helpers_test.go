@@ -3,6 +3,7 @@ package ec2sim
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/joist-dev/joist/pkg/iampolicy"
 )
 
 const (
@@ -184,6 +187,21 @@ func namesOf(ids map[string]string, got []string) []string {
 	var out []string
 	for _, id := range got {
 		out = append(out, byID[id])
+	}
+	return out
+}
+
+// policyWithout is p less the actions and the resources drop says go,
+// wherever a statement names them; a statement left with no action or no
+// resource goes too: the policy Joist would have without those grants.
+func policyWithout(p iampolicy.Policy, dropAction, dropResource func(string) bool) iampolicy.Policy {
+	out := iampolicy.Policy{Principal: p.Principal}
+	for _, st := range p.Statements {
+		st.Actions = slices.DeleteFunc(slices.Clone(st.Actions), dropAction)
+		st.Resources = slices.DeleteFunc(slices.Clone(st.Resources), dropResource)
+		if len(st.Actions) > 0 && len(st.Resources) > 0 {
+			out.Statements = append(out.Statements, st)
+		}
 	}
 	return out
 }

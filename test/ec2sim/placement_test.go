@@ -2,7 +2,6 @@ package ec2sim
 
 import (
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -312,15 +311,7 @@ func TestPlacementGroupIAM(t *testing.T) {
 	// without is Joist's provisioner policy less an action, or less a
 	// resource, wherever a statement names it.
 	without := func(action, resource string) iampolicy.Policy {
-		p := iampolicy.Policy{Principal: full.Principal}
-		for _, st := range full.Statements {
-			st.Actions = slices.DeleteFunc(slices.Clone(st.Actions), func(a string) bool { return a == action })
-			st.Resources = slices.DeleteFunc(slices.Clone(st.Resources), func(r string) bool { return r == resource })
-			if len(st.Actions) > 0 && len(st.Resources) > 0 {
-				p.Statements = append(p.Statements, st)
-			}
-		}
-		return p
+		return policyWithout(full, func(a string) bool { return a == action }, func(r string) bool { return r == resource })
 	}
 	for _, tc := range []struct {
 		name     string
