@@ -276,10 +276,22 @@ func readPlanInput(stdin io.Reader, stderr io.Writer, o *planOptions) (schedulin
 		pools = []*model.Pool{specs.DefaultPool()}
 		defaultPool = true
 	}
+	var zoneIDs map[string]string
+	for zone, id := range o.zoneIDs {
+		full, err := catalog.NormalizeZones(o.region, []string{zone})
+		if err != nil {
+			return scheduling.Input{}, false, fmt.Errorf("--zone-ids %s=%s: %w", zone, id, err)
+		}
+		if zoneIDs == nil {
+			zoneIDs = map[string]string{}
+		}
+		zoneIDs[full[0]] = id
+	}
 	cluster := fromcatalog.Cluster{
 		Pools: pools, NodeClasses: spec.NodeClasses, Overlays: spec.Overlays, DaemonSets: wl.DaemonSets,
 		PersistentVolumeClaims: wl.PersistentVolumeClaims, PersistentVolumes: wl.PersistentVolumes,
 		StorageClasses: wl.StorageClasses, Namespaces: wl.Namespaces,
+		ZoneIDs: zoneIDs,
 	}
 	in := fromcatalog.Input(cat, cluster)
 	// As the provisioner (provisioning.ReadyPools): a pool whose kubelet
@@ -297,16 +309,6 @@ func readPlanInput(stdin io.Reader, stderr io.Writer, o *planOptions) (schedulin
 	}
 	for _, err := range fromcatalog.OverlayConflicts(cat, cluster) {
 		fmt.Fprintln(stderr, "joist plan: warning:", err)
-	}
-	for zone, id := range o.zoneIDs {
-		full, err := catalog.NormalizeZones(o.region, []string{zone})
-		if err != nil {
-			return scheduling.Input{}, false, fmt.Errorf("--zone-ids %s=%s: %w", zone, id, err)
-		}
-		if in.ZoneIDs == nil {
-			in.ZoneIDs = map[string]string{}
-		}
-		in.ZoneIDs[full[0]] = id
 	}
 	// Default spread constraints, as the functions give them.
 	in.Pods = scheduling.WithDefaultSpread(o.defaults, wl.Pods, scheduling.SpreadSources{

@@ -176,6 +176,8 @@ func (p *Provisioner) Reconcile(ctx context.Context) (*Result, error) {
 	if err := p.readForPlanning(ctx, c); err != nil {
 		return nil, err
 	}
+	// Before the lists: overlays may select offerings by zone ID.
+	c.objects.ZoneIDs = p.zoneIDs(ctx, c)
 	base := fromcatalog.Input(p.Catalog, c.objects)
 	for _, err := range fromcatalog.OverlayConflicts(p.Catalog, c.objects) {
 		p.Log.Warn("node overlay not applied", "error", err.Error())
@@ -184,7 +186,6 @@ func (p *Provisioner) Reconcile(ctx context.Context) (*Result, error) {
 	if r := p.readiness(ctx, c); r != nil && len(r.NotReady) > 0 {
 		base.NotReady, res.NotReady = r.NotReady, r.NotReady
 	}
-	base.ZoneIDs = p.zoneIDs(ctx, c)
 	todo, err := NewSpreadDefaults(p.Kube, p.SchedulerConfig).Apply(ctx, c.todo)
 	if err != nil {
 		return nil, err
@@ -358,7 +359,7 @@ func (p *Provisioner) launchNew(ctx context.Context, c *cluster, newNodes []sche
 	g.SetLimit(launchConcurrency)
 	for i, n := range newNodes {
 		g.Go(func() error {
-			outcomes[i].inst, outcomes[i].err = p.launch(ctx, c.spec, n, unavailable)
+			outcomes[i].inst, outcomes[i].err = p.launch(ctx, c, n, unavailable)
 			return nil
 		})
 	}
@@ -563,7 +564,8 @@ func (p *Provisioner) event(ctx context.Context, target kube.EventTarget, typ, r
 	}
 }
 
-func (p *Provisioner) launch(ctx context.Context, spec *model.Spec, n scheduling.NewNode, unavailable func(t, z, ct string) bool) (*launch.Instance, error) {
+func (p *Provisioner) launch(ctx context.Context, c *cluster, n scheduling.NewNode, unavailable func(t, z, ct string) bool) (*launch.Instance, error) {
+	spec := c.spec
 	var pool *model.Pool
 	for _, pl := range spec.Pools {
 		if pl.Name == n.Pool {
@@ -577,7 +579,7 @@ func (p *Provisioner) launch(ctx context.Context, spec *model.Spec, n scheduling
 	if !ok {
 		return nil, fmt.Errorf("pool %q: node class %q not found", pool.Name, pool.NodeClass)
 	}
-	overlaid := fromcatalog.PoolPrices(p.Catalog, fromcatalog.Cluster{Pools: spec.Pools, NodeClasses: spec.NodeClasses, Overlays: spec.Overlays}, pool.Name)
+	overlaid := fromcatalog.PoolPrices(p.Catalog, fromcatalog.Cluster{Pools: spec.Pools, NodeClasses: spec.NodeClasses, Overlays: spec.Overlays, ZoneIDs: p.zoneIDs(ctx, c)}, pool.Name)
 	opts := launchOptions(p.Catalog, n, pool, nc, overlaid, unavailable)
 	if len(opts) == 0 {
 		return nil, fmt.Errorf("pool %q: no launchable offering left for the planned node", pool.Name)

@@ -129,19 +129,19 @@ func (p *Provisioner) scaleStatic(ctx context.Context, c *cluster, res *Result) 
 	}
 	now := p.now()
 	unavailable := func(t, z, ct string) bool { return p.Unavailable.IsUnavailable(now, t, z, ct) }
+	objs.ZoneIDs = p.zoneIDs(ctx, c)
 	in := fromcatalog.Input(p.Catalog, objs)
 	in.Options = p.Policy
 	in.Pods, in.Unavailable = placeholders, p.solveUnavailable(now, unavailable)
 	if ready != nil && len(ready.NotReady) > 0 {
 		in.NotReady = ready.NotReady
 	}
-	in.ZoneIDs = p.zoneIDs(ctx, c)
 	plan := scheduling.Solve(in)
 	for _, f := range plan.Unschedulable {
 		p.Log.Warn("static pool node cannot be planned", "pool", f.Pod.Labels[labelStatic], "reason", f.Reason)
 	}
 	for _, n := range plan.NewNodes {
-		inst, err := p.launch(ctx, c.spec, n, unavailable)
+		inst, err := p.launch(ctx, c, n, unavailable)
 		var ce *launch.CapacityError
 		if errors.As(err, &ce) {
 			for _, o := range ce.Offerings {

@@ -53,12 +53,12 @@ func (r *Reaper) consolidationInputs(ctx context.Context, spec *model.Spec, cat 
 	if err != nil {
 		return fmt.Errorf("reaper: %w", err)
 	}
+	objs.ZoneIDs = provisioning.ZoneIDs(ready, nodes)
 	snap.Simulation = fromcatalog.Input(cat, objs)
 	snap.Simulation.Options = r.Policy
 	if ready != nil && len(ready.NotReady) > 0 {
 		snap.Simulation.NotReady = ready.NotReady
 	}
-	snap.Simulation.ZoneIDs = provisioning.ZoneIDs(ready, nodes)
 	if d := provisioning.NewSpreadDefaults(r.Kube, r.SchedulerConfig); d != nil {
 		snap.DefaultSpread = func(ps []*corev1.Pod) ([]*corev1.Pod, error) { return d.Apply(ctx, ps) }
 	}

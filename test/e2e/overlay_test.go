@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"context"
+	"sort"
 	"testing"
 	"time"
 
@@ -35,6 +37,55 @@ func TestE2E_NodeOverlayPricesThePlanAndTheLaunch(t *testing.T) {
 	for _, p := range pending {
 		if n := nodes[p.Name]; n.Labels["node.kubernetes.io/instance-type"] != "r5.xlarge" {
 			t.Errorf("pod %s bound to node %s of type %q, want the overlay's r5.xlarge", p.Name, n.Name, n.Labels["node.kubernetes.io/instance-type"])
+		}
+	}
+}
+
+// TestE2E_NodeOverlaySelectsAZoneByID: a NodeOverlay that prices
+// r5.xlarge nearly free only in one zone ID (topology.k8s.aws/zone-id,
+// as the AWS provider puts on every offering) makes the provisioner plan
+// and launch the pods there: the zones' IDs come from the node class's
+// subnets, under the function's own IAM policy, for the plan's prices and
+// for CreateFleet's priorities alike.
+func TestE2E_NodeOverlaySelectsAZoneByID(t *testing.T) {
+	g := testenv.NewGround(t, testenv.GroundOptions{
+		Cluster: "overlay-zoneid", Namespace: "overlay-zoneid", Specs: []byte(plainPool("overlay-zoneid")), ReadyDelay: 300 * time.Millisecond, ExtraEnv: al2023Env,
+	})
+	// The last zone: not the zone the plan would pick unasked.
+	var zones []string
+	ids := map[string]string{}
+	for _, sn := range g.EC2.Subnets() {
+		if sn.ZoneID != "" && ids[sn.Zone] == "" {
+			zones = append(zones, sn.Zone)
+			ids[sn.Zone] = sn.ZoneID
+		}
+	}
+	sort.Strings(zones)
+	if len(zones) < 2 {
+		t.Fatalf("subnets in zones %v, want two or more", zones)
+	}
+	zone := zones[len(zones)-1]
+	specs := plainPool("overlay-zoneid") + `---
+apiVersion: karpenter.sh/v1alpha1
+kind: NodeOverlay
+metadata: {name: r5-deal-in-one-zone}
+spec:
+  weight: 10
+  price: "0.001"
+  requirements:
+  - {key: node.kubernetes.io/instance-type, operator: In, values: [r5.xlarge]}
+  - {key: topology.k8s.aws/zone-id, operator: In, values: [` + ids[zone] + `]}
+`
+	if err := g.PushSpecs(context.Background(), []byte(specs)); err != nil {
+		t.Fatal(err)
+	}
+	pending := createPending(t, g, deploymentPods(t, []byte(twoWebPods)))
+	nodes := allBound(t, g, pending, 90*time.Second)
+	for _, p := range pending {
+		n := nodes[p.Name]
+		if n.Labels["node.kubernetes.io/instance-type"] != "r5.xlarge" || n.Labels["topology.kubernetes.io/zone"] != zone {
+			t.Errorf("pod %s bound to node %s of type %q in zone %q, want the overlay's r5.xlarge in %s (%s)", p.Name, n.Name,
+				n.Labels["node.kubernetes.io/instance-type"], n.Labels["topology.kubernetes.io/zone"], zone, ids[zone])
 		}
 	}
 }

@@ -61,7 +61,7 @@ func InstanceTypesFor(cat *catalog.Catalog, k *model.Kubelet, nc *model.NodeClas
 // is missing is sized with defaults). The lists come from Prepared:
 // callers must not change them.
 func ForPools(cat *catalog.Catalog, pools []*model.Pool, classes map[string]*model.NodeClass) ([]*scheduling.InstanceType, map[string][]*scheduling.InstanceType) {
-	l := forPools(cat, pools, classes, nil)
+	l := forPools(cat, pools, classes, nil, nil)
 	return l.shared, l.per
 }
 
@@ -75,8 +75,9 @@ type poolLists struct {
 }
 
 // forPools is ForPools with the overlays applied (overlay.go): a pool
-// an overlay changes gets a list of its own.
-func forPools(cat *catalog.Catalog, pools []*model.Pool, classes map[string]*model.NodeClass, overlays []*model.Overlay) poolLists {
+// an overlay changes gets a list of its own. zoneIDs are the zones' IDs
+// (Cluster.ZoneIDs), for overlays that select offerings by them.
+func forPools(cat *catalog.Catalog, pools []*model.Pool, classes map[string]*model.NodeClass, overlays []*model.Overlay, zoneIDs map[string]string) poolLists {
 	shared := Prepared(cat, nil)
 	prepared := []*scheduling.PreparedTypes{shared}
 	per := map[string][]*scheduling.InstanceType{}
@@ -112,7 +113,7 @@ func forPools(cat *catalog.Catalog, pools []*model.Pool, classes map[string]*mod
 		}
 		return out.shared
 	}
-	out.over = overlaid(cat, overlays, sorted, listOf, func(p *model.Pool) string { return keys[p.Name] })
+	out.over = overlaid(cat, overlays, sorted, listOf, func(p *model.Pool) string { return keys[p.Name] }, zoneIDs)
 	for _, p := range sorted {
 		if pt := out.over.per[p.Name]; pt != nil {
 			per[p.Name] = pt.Types()
@@ -220,6 +221,11 @@ type Cluster struct {
 	// Overlays are the NodeOverlays (model.Spec.Overlays, in its order):
 	// the pools' lists carry their prices and capacity (overlay.go).
 	Overlays []*model.Overlay
+	// ZoneIDs are the zones' IDs (topology.k8s.aws/zone-id) by zone, as
+	// the node classes' subnets or the nodes' labels give them: the
+	// Input's ZoneIDs, and what overlays requiring a zone ID select
+	// offerings by (nil: no zone has a known ID).
+	ZoneIDs map[string]string
 	// VolumeLimits are the registered nodes' volume attachment limits
 	// per CSI driver, by node name, from their CSINodes (the caller sets
 	// scheduling.Node.VolumeLimits from them).
@@ -233,12 +239,12 @@ type Cluster struct {
 // planned alike wherever it is planned; the caller adds the pods, the
 // nodes, the offerings out of capacity and the options.
 func Input(cat *catalog.Catalog, c Cluster) scheduling.Input {
-	l := forPools(cat, c.Pools, c.NodeClasses, c.Overlays)
+	l := forPools(cat, c.Pools, c.NodeClasses, c.Overlays, c.ZoneIDs)
 	return scheduling.Input{
 		Pools: c.Pools, DaemonSets: c.DaemonSets,
 		InstanceTypes: l.shared, PoolInstanceTypes: l.per, Prepared: l.prepared, Region: cat.Region(),
 		PersistentVolumeClaims: c.PersistentVolumeClaims, PersistentVolumes: c.PersistentVolumes,
-		StorageClasses: c.StorageClasses, Namespaces: c.Namespaces,
+		StorageClasses: c.StorageClasses, Namespaces: c.Namespaces, ZoneIDs: c.ZoneIDs,
 	}
 }
 
@@ -249,7 +255,7 @@ func OverlayConflicts(cat *catalog.Catalog, c Cluster) []error {
 	if len(c.Overlays) == 0 {
 		return nil
 	}
-	return forPools(cat, c.Pools, c.NodeClasses, c.Overlays).over.problems
+	return forPools(cat, c.Pools, c.NodeClasses, c.Overlays, c.ZoneIDs).over.problems
 }
 
 // PoolPrices are the prices the overlays set on a pool's offerings
@@ -260,7 +266,7 @@ func PoolPrices(cat *catalog.Catalog, c Cluster, pool string) map[string]float64
 	if len(c.Overlays) == 0 {
 		return nil
 	}
-	return forPools(cat, c.Pools, c.NodeClasses, c.Overlays).over.prices[pool]
+	return forPools(cat, c.Pools, c.NodeClasses, c.Overlays, c.ZoneIDs).over.prices[pool]
 }
 
 // OfferingKey names an offering in PoolPrices.

@@ -16,7 +16,8 @@ import (
 // pkg/controllers/nodeoverlay). For each pool, an overlay selects the
 // instance types whose labels, with the pool's template labels and its
 // name as karpenter.sh/nodepool, satisfy its requirements, and of those
-// the offerings whose zone and capacity type do. The highest-weight
+// the offerings whose zone, zone ID and capacity type do (the AWS
+// provider puts all three on every offering). The highest-weight
 // overlay that changes prices sets a selected offering's price; capacity
 // is merged resource by resource, the highest weight first. An overlay
 // that meets another of the same weight on an offering (both change
@@ -59,7 +60,8 @@ type overlaidLists struct {
 
 // applyOverlays applies the overlays, which must be in model.SortOverlays
 // order, to the pools' lists.
-func applyOverlays(overlays []*model.Overlay, pools []*model.Pool, listOf func(*model.Pool) []*scheduling.InstanceType) overlaidLists {
+// zoneIDs are the zones' IDs by zone (Cluster.ZoneIDs).
+func applyOverlays(overlays []*model.Overlay, pools []*model.Pool, listOf func(*model.Pool) []*scheduling.InstanceType, zoneIDs map[string]string) overlaidLists {
 	lists := make([][]*scheduling.InstanceType, len(pools))
 	st := make([][]*typeState, len(pools)) // by pool, then type; nil until an overlay selects it
 	for i, p := range pools {
@@ -74,7 +76,7 @@ func applyOverlays(overlays []*model.Overlay, pools []*model.Pool, listOf func(*
 		var sel []selection
 		for pi, p := range pools {
 			for ti, t := range lists[pi] {
-				if offs := selects(o, p, t); len(offs) > 0 {
+				if offs := selects(o, p, t, zoneIDs); len(offs) > 0 {
 					sel = append(sel, selection{pi, ti, offs})
 				}
 			}
@@ -195,15 +197,16 @@ func (ts *typeState) apply(o *model.Overlay, offs []int) {
 
 // selects returns the offerings of type t in pool p the overlay selects
 // (their indexes), none when the type's labels, the pool's template
-// labels and its name do not satisfy the overlay's requirements. Zone
-// and capacity type are read from each offering; a requirement on a
-// label nobody sets (a zone ID: offerings here carry none) is judged as
-// on an absent label (In and Exists select nothing).
-func selects(o *model.Overlay, p *model.Pool, t *scheduling.InstanceType) []int {
+// labels and its name do not satisfy the overlay's requirements. Zone,
+// zone ID (from zoneIDs) and capacity type are read from each offering;
+// an offering in a zone of no known ID is judged as without the label
+// (In and Exists on the zone ID do not select it), and a requirement on
+// a label nobody sets likewise.
+func selects(o *model.Overlay, p *model.Pool, t *scheduling.InstanceType, zoneIDs map[string]string) []int {
 	var perOffer []model.Requirement
 	for _, r := range o.Requirements {
 		switch r.Key {
-		case model.LabelZone, model.LabelCapacityType:
+		case model.LabelZone, model.LabelCapacityType, scheduling.LabelZoneID:
 			perOffer = append(perOffer, r)
 			continue
 		}
@@ -222,9 +225,14 @@ func selects(o *model.Overlay, p *model.Pool, t *scheduling.InstanceType) []int 
 	for j, of := range t.Offerings {
 		ok := true
 		for _, r := range perOffer {
-			v := of.Zone
-			if r.Key == model.LabelCapacityType {
+			var v string
+			switch r.Key {
+			case model.LabelCapacityType:
 				v = of.CapacityType
+			case scheduling.LabelZoneID:
+				v = zoneIDs[of.Zone]
+			default:
+				v = of.Zone
 			}
 			if !scheduling.RequirementAllows(r, v, v != "") {
 				ok = false
@@ -271,10 +279,25 @@ type overlaidEntry struct {
 
 const maxOverlaid = 8
 
+// readsZoneIDs tells whether some overlay has a requirement on the zone
+// ID: only then do the zones' IDs change the overlays' result (and its
+// cache key).
+func readsZoneIDs(overlays []*model.Overlay) bool {
+	for _, o := range overlays {
+		for _, r := range o.Requirements {
+			if r.Key == scheduling.LabelZoneID {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // overlaid is applyOverlays, prepared and cached by what decides it: the
-// catalog, the overlays, and each pool's name, labels and list (listKey
-// names the list listOf gives it).
-func overlaid(cat *catalog.Catalog, overlays []*model.Overlay, pools []*model.Pool, listOf func(*model.Pool) []*scheduling.InstanceType, listKey func(*model.Pool) string) *overlaidEntry {
+// catalog, the overlays, each pool's name, labels and list (listKey
+// names the list listOf gives it), and the zone IDs when an overlay
+// reads them.
+func overlaid(cat *catalog.Catalog, overlays []*model.Overlay, pools []*model.Pool, listOf func(*model.Pool) []*scheduling.InstanceType, listKey func(*model.Pool) string, zoneIDs map[string]string) *overlaidEntry {
 	type poolPart struct {
 		Name   string            `json:"n"`
 		Labels map[string]string `json:"l,omitempty"`
@@ -284,10 +307,14 @@ func overlaid(cat *catalog.Catalog, overlays []*model.Overlay, pools []*model.Po
 	for _, p := range pools {
 		parts = append(parts, poolPart{p.Name, p.Labels, listKey(p)})
 	}
+	if !readsZoneIDs(overlays) {
+		zoneIDs = nil
+	}
 	b, _ := json.Marshal(struct {
-		Overlays []*model.Overlay `json:"o"`
-		Pools    []poolPart       `json:"p"`
-	}{overlays, parts})
+		Overlays []*model.Overlay  `json:"o"`
+		Pools    []poolPart        `json:"p"`
+		ZoneIDs  map[string]string `json:"z,omitempty"`
+	}{overlays, parts, zoneIDs})
 	key := string(b)
 	c := &overlaidCache
 	c.mu.Lock()
@@ -307,7 +334,7 @@ func overlaid(cat *catalog.Catalog, overlays []*model.Overlay, pools []*model.Po
 	}
 	c.mu.Unlock()
 	e.once.Do(func() {
-		o := applyOverlays(overlays, pools, listOf)
+		o := applyOverlays(overlays, pools, listOf, zoneIDs)
 		e.per = map[string]*scheduling.PreparedTypes{}
 		for name, l := range o.lists {
 			e.per[name] = scheduling.PrepareTypes(l)

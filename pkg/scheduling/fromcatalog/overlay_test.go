@@ -2,6 +2,7 @@ package fromcatalog
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"strings"
 	"testing"
@@ -72,6 +73,7 @@ func TestOverlaysChangeTheSelectedOfferingsPrices(t *testing.T) {
 	tests := []struct {
 		name      string
 		overlays  []*model.Overlay
+		zoneIDs   map[string]string
 		want      []want
 		conflicts []string
 	}{
@@ -114,6 +116,32 @@ func TestOverlaysChangeTheSelectedOfferingsPrices(t *testing.T) {
 			},
 		},
 		{
+			// The same overlay as the next case: the zones' IDs are part
+			// of what the overlaid lists are kept by.
+			name:     "a zone ID selects the offerings of its zone",
+			overlays: []*model.Overlay{{Name: "az6", PriceAdjustment: "+0.5", Requirements: []model.Requirement{req(scheduling.LabelZoneID, "In", "use1-az6")}}},
+			zoneIDs:  map[string]string{a: "use1-az4", b: "use1-az6"},
+			want: []want{
+				{"web", "m5.large", b, od, func(p float64) float64 { return p + 0.5 }},
+				{"batch", "c5.large", b, spot, func(p float64) float64 { return p + 0.5 }},
+				{"web", "m5.large", a, od, same},
+			},
+		},
+		{
+			name:     "without the zones' IDs a zone ID selects nothing",
+			overlays: []*model.Overlay{{Name: "az6", PriceAdjustment: "+0.5", Requirements: []model.Requirement{req(scheduling.LabelZoneID, "In", "use1-az6")}}},
+			want:     []want{{"web", "m5.large", b, od, same}, {"web", "m5.large", a, od, same}},
+		},
+		{
+			name:     "NotIn a zone ID selects the other zones, and those of no known ID",
+			overlays: []*model.Overlay{{Name: "not-az6", PriceAdjustment: "+0.5", Requirements: []model.Requirement{req(scheduling.LabelZoneID, "NotIn", "use1-az6")}}},
+			zoneIDs:  map[string]string{b: "use1-az6"},
+			want: []want{
+				{"web", "m5.large", a, od, func(p float64) float64 { return p + 0.5 }},
+				{"web", "m5.large", b, od, same},
+			},
+		},
+		{
 			name:     "an adjustment never makes a price negative",
 			overlays: []*model.Overlay{{Name: "free", PriceAdjustment: "-1000"}},
 			want:     []want{{"web", "m5.large", a, od, func(float64) float64 { return 0 }}},
@@ -133,8 +161,11 @@ func TestOverlaysChangeTheSelectedOfferingsPrices(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := Cluster{Pools: pools, Overlays: tc.overlays}
+			c := Cluster{Pools: pools, Overlays: tc.overlays, ZoneIDs: tc.zoneIDs}
 			in := Input(cat, c)
+			if !maps.Equal(in.ZoneIDs, tc.zoneIDs) {
+				t.Errorf("Input's ZoneIDs %v, want the cluster's %v", in.ZoneIDs, tc.zoneIDs)
+			}
 			for _, w := range tc.want {
 				base := catalogPrice(cat, w.typ, w.zone, w.ct)
 				got := offeringPrice(in, w.pool, w.typ, w.zone, w.ct)
@@ -260,7 +291,7 @@ func BenchmarkApplyOverlays(b *testing.B) {
 	listOf := func(*model.Pool) []*scheduling.InstanceType { return shared }
 	b.ReportAllocs()
 	for b.Loop() {
-		for _, l := range applyOverlays(overlays, pools, listOf).lists {
+		for _, l := range applyOverlays(overlays, pools, listOf, nil).lists {
 			scheduling.PrepareTypes(l)
 		}
 	}
