@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"sort"
 	"testing"
 	"time"
 
@@ -51,20 +50,7 @@ func TestE2E_NodeOverlaySelectsAZoneByID(t *testing.T) {
 	g := testenv.NewGround(t, testenv.GroundOptions{
 		Cluster: "overlay-zoneid", Namespace: "overlay-zoneid", Specs: []byte(plainPool("overlay-zoneid")), ReadyDelay: 300 * time.Millisecond, ExtraEnv: al2023Env,
 	})
-	// The last zone: not the zone the plan would pick unasked.
-	var zones []string
-	ids := map[string]string{}
-	for _, sn := range g.EC2.Subnets() {
-		if sn.ZoneID != "" && ids[sn.Zone] == "" {
-			zones = append(zones, sn.Zone)
-			ids[sn.Zone] = sn.ZoneID
-		}
-	}
-	sort.Strings(zones)
-	if len(zones) < 2 {
-		t.Fatalf("subnets in zones %v, want two or more", zones)
-	}
-	zone := zones[len(zones)-1]
+	zone, ids := lastZoneByID(t, g)
 	specs := plainPool("overlay-zoneid") + `---
 apiVersion: karpenter.sh/v1alpha1
 kind: NodeOverlay

@@ -21,20 +21,7 @@ func TestE2E_PodSelectingAZoneIDGetsANodeThere(t *testing.T) {
 	g := testenv.NewGround(t, testenv.GroundOptions{
 		Cluster: "zoneid-cluster", Namespace: "zoneid", Specs: []byte(plainPool("zoneid-cluster")), ReadyDelay: 300 * time.Millisecond, ExtraEnv: al2023Env,
 	})
-	// The last zone's ID: not the zone the plan would pick unasked.
-	var zones []string
-	ids := map[string]string{}
-	for _, sn := range g.EC2.Subnets() {
-		if sn.ZoneID != "" && ids[sn.Zone] == "" {
-			zones = append(zones, sn.Zone)
-			ids[sn.Zone] = sn.ZoneID
-		}
-	}
-	sort.Strings(zones)
-	if len(zones) < 2 {
-		t.Fatalf("subnets in zones %v, want two or more", zones)
-	}
-	zone := zones[len(zones)-1]
+	zone, ids := lastZoneByID(t, g)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "pinned", Namespace: "zoneid"},
 		Spec: corev1.PodSpec{
@@ -48,4 +35,23 @@ func TestE2E_PodSelectingAZoneIDGetsANodeThere(t *testing.T) {
 	if n.Labels[corev1.LabelTopologyZone] != zone || n.Labels["topology.k8s.aws/zone-id"] != ids[zone] {
 		t.Fatalf("pod bound to node %s in zone %q (ID %q), want %s (%s)", n.Name, n.Labels[corev1.LabelTopologyZone], n.Labels["topology.k8s.aws/zone-id"], zone, ids[zone])
 	}
+}
+
+// lastZoneByID is the last zone (by name) of the ground's subnets, which
+// the plan would not pick unasked, and every subnet zone's ID.
+func lastZoneByID(t *testing.T, g *testenv.Ground) (string, map[string]string) {
+	t.Helper()
+	var zones []string
+	ids := map[string]string{}
+	for _, sn := range g.EC2.Subnets() {
+		if sn.ZoneID != "" && ids[sn.Zone] == "" {
+			zones = append(zones, sn.Zone)
+			ids[sn.Zone] = sn.ZoneID
+		}
+	}
+	sort.Strings(zones)
+	if len(zones) < 2 {
+		t.Fatalf("subnets in zones %v, want two or more", zones)
+	}
+	return zones[len(zones)-1], ids
 }
