@@ -26,7 +26,7 @@ type convertOptions struct {
 func newConvertCmd() *cobra.Command {
 	o := &convertOptions{}
 	cmd := &cobra.Command{
-		Use:   "convert -f FILE|DIR ... --to v1",
+		Use:   "convert [-f] FILE|DIR ... --to v1",
 		Short: "Rewrite v1alpha5 Provisioners and v1alpha1 AWSNodeTemplates as v1 NodePools and EC2NodeClasses",
 		Long: `Rewrite Karpenter v0.20 specs as v1 NodePools and EC2NodeClasses that behave
 the same: every default the old APIs applied implicitly (instance
@@ -36,7 +36,7 @@ out, since v1's defaults differ. v1 objects pass through unchanged.
 The YAML goes to standard output (or -o FILE); a warning for everything
 without an exact v1 equivalent goes to standard error. Invalid input is
 reported and not converted, and the exit code is then 1.`,
-		Args: cobra.NoArgs,
+		Args: filesFromArgs(&o.files),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runConvert(cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 		},

@@ -19,6 +19,16 @@ var rootCmd = &cobra.Command{
 	SilenceErrors: true,
 }
 
+// filesFromArgs lets a command that reads files with -f take them as
+// arguments too (`joist validate a.yaml b/`, as most tools read files):
+// the arguments are added after the -f ones.
+func filesFromArgs(files *[]string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		*files = append(*files, args...)
+		return nil
+	}
+}
+
 // exitError carries a process exit code through cobra.
 type exitError struct{ code int }
 

@@ -56,7 +56,7 @@ type planOptions struct {
 func newPlanCmd() *cobra.Command {
 	o := &planOptions{}
 	cmd := &cobra.Command{
-		Use:   "plan -f WORKLOAD.yaml [-f ...] --region REGION",
+		Use:   "plan [-f] WORKLOAD.yaml ... --region REGION",
 		Short: "Plan nodes for a workload offline: which instances Joist would launch, and what they cost",
 		Long: `Plan nodes for a workload without touching a cluster or AWS.
 
@@ -68,7 +68,7 @@ DaemonSets (plus PersistentVolumeClaims, PersistentVolumes and
 StorageClasses for zonal volumes). Every pod is pending; the simulator
 places them on new nodes priced from the catalog and prints the nodes, the
 plan's price and a proven lower bound on the price of any plan.`,
-		Args: cobra.NoArgs,
+		Args: filesFromArgs(&o.files),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runPlan(cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 		},

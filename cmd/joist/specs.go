@@ -39,13 +39,13 @@ func newSpecsCmd(newClient func(ctx context.Context, region string) (specstore.S
 	}
 	o := &specsPushOptions{}
 	push := &cobra.Command{
-		Use:   "push --cluster NAME -f FILE|DIR ...",
+		Use:   "push --cluster NAME [-f] FILE|DIR ...",
 		Short: "Validate specs and store each as an SSM parameter under /joist/NAME/",
 		Long: `Validate the specs (as joist validate does) and, only if every one is
 valid, write each to the SSM parameter /joist/NAME/<kind>/<name>
 (overwriting), where the Joist functions read them. Other Kubernetes
 objects in the files are skipped.`,
-		Args: cobra.NoArgs,
+		Args: filesFromArgs(&o.files),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runSpecsPush(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o, newClient)
 		},

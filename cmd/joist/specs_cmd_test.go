@@ -65,6 +65,37 @@ func TestValidateSeedSaysOK(t *testing.T) {
 	}
 }
 
+// TestFileCommandsTakeFilesAsArguments: validate, convert, plan and
+// specs push read files named as arguments as they read -f ones, after
+// them (`joist validate seed.yaml` was "unknown command").
+func TestFileCommandsTakeFilesAsArguments(t *testing.T) {
+	dir := t.TempDir()
+	bad := writeSpecFile(t, dir, "bad.yaml", "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: broken}\nspec: {template: {spec: {}}}\n")
+	out, errOut, err := runSpecCmd(t, newValidateCmd(), seedPath)
+	if specExitCode(err) != 0 || !strings.HasPrefix(out, "OK: 2 pool(s): management (v1alpha5), service (v1alpha5)") {
+		t.Errorf("validate seed.yaml: exit %d, stdout %q, stderr %q", specExitCode(err), out, errOut)
+	}
+	// Both: the -f file and the argument are read.
+	_, errOut, err = runSpecCmd(t, newValidateCmd(), "-f", seedPath, bad)
+	if specExitCode(err) != 1 || !strings.Contains(errOut, `NodePool "broken"`) {
+		t.Errorf("validate -f seed.yaml bad.yaml: exit %d, stderr %q", specExitCode(err), errOut)
+	}
+	out, errOut, err = runSpecCmd(t, newConvertCmd(), seedPath, "--to", "v1", "--instance-profile", "p")
+	if specExitCode(err) != 0 || !strings.Contains(out, "kind: NodePool") {
+		t.Errorf("convert seed.yaml: exit %d, stderr %q", specExitCode(err), errOut)
+	}
+	out, errOut, err = runSpecCmd(t, newPlanCmd(), "../../examples/seed/seed.yaml", "--region", "ap-northeast-2", "-o", "json")
+	if specExitCode(err) != 0 || !strings.Contains(out, `"scheduledPods": 2`) {
+		t.Errorf("plan seed.yaml: exit %d, stdout %q, stderr %q", specExitCode(err), out, errOut)
+	}
+	fake := &fakeParameterStore{params: map[string]ssmtypes.Parameter{}}
+	push := newSpecsCmd(func(context.Context, string) (specstore.SSMAPI, error) { return fake, nil })
+	_, errOut, err = runSpecCmd(t, push, "push", "--cluster", "c", seedPath)
+	if specExitCode(err) != 0 || len(fake.puts) != 4 {
+		t.Errorf("specs push seed.yaml: exit %d, %d parameters written, stderr %q", specExitCode(err), len(fake.puts), errOut)
+	}
+}
+
 func TestValidateSaysWhichPoolsAreReadFromV1Beta1(t *testing.T) {
 	out, errOut, err := runSpecCmd(t, newValidateCmd(), "-f", "../../pkg/specs/testdata/v1beta1-rich.yaml")
 	if specExitCode(err) != 0 {

@@ -24,7 +24,7 @@ type validateOptions struct {
 func newValidateCmd() *cobra.Command {
 	o := &validateOptions{}
 	cmd := &cobra.Command{
-		Use:   "validate -f FILE|DIR ...",
+		Use:   "validate [-f] FILE|DIR ...",
 		Short: "Check Provisioners, AWSNodeTemplates, NodePools and EC2NodeClasses as Karpenter would",
 		Long: `Decode, default and validate spec files with every rule Karpenter's webhooks
 and CRD schemas enforced, and check that each pool's node class exists.
@@ -32,7 +32,7 @@ Other Kubernetes objects in the files (Deployments, say) are ignored.
 
 Prints every problem, one per line, and exits 1 if there is any; otherwise
 prints a short summary and exits 0.`,
-		Args: cobra.NoArgs,
+		Args: filesFromArgs(&o.files),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runValidate(cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 		},
