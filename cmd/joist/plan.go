@@ -130,6 +130,13 @@ type planOutput struct {
 	DefaultPool            bool           `json:"defaultPool,omitempty"`
 }
 
+// looseBound is how far above the lower bound a plan's price is before
+// the table says why the bound may be loose: the bound is a linear
+// program over resources alone, so whole nodes (a small workload) and
+// constraints between pods (a hostname spread's one pod per node, say)
+// lift every plan above it.
+const looseBound = 0.10
+
 func runPlan(stdin io.Reader, stdout, stderr io.Writer, o *planOptions) error {
 	if o.region == "" {
 		return errors.New("--region is required")
@@ -446,6 +453,9 @@ func printPlanTable(w io.Writer, out planOutput) error {
 		over = fmt.Sprintf(", %.1f%% above", (out.TotalPricePerHour/out.LowerBoundPricePerHour-1)*100)
 	}
 	fmt.Fprintf(w, "$%.4f/h (lower bound $%.4f/h%s), solved in %.3fs\n", out.TotalPricePerHour, out.LowerBoundPricePerHour, over, out.SolveSeconds)
+	if out.LowerBoundPricePerHour > 0 && out.TotalPricePerHour > out.LowerBoundPricePerHour*(1+looseBound) {
+		fmt.Fprintln(w, "(the bound buys fractions of nodes and counts resources only: whole nodes, spreads, anti-affinity, host ports, zonal volumes, pool limits and weights can keep every plan above it)")
+	}
 	if out.DefaultPool {
 		fmt.Fprintln(w, "no pool in the input: used the default (linux, amd64, on-demand, c/m/r, generation > 2)")
 	}

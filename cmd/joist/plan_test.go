@@ -65,6 +65,46 @@ func TestPlanSeed(t *testing.T) {
 	}
 }
 
+// TestPlanSaysWhenTheBoundIsLoose: a plan far above the lower bound
+// (one pod per node, by hostname anti-affinity) says why the bound may
+// be loose; a plan near it (the same pods packed) does not.
+func TestPlanSaysWhenTheBoundIsLoose(t *testing.T) {
+	const deployment = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 64
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: nginx
+        resources: {requests: {cpu: 500m, memory: 1Gi}}
+`
+	const anti = `      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+          - labelSelector: {matchLabels: {app: web}}
+            topologyKey: kubernetes.io/hostname
+`
+	const hint = "the bound buys fractions of nodes and counts resources only"
+	for _, tc := range []struct {
+		name, manifest string
+		hint           bool
+	}{{"packed", deployment, false}, {"one pod per node", deployment + anti, true}} {
+		var stdout, stderr bytes.Buffer
+		err := runPlan(strings.NewReader(tc.manifest), &stdout, &stderr, &planOptions{files: []string{"-"}, region: "us-east-1", catalog: "embedded", output: "table"})
+		if err != nil {
+			t.Fatalf("%s: plan: %v\n%s", tc.name, err, stderr.String())
+		}
+		if got := strings.Contains(stdout.String(), hint); got != tc.hint {
+			t.Errorf("%s: says the bound is loose %v, want %v:\n%s", tc.name, got, tc.hint, stdout.String())
+		}
+	}
+}
+
 func TestPlanTableAndDefaultPool(t *testing.T) {
 	manifest := `apiVersion: apps/v1
 kind: Deployment
