@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,6 +24,25 @@ func runPlanJSON(t *testing.T, o *planOptions) planOutput {
 		t.Fatalf("output is not JSON: %v\n%s", err, stdout.String())
 	}
 	return out
+}
+
+// deploymentYAML is a Deployment of replicas pods of one container with
+// the requests (a YAML flow map), for the plans' manifests.
+func deploymentYAML(name string, replicas int, requests string) string {
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: %[1]s}
+spec:
+  replicas: %[2]d
+  selector: {matchLabels: {app: %[1]s}}
+  template:
+    metadata: {labels: {app: %[1]s}}
+    spec:
+      containers:
+      - name: %[1]s
+        image: nginx
+        resources: {requests: %[3]s}
+`, name, replicas, requests)
 }
 
 // planStdin plans manifest (from standard input) in us-east-1 with the
@@ -69,20 +89,7 @@ func TestPlanSeed(t *testing.T) {
 // (one pod per node, by hostname anti-affinity) says why the bound may
 // be loose; a plan near it (the same pods packed) does not.
 func TestPlanSaysWhenTheBoundIsLoose(t *testing.T) {
-	const deployment = `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 64
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-      - name: web
-        image: nginx
-        resources: {requests: {cpu: 500m, memory: 1Gi}}
-`
+	deployment := deploymentYAML("web", 64, `{cpu: 500m, memory: 1Gi}`)
 	const anti = `      affinity:
         podAntiAffinity:
           requiredDuringSchedulingIgnoredDuringExecution:
@@ -106,20 +113,7 @@ spec:
 }
 
 func TestPlanTableAndDefaultPool(t *testing.T) {
-	manifest := `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 3
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-      - name: web
-        image: nginx
-        resources: {requests: {cpu: "1", memory: 1Gi}}
----
+	manifest := deploymentYAML("web", 3, `{cpu: "1", memory: 1Gi}`) + `---
 apiVersion: v1
 kind: Pod
 metadata: {name: huge}
@@ -164,20 +158,7 @@ spec:
   requirements:
   - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
 ---
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 2
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-      - name: web
-        image: nginx
-        resources: {requests: {cpu: "1", memory: 1Gi}}
-`
+` + deploymentYAML("web", 2, `{cpu: "1", memory: 1Gi}`)
 	var stdout, stderr bytes.Buffer
 	err := runPlan(strings.NewReader(manifest), &stdout, &stderr, &planOptions{files: []string{"-"}, region: "us-east-1", catalog: "embedded", output: "json"})
 	if err != nil {
@@ -261,20 +242,7 @@ spec:
 // would create), so the three replicas get a node each; without it they
 // share one. A bad config is refused naming the flag and the field.
 func TestPlanSchedulerConfig(t *testing.T) {
-	manifest := `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 3
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-      - name: x
-        image: x
-        resources: {requests: {cpu: 100m}}
-`
+	manifest := deploymentYAML("web", 3, `{cpu: 100m}`)
 	dir := t.TempDir()
 	good := filepath.Join(dir, "spread.yaml")
 	bad := filepath.Join(dir, "bad.yaml")
@@ -628,20 +596,7 @@ spec:
   subnetSelectorTerms: [{tags: {karpenter.sh/discovery: x}}]
   securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: x}}]
 ---
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: tiny}
-spec:
-  replicas: 25
-  selector: {matchLabels: {app: tiny}}
-  template:
-    metadata: {labels: {app: tiny}}
-    spec:
-      containers:
-      - name: c
-        image: pause
-        resources: {requests: {cpu: 10m, memory: 16Mi}}
-`
+` + deploymentYAML("tiny", 25, `{cpu: 10m, memory: 16Mi}`)
 	plan := func(reserved int64) (planOutput, error) {
 		out, _, err := planStdin(t, manifest, planOptions{reservedENIs: reserved})
 		return out, err
