@@ -275,6 +275,40 @@ func TestConsolidationCommands(t *testing.T) {
 	}
 }
 
+// TestConsolidation_SpotToSpotOff: with Karpenter's
+// SpotToSpotConsolidation=false (Snapshot.NoSpotToSpot) a spot node is
+// not replaced by a cheaper spot node; a spot node whose pods fit
+// elsewhere is still deleted, and an on-demand node still replaced by
+// spot.
+func TestConsolidation_SpotToSpotOff(t *testing.T) {
+	types := testTypes(t)
+	spot := consolidating(model.CapacityTypeSpot)
+	both := consolidating(model.CapacityTypeSpot, model.CapacityTypeOnDemand)
+	cheapOD, _ := cheapestFor(types, consolidating(model.CapacityTypeOnDemand), app("x", "1"))
+	for _, tc := range []struct {
+		name  string
+		pool  *model.Pool
+		nodes []Node
+		off   bool
+		want  []string
+	}{
+		{"spot to spot, allowed", spot, []Node{typed(types, "a", "m5.8xlarge", "spot", app("p1", "1"))}, false, []string{"a:replace"}},
+		{"spot to spot, off", spot, []Node{typed(types, "a", "m5.8xlarge", "spot", app("p1", "1"))}, true, nil},
+		{"spot to spot off, a spot node is still deleted", spot, []Node{typed(types, "a", "m5.xlarge", "spot", app("p1", "1")),
+			typed(types, "b", "m5.xlarge", "spot", app("p2", "1", AnnotationDoNotDisrupt))}, true, []string{"a:delete"}},
+		{"spot to spot off, on-demand still goes to spot", both, []Node{typed(types, "a", cheapOD, "on-demand", app("p1", "1"))}, true, []string{"a:replace"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Snapshot{Now: now, Pools: []*model.Pool{tc.pool}, Nodes: tc.nodes, NoSpotToSpot: tc.off,
+				Simulation: scheduling.Input{InstanceTypes: types, Region: "us-east-1"}}
+			first, second := twoPassesOf(s)
+			if got := describe(second.Retire); !slices.Equal(got, tc.want) {
+				t.Fatalf("retired %v, want %v (first pass stamped %v)", got, tc.want, first.StampConsolidation)
+			}
+		})
+	}
+}
+
 func abs(x float64) float64 {
 	if x < 0 {
 		return -x

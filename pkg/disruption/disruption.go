@@ -87,6 +87,10 @@ type Snapshot struct {
 	// NodeRepair turns node repair on (repair.go): Karpenter's NodeRepair
 	// feature gate, off by default.
 	NodeRepair bool
+	// NoSpotToSpot keeps consolidation from replacing spot nodes by a
+	// spot node (Karpenter's SpotToSpotConsolidation=false; deleting them
+	// is still allowed).
+	NoSpotToSpot bool
 	// Planned counts, per instance id, the pending pods planned onto it
 	// (pods.AnnotationInstance): such a node is about to receive pods.
 	Planned map[string]int

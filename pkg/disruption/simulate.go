@@ -369,7 +369,8 @@ func (c *consolidator) movers(cd *candidate) ([]*corev1.Pod, error) {
 // types whose every usable offering (in the node's zones and capacity
 // types) costs less than the nodes retired, so whichever offering the
 // launch gets, the command saves money. Spot to spot needs at least
-// MinSpotToSpotOptions such types for a single node; on-demand nodes may
+// MinSpotToSpotOptions such types for a single node, and is refused with
+// Snapshot.NoSpotToSpot; on-demand nodes may
 // be replaced by spot when the pool allows spot (the replacement is then
 // priced as spot, as Karpenter pins it).
 func (c *consolidator) replacement(cmd command, nn scheduling.NewNode, sum float64) (command, string) {
@@ -382,6 +383,9 @@ func (c *consolidator) replacement(cmd command, nn scheduling.NewNode, sum float
 		cts = []string{model.CapacityTypeSpot}
 	}
 	spotToSpot := allSpot && len(cts) == 1 && cts[0] == model.CapacityTypeSpot
+	if spotToSpot && c.s.NoSpotToSpot {
+		return cmd, "spot to spot consolidation is off (SpotToSpotConsolidation=false)"
+	}
 	maxPrice := sum
 	if len(cmd.nodes) > 1 {
 		// Replacing several nodes by one of a type among them must beat

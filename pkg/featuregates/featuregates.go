@@ -16,15 +16,19 @@ type Gates struct {
 	// NodeRepair turns node repair on (docs/disruption.md, "Repair"),
 	// off by default as in Karpenter v1.15.
 	NodeRepair bool
+	// NoSpotToSpot is SpotToSpotConsolidation=false given: Joist
+	// replaces a spot node by a cheaper spot one unless told not to
+	// (Karpenter v1.15's gate is off by default; docs/disruption.md).
+	NoSpotToSpot bool
 }
 
 // accepted are Karpenter v1.15's other feature gates (core and AWS):
-// Joist always does what they turn on (ReservedCapacity,
-// SpotToSpotConsolidation, NodeOverlay, StaticCapacity) or does not
-// implement it (the others), so they are read and left alone: a
-// Karpenter setting carried over whole must not stop the functions.
+// Joist always does what they turn on (ReservedCapacity, NodeOverlay,
+// StaticCapacity) or does not implement it (the others), so they are
+// read and left alone: a Karpenter setting carried over whole must not
+// stop the functions.
 var accepted = []string{
-	"ReservedCapacity", "SpotToSpotConsolidation", "NodeOverlay", "StaticCapacity", "CapacityBuffer",
+	"ReservedCapacity", "NodeOverlay", "StaticCapacity", "CapacityBuffer",
 	"TerminateFirstDrift", "TerminateFirstRepair", "PodDeletionCostManagement",
 	"NodeClassCEL", "DRANVIDIAGPU", "DRAEFA", "RebootForRepair",
 }
@@ -48,8 +52,10 @@ func Parse(raw string) (Gates, error) {
 		switch {
 		case name == "NodeRepair":
 			g.NodeRepair = on
+		case name == "SpotToSpotConsolidation":
+			g.NoSpotToSpot = !on
 		case !slices.Contains(accepted, name):
-			return Gates{}, fmt.Errorf("unknown feature gate %q (Karpenter's are NodeRepair, %s)", name, strings.Join(accepted, ", "))
+			return Gates{}, fmt.Errorf("unknown feature gate %q (Karpenter's are NodeRepair, SpotToSpotConsolidation, %s)", name, strings.Join(accepted, ", "))
 		}
 	}
 	return g, nil

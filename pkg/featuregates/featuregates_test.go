@@ -6,7 +6,8 @@ import (
 )
 
 // TestParse: Karpenter's FEATURE_GATES as its Helm chart renders them;
-// NodeRepair is read, Karpenter's other gates accepted, an unknown gate
+// NodeRepair and SpotToSpotConsolidation are read, Karpenter's other
+// gates accepted, an unknown gate
 // or a value that is not a boolean is an error naming it.
 func TestParse(t *testing.T) {
 	for _, c := range []struct {
@@ -16,7 +17,9 @@ func TestParse(t *testing.T) {
 	}{
 		{"", Gates{}, ""},
 		{"NodeRepair=true", Gates{NodeRepair: true}, ""},
-		{"ReservedCapacity=true,NodeRepair=true,SpotToSpotConsolidation=false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false", Gates{NodeRepair: true}, ""},
+		{"ReservedCapacity=true,NodeRepair=true,SpotToSpotConsolidation=false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false", Gates{NodeRepair: true, NoSpotToSpot: true}, ""},
+		{"SpotToSpotConsolidation=true", Gates{}, ""},
+		{"SpotToSpotConsolidation=false", Gates{NoSpotToSpot: true}, ""},
 		{" NodeRepair = false , ", Gates{}, ""},
 		{"NodeRepair=True", Gates{NodeRepair: true}, ""},
 		{"NodeRepare=true", Gates{}, `unknown feature gate "NodeRepare"`},

@@ -99,6 +99,9 @@ type Reaper struct {
 	// NodeRepair turns node repair on (Karpenter's NodeRepair feature
 	// gate: disruption.Snapshot.NodeRepair).
 	NodeRepair bool
+	// NoSpotToSpot refuses spot-to-spot consolidation (Karpenter's
+	// SpotToSpotConsolidation=false: disruption.Snapshot.NoSpotToSpot).
+	NoSpotToSpot bool
 	// ReplacementTimeout bounds the wait for replacements to turn Ready
 	// (default termination.DefaultReplacementTimeout).
 	ReplacementTimeout time.Duration
@@ -180,7 +183,7 @@ func (r *Reaper) Pass(ctx context.Context) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	snap := disruption.Snapshot{Now: r.now(), Pools: spec.Pools, Planned: map[string]int{}, NodeRepair: r.NodeRepair,
+	snap := disruption.Snapshot{Now: r.now(), Pools: spec.Pools, Planned: map[string]int{}, NodeRepair: r.NodeRepair, NoSpotToSpot: r.NoSpotToSpot,
 		Declared: spec.Declared, SpecPartial: spec.Partial,
 		PodsOn: func(node string) ([]*corev1.Pod, error) { return r.podsOn(ctx, node) }}
 	// Which nodes are Joist's is read from EC2 (termination.Ownership),

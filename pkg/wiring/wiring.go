@@ -466,7 +466,7 @@ func (e *Env) Reaper() (func(ctx context.Context, m *metrics.Recorder) *reaping.
 		return &reaping.Reaper{
 			Kube: e.Kube, Specs: specs, Log: log, Lock: lease, Loop: loop, Interval: interval, Metrics: m,
 			Replace: replace, ReplacementTimeout: replacementTimeout, Cloud: launcher, Cluster: e.Cluster, Catalog: catalogFor, Policy: policy,
-			SchedulerConfig: schedulerConfig, NodeRepair: gates.NodeRepair,
+			SchedulerConfig: schedulerConfig, NodeRepair: gates.NodeRepair, NoSpotToSpot: gates.NoSpotToSpot,
 			Terminator: &termination.Terminator{Kube: e.Kube, EC2: launcher, Log: log, Metrics: m},
 		}
 	}, nil
