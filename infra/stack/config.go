@@ -56,8 +56,8 @@ const (
 	// type's max pods (JOIST_RESERVED_ENIS).
 	CtxReservedENIs = "reservedENIs"
 	// CtxFeatureGates is Karpenter's FEATURE_GATES ("NodeRepair=true"):
-	// the functions act on NodeRepair and SpotToSpotConsolidation and accept Karpenter's others
-	// (JOIST_FEATURE_GATES).
+	// the functions act on NodeRepair and SpotToSpotConsolidation and
+	// accept Karpenter's others (JOIST_FEATURE_GATES).
 	CtxFeatureGates = "featureGates"
 	// CtxForwarderImage is a prebuilt forwarder image URI; without it
 	// `cdk deploy` builds cmd/forwarder/Dockerfile (a DockerImageAsset).

@@ -390,16 +390,22 @@ func Decide(s Snapshot) Plan {
 	// deletes the NodeClaim whatever its node's state). decided are the
 	// nodes a rule retires this pass: no later rule looks at them.
 	decided := map[string]bool{}
+	// decide counts a node the rules before the budgeted ones retire in
+	// its pool's usage (a node not Ready is disrupting already).
+	decide := func(n Node, p *model.Pool) {
+		decided[n.Node.Name] = true
+		st := state[p.Name]
+		if pods.NodeReady(n.Node) {
+			st.disrupting++
+		}
+		st.retiring++
+	}
 	for _, n := range slices.Concat(nodes, notReady) {
 		p := PoolOf(n.Node, s.Pools)
 		if Expired(n.Node, p, s.Now) {
 			// Its pods get their new place before the node drains.
 			plan.Retire = append(plan.Retire, Decision{Node: n.Node.Name, Pool: p.Name, Reason: ReasonExpired, Replace: !Empty(n)})
-			decided[n.Node.Name] = true
-			if pods.NodeReady(n.Node) {
-				state[p.Name].disrupting++
-			}
-			state[p.Name].retiring++
+			decide(n, p)
 		}
 	}
 
@@ -408,9 +414,7 @@ func Decide(s Snapshot) Plan {
 		p := PoolOf(n.Node, s.Pools)
 		plan.Retire = append(plan.Retire, Decision{Node: n.Node.Name, Pool: p.Name, Reason: ReasonStaticScaleDown,
 			Detail: fmt.Sprintf("pool %s keeps %d nodes (replicas)", p.Name, p.StaticTarget())})
-		decided[n.Node.Name] = true
-		state[p.Name].disrupting++
-		state[p.Name].retiring++
+		decide(n, p)
 	}
 
 	// Repair (repair.go), first of the budgeted rules as in Karpenter,
@@ -423,12 +427,7 @@ func Decide(s Snapshot) Plan {
 			}
 		}
 		if n, ok := repair(s, rest, func(pool string) (int, int) { return state[pool].total, state[pool].retiring }, &plan); ok {
-			decided[n.Node.Name] = true
-			st := state[PoolOf(n.Node, s.Pools).Name]
-			if pods.NodeReady(n.Node) {
-				st.disrupting++
-			}
-			st.retiring++
+			decide(n, PoolOf(n.Node, s.Pools))
 		}
 	}
 

@@ -370,9 +370,9 @@ func (c *consolidator) movers(cd *candidate) ([]*corev1.Pod, error) {
 // types) costs less than the nodes retired, so whichever offering the
 // launch gets, the command saves money. Spot to spot needs at least
 // MinSpotToSpotOptions such types for a single node, and is refused with
-// Snapshot.NoSpotToSpot; on-demand nodes may
-// be replaced by spot when the pool allows spot (the replacement is then
-// priced as spot, as Karpenter pins it).
+// Snapshot.NoSpotToSpot; on-demand nodes may be replaced by spot when the
+// pool allows spot (the replacement is then priced as spot, as Karpenter
+// pins it).
 func (c *consolidator) replacement(cmd command, nn scheduling.NewNode, sum float64) (command, string) {
 	allSpot := true
 	for _, cd := range cmd.nodes {
