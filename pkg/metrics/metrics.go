@@ -65,8 +65,9 @@ const (
 	// and the kubelet's registration come after it.
 	PodsCreationToLaunch = "joist_pods_creation_to_launch_seconds"
 	// LaunchedPricePerHour is a gauge per launch, by DimPool: the hourly
-	// price, in US dollars, of the instances just launched. Its Sum over a
-	// period is the $/h that period added.
+	// price, in US dollars, of the instances just launched (their
+	// offering's, or a NodeOverlay's, as for NodePoolCost). Its Sum over
+	// a period is the $/h that period added.
 	LaunchedPricePerHour = "joist_nodepools_launched_price_per_hour"
 	// PodsBound counts the pods the binder bound to their node.
 	PodsBound = "joist_pods_bound_total"
@@ -86,10 +87,11 @@ const (
 	// DimReason: Evicted, or Blocked (a PDB's 429).
 	PodsEvictionRequests = "joist_pods_eviction_requests_total"
 	// NodePoolCost is a gauge by DimPool: the hourly price, in US
-	// dollars, of the pool's nodes now, each priced from the catalog by
-	// its instance type, zone and capacity type (a node in a capacity
-	// reservation at 0: it is paid for either way); a pool without nodes
-	// reads 0. Recorded by the reaper every pass.
+	// dollars, of the pool's nodes now, each priced by its instance
+	// type, zone and capacity type as its pool plans it (the catalog's
+	// price, or a NodeOverlay's; a node in a capacity reservation at 0:
+	// it is paid for either way); a pool without nodes reads 0. Recorded
+	// by the reaper every pass.
 	NodePoolCost = "joist_nodepools_cost_per_hour"
 	// NodePoolNodes is a gauge by DimPool: the pool's nodes now (those
 	// being retired too: they are still billed).

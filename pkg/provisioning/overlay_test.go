@@ -1,12 +1,16 @@
 package provisioning
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/joist-dev/joist/pkg/metrics"
 	"github.com/joist-dev/joist/pkg/model"
 )
 
@@ -14,7 +18,8 @@ import (
 // spec reach planning and the launch. One adds a device to r9.xlarge
 // (without it the pod asking for one is unschedulable), another makes
 // the r9 types cheap; the launch carries the overlay's prices (marked,
-// so the fleet launches by priority).
+// so the fleet launches by priority), and the launch's price metric is
+// the overlay's price.
 //
 // On the real API server: the pass reads and nominates the pod there.
 func TestReconcile_PlansAndLaunchesAtOverlaidPrices(t *testing.T) {
@@ -40,6 +45,8 @@ func TestReconcile_PlansAndLaunchesAtOverlaidPrices(t *testing.T) {
 		s.Overlays = overlays
 		return s, nil
 	}
+	rec := metrics.New("test", p.Clock)
+	p.Metrics = rec
 	res, err := p.Reconcile(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -57,5 +64,22 @@ func TestReconcile_PlansAndLaunchesAtOverlaidPrices(t *testing.T) {
 		if o.Price != 0.05 || !o.PriceOverlaid {
 			t.Errorf("%s option at $%v/h overlaid=%v, want the overlay's $0.05/h", o.InstanceType, o.Price, o.PriceOverlaid)
 		}
+	}
+	var out bytes.Buffer
+	if err := rec.Flush(&out); err != nil {
+		t.Fatal(err)
+	}
+	var price []float64
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("%v: %s", err, line)
+		}
+		if v, ok := m[metrics.LaunchedPricePerHour].(float64); ok {
+			price = append(price, v)
+		}
+	}
+	if len(price) != 1 || price[0] != 0.05 {
+		t.Errorf("%s %v, want the overlay's 0.05\n%s", metrics.LaunchedPricePerHour, price, out.String())
 	}
 }

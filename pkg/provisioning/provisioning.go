@@ -409,7 +409,7 @@ func (p *Provisioner) launchNew(ctx context.Context, c *cluster, newNodes []sche
 			}
 			c.reservedUsed[inst.ReservationID]++
 		}
-		p.recordLaunch(ctx, n, inst, now)
+		p.recordLaunch(ctx, c, n, inst, now)
 		p.Log.Info("launched", "pool", n.Pool, "instance", inst.ID, "instanceType", inst.InstanceType, "zone", inst.Zone, "capacityType", inst.CapacityType, "pods", len(n.Pods))
 		// The new instance holds these pods now; a replan in this pass
 		// must see it as in flight.
@@ -539,9 +539,18 @@ func (p *Provisioner) nominate(ctx context.Context, c *cluster, pod *corev1.Pod,
 	return nil
 }
 
-// recordLaunch tells Kubernetes and CloudWatch about a launched node.
-func (p *Provisioner) recordLaunch(ctx context.Context, n scheduling.NewNode, inst *launch.Instance, now time.Time) {
-	price, _ := p.Catalog.Price(inst.InstanceType, inst.CapacityType)
+// poolPrices are the prices the cluster's overlays set on a pool's
+// offerings (fromcatalog.PoolPrices): what the launch prioritizes by and
+// the launched node's price.
+func (p *Provisioner) poolPrices(ctx context.Context, c *cluster, pool string) map[string]float64 {
+	spec := c.spec
+	return fromcatalog.PoolPrices(p.Catalog, fromcatalog.Cluster{Pools: spec.Pools, NodeClasses: spec.NodeClasses, Overlays: spec.Overlays, ZoneIDs: p.zoneIDs(ctx, c)}, pool)
+}
+
+// recordLaunch tells Kubernetes and CloudWatch about a launched node, at
+// its offering's price as its pool plans it (fromcatalog.OfferingPrice).
+func (p *Provisioner) recordLaunch(ctx context.Context, c *cluster, n scheduling.NewNode, inst *launch.Instance, now time.Time) {
+	price := fromcatalog.OfferingPrice(p.Catalog, p.poolPrices(ctx, c, n.Pool), inst.InstanceType, inst.Zone, inst.CapacityType)
 	p.Metrics.Count(metrics.NodesCreated, 1, map[string]string{
 		metrics.DimPool: n.Pool, metrics.DimCapacityType: inst.CapacityType, metrics.DimInstanceType: inst.InstanceType,
 	})
@@ -579,8 +588,7 @@ func (p *Provisioner) launch(ctx context.Context, c *cluster, n scheduling.NewNo
 	if !ok {
 		return nil, fmt.Errorf("pool %q: node class %q not found", pool.Name, pool.NodeClass)
 	}
-	overlaid := fromcatalog.PoolPrices(p.Catalog, fromcatalog.Cluster{Pools: spec.Pools, NodeClasses: spec.NodeClasses, Overlays: spec.Overlays, ZoneIDs: p.zoneIDs(ctx, c)}, pool.Name)
-	opts := launchOptions(p.Catalog, n, pool, nc, overlaid, unavailable)
+	opts := launchOptions(p.Catalog, n, pool, nc, p.poolPrices(ctx, c, pool.Name), unavailable)
 	if len(opts) == 0 {
 		return nil, fmt.Errorf("pool %q: no launchable offering left for the planned node", pool.Name)
 	}

@@ -156,7 +156,7 @@ func (p *Provisioner) scaleStatic(ctx context.Context, c *cluster, res *Result) 
 		res.Static++
 		empty := n
 		empty.Pods = nil
-		p.recordLaunch(ctx, empty, inst, now)
+		p.recordLaunch(ctx, c, empty, inst, now)
 		p.Log.Info("launched", "pool", n.Pool, "instance", inst.ID, "instanceType", inst.InstanceType, "zone", inst.Zone, "capacityType", inst.CapacityType, "static", true)
 		// Capacity coming: the pods planned after this see it in flight.
 		c.instances = append(c.instances, *inst)

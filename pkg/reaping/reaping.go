@@ -261,7 +261,7 @@ func (r *Reaper) Pass(ctx context.Context) (Result, error) {
 	if err := r.consolidationInputs(ctx, spec, cat, catErr, reads, &snap); err != nil {
 		errs = append(errs, err)
 	}
-	r.recordCost(cat, spec.Pools, snap.Nodes)
+	r.recordCost(cat, spec, snap.Nodes)
 	// The budgets the graceful rules ask about the pods they would evict;
 	// unread, those rules leave alone every node with a pod to evict.
 	pdbs, err := r.pdbs(ctx)

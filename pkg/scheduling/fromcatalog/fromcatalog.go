@@ -269,6 +269,19 @@ func PoolPrices(cat *catalog.Catalog, c Cluster, pool string) map[string]float64
 	return forPools(cat, c.Pools, c.NodeClasses, c.Overlays, c.ZoneIDs).over.prices[pool]
 }
 
+// OfferingPrice is an offering's $/h as its pool plans it: the price the
+// pool's overlays set (overlaid, from PoolPrices), else the catalog's for
+// the type, zone and capacity type; 0 when neither prices it, as a
+// reserved offering (the catalog has none: a reservation is paid for
+// either way). What the cost metrics report.
+func OfferingPrice(cat *catalog.Catalog, overlaid map[string]float64, typ, zone, capacityType string) float64 {
+	if p, ok := overlaid[OfferingKey(typ, zone, capacityType)]; ok {
+		return p
+	}
+	p, _ := cat.OfferingPrice(typ, zone, capacityType)
+	return p
+}
+
 // OfferingKey names an offering in PoolPrices.
 func OfferingKey(typ, zone, capacityType string) string {
 	return typ + "/" + zone + "/" + capacityType
