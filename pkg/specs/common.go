@@ -1,9 +1,8 @@
 package specs
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -24,11 +23,8 @@ func decodeStrict(raw []byte, out any) errs {
 	var l errs
 	strict, err := sigsjson.UnmarshalStrict(raw, out)
 	if err != nil {
-		// Decode again with encoding/json for a typed error that names the
-		// field.
-		var te *json.UnmarshalTypeError
-		if jerr := json.Unmarshal(raw, out); jerr != nil && errors.As(jerr, &te) && te.Field != "" {
-			l = append(l, &FieldError{Field: jsonPath(te.Field), Detail: fmt.Sprintf("invalid type: got JSON %s, want %s", te.Value, typeName(te.Type.String()))})
+		// Each value that does not decode, by its path.
+		if decodeFailures(raw, reflect.TypeOf(out), "", &l); len(l) > 0 {
 			return l
 		}
 		l.add(nil, "cannot decode: %s", strings.TrimPrefix(err.Error(), "json: "))
@@ -52,20 +48,6 @@ func decodeStrict(raw []byte, out any) errs {
 		}
 	}
 	return l
-}
-
-// jsonPath drops the Go names of embedded structs that encoding/json puts
-// in a type error's field path (spec.AWS.LaunchTemplate.metadataOptions).
-func jsonPath(goPath string) string {
-	var keep []string
-	for _, seg := range strings.Split(goPath, ".") {
-		switch seg {
-		case "AWS", "LaunchTemplate", "TypeMeta", "ObjectMeta":
-			continue
-		}
-		keep = append(keep, seg)
-	}
-	return strings.Join(keep, ".")
 }
 
 func typeName(goType string) string {

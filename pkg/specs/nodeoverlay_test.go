@@ -27,6 +27,8 @@ requirements:
 `), nil},
 		{"valid price and capacity", nodeOverlay("o", "price: \"0.125\"\ncapacity: {hugepages-2Mi: 100Mi, example.com/device: '2'}\n"), nil},
 		{"every adjustment form", nodeOverlay("o", "priceAdjustment: '+0.5'"), nil},
+		{"a capacity that does not decode is named", nodeOverlay("o", "capacity: {example.com/device: many}"),
+			[]string{`spec.capacity[example.com/device]: invalid value "many": quantities must match the regular expression...`}},
 		{"both prices", nodeOverlay("o", "price: '1'\npriceAdjustment: '+1'"), []string{"spec: cannot set both 'price' and 'priceAdjustment'"}},
 		{"adjustment pattern", nodeOverlay("o", "priceAdjustment: '10%'"),
 			[]string{`spec.priceAdjustment: invalid value "10%": must be a signed amount (+0.5, -0.5) or percentage (+10%, -10%, at most -100%)`}},

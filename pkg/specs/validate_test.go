@@ -182,6 +182,8 @@ consolidation: {enabled: false}
 		{"unknown fields are refused", provisioner("ttlSecondsAfterEmtpy: 30"), []string{"spec.ttlSecondsAfterEmtpy: unknown field"}},
 		{"field names are case-sensitive", provisioner("TTLSecondsAfterEmpty: 30"), []string{"spec.TTLSecondsAfterEmpty: unknown field"}},
 		{"wrong types are refused", provisioner("ttlSecondsAfterEmpty: soon"), []string{"spec.ttlSecondsAfterEmpty: invalid type: got JSON string, want an integer"}},
+		{"a quantity that does not decode is named", provisioner("limits: {resources: {cpu: lots}}"),
+			[]string{`spec.limits.resources[cpu]: invalid value "lots": quantities must match the regular expression...`}},
 		{"status is not checked", provisioner("") + "status: {resources: {cpu: '4'}, somethingNew: 1}\n", nil},
 	})
 }

@@ -20,6 +20,12 @@ func nodePool(tmpl, spec string) string {
 
 func TestNodePoolRules(t *testing.T) {
 	runRuleCases(t, []ruleCase{
+		// A value that does not decode (a Quantity's or a duration's
+		// error names no field) is named by its path, each one.
+		{"values that do not decode are named", nodePool("", "limits: {cpu: abc, memory: 1x}\ndisruption: {consolidateAfter: 30}"), []string{
+			"spec.disruption.consolidateAfter: invalid type: got JSON number, want a string",
+			`spec.limits[cpu]: invalid value "abc": quantities must match the regular expression...`,
+			`spec.limits[memory]: invalid value "1x": quantities must match the regular expression...`}},
 		{"valid with every field", strings.Replace(nodePool(`
 taints: [{key: a, value: b, effect: NoSchedule}]
 startupTaints: [{key: c, effect: NoExecute}]
@@ -159,6 +165,8 @@ func nodeClass(spec string) string {
 
 func TestEC2NodeClassRules(t *testing.T) {
 	runRuleCases(t, []ruleCase{
+		{"a value that does not decode is named", nodeClass("blockDeviceMappings: [{deviceName: a, ebs: {volumeSize: 20Gi}}, {deviceName: b, ebs: {volumeSize: 20Gi, iops: many}}]"),
+			[]string{"spec.blockDeviceMappings[1].ebs.iops: invalid type: got JSON string, want an integer"}},
 		{"valid with every field", nodeClass(`
 subnetSelectorTerms: [{tags: {k: '*'}}, {id: subnet-0abc}]
 securityGroupSelectorTerms: [{tags: {k: v}}, {id: sg-123}, {name: default}]
