@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	sigsjson "sigs.k8s.io/json"
+
+	"github.com/joist-dev/joist/pkg/decodeerr"
 )
 
 // decodeStrict decodes raw into out the way the API server's strict field
@@ -24,7 +26,10 @@ func decodeStrict(raw []byte, out any) errs {
 	strict, err := sigsjson.UnmarshalStrict(raw, out)
 	if err != nil {
 		// Each value that does not decode, by its path.
-		if decodeFailures(raw, reflect.TypeOf(out), "", &l); len(l) > 0 {
+		for _, f := range decodeerr.Find(raw, reflect.TypeOf(out)) {
+			l = append(l, &FieldError{Field: f.Path, Detail: f.Detail})
+		}
+		if len(l) > 0 {
 			return l
 		}
 		l.add(nil, "cannot decode: %s", strings.TrimPrefix(err.Error(), "json: "))
@@ -48,22 +53,6 @@ func decodeStrict(raw []byte, out any) errs {
 		}
 	}
 	return l
-}
-
-func typeName(goType string) string {
-	switch {
-	case strings.Contains(goType, "int"):
-		return "an integer"
-	case strings.Contains(goType, "bool"):
-		return "a boolean"
-	case strings.HasPrefix(goType, "[]"):
-		return "a list"
-	case strings.HasPrefix(goType, "map"), strings.Contains(goType, "struct"), strings.Contains(goType, "."):
-		return "an object"
-	case strings.Contains(goType, "string"):
-		return "a string"
-	}
-	return goType
 }
 
 // validateName checks metadata.name as the API server does for

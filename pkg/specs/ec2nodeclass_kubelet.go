@@ -13,6 +13,7 @@ import (
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	sigsjson "sigs.k8s.io/json"
 
+	"github.com/joist-dev/joist/pkg/decodeerr"
 	"github.com/joist-dev/joist/pkg/model"
 )
 
@@ -50,7 +51,7 @@ func parseKubelet(l *errs, kc map[string]json.RawMessage, p *field.Path) model.K
 		if err := json.Unmarshal(one, &single); err != nil {
 			var te *json.UnmarshalTypeError
 			if errors.As(err, &te) {
-				l.add(p.Child(k), "invalid type: got JSON %s, want %s", te.Value, typeName(te.Type.String()))
+				l.add(p.Child(k), "%s", decodeerr.TypeMismatch(te))
 			} else {
 				l.add(p.Child(k), "invalid type: %s", strings.TrimPrefix(err.Error(), "json: "))
 			}
@@ -165,7 +166,7 @@ func validateKubeletUpstream(l *errs, kc map[string]json.RawMessage, p *field.Pa
 	if err != nil {
 		var te *json.UnmarshalTypeError
 		if jerr := json.Unmarshal(raw, &kubeletconfigv1beta1.KubeletConfiguration{}); errors.As(jerr, &te) && te.Field != "" {
-			l.add(p.Child(te.Field), "invalid type: got JSON %s, want %s", te.Value, typeName(te.Type.String()))
+			l.add(p.Child(te.Field), "%s", decodeerr.TypeMismatch(te))
 			return
 		}
 		l.add(p, "invalid kubelet configuration: %s", strings.TrimPrefix(err.Error(), "json: "))

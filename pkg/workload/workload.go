@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"reflect"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -30,6 +31,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/joist-dev/joist/pkg/decodeerr"
 )
 
 // Labels the controllers put on their pods.
@@ -144,6 +147,15 @@ func (r *Result) add(js []byte, source string, index *int) error {
 	where := fmt.Sprintf("%s (document %d, %s %q)", source, i+1, tm.Kind, tm.Metadata.Name)
 	decode := func(into any) error {
 		if err := json.Unmarshal(js, into); err != nil {
+			// Every value that does not decode, by its path (a
+			// quantity's error names no field).
+			if fs := decodeerr.Find(js, reflect.TypeOf(into)); len(fs) > 0 {
+				errs := make([]error, len(fs))
+				for i, f := range fs {
+					errs[i] = fmt.Errorf("%s: %w", where, f)
+				}
+				return errors.Join(errs...)
+			}
 			return fmt.Errorf("%s: %w", where, err)
 		}
 		return nil

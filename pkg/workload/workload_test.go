@@ -215,6 +215,27 @@ func TestReadReportsBadDocuments(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "bad.yaml") || !strings.Contains(err.Error(), `Deployment "x"`) {
 		t.Errorf("error %v", err)
 	}
+	// Each value that does not decode is named by its path: a quantity's
+	// own error names no field.
+	_, err = Read([]byte(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  template:
+    spec:
+      containers:
+        - {name: a, resources: {requests: {cpu: 500m}}}
+        - {name: b, resources: {requests: {cpu: lots, memory: 1x}}}
+`), "quantities.yaml")
+	for _, want := range []string{
+		`quantities.yaml (document 1, Deployment "web"): spec.template.spec.containers[1].resources.requests[cpu]: invalid value "lots": quantities must match`,
+		`quantities.yaml (document 1, Deployment "web"): spec.template.spec.containers[1].resources.requests[memory]: invalid value "1x": quantities must match`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v\nwant it to say %s", err, want)
+		}
+	}
 	if _, err := Read([]byte("a: [unclosed"), "worse.yaml"); err == nil {
 		t.Error("broken YAML accepted")
 	}

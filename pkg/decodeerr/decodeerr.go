@@ -1,4 +1,9 @@
-package specs
+// Package decodeerr says where a JSON document fails to decode into a Go
+// type, field by field. encoding/json stops at the first error, and an
+// Unmarshaler's error (a Quantity's, a duration's) names no field at all:
+// "quantities must match the regular expression" leaves the user to guess
+// which of a manifest's quantities is wrong.
+package decodeerr
 
 import (
 	"encoding/json"
@@ -13,13 +18,28 @@ import (
 
 var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
 
-// decodeFailures finds where raw fails to decode into a value of type t:
-// each object member, map entry or list item that fails on its own and
-// holds no part that does, with its own error. An Unmarshaler's error (a
-// Quantity's, a duration's) names no field, and "cannot decode" alone
-// would leave the user to guess which of a manifest's values is wrong.
-// None when no part fails on its own.
-func decodeFailures(raw []byte, t reflect.Type, path string, out *errs) {
+// Failure is a value that does not decode: its path in the document
+// (spec.limits[cpu], spec.blockDeviceMappings[1].ebs.iops) and what is
+// wrong with it.
+type Failure struct {
+	Path   string
+	Detail string
+}
+
+func (f Failure) Error() string { return f.Path + ": " + f.Detail }
+
+// Find finds where raw fails to decode into a value of type t: each object
+// member, map entry or list item that fails on its own and holds no part
+// that does, with its own error, in the document's order of keys (sorted)
+// and items. None when raw decodes, or no part fails on its own (the
+// caller reports the whole document's error).
+func Find(raw []byte, t reflect.Type) []Failure {
+	var out []Failure
+	find(raw, t, "", &out)
+	return out
+}
+
+func find(raw []byte, t reflect.Type, path string, out *[]Failure) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -32,9 +52,9 @@ func decodeFailures(raw []byte, t reflect.Type, path string, out *errs) {
 			return
 		}
 		n := len(*out)
-		decodeFailures(raw, t, path, out)
+		find(raw, t, path, out)
 		if len(*out) == n {
-			*out = append(*out, &FieldError{Field: path, Detail: decodeDetail(raw, err)})
+			*out = append(*out, Failure{Path: path, Detail: Detail(raw, err)})
 		}
 	}
 	switch t.Kind() {
@@ -65,12 +85,13 @@ func decodeFailures(raw []byte, t reflect.Type, path string, out *errs) {
 	}
 }
 
-// decodeDetail says what is wrong with raw, a value that does not decode:
-// its JSON type, or the value and why (an Unmarshaler's error).
-func decodeDetail(raw []byte, err error) string {
+// Detail says what is wrong with raw, a value that failed to decode with
+// err: its JSON type (TypeMismatch), or the value and why (an
+// Unmarshaler's error).
+func Detail(raw []byte, err error) string {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		return fmt.Sprintf("invalid type: got JSON %s, want %s", te.Value, typeName(te.Type.String()))
+		return TypeMismatch(te)
 	}
 	v := string(raw)
 	if len(v) > 64 {
@@ -112,4 +133,26 @@ func joinPath(path, key string) string {
 		return key
 	}
 	return path + "." + key
+}
+
+// TypeMismatch says what a value of the wrong JSON type got and wanted,
+// in the words of a manifest's author rather than Go's.
+func TypeMismatch(te *json.UnmarshalTypeError) string {
+	return fmt.Sprintf("invalid type: got JSON %s, want %s", te.Value, typeName(te.Type.String()))
+}
+
+func typeName(goType string) string {
+	switch {
+	case strings.Contains(goType, "int"):
+		return "an integer"
+	case strings.Contains(goType, "bool"):
+		return "a boolean"
+	case strings.HasPrefix(goType, "[]"):
+		return "a list"
+	case strings.HasPrefix(goType, "map"), strings.Contains(goType, "struct"), strings.Contains(goType, "."):
+		return "an object"
+	case strings.Contains(goType, "string"):
+		return "a string"
+	}
+	return goType
 }
