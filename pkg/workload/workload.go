@@ -173,6 +173,9 @@ func (r *Result) add(js []byte, source string, index *int) error {
 		if err := decode(&d); err != nil {
 			return err
 		}
+		if err := r.room(where, "spec.replicas", replicas(d.Spec.Replicas)); err != nil {
+			return err
+		}
 		r.Pods = append(r.Pods, expandDeployment(&d)...)
 		sel := d.Spec.Selector.DeepCopy()
 		if sel == nil {
@@ -190,11 +193,17 @@ func (r *Result) add(js []byte, source string, index *int) error {
 		if err := decode(&rs); err != nil {
 			return err
 		}
+		if err := r.room(where, "spec.replicas", replicas(rs.Spec.Replicas)); err != nil {
+			return err
+		}
 		r.Pods = append(r.Pods, expandReplicaSet(&rs)...)
 		r.ReplicaSets = append(r.ReplicaSets, &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: rs.Name, Namespace: rs.Namespace}, Spec: appsv1.ReplicaSetSpec{Selector: rs.Spec.Selector}})
 	case tm.Kind == "StatefulSet" && group == "apps/v1":
 		var ss appsv1.StatefulSet
 		if err := decode(&ss); err != nil {
+			return err
+		}
+		if err := r.room(where, "spec.replicas", replicas(ss.Spec.Replicas)); err != nil {
 			return err
 		}
 		pods, claims := expandStatefulSet(&ss)
@@ -204,6 +213,9 @@ func (r *Result) add(js []byte, source string, index *int) error {
 	case tm.Kind == "Job" && group == "batch/v1":
 		var j batchv1.Job
 		if err := decode(&j); err != nil {
+			return err
+		}
+		if err := r.room(where, "spec.parallelism", jobPods(&j)); err != nil {
 			return err
 		}
 		r.Pods = append(r.Pods, expandJob(&j)...)
@@ -297,6 +309,21 @@ func suffix(owner string, i int) string {
 	fmt.Fprintf(h, "%s/%d", owner, i)
 	s := rand.SafeEncodeString(strconv.FormatUint(h.Sum64(), 10))
 	return s[len(s)-5:]
+}
+
+// MaxPods is the most pods Read makes from its files in all: a replica
+// count mistyped by a few digits would otherwise take the machine's memory
+// before the plan could say anything. Joist plans 100,000 pods in seconds
+// (docs/scale.md); ten times that is no cluster's pending batch.
+const MaxPods = 1_000_000
+
+// room says whether n more pods fit under MaxPods, and names the object
+// and field when they do not.
+func (r *Result) room(where, field string, n int) error {
+	if len(r.Pods)+n > MaxPods {
+		return fmt.Errorf("%s: %s: %d pods would make %d in all, more than the %d joist plan reads", where, field, n, len(r.Pods)+n, MaxPods)
+	}
+	return nil
 }
 
 func replicas(r *int32) int {
@@ -413,17 +440,23 @@ func expandStatefulSet(ss *appsv1.StatefulSet) ([]*corev1.Pod, []*corev1.Persist
 	return pods, claims
 }
 
-// expandJob makes the pods a Job runs at once: parallelism (default 1),
+// jobPods is how many pods a Job runs at once: parallelism (default 1),
 // capped by completions when set.
+func jobPods(j *batchv1.Job) int {
+	n := int32(1)
+	if j.Spec.Parallelism != nil {
+		n = *j.Spec.Parallelism
+	}
+	if j.Spec.Completions != nil {
+		n = min(n, *j.Spec.Completions)
+	}
+	return int(max(n, 0))
+}
+
+// expandJob makes the pods a Job runs at once (jobPods).
 func expandJob(j *batchv1.Job) []*corev1.Pod {
 	defaultNamespace(&j.ObjectMeta)
-	n := 1
-	if j.Spec.Parallelism != nil {
-		n = int(max(*j.Spec.Parallelism, 0))
-	}
-	if j.Spec.Completions != nil && int(*j.Spec.Completions) < n {
-		n = int(*j.Spec.Completions)
-	}
+	n := jobPods(j)
 	owner := controllerRef("batch/v1", "Job", j.Namespace, j.Name)
 	return fromTemplate(&j.Spec.Template, j.Namespace, owner,
 		func(i int) string { return j.Name + "-" + suffix(j.Name, i) },

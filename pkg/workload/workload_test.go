@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -279,5 +280,38 @@ func TestReadKeepsSpreadSelectorSources(t *testing.T) {
 	}
 	if len(res.Services) != 1 || res.Services[0].Namespace != "shop" || res.Services[0].Spec.Selector["app"] != "web" {
 		t.Errorf("services %+v", res.Services)
+	}
+}
+
+// TestReadRefusesMorePodsThanItPlans: a replica count mistyped by a few
+// digits is an error naming the object and the field, before any pod is
+// made, not a machine out of memory; a Job whose completions are negative
+// runs no pod.
+func TestReadRefusesMorePodsThanItPlans(t *testing.T) {
+	deployment := func(name string, n int) string {
+		return fmt.Sprintf("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: %s}\nspec: {replicas: %d, template: {spec: {containers: [{name: a}]}}}\n", name, n)
+	}
+	for _, tc := range []struct {
+		name, files, want string
+	}{
+		{"replicas", deployment("big", 2000000000),
+			`f.yaml (document 1, Deployment "big"): spec.replicas: 2000000000 pods would make 2000000000 in all, more than the 1000000 joist plan reads`},
+		{"in all", deployment("small", 2) + "---\n" + deployment("big", MaxPods-1),
+			`f.yaml (document 2, Deployment "big"): spec.replicas: 999999 pods would make 1000001 in all, more than the 1000000 joist plan reads`},
+		{"statefulset", "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db}\nspec: {replicas: 1500000, template: {spec: {containers: [{name: a}]}}}\n",
+			`f.yaml (document 1, StatefulSet "db"): spec.replicas: 1500000 pods would make 1500000 in all`},
+		{"job", "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec: {parallelism: 2000000, template: {spec: {containers: [{name: a}]}}}\n",
+			`f.yaml (document 1, Job "j"): spec.parallelism: 2000000 pods would make 2000000 in all`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Read([]byte(tc.files), "f.yaml")
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v\nwant %s", err, tc.want)
+			}
+		})
+	}
+	res, err := Read([]byte("apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec: {parallelism: 3, completions: -1, template: {spec: {containers: [{name: a}]}}}\n"), "f.yaml")
+	if err != nil || len(res.Pods) != 0 {
+		t.Errorf("negative completions: %v, %d pods; want none and no error", err, len(res.Pods))
 	}
 }
