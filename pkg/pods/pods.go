@@ -163,9 +163,15 @@ func PlannedInstance(p *corev1.Pod) string {
 
 // Requests is what the pod asks of a node: the larger of its init
 // containers and the sum of its containers (sidecars included), plus pod
-// overhead, plus one "pods" slot — computed as kube-scheduler does.
+// overhead, plus one "pods" slot — computed as kube-scheduler does. For a
+// pod resized in place (KEP-1287, on by default since Kubernetes 1.33),
+// that is the larger of its spec and what its status says the kubelet
+// allocated and actuated (the status alone when the resize is
+// infeasible): a pod shrinking holds its room until the kubelet gives it
+// back, and a pod bound into room it still holds would be refused by the
+// kubelet. A pending pod has no such status: its spec.
 func Requests(p *corev1.Pod) corev1.ResourceList {
-	r := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+	r := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{UseStatusResources: true})
 	r[corev1.ResourcePods] = *resource.NewQuantity(1, resource.DecimalSI)
 	return r
 }

@@ -98,6 +98,19 @@ func TestFits(t *testing.T) {
 	startup.Spec.Taints = append(startup.Spec.Taints, corev1.Taint{Key: "node.cilium.io/agent-not-ready", Effect: corev1.TaintEffectNoSchedule})
 	wrongSelector := tolerating(pod("a", "1", "1Gi"))
 	wrongSelector.Spec.NodeSelector = map[string]string{"nodeType": "management-2023"}
+	// A neighbour resized in place (KEP-1287) down to 500m whose kubelet
+	// still holds the 1500m it had: kube-scheduler counts the larger of
+	// the spec and what the status says is allocated or actuated.
+	shrinking := pod("b", "500m", "1Gi")
+	shrinking.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: shrinking.Spec.Containers[0].Name,
+		AllocatedResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m")},
+		Resources:          &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m")}}}}
+	// One whose resize up to 1500m is infeasible: it holds what it has.
+	stuck := pod("b", "1500m", "1Gi")
+	stuck.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: stuck.Spec.Containers[0].Name,
+		AllocatedResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")},
+		Resources:          &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}}}}
+	stuck.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: corev1.PodReasonInfeasible}}
 	for _, tc := range []struct {
 		name    string
 		pod     *corev1.Pod
@@ -108,6 +121,8 @@ func TestFits(t *testing.T) {
 		{"fits", tolerating(pod("a", "1", "1Gi")), readyNode("2", "8Gi"), nil, ""},
 		{"fits next to a neighbour", tolerating(pod("a", "1", "1Gi")), readyNode("2", "8Gi"), []*corev1.Pod{pod("b", "1", "1Gi")}, ""},
 		{"no room left", tolerating(pod("a", "1", "1Gi")), readyNode("2", "8Gi"), []*corev1.Pod{pod("b", "1500m", "1Gi")}, "insufficient cpu"},
+		{"a neighbour resized down still holds its room", tolerating(pod("a", "1", "1Gi")), readyNode("2", "8Gi"), []*corev1.Pod{shrinking}, "insufficient cpu"},
+		{"an infeasible resize takes no room", tolerating(pod("a", "1", "1Gi")), readyNode("2", "8Gi"), []*corev1.Pod{stuck}, ""},
 		{"taint not tolerated", pod("a", "1", "1Gi"), readyNode("2", "8Gi"), nil, "does not tolerate taint service=true:NoSchedule"},
 		{"startup taint still there", tolerating(pod("a", "1", "1Gi")), startup, nil, "node.cilium.io/agent-not-ready"},
 		{"selector mismatch", wrongSelector, readyNode("2", "8Gi"), nil, "nodeSelector"},
