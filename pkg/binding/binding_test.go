@@ -107,6 +107,70 @@ func TestBinder_BindsPlannedPodsAndUnplansWhatNoLongerFits(t *testing.T) {
 	}
 }
 
+// TestBinder_SkipsPodThatWouldBreakAntiAffinityOrHostPort: since the plan,
+// kube-scheduler put on the new node a pod planned elsewhere (its own node
+// not Ready yet): a web replica, and a pod on host port 9100. The planned
+// replica whose required anti-affinity keeps web replicas apart, and the
+// planned pod on the same host port, are not bound there (the kubelet
+// would refuse the one, the user's rule forbids the other) but handed back
+// to the provisioner; a pod without either conflict is bound.
+//
+// On the real API server: the pods on the node are read there.
+func TestBinder_SkipsPodThatWouldBreakAntiAffinityOrHostPort(t *testing.T) {
+	c := fixture(t, "apart", "node-apart", "i-apart")
+	ctx := context.Background()
+	// The kubelet labels its node with its hostname.
+	n, err := c.CoreV1().Nodes().Get(ctx, "node-apart", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Labels[corev1.LabelHostname] = "node-apart"
+	if _, err := c.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	web := func(name string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "apart", Labels: map[string]string{"app": "web"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}},
+				Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+					TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}}}}}
+	}
+	exporter := func(name string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "apart"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "exporter", Ports: []corev1.ContainerPort{{ContainerPort: 9100, HostPort: 9100}},
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}}}
+	}
+	for _, p := range []*corev1.Pod{web("web-0"), exporter("exporter-0")} {
+		p.Spec.NodeName = "node-apart" // what kube-scheduler did
+		if _, err := c.CoreV1().Pods("apart").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []*corev1.Pod{web("web-1"), exporter("exporter-1")} {
+		p.Annotations = map[string]string{pods.AnnotationInstance: "i-apart"}
+		if _, err := c.CoreV1().Pods("apart").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plannedPod(t, c, "apart", "plain", "100m", "i-apart")
+	res, err := (&binding.Binder{Kube: c, Log: quiet()}).BindNode(ctx, "node-apart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Bound != 1 || res.Unplanned != 2 {
+		t.Fatalf("result %+v, want the plain pod bound and two handed back", res)
+	}
+	for name, bound := range map[string]bool{"plain": true, "web-1": false, "exporter-1": false} {
+		p, err := c.CoreV1().Pods("apart").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (p.Spec.NodeName == "node-apart") != bound || (!bound && pods.PlannedInstance(p) != "") {
+			t.Errorf("%s on %q planned for %q; want bound %v (and no plan left when not)", name, p.Spec.NodeName, pods.PlannedInstance(p), bound)
+		}
+	}
+}
+
 // TestBinder_ConflictMeansSomeoneElseBoundIt: kube-scheduler binds the pod
 // between the binder's read of the unbound pods and its own bind. The API
 // server answers the binder's bind with a Conflict, which the binder counts

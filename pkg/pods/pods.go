@@ -224,8 +224,10 @@ func Key(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
 // Fits checks that pod can run on node next to the pods already there, the
 // way kube-scheduler's filters would: the node is Ready, every NoSchedule
 // and NoExecute taint is tolerated, nodeSelector and required node
-// affinity match, and the requests fit in what allocatable has left. It
-// returns nil or the first reason it does not fit.
+// affinity match, no host port or required anti-affinity collides with
+// the pods there (neighbourConflict), and the requests fit in what
+// allocatable has left. It returns nil or the first reason it does not
+// fit.
 func Fits(pod *corev1.Pod, node *corev1.Node, onNode []*corev1.Pod) error {
 	if !NodeReady(node) {
 		return fmt.Errorf("node %s is not Ready", node.Name)
@@ -240,6 +242,9 @@ func Fits(pod *corev1.Pod, node *corev1.Node, onNode []*corev1.Pod) error {
 	}
 	if ok, err := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); err != nil || !ok {
 		return fmt.Errorf("node %s does not match the pod's nodeSelector or required node affinity", node.Name)
+	}
+	if why := neighbourConflict(pod, node, onNode); why != "" {
+		return fmt.Errorf("%s", why)
 	}
 	used := corev1.ResourceList{}
 	for _, o := range onNode {
