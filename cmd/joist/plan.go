@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/joist-dev/joist/pkg/catalog"
+	"github.com/joist-dev/joist/pkg/featuregates"
 	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/scheduling"
 	"github.com/joist-dev/joist/pkg/scheduling/fromcatalog"
@@ -51,6 +52,9 @@ type planOptions struct {
 	// zoneIDs are the zones' IDs in the account (zone → ID), which the
 	// provisioner reads from the node classes' subnets and a plan cannot.
 	zoneIDs map[string]string
+	// featureGates is Karpenter's FEATURE_GATES (the functions'
+	// JOIST_FEATURE_GATES): NodeClassCEL evaluates kubelet expressions.
+	featureGates string
 }
 
 func newPlanCmd() *cobra.Command {
@@ -84,6 +88,7 @@ plan's price and a proven lower bound on the price of any plan.`,
 	f.StringToStringVar(&o.zoneIDs, "zone-ids", nil, "the zones' IDs in your account (zone=ID, e.g. a=usw2-az2,b=usw2-az1; `aws ec2 describe-availability-zones`), for pods and pools that select or spread by topology.k8s.aws/zone-id")
 	f.Int64Var(&o.reservedENIs, "reserved-enis", 0, "ENIs per node the VPC CNI may not give pods (Karpenter's RESERVED_ENIS, for custom networking): left out of each type's max pods")
 	f.StringVar(&o.minValuesPolicy, "min-values-policy", scheduling.MinValuesPolicyStrict, "Strict or BestEffort: whether a pool's minValues may be lowered to launch (Karpenter's --min-values-policy)")
+	featureGatesFlag(f, &o.featureGates)
 	return cmd
 }
 
@@ -247,7 +252,11 @@ func readPlanInput(stdin io.Reader, stderr io.Writer, o *planOptions) (schedulin
 	if o.reservedENIs < 0 {
 		return scheduling.Input{}, false, fmt.Errorf("--reserved-enis %d: want 0 or more", o.reservedENIs)
 	}
-	spec = spec.WithReservedENIs(o.reservedENIs)
+	gates, err := featuregates.Parse(o.featureGates)
+	if err != nil {
+		return scheduling.Input{}, false, fmt.Errorf("--feature-gates: %w", err)
+	}
+	spec = spec.WithReservedENIs(o.reservedENIs).WithNodeClassCEL(gates.NodeClassCEL)
 	// The plan reads no EC2: reserved room is not in it, where the
 	// provisioner fills it before it buys anything.
 	// Nor the placement group a class names: its partitions, or a cluster

@@ -619,10 +619,13 @@ spec:
 }
 
 // Kubelet settings given as CEL expressions (Karpenter's NodeClassCEL
-// gate, off by default, which Joist does not implement): validate accepts
-// the class, as Karpenter's CRD does, and warns that its pools launch
-// nothing; plan leaves the pool out (its pods go to the next pool, here
-// none: unschedulable), as the provisioner does.
+// gate, off by default): validate accepts the class, as Karpenter's CRD
+// does, and warns that its pools launch nothing; plan leaves the pool out
+// (its pods go to the next pool, here none: unschedulable), as the
+// provisioner does. With --feature-gates NodeClassCEL=true the expressions
+// size each type (here 2 pods per vCPU, where the type's ENIs would give a
+// 2-vCPU node 17 or more), and one that does not compile is a warning
+// naming it.
 func TestKubeletExpressionsLeaveThePoolOut(t *testing.T) {
 	manifest := `apiVersion: karpenter.sh/v1
 kind: NodePool
@@ -663,5 +666,33 @@ spec:
 	}
 	if out.Unschedulable != 1 || len(out.Nodes) != 0 || !strings.Contains(stderr, `pool "cel" is left out: `+why) {
 		t.Errorf("plan %+v, stderr %q; want the pod unschedulable and a warning", out, stderr)
+	}
+
+	// The gate on: the pool plans, each type with its own max pods.
+	gated := strings.Replace(manifest, `kubelet: {maxPods: "min(vcpus * 8, max_pods)"}`, `kubelet: {maxPods: "vcpus * 2"}`, 1) +
+		"---\n" + deploymentYAML("tiny", 14, "{cpu: 10m, memory: 16Mi}")
+	out, stderr, err = planStdin(t, gated, planOptions{featureGates: "NodeClassCEL=true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	placed := 0
+	for _, n := range out.Nodes {
+		placed += n.Pods
+		if it, ok := catalog.Lookup(n.InstanceType); !ok || int64(n.Pods) > it.VCPU*2 {
+			t.Errorf("%d pods on a %s (%d vCPUs): want at most 2 per vCPU", n.Pods, n.InstanceType, it.VCPU)
+		}
+	}
+	if out.Unschedulable != 0 || placed != 15 {
+		t.Fatalf("plan %+v, stderr %q; want the 15 pods placed", out, stderr)
+	}
+	vOut.Reset()
+	vErr.Reset()
+	bad := strings.Replace(manifest, "vcpus * 8", "cores * 8", 1) // min(cores * 8, max_pods)
+	if err := runValidate(strings.NewReader(bad), &vOut, &vErr, &validateOptions{files: []string{"-"}, featureGates: "NodeClassCEL=true"}); err != nil ||
+		!strings.Contains(vErr.String(), `warning: pool "cel" will not launch nodes: node class "cel": spec.kubelet.maxPods: expression "min(cores * 8, max_pods)": at 1:5: undeclared reference to 'cores'`) {
+		t.Errorf("validate: %v, stderr %q; want OK and a warning naming the expression", err, vErr.String())
+	}
+	if err := runValidate(strings.NewReader(manifest), &vOut, &vErr, &validateOptions{files: []string{"-"}, featureGates: "NodeClassCEL=maybe"}); err == nil || !strings.Contains(err.Error(), "--feature-gates") {
+		t.Errorf("a bad --feature-gates: %v, want an error naming the flag", err)
 	}
 }

@@ -7,7 +7,9 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/joist-dev/joist/pkg/featuregates"
 	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/specs"
 )
@@ -17,8 +19,9 @@ func init() {
 }
 
 type validateOptions struct {
-	files     []string
-	recursive bool
+	files        []string
+	recursive    bool
+	featureGates string
 }
 
 func newValidateCmd() *cobra.Command {
@@ -40,10 +43,15 @@ prints a short summary and exits 0.`,
 	f := cmd.Flags()
 	f.StringSliceVarP(&o.files, "filename", "f", nil, "file or folder of YAML/JSON specs (repeatable; - for standard input)")
 	f.BoolVarP(&o.recursive, "recursive", "R", false, "read folders recursively")
+	featureGatesFlag(f, &o.featureGates)
 	return cmd
 }
 
 func runValidate(stdin io.Reader, stdout, stderr io.Writer, o *validateOptions) error {
+	gates, err := featuregates.Parse(o.featureGates)
+	if err != nil {
+		return fmt.Errorf("--feature-gates: %w", err)
+	}
 	objs, problems := specs.ReadFiles(o.files, o.recursive, stdin)
 	spec, errs := specs.Build(objs)
 	problems = append(problems, errs...)
@@ -96,6 +104,7 @@ func runValidate(stdin io.Reader, stdout, stderr io.Writer, o *validateOptions) 
 	}
 	fmt.Fprintln(stdout)
 	// Valid, as Karpenter's CRDs admit them, but not launched from.
+	spec = spec.WithNodeClassCEL(gates.NodeClassCEL)
 	for _, p := range spec.Pools {
 		if nc := spec.NodeClasses[p.NodeClass]; nc != nil {
 			if why := model.KubeletNotReady(nc, p.Kubelet); why != "" {
@@ -104,4 +113,10 @@ func runValidate(stdin io.Reader, stdout, stderr io.Writer, o *validateOptions) 
 		}
 	}
 	return nil
+}
+
+// featureGatesFlag is --feature-gates: Karpenter's FEATURE_GATES, as the
+// functions read it (featuregates.Parse).
+func featureGatesFlag(f *pflag.FlagSet, p *string) {
+	f.StringVar(p, "feature-gates", "", "Karpenter's FEATURE_GATES (Name=true, comma-separated; the functions' JOIST_FEATURE_GATES): NodeClassCEL=true evaluates kubelet settings given as CEL expressions per instance type")
 }

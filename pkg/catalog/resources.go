@@ -69,6 +69,7 @@ func (t *InstanceType) MaxPodsFor(k *model.Kubelet, nc *model.NodeClass) int64 {
 }
 
 func (t *InstanceType) maxPods(k *model.Kubelet, s shape) int64 {
+	k = t.kubeletFor(k, s)
 	var n int64
 	switch {
 	case k != nil && k.MaxPods != nil:
@@ -227,6 +228,7 @@ func (t *InstanceType) OverheadFor(k *model.Kubelet, nc *model.NodeClass) Overhe
 }
 
 func (t *InstanceType) overhead(k *model.Kubelet, s shape) Overhead {
+	k = t.kubeletFor(k, s)
 	memCap := t.memoryCapacity()
 	storage := t.ephemeralStorage(s)
 	storageCap := storage.Value()

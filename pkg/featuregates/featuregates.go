@@ -20,6 +20,11 @@ type Gates struct {
 	// replaces a spot node by a cheaper spot one unless told not to
 	// (Karpenter v1.15's gate is off by default; docs/disruption.md).
 	NoSpotToSpot bool
+	// NodeClassCEL turns on kubelet settings given as CEL expressions,
+	// evaluated per instance type (model.Spec.WithNodeClassCEL; off by
+	// default as in Karpenter v1.15: a node class using them launches
+	// nothing).
+	NodeClassCEL bool
 }
 
 // accepted are Karpenter v1.15's other feature gates (core and AWS):
@@ -30,7 +35,7 @@ type Gates struct {
 var accepted = []string{
 	"ReservedCapacity", "NodeOverlay", "StaticCapacity", "CapacityBuffer",
 	"TerminateFirstDrift", "TerminateFirstRepair", "PodDeletionCostManagement",
-	"NodeClassCEL", "DRANVIDIAGPU", "DRAEFA", "RebootForRepair",
+	"DRANVIDIAGPU", "DRAEFA", "RebootForRepair",
 }
 
 // Parse reads comma-separated Name=true|false pairs (spaces allowed;
@@ -54,8 +59,10 @@ func Parse(raw string) (Gates, error) {
 			g.NodeRepair = on
 		case name == "SpotToSpotConsolidation":
 			g.NoSpotToSpot = !on
+		case name == "NodeClassCEL":
+			g.NodeClassCEL = on
 		case !slices.Contains(accepted, name):
-			return Gates{}, fmt.Errorf("unknown feature gate %q (Karpenter's are NodeRepair, SpotToSpotConsolidation, %s)", name, strings.Join(accepted, ", "))
+			return Gates{}, fmt.Errorf("unknown feature gate %q (Karpenter's are NodeRepair, SpotToSpotConsolidation, NodeClassCEL, %s)", name, strings.Join(accepted, ", "))
 		}
 	}
 	return g, nil

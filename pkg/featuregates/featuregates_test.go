@@ -20,6 +20,8 @@ func TestParse(t *testing.T) {
 		{"ReservedCapacity=true,NodeRepair=true,SpotToSpotConsolidation=false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false", Gates{NodeRepair: true, NoSpotToSpot: true}, ""},
 		{"SpotToSpotConsolidation=true", Gates{}, ""},
 		{"SpotToSpotConsolidation=false", Gates{NoSpotToSpot: true}, ""},
+		{"NodeClassCEL=true", Gates{NodeClassCEL: true}, ""},
+		{"NodeClassCEL=false,NodeRepair=true", Gates{NodeRepair: true}, ""},
 		{" NodeRepair = false , ", Gates{}, ""},
 		{"NodeRepair=True", Gates{NodeRepair: true}, ""},
 		{"NodeRepare=true", Gates{}, `unknown feature gate "NodeRepare"`},

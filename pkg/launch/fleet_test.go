@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"encoding/base64"
 	"errors"
 	"reflect"
 	"sort"
@@ -550,5 +551,51 @@ func TestTokenIsStableAndBounded(t *testing.T) {
 	}
 	if Token("cluster", "pool", "uid-1") == Token("cluster", "pooluid-1") {
 		t.Error("parts run together give the same token")
+	}
+}
+
+// TestLaunchEvaluatesKubeletExpressionsPerType: with the NodeClassCEL gate
+// on, a node class's kubelet expressions are evaluated for each option's
+// type: a node boots with the maxPods and reservations its type gives
+// (what the plan sized it with), and types that differ get launch
+// templates of their own.
+func TestLaunchEvaluatesKubeletExpressionsPerType(t *testing.T) {
+	manifest := strings.Replace(seedSpec, "kubelet: {maxPods: 40}", `kubelet: {maxPods: "vcpus * 8", kubeReserved: {cpu: "vcpus * 100"}}`, 1)
+	s := spec(t, manifest).WithNodeClassCEL(true)
+	pool, nc := poolOf(t, s, "batch")
+	request := func(token string, types ...string) Request {
+		return Request{Pool: pool, Class: nc, Token: token,
+			Options: options(t, types, []string{zoneA}, []string{model.CapacityTypeOnDemand}),
+			Labels:  map[string]string{"workload": "batch", "karpenter.sh/nodepool": "batch"}}
+	}
+	e := newEnv(t, "1.32")
+	for _, tc := range []struct {
+		typ      string
+		maxPods  int64
+		reserved string
+	}{{"m5.large", 16, "kubeReserved:\n        cpu: 200m\n"}, {"t3.xlarge", 32, "kubeReserved:\n        cpu: 400m\n"}} {
+		inst, err := e.l.Launch(e.ctx, request("joist-cel-"+tc.typ, tc.typ))
+		if err != nil {
+			t.Fatal(err)
+		}
+		simInst, _ := e.sim.Instance(inst.ID)
+		reg, err := kubeletsim.ParseUserData(simInst.UserData)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ud, err := base64.StdEncoding.DecodeString(simInst.UserData)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reg.MaxPods != tc.maxPods || !strings.Contains(string(ud), tc.reserved) || strings.Contains(string(ud), "vcpus") {
+			t.Errorf("%s boots with max pods %d, user data\n%s\nwant %d pods and %q, no expression left", tc.typ, reg.MaxPods, ud, tc.maxPods, tc.reserved)
+		}
+	}
+	if _, err := e.l.Launch(e.ctx, request("joist-cel-both", "m5.large", "t3.xlarge")); err != nil {
+		t.Fatal(err)
+	}
+	calls := e.sim.CreateFleetCalls()
+	if c := calls[len(calls)-1]; len(c.LaunchTemplateConfigs) != 2 {
+		t.Errorf("configs = %d, want one per type (their kubelet settings differ)", len(c.LaunchTemplateConfigs))
 	}
 }

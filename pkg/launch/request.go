@@ -29,6 +29,12 @@ type Option struct {
 	// settings; the node is told the number so it never disagrees with the
 	// plan.
 	MaxPods int64
+	// Kubelet is the kubelet settings the plan sized the type with: the
+	// pool's, with their CEL expressions evaluated for the type under the
+	// NodeClassCEL gate (catalog.InstanceType.KubeletFor). Nil means
+	// Launch works them out from the embedded catalog. Types whose settings
+	// differ get launch templates of their own.
+	Kubelet *model.Kubelet
 	// ReservationID is the capacity reservation the option launches into
 	// (CapacityType "reserved" only); ReservationType is its type,
 	// "default" or "capacity-block".

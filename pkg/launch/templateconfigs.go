@@ -2,6 +2,7 @@ package launch
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -60,6 +61,7 @@ func (l *Launcher) templateConfigs(ctx context.Context, cluster Cluster, req Req
 	type group struct {
 		ami                            AMI
 		maxPods                        int64
+		kubelet                        *model.Kubelet
 		reservationID, reservationType string
 		opts                           []Option
 	}
@@ -76,23 +78,29 @@ func (l *Launcher) templateConfigs(ctx context.Context, cluster Cluster, req Req
 		if fam == FamilyCustom {
 			mp = 0 // the user's own bootstrap decides
 		}
+		kt, ok := kubeletFor(o, kubelet, nc)
+		if !ok {
+			unserved = append(unserved, o.InstanceType)
+			continue
+		}
 		// A reserved option's template targets its reservation, so each
-		// reservation gets a template (and a group) of its own.
-		gk := ami.ID + "/" + strconv.FormatInt(mp, 10) + "/" + o.ReservationID
+		// reservation gets a template (and a group) of its own; types
+		// whose kubelet settings differ (CEL expressions) get their own.
+		gk := ami.ID + "/" + strconv.FormatInt(mp, 10) + "/" + o.ReservationID + "/" + reservedKey(kt)
 		g := index[gk]
 		if g == nil {
 			if len(groups) == maxTemplateConfigs {
 				unserved = append(unserved, o.InstanceType)
 				continue
 			}
-			g = &group{ami: ami, maxPods: mp, reservationID: o.ReservationID, reservationType: o.ReservationType}
+			g = &group{ami: ami, maxPods: mp, kubelet: kt, reservationID: o.ReservationID, reservationType: o.ReservationType}
 			index[gk] = g
 			groups = append(groups, g)
 		}
 		g.opts = append(g.opts, o)
 	}
 	if len(unserved) > 0 {
-		l.log().Info("instance types left out of the launch: no AMI for their architecture or accelerator, or over CreateFleet's template limit", "pool", pool.Name, "types", dedupe(unserved))
+		l.log().Info("instance types left out of the launch: no AMI for their architecture or accelerator, kubelet expressions not evaluated for them, or over CreateFleet's template limit", "pool", pool.Name, "types", dedupe(unserved))
 	}
 	if len(groups) == 0 {
 		return nil, fmt.Errorf("node class %q: no AMI serves any instance-type option (%s)", nc.Name, strings.Join(dedupe(unserved), ", "))
@@ -100,7 +108,7 @@ func (l *Launcher) templateConfigs(ctx context.Context, cluster Cluster, req Req
 	var configs []ec2types.FleetLaunchTemplateConfigRequest
 	for _, g := range groups {
 		nodeLabels := reservationLabels(labels, g.reservationID, g.reservationType)
-		userData, err := UserData(fam, cluster, Node{Labels: nodeLabels, Taints: taints, MaxPods: g.maxPods, Kubelet: kubelet, InstanceStorePolicy: nc.InstanceStorePolicy}, nc.UserData)
+		userData, err := UserData(fam, cluster, Node{Labels: nodeLabels, Taints: taints, MaxPods: g.maxPods, Kubelet: g.kubelet, InstanceStorePolicy: nc.InstanceStorePolicy}, nc.UserData)
 		if err != nil {
 			return nil, fmt.Errorf("node class %q: user data: %w", nc.Name, err)
 		}
@@ -156,6 +164,31 @@ func maxPodsFor(req Request, o Option, k *model.Kubelet, nc *model.NodeClass) in
 		return t.MaxPodsFor(k, nc)
 	}
 	return 0
+}
+
+// kubeletFor is the kubelet settings a node of the option's type boots
+// with: the plan's (Option.Kubelet), else k evaluated for the type by the
+// embedded catalog (catalog.InstanceType.KubeletFor). False when CEL
+// expressions are left unevaluated (a type the embedded catalog does not
+// know): written into the node's configuration they would keep it from
+// starting.
+func kubeletFor(o Option, k *model.Kubelet, nc *model.NodeClass) (*model.Kubelet, bool) {
+	if o.Kubelet != nil {
+		k = o.Kubelet
+	} else if t, ok := catalog.Lookup(o.InstanceType); ok {
+		k = t.KubeletFor(k, nc)
+	}
+	return k, k == nil || !k.EvaluateCEL || len(k.Expressions()) == 0
+}
+
+// reservedKey tells apart kubelet settings whose reservations differ
+// (maxPods is in the group's key already).
+func reservedKey(k *model.Kubelet) string {
+	if k == nil || (len(k.KubeReserved) == 0 && len(k.SystemReserved) == 0) {
+		return ""
+	}
+	b, _ := json.Marshal([]map[string]string{k.KubeReserved, k.SystemReserved})
+	return string(b)
 }
 
 // userTemplateConfig launches from a user-managed template by name.

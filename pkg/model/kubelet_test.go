@@ -2,6 +2,7 @@ package model
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -30,5 +31,43 @@ func TestKubeletExpressions(t *testing.T) {
 	}
 	if why := KubeletNotReady(&NodeClass{Name: "a"}, &Kubelet{MaxPods: &n}); why != "" {
 		t.Errorf("a maxPods number: %q, want ready", why)
+	}
+}
+
+// TestKubeletNotReady_NodeClassCEL: with the gate on, expressions that
+// compile are ready; one that does not is not, naming its path and the
+// CEL error. WithNodeClassCEL sets the gate on copies, leaving the spec
+// it was given as it was, and is no part of the spec hash.
+func TestKubeletNotReady_NodeClassCEL(t *testing.T) {
+	nc := &NodeClass{Name: "a"}
+	for _, tc := range []struct {
+		name string
+		k    *Kubelet
+		want string
+	}{
+		{"compiles", &Kubelet{EvaluateCEL: true, MaxPodsExpression: "vcpus * 8", KubeReserved: map[string]string{"cpu": "max(60, vcpus * 30)"}}, ""},
+		{"maxPods does not compile", &Kubelet{EvaluateCEL: true, MaxPodsExpression: "cores * 8"},
+			`node class "a": spec.kubelet.maxPods: expression "cores * 8": at 1:1: undeclared reference to 'cores'`},
+		{"a reservation gives a string", &Kubelet{EvaluateCEL: true, SystemReserved: map[string]string{"memory": "instance_type"}},
+			`node class "a": spec.kubelet.systemReserved.memory: expression "instance_type" gives string, want an int or a double`},
+		{"the gate off", &Kubelet{MaxPodsExpression: "vcpus * 8"}, `node class "a": spec.kubelet.maxPods: CEL expressions need Karpenter's NodeClassCEL feature gate`},
+	} {
+		if got := KubeletNotReady(nc, tc.k); (tc.want == "") != (got == "") || !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+
+	k := &Kubelet{MaxPodsExpression: "vcpus * 8"}
+	spec := &Spec{Pools: []*Pool{{Name: "p", NodeClass: "a", Kubelet: k}}, NodeClasses: map[string]*NodeClass{"a": {Name: "a", Kubelet: k}}}
+	on := spec.WithNodeClassCEL(true)
+	if !on.Pools[0].Kubelet.EvaluateCEL || !on.NodeClasses["a"].Kubelet.EvaluateCEL || k.EvaluateCEL {
+		t.Errorf("WithNodeClassCEL: pool %v, class %v, given %v; want the copies on, the given off",
+			on.Pools[0].Kubelet.EvaluateCEL, on.NodeClasses["a"].Kubelet.EvaluateCEL, k.EvaluateCEL)
+	}
+	if spec.WithNodeClassCEL(false) != spec {
+		t.Error("WithNodeClassCEL(false) is not the spec itself")
+	}
+	if SpecHash(on.Pools[0], on.NodeClasses["a"]) != SpecHash(spec.Pools[0], spec.NodeClasses["a"]) {
+		t.Error("the gate changes the spec hash: every node would drift when it is turned on")
 	}
 }

@@ -19,6 +19,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/joist-dev/joist/pkg/kubeletcel"
 )
 
 // Well-known label keys Joist reads and writes.
@@ -188,6 +190,12 @@ type Kubelet struct {
 	// Extra holds v1 kubelet keys Joist does not interpret; they are passed
 	// through to AL2023's NodeConfig as given.
 	Extra map[string]any `json:"extra,omitempty"`
+	// EvaluateCEL is Karpenter's NodeClassCEL feature gate, on: the
+	// settings given as CEL expressions (Expressions) are evaluated per
+	// instance type (catalog.InstanceType.KubeletFor) rather than keep the
+	// pools from launching. The operator's setting, not the spec's: no
+	// part of the spec hash (Spec.WithNodeClassCEL sets it).
+	EvaluateCEL bool `json:"-"`
 }
 
 // Expressions are the kubelet settings given as CEL expressions, as
@@ -195,7 +203,7 @@ type Kubelet struct {
 // v1.15 evaluates them per instance type only behind its NodeClassCEL
 // feature gate (alpha, off by default), and with the gate off marks such
 // an EC2NodeClass not ready rather than launch nodes with defaults the
-// user did not ask for. Joist does not evaluate them, and does the same.
+// user did not ask for. Joist does the same (EvaluateCEL).
 func (k *Kubelet) Expressions() []string {
 	if k == nil {
 		return nil
@@ -220,19 +228,40 @@ func (k *Kubelet) Expressions() []string {
 
 // KubeletNotReady says why a pool of class nc whose kubelet settings are k
 // cannot launch a node ("": it can): settings given as CEL expressions
-// (Kubelet.Expressions). Launching with the family's defaults instead
-// would be a node the user did not ask for, and a reservation such as
-// "vcpus * 10" in the node's kubelet configuration would keep it from
-// starting.
+// (Kubelet.Expressions) without the NodeClassCEL gate, or one that does
+// not compile (an int or a double of the instance type's variables,
+// pkg/kubeletcel). Launching with the family's defaults instead would be
+// a node the user did not ask for, and a reservation such as "vcpus * 10"
+// in the node's kubelet configuration would keep it from starting.
 func KubeletNotReady(nc *NodeClass, k *Kubelet) string {
 	paths := k.Expressions()
 	if len(paths) == 0 {
 		return ""
 	}
+	if k.EvaluateCEL {
+		for _, p := range paths {
+			if err := kubeletcel.Compile(k.expression(p)); err != nil {
+				return fmt.Sprintf("node class %q: spec.kubelet.%s: %v", nc.Name, p, err)
+			}
+		}
+		return ""
+	}
 	for i, p := range paths {
 		paths[i] = "spec.kubelet." + p
 	}
-	return fmt.Sprintf("node class %q: %s: CEL expressions need Karpenter's NodeClassCEL feature gate, which Joist does not implement: give numbers and quantities", nc.Name, strings.Join(paths, ", "))
+	return fmt.Sprintf("node class %q: %s: CEL expressions need Karpenter's NodeClassCEL feature gate (FEATURE_GATES=NodeClassCEL=true): give numbers and quantities, or turn it on", nc.Name, strings.Join(paths, ", "))
+}
+
+// expression is the CEL expression at path (one of Expressions).
+func (k *Kubelet) expression(path string) string {
+	if path == "maxPods" {
+		return k.MaxPodsExpression
+	}
+	field, key, _ := strings.Cut(path, ".")
+	if field == "kubeReserved" {
+		return k.KubeReserved[key]
+	}
+	return k.SystemReserved[key]
 }
 
 // SelectorTerm finds AWS resources (subnets, security groups, AMIs). Terms
@@ -387,6 +416,37 @@ func (s *Spec) WithReservedENIs(n int64) *Spec {
 	for name, nc := range s.NodeClasses {
 		c := *nc
 		c.ReservedENIs = n
+		out.NodeClasses[name] = &c
+	}
+	return &out
+}
+
+// WithNodeClassCEL is spec with every kubelet setting's EvaluateCEL set
+// (the pools, classes and settings copied; spec itself is not changed):
+// the operator's NodeClassCEL feature gate. With on false it is spec.
+func (s *Spec) WithNodeClassCEL(on bool) *Spec {
+	if s == nil || !on {
+		return s
+	}
+	out := *s
+	evaluating := func(k *Kubelet) *Kubelet {
+		if k == nil {
+			return nil
+		}
+		c := *k
+		c.EvaluateCEL = true
+		return &c
+	}
+	out.Pools = make([]*Pool, len(s.Pools))
+	for i, p := range s.Pools {
+		c := *p
+		c.Kubelet = evaluating(p.Kubelet)
+		out.Pools[i] = &c
+	}
+	out.NodeClasses = make(map[string]*NodeClass, len(s.NodeClasses))
+	for name, nc := range s.NodeClasses {
+		c := *nc
+		c.Kubelet = evaluating(nc.Kubelet)
 		out.NodeClasses[name] = &c
 	}
 	return &out

@@ -625,7 +625,7 @@ func launchOptions(cat *catalog.Catalog, n scheduling.NewNode, pool *model.Pool,
 		}
 		return []launch.Option{{
 			InstanceType: o.Name, Arch: t.Arch, Variant: amiVariant(t), Zone: o.Zone,
-			CapacityType: model.CapacityTypeReserved, MaxPods: t.MaxPodsFor(kubelet, nc),
+			CapacityType: model.CapacityTypeReserved, MaxPods: t.MaxPodsFor(kubelet, nc), Kubelet: t.KubeletFor(kubelet, nc),
 			ReservationID: id, ReservationType: n.Labels[model.LabelReservationType],
 		}}
 	}
@@ -646,7 +646,7 @@ func launchOptions(cat *catalog.Catalog, n scheduling.NewNode, pool *model.Pool,
 			out = append(out, launch.Option{
 				InstanceType: o.Name, Arch: t.Arch, Variant: variant,
 				Zone: off.Zone, CapacityType: off.CapacityType, Price: price, PriceOverlaid: isOverlaid,
-				MaxPods: t.MaxPodsFor(kubelet, nc),
+				MaxPods: t.MaxPodsFor(kubelet, nc), Kubelet: t.KubeletFor(kubelet, nc),
 			})
 		}
 	}

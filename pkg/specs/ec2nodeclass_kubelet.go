@@ -20,8 +20,9 @@ import (
 // kubeletKnownKeys are the spec.kubelet keys Joist reads (the ones
 // Karpenter v1.15 parses): the JSON fields of model.Kubelet, which owns
 // the list, less those that are no spec.kubelet key (maxPods' CEL form,
-// v1alpha5's containerRuntime, and the pass-through). Any other key is
-// passed through in Extra.
+// v1alpha5's containerRuntime, the pass-through, and those never
+// serialized: the operator's NodeClassCEL gate). Any other key is passed
+// through in Extra.
 var kubeletKnownKeys = kubeletWireKeys()
 
 func kubeletWireKeys() map[string]bool {
@@ -30,7 +31,7 @@ func kubeletWireKeys() map[string]bool {
 	t := reflect.TypeFor[model.Kubelet]()
 	for i := range t.NumField() {
 		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		if name != "" && !notWire[name] {
+		if name != "" && name != "-" && !notWire[name] {
 			keys[name] = true
 		}
 	}

@@ -45,7 +45,7 @@ var (
 	SettingMinValuesPolicy  = Setting{"JOIST_MIN_VALUES_POLICY", "", "Strict (default) or BestEffort: Karpenter's --min-values-policy"}
 	SettingSchedulerConfig  = Setting{"JOIST_SCHEDULER_CONFIG", "", "Karpenter's --scheduler-config: a YAML or JSON document whose podTopologySpread.defaultConstraints go to pods that declare no spread (default none)"}
 	SettingReservedENIs     = Setting{"JOIST_RESERVED_ENIS", "RESERVED_ENIS", "Karpenter's RESERVED_ENIS: ENIs per node the VPC CNI may not give pods (custom networking), left out of max pods (default 0)"}
-	SettingFeatureGates     = Setting{"JOIST_FEATURE_GATES", "FEATURE_GATES", "Karpenter's FEATURE_GATES, Name=true|false comma-separated: NodeRepair=true turns node repair on (default off), SpotToSpotConsolidation=false stops spot-to-spot consolidation (default on)"}
+	SettingFeatureGates     = Setting{"JOIST_FEATURE_GATES", "FEATURE_GATES", "Karpenter's FEATURE_GATES, Name=true|false comma-separated: NodeRepair=true turns node repair on (default off), SpotToSpotConsolidation=false stops spot-to-spot consolidation (default on), NodeClassCEL=true evaluates kubelet settings given as CEL expressions per instance type (default off: a node class using them launches nothing)"}
 )
 
 // Settings are all of them, for documentation and checks.

@@ -227,8 +227,9 @@ func (e *Env) Launcher() *launch.Launcher {
 
 // Specs reads the cluster's specs from the source $SPEC_SOURCE names (ssm,
 // the default, or crd), every node class carrying the operator's
-// $JOIST_RESERVED_ENIS. While the teardown marker (rbac.TeardownName)
-// exists they read as withdrawn: no pool, none declared.
+// $JOIST_RESERVED_ENIS and every kubelet setting its NodeClassCEL gate
+// (FEATURE_GATES). While the teardown marker (rbac.TeardownName) exists
+// they read as withdrawn: no pool, none declared.
 func (e *Env) Specs() (func(context.Context) (*model.Spec, error), error) {
 	store, err := specstore.New(specstore.Config{
 		Source: get(SettingSpecSource), Cluster: e.Cluster, SSM: e.SSM, Logger: e.Log,
@@ -238,6 +239,10 @@ func (e *Env) Specs() (func(context.Context) (*model.Spec, error), error) {
 		return nil, err
 	}
 	reserved, err := ReservedENIs(os.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	gates, err := ReadFeatureGates(os.LookupEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +257,7 @@ func (e *Env) Specs() (func(context.Context) (*model.Spec, error), error) {
 			return nil, fmt.Errorf("read teardown marker %s/%s: %w", ns, rbac.TeardownName(e.Cluster), err)
 		}
 		spec, err := specstore.Read(ctx, store)
-		return spec.WithReservedENIs(reserved), err
+		return spec.WithReservedENIs(reserved).WithNodeClassCEL(gates.NodeClassCEL), err
 	}, nil
 }
 

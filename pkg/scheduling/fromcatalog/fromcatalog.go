@@ -134,6 +134,9 @@ func kubeletKey(k *model.Kubelet) string {
 		return ""
 	}
 	b, _ := json.Marshal(k)
+	if k.EvaluateCEL && len(k.Expressions()) > 0 {
+		return "cel|" + string(b) // sized per type: not as without the gate
+	}
 	return string(b)
 }
 
