@@ -1,7 +1,6 @@
 package pods
 
 import (
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -80,16 +79,7 @@ func TestFits_Neighbours(t *testing.T) {
 		{"the pod itself", apart(web("a"), corev1.LabelHostname, nil), []*corev1.Pod{web("a")}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := Fits(tc.pod, node, tc.onNode)
-			if tc.wantErr == "" {
-				if err != nil {
-					t.Fatalf("Fits = %v, want nil", err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("Fits = %v, want an error containing %q", err, tc.wantErr)
-			}
+			wantFit(t, Fits(tc.pod, node, tc.onNode), tc.wantErr)
 		})
 	}
 }

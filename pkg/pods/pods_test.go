@@ -129,16 +129,7 @@ func TestFits(t *testing.T) {
 		{"node not ready", tolerating(pod("a", "1", "1Gi")), notReady, nil, "not Ready"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := Fits(tc.pod, tc.node, tc.onNode)
-			if tc.wantErr == "" {
-				if err != nil {
-					t.Fatalf("Fits = %v, want nil", err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("Fits = %v, want an error containing %q", err, tc.wantErr)
-			}
+			wantFit(t, Fits(tc.pod, tc.node, tc.onNode), tc.wantErr)
 		})
 	}
 }
@@ -184,5 +175,20 @@ func TestReschedulable(t *testing.T) {
 		if got := Reschedulable(tc.pod); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// wantFit checks Fits' answer: nil when wantErr is empty, else an error
+// containing it.
+func wantFit(t *testing.T, err error, wantErr string) {
+	t.Helper()
+	if wantErr == "" {
+		if err != nil {
+			t.Fatalf("Fits = %v, want nil", err)
+		}
+		return
+	}
+	if err == nil || !strings.Contains(err.Error(), wantErr) {
+		t.Fatalf("Fits = %v, want an error containing %q", err, wantErr)
 	}
 }
