@@ -71,3 +71,35 @@ func TestKubeletNotReady_NodeClassCEL(t *testing.T) {
 		t.Error("the gate changes the spec hash: every node would drift when it is turned on")
 	}
 }
+
+// TestKubeletNotReady_FieldsTheFamilyDrops: as Karpenter v1.15, an
+// EC2NodeClass whose kubelet settings its AMI family would drop launches
+// nothing: fields Karpenter does not map outside AL2023 (and Custom), a
+// second clusterDNS address outside AL2023, podsPerCore on Bottlerocket.
+// An AWSNodeTemplate (v0.20 checked none of this) is left as it was.
+func TestKubeletNotReady_FieldsTheFamilyDrops(t *testing.T) {
+	n := int32(10)
+	extra := &Kubelet{Extra: map[string]any{"shutdownGracePeriod": "30s", "containerLogMaxSize": "50Mi"}}
+	dns := &Kubelet{ClusterDNS: []string{"10.100.0.10", "169.254.20.10"}}
+	for _, tc := range []struct {
+		name, family, api string
+		k                 *Kubelet
+		want              string
+	}{
+		{"AL2023 takes any field", "AL2023", APIV1, extra, ""},
+		{"Custom is the user's", "Custom", APIV1, extra, ""},
+		{"AL2 drops unmapped fields", "AL2", APIV1, extra,
+			`node class "a": spec.kubelet has fields not applied by the AL2 AMI family that would be silently dropped: containerLogMaxSize, shutdownGracePeriod`},
+		{"Bottlerocket has no podsPerCore", "Bottlerocket", APIV1, &Kubelet{PodsPerCore: &n},
+			`node class "a": spec.kubelet has fields not applied by the Bottlerocket AMI family that would be silently dropped: podsPerCore`},
+		{"Windows takes one clusterDNS", "Windows2022", APIV1, dns,
+			`node class "a": spec.kubelet.clusterDNS: the Windows2022 AMI family doesn't accept multiple entries, only one, but 2 were set`},
+		{"AL2023 takes two", "AL2023", APIV1, dns, ""},
+		{"AL2 podsPerCore", "AL2", APIV1, &Kubelet{PodsPerCore: &n}, ""},
+		{"an AWSNodeTemplate", "AL2", APIV1Alpha5, dns, ""},
+	} {
+		if got := KubeletNotReady(&NodeClass{Name: "a", API: tc.api, AMIFamily: tc.family}, tc.k); got != tc.want {
+			t.Errorf("%s: %q\n  want %q", tc.name, got, tc.want)
+		}
+	}
+}

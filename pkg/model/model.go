@@ -227,13 +227,17 @@ func (k *Kubelet) Expressions() []string {
 }
 
 // KubeletNotReady says why a pool of class nc whose kubelet settings are k
-// cannot launch a node ("": it can): settings given as CEL expressions
+// cannot launch a node ("": it can): settings its AMI family would drop
+// (kubeletDropped), settings given as CEL expressions
 // (Kubelet.Expressions) without the NodeClassCEL gate, or one that does
 // not compile (an int or a double of the instance type's variables,
 // pkg/kubeletcel). Launching with the family's defaults instead would be
 // a node the user did not ask for, and a reservation such as "vcpus * 10"
 // in the node's kubelet configuration would keep it from starting.
 func KubeletNotReady(nc *NodeClass, k *Kubelet) string {
+	if why := kubeletDropped(nc, k); why != "" {
+		return fmt.Sprintf("node class %q: %s", nc.Name, why)
+	}
 	paths := k.Expressions()
 	if len(paths) == 0 {
 		return ""
@@ -250,6 +254,34 @@ func KubeletNotReady(nc *NodeClass, k *Kubelet) string {
 		paths[i] = "spec.kubelet." + p
 	}
 	return fmt.Sprintf("node class %q: %s: CEL expressions need Karpenter's NodeClassCEL feature gate (FEATURE_GATES=NodeClassCEL=true): give numbers and quantities, or turn it on", nc.Name, strings.Join(paths, ", "))
+}
+
+// kubeletDropped says which of an EC2NodeClass's kubelet settings its
+// AMI family would drop ("": none), as Karpenter v1.15 refuses such a
+// class (validateKubeletFieldsSupported) rather than launch nodes
+// without what the user set: only AL2023 (and Custom, whose bootstrap is
+// the user's) takes kubelet fields Karpenter does not map (Extra), and
+// AL2, Bottlerocket and Windows take one clusterDNS address;
+// Bottlerocket has no podsPerCore.
+func kubeletDropped(nc *NodeClass, k *Kubelet) string {
+	if k == nil || nc.API != APIV1 || nc.AMIFamily == "" || nc.AMIFamily == "AL2023" || nc.AMIFamily == "Custom" {
+		return ""
+	}
+	var drop, why []string
+	for key := range k.Extra {
+		drop = append(drop, key)
+	}
+	if k.PodsPerCore != nil && nc.AMIFamily == "Bottlerocket" {
+		drop = append(drop, "podsPerCore")
+	}
+	if len(drop) > 0 {
+		sort.Strings(drop)
+		why = append(why, fmt.Sprintf("spec.kubelet has fields not applied by the %s AMI family that would be silently dropped: %s", nc.AMIFamily, strings.Join(drop, ", ")))
+	}
+	if len(k.ClusterDNS) > 1 {
+		why = append(why, fmt.Sprintf("spec.kubelet.clusterDNS: the %s AMI family doesn't accept multiple entries, only one, but %d were set", nc.AMIFamily, len(k.ClusterDNS)))
+	}
+	return strings.Join(why, "; ")
 }
 
 // expression is the CEL expression at path (one of Expressions).
