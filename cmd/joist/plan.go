@@ -314,7 +314,7 @@ func readPlanInput(stdin io.Reader, stderr io.Writer, o *planOptions) (schedulin
 	// settings are CEL expressions launches nothing.
 	for _, p := range pools {
 		if nc := spec.NodeClasses[p.NodeClass]; nc != nil {
-			if why := model.KubeletNotReady(nc, p.Kubelet); why != "" {
+			if why := catalog.KubeletNotReady(nc, p.Kubelet); why != "" {
 				fmt.Fprintf(stderr, "joist plan: warning: pool %q is left out: %s\n", p.Name, why)
 				if in.NotReady == nil {
 					in.NotReady = map[string]string{}

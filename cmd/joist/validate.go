@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/joist-dev/joist/pkg/catalog"
 	"github.com/joist-dev/joist/pkg/featuregates"
-	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/specs"
 )
 
@@ -107,7 +107,7 @@ func runValidate(stdin io.Reader, stdout, stderr io.Writer, o *validateOptions) 
 	spec = spec.WithNodeClassCEL(gates.NodeClassCEL)
 	for _, p := range spec.Pools {
 		if nc := spec.NodeClasses[p.NodeClass]; nc != nil {
-			if why := model.KubeletNotReady(nc, p.Kubelet); why != "" {
+			if why := catalog.KubeletNotReady(nc, p.Kubelet); why != "" {
 				fmt.Fprintf(stderr, "warning: pool %q will not launch nodes: %s\n", p.Name, why)
 			}
 		}

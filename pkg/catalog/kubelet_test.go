@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -74,5 +75,31 @@ func TestKubeletFor_EvaluatesCELPerType(t *testing.T) {
 	k := m5.KubeletFor(cel(true, "vcpus * 8", map[string]string{"memory": "11 * max_pods + 255"}), nil)
 	if k.KubeReserved[string(corev1.ResourceMemory)] != "608Mi" { // 11*32+255 = 607, rounded up to 16Mi
 		t.Errorf("kubeReserved %v, want memory from 32 pods: 608Mi", k.KubeReserved)
+	}
+}
+
+// TestKubeletNotReady_EvaluatesEveryType: with the gate on, a class whose
+// expression fails for any instance type it runs launches nothing, naming
+// the setting, the expression and the type (the first by name); one that
+// holds for every type is ready; the gate off is model.KubeletNotReady's
+// answer.
+func TestKubeletNotReady_EvaluatesEveryType(t *testing.T) {
+	nc := &model.NodeClass{Name: "a", API: model.APIV1, AMIFamily: "AL2023"}
+	for _, tc := range []struct {
+		name string
+		k    *model.Kubelet
+		want string
+	}{
+		{"holds everywhere", &model.Kubelet{EvaluateCEL: true, MaxPodsExpression: "min(vcpus * 8, 110)", KubeReserved: map[string]string{"cpu": "vcpus * 10"}}, ""},
+		{"maxPods too big for the biggest", &model.Kubelet{EvaluateCEL: true, MaxPodsExpression: "vcpus * 10000000"},
+			`node class "a": spec.kubelet.maxPods: expression "vcpus * 10000000" for `},
+		{"a reservation negative for the small", &model.Kubelet{EvaluateCEL: true, SystemReserved: map[string]string{"memory": "memory_mib - 4096"}},
+			`node class "a": spec.kubelet.systemReserved.memory: expression "memory_mib - 4096" for `},
+		{"the gate off", &model.Kubelet{MaxPodsExpression: "vcpus * 8"}, `node class "a": spec.kubelet.maxPods: CEL expressions need`},
+	} {
+		got := KubeletNotReady(nc, tc.k)
+		if (tc.want == "") != (got == "") || !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%s: %q, want %q...", tc.name, got, tc.want)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/smithy-go"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/joist-dev/joist/pkg/catalog"
 	"github.com/joist-dev/joist/pkg/launch"
 	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/scheduling"
@@ -73,7 +74,7 @@ func ReadyPools(ctx context.Context, spec *model.Spec, r NodeClassResolver) Read
 			out.Pools = append(out.Pools, p)
 			continue
 		}
-		if why := model.KubeletNotReady(nc, p.Kubelet); why != "" {
+		if why := catalog.KubeletNotReady(nc, p.Kubelet); why != "" {
 			out.NotReady[p.Name] = why
 			out.Pools = append(out.Pools, p)
 			continue
