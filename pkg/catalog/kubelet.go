@@ -3,7 +3,8 @@ package catalog
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -30,13 +31,19 @@ func (t *InstanceType) kubeletFor(k *model.Kubelet, s shape) *model.Kubelet {
 	if k == nil || !k.EvaluateCEL || len(k.Expressions()) == 0 {
 		return k
 	}
+	out, _ := t.evaluate(k, s)
+	return out
+}
+
+// evaluate is k with its CEL expressions evaluated for the type, and the
+// first that failed (maxPods, then the reservations by name), naming its
+// path: a failed maxPods gives the type no pods, a failed reservation is
+// left out.
+func (t *InstanceType) evaluate(k *model.Kubelet, s shape) (*model.Kubelet, error) {
 	out := *k
 	out.EvaluateCEL = false
-	enis := t.MaxENIsDefaultCard
-	if enis <= 0 {
-		enis = t.MaxENIs
-	}
-	vars := kubeletcel.Vars{VCPUs: t.VCPU, MemoryMiB: t.MemoryMiB, DefaultENIs: enis, IPsPerENI: t.IPv4PerENI, InstanceType: t.Name}
+	vars := kubeletcel.Vars{VCPUs: t.VCPU, MemoryMiB: t.MemoryMiB, DefaultENIs: t.defaultCardENIs(), IPsPerENI: t.IPv4PerENI, InstanceType: t.Name}
+	var first error
 	if k.MaxPodsExpression != "" {
 		// max_pods is the family's default here: the expression cannot
 		// read its own result.
@@ -45,33 +52,30 @@ func (t *InstanceType) kubeletFor(k *model.Kubelet, s shape) *model.Kubelet {
 		vars.MaxPods = t.maxPods(&def, s)
 		n, err := kubeletcel.MaxPods(k.MaxPodsExpression, vars)
 		if err != nil {
-			n = 0
+			first = fmt.Errorf("spec.kubelet.maxPods: %w", err)
 		}
 		out.MaxPods, out.MaxPodsExpression = &n, ""
 	}
 	vars.MaxPods = t.maxPods(&out, s)
-	out.KubeReserved = resolveReserved(k.KubeReserved, vars)
-	out.SystemReserved = resolveReserved(k.SystemReserved, vars)
-	return &out
-}
-
-// resolveReserved is a kubeReserved or systemReserved map with its
-// expressions evaluated, those that fail left out.
-func resolveReserved(m map[string]string, vars kubeletcel.Vars) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for name, v := range m {
-		if _, err := resource.ParseQuantity(v); err == nil {
-			out[name] = v
-			continue
+	resolve := func(field string, m map[string]string) map[string]string {
+		if m == nil {
+			return nil
 		}
-		if q, err := kubeletcel.Reserved(name, v, vars); err == nil {
-			out[name] = q
+		r := make(map[string]string, len(m))
+		for _, name := range slices.Sorted(maps.Keys(m)) {
+			if _, err := resource.ParseQuantity(m[name]); err == nil {
+				r[name] = m[name]
+			} else if q, err := kubeletcel.Reserved(name, m[name], vars); err == nil {
+				r[name] = q
+			} else if first == nil {
+				first = fmt.Errorf("spec.kubelet.%s.%s: %w", field, name, err)
+			}
 		}
+		return r
 	}
-	return out
+	out.KubeReserved = resolve("kubeReserved", k.KubeReserved)
+	out.SystemReserved = resolve("systemReserved", k.SystemReserved)
+	return &out, first
 }
 
 // KubeletNotReady is model.KubeletNotReady, and with the NodeClassCEL
@@ -104,38 +108,8 @@ func evalFailure(nc *model.NodeClass, k *model.Kubelet) string {
 		if !t.Runs(nc) {
 			continue
 		}
-		enis := t.MaxENIsDefaultCard
-		if enis <= 0 {
-			enis = t.MaxENIs
-		}
-		vars := kubeletcel.Vars{VCPUs: t.VCPU, MemoryMiB: t.MemoryMiB, DefaultENIs: enis, IPsPerENI: t.IPv4PerENI, InstanceType: t.Name}
-		def := *k
-		def.EvaluateCEL, def.MaxPodsExpression, def.MaxPods = false, "", nil
-		vars.MaxPods = t.maxPods(&def, s)
-		if k.MaxPodsExpression != "" {
-			n, err := kubeletcel.MaxPods(k.MaxPodsExpression, vars)
-			if err != nil {
-				return fmt.Sprintf("node class %q: spec.kubelet.maxPods: %v", nc.Name, err)
-			}
-			vars.MaxPods = int64(n)
-		}
-		for _, f := range []struct {
-			name string
-			m    map[string]string
-		}{{"kubeReserved", k.KubeReserved}, {"systemReserved", k.SystemReserved}} {
-			names := make([]string, 0, len(f.m))
-			for name := range f.m {
-				names = append(names, name)
-			}
-			sort.Strings(names)
-			for _, name := range names {
-				if _, err := resource.ParseQuantity(f.m[name]); err == nil {
-					continue
-				}
-				if _, err := kubeletcel.Reserved(name, f.m[name], vars); err != nil {
-					return fmt.Sprintf("node class %q: spec.kubelet.%s.%s: %v", nc.Name, f.name, name, err)
-				}
-			}
+		if _, err := t.evaluate(k, s); err != nil {
+			return fmt.Sprintf("node class %q: %v", nc.Name, err)
 		}
 	}
 	return ""

@@ -65,11 +65,11 @@ func (t *InstanceType) MaxPods(k *model.Kubelet) int64 { return t.MaxPodsFor(k, 
 // podsPerCore, and EFA-only interfaces on the first card take ENIs away
 // from pods.
 func (t *InstanceType) MaxPodsFor(k *model.Kubelet, nc *model.NodeClass) int64 {
-	return t.maxPods(k, shapeOf(nc))
+	s := shapeOf(nc)
+	return t.maxPods(t.kubeletFor(k, s), s)
 }
 
 func (t *InstanceType) maxPods(k *model.Kubelet, s shape) int64 {
-	k = t.kubeletFor(k, s)
 	var n int64
 	switch {
 	case k != nil && k.MaxPods != nil:
@@ -91,10 +91,7 @@ func (t *InstanceType) maxPods(k *model.Kubelet, s shape) int64 {
 // known (a few high-memory types described by one source only) it stands
 // in for the default card's, as in the published figures.
 func (t *InstanceType) eniLimitedPods(unusable int64) int64 {
-	enis := t.MaxENIsDefaultCard
-	if enis <= 0 {
-		enis = t.MaxENIs
-	}
+	enis := t.defaultCardENIs()
 	if enis <= 0 || t.IPv4PerENI <= 0 {
 		return 0
 	}
@@ -103,6 +100,15 @@ func (t *InstanceType) eniLimitedPods(unusable int64) int64 {
 		return 0
 	}
 	return usable*(t.IPv4PerENI-1) + 2
+}
+
+// defaultCardENIs is the default network card's ENI count, the type's
+// total where only that is known.
+func (t *InstanceType) defaultCardENIs() int64 {
+	if t.MaxENIsDefaultCard > 0 {
+		return t.MaxENIsDefaultCard
+	}
+	return t.MaxENIs
 }
 
 // memoryCapacity is what the kubelet will report as memory capacity: the
@@ -129,7 +135,8 @@ func (t *InstanceType) Capacity(k *model.Kubelet) corev1.ResourceList { return t
 // ephemeral-storage, its family decides pod density, and listed network
 // interfaces decide the EFA count.
 func (t *InstanceType) CapacityFor(k *model.Kubelet, nc *model.NodeClass) corev1.ResourceList {
-	return t.capacity(k, shapeOf(nc))
+	s := shapeOf(nc)
+	return t.capacity(t.kubeletFor(k, s), s)
 }
 
 func (t *InstanceType) capacity(k *model.Kubelet, s shape) corev1.ResourceList {
@@ -224,11 +231,11 @@ func (t *InstanceType) Overhead(k *model.Kubelet) Overhead { return t.OverheadFo
 
 // OverheadFor is Overhead for a node of the given node class.
 func (t *InstanceType) OverheadFor(k *model.Kubelet, nc *model.NodeClass) Overhead {
-	return t.overhead(k, shapeOf(nc))
+	s := shapeOf(nc)
+	return t.overhead(t.kubeletFor(k, s), s)
 }
 
 func (t *InstanceType) overhead(k *model.Kubelet, s shape) Overhead {
-	k = t.kubeletFor(k, s)
 	memCap := t.memoryCapacity()
 	storage := t.ephemeralStorage(s)
 	storageCap := storage.Value()
@@ -282,6 +289,7 @@ func (t *InstanceType) Allocatable(k *model.Kubelet) corev1.ResourceList {
 // AllocatableFor is Allocatable for a node of the given node class.
 func (t *InstanceType) AllocatableFor(k *model.Kubelet, nc *model.NodeClass) corev1.ResourceList {
 	s := shapeOf(nc)
+	k = t.kubeletFor(k, s)
 	alloc := t.capacity(k, s)
 	o := t.overhead(k, s)
 	// Integer arithmetic (millicores for cpu, units otherwise): Quantity

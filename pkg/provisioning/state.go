@@ -635,6 +635,8 @@ func launchOptions(cat *catalog.Catalog, n scheduling.NewNode, pool *model.Pool,
 			continue
 		}
 		variant := amiVariant(t)
+		kt := t.KubeletFor(kubelet, nc)
+		maxPods := t.MaxPodsFor(kt, nc)
 		for _, off := range cat.Offerings(o.Name) {
 			if !zones[off.Zone] || !cts[off.CapacityType] || unavailable(o.Name, off.Zone, off.CapacityType) {
 				continue
@@ -646,7 +648,7 @@ func launchOptions(cat *catalog.Catalog, n scheduling.NewNode, pool *model.Pool,
 			out = append(out, launch.Option{
 				InstanceType: o.Name, Arch: t.Arch, Variant: variant,
 				Zone: off.Zone, CapacityType: off.CapacityType, Price: price, PriceOverlaid: isOverlaid,
-				MaxPods: t.MaxPodsFor(kubelet, nc), Kubelet: t.KubeletFor(kubelet, nc),
+				MaxPods: maxPods, Kubelet: kt,
 			})
 		}
 	}

@@ -165,12 +165,13 @@ func validateKubeletUpstream(l *errs, kc map[string]json.RawMessage, p *field.Pa
 	}
 	strict, err := sigsjson.UnmarshalStrict(raw, &kubeletconfigv1beta1.KubeletConfiguration{})
 	if err != nil {
-		var te *json.UnmarshalTypeError
-		if jerr := json.Unmarshal(raw, &kubeletconfigv1beta1.KubeletConfiguration{}); errors.As(jerr, &te) && te.Field != "" {
-			l.add(p.Child(te.Field), "%s", decodeerr.TypeMismatch(te))
-			return
+		fs := decodeerr.Find(raw, reflect.TypeFor[kubeletconfigv1beta1.KubeletConfiguration]())
+		for _, f := range fs {
+			l.add(p.Child(f.Path), "%s", f.Detail)
 		}
-		l.add(p, "invalid kubelet configuration: %s", strings.TrimPrefix(err.Error(), "json: "))
+		if len(fs) == 0 {
+			l.add(p, "invalid kubelet configuration: %s", strings.TrimPrefix(err.Error(), "json: "))
+		}
 		return
 	}
 	for _, se := range strict {

@@ -288,6 +288,9 @@ cpuOptions: {nestedVirtualization: enabled}
 		{"kubelet: wrong type", nodeClass("kubelet: {podsPerCore: many}"), []string{"spec.kubelet.podsPerCore: invalid type: got JSON string, want an integer"}},
 		{"kubelet: unknown fields are refused", nodeClass("kubelet: {maxPod: 110}"), []string{"spec.kubelet.maxPod: unknown field: not a KubeletConfiguration field"}},
 		{"kubelet: upstream field types", nodeClass("kubelet: {serializeImagePulls: 'no'}"), []string{"spec.kubelet.serializeImagePulls: invalid type: got JSON string, want a boolean"}},
+		{"kubelet: every upstream value that does not decode", nodeClass("kubelet: {serializeImagePulls: 'no', shutdownGracePeriod: soon}"), []string{
+			"spec.kubelet.serializeImagePulls: invalid type: got JSON string, want a boolean",
+			`spec.kubelet.shutdownGracePeriod: invalid value "soon": time: invalid duration "soon"`}},
 		{"kubelet: maxPods type", nodeClass("kubelet: {maxPods: [1]}"), []string{"spec.kubelet.maxPods: invalid type: want an integer or a CEL expression string"}},
 		{"kubelet: maxPods not negative", nodeClass("kubelet: {maxPods: -1}"), []string{"spec.kubelet.maxPods: invalid value -1: must not be negative"}},
 		{"kubelet: eviction signal", nodeClass("kubelet: {evictionHard: {disk.available: 1Gi}}"), []string{`spec.kubelet.evictionHard[disk.available]: unsupported value "disk.available"...`}},

@@ -4,15 +4,13 @@ import (
 	"encoding/json"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 
 	"github.com/joist-dev/joist/pkg/scheduling"
 )
 
 // The Kubernetes rules this package reads for itself, rather than take
-// from the packer it checks.
+// from the packer it checks (host ports and affinity selectors are
+// pkg/pods', shared with the binder's check, not with the packer).
 
 // Labels Karpenter puts on every node it launches.
 const (
@@ -75,79 +73,6 @@ func runsDaemonPod(n *scheduling.Node, namespace, name string) bool {
 		}
 	}
 	return false
-}
-
-// boundPort is a host port a pod takes on its node, as the NodePorts
-// filter sees it: an empty protocol is TCP and an empty IP is 0.0.0.0.
-type boundPort struct {
-	ip       string
-	protocol corev1.Protocol
-	port     int32
-}
-
-// clashesWith is the NodePorts rule: the same port and protocol, on the
-// same IP or where either side listens on every address (0.0.0.0).
-func (a boundPort) clashesWith(b boundPort) bool {
-	if a.port != b.port || a.protocol != b.protocol {
-		return false
-	}
-	return a.ip == b.ip || a.ip == "0.0.0.0" || b.ip == "0.0.0.0"
-}
-
-// hostPortsOf lists the host ports a pod takes: those of its containers
-// and of its init containers (the packer's reading, and the safe one: a
-// sidecar keeps its port, and a clash of init containers fails the pod).
-func hostPortsOf(p *corev1.Pod) []boundPort {
-	var out []boundPort
-	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
-		for _, c := range cs {
-			for _, cp := range c.Ports {
-				if cp.HostPort == 0 {
-					continue
-				}
-				bp := boundPort{ip: cp.HostIP, protocol: cp.Protocol, port: cp.HostPort}
-				if bp.ip == "" {
-					bp.ip = "0.0.0.0"
-				}
-				if bp.protocol == "" {
-					bp.protocol = corev1.ProtocolTCP
-				}
-				out = append(out, bp)
-			}
-		}
-	}
-	return out
-}
-
-// podSelector is an affinity term's or spread's selector as the
-// kube-scheduler applies it: the labelSelector, plus, for each key of
-// matchLabelKeys the owner has, key in (owner's value), and for each key
-// of mismatchLabelKeys, key notin (owner's value). No selector selects
-// nothing.
-func podSelector(ls *metav1.LabelSelector, owner map[string]string, matchKeys, mismatchKeys []string) labels.Selector {
-	if ls == nil {
-		return labels.Nothing()
-	}
-	sel, err := metav1.LabelSelectorAsSelector(ls)
-	if err != nil {
-		return labels.Nothing()
-	}
-	add := func(keys []string, op selection.Operator) {
-		for _, k := range keys {
-			v, ok := owner[k]
-			if !ok {
-				continue
-			}
-			r, err := labels.NewRequirement(k, op, []string{v})
-			if err != nil {
-				continue
-			}
-			sel = sel.Add(*r)
-		}
-	}
-	add(matchKeys, selection.In)
-	add(mismatchKeys, selection.NotIn)
-	return sel
 }
 
 // sameAs groups the well-known node label keys that name one thing: the

@@ -6,9 +6,10 @@
 //
 // Where it can, it uses Kubernetes' own code (k8s.io/component-helpers for
 // requests, required node affinity and taints; apimachinery for label
-// selectors); the rest is written here from the Kubernetes documentation:
-// host ports (the NodePorts filter), matchLabelKeys/mismatchLabelKeys,
-// DaemonSet tolerations, well-known label aliases and topology spread skew.
+// selectors); the rest is written from the Kubernetes documentation:
+// host ports (the NodePorts filter) and matchLabelKeys/mismatchLabelKeys
+// in pkg/pods (which the binder's check shares), DaemonSet tolerations,
+// well-known label aliases and topology spread skew here.
 package verify
 
 import (
@@ -27,6 +28,7 @@ import (
 	"k8s.io/component-helpers/storage/ephemeral"
 	"k8s.io/klog/v2"
 
+	"github.com/joist-dev/joist/pkg/pods"
 	"github.com/joist-dev/joist/pkg/scheduling"
 )
 
@@ -528,16 +530,16 @@ func (v *verifier) checkVolumes(p *corev1.Pod, vn *vnode) {
 // that option's allocatable, and checks host ports.
 func (v *verifier) checkFit(vn *vnode, i int, alloc corev1.ResourceList) {
 	total := map[corev1.ResourceName]int64{}
-	var ports []boundPort
+	var ports []pods.HostPort
 	add := func(p *corev1.Pod) {
 		for r, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
 			total[r] += verifyValue(r, q)
 		}
 		total[corev1.ResourcePods]++
-		for _, hp := range hostPortsOf(p) {
+		for _, hp := range pods.HostPorts(p) {
 			for _, o := range ports {
-				if hp.clashesWith(o) {
-					v.fail("host port %d/%s clashes on node %s (pod %s/%s)", hp.port, hp.protocol, vn.name, p.Namespace, p.Name)
+				if hp.ClashesWith(o) {
+					v.fail("host port %d/%s clashes on node %s (pod %s/%s)", hp.Port, hp.Protocol, vn.name, p.Namespace, p.Name)
 				}
 			}
 			ports = append(ports, hp)
@@ -617,7 +619,7 @@ func (v *verifier) nsLabels(ns string) labels.Set {
 
 // termMatches tells whether an affinity term of owner selects pod q.
 func (v *verifier) termMatches(owner *corev1.Pod, t corev1.PodAffinityTerm, q *corev1.Pod) bool {
-	sel := podSelector(t.LabelSelector, owner.Labels, t.MatchLabelKeys, t.MismatchLabelKeys)
+	sel := pods.AffinitySelector(t.LabelSelector, owner.Labels, t.MatchLabelKeys, t.MismatchLabelKeys)
 	if !sel.Matches(labels.Set(q.Labels)) {
 		return false
 	}
@@ -702,7 +704,7 @@ func (v *verifier) checkTopology() {
 	}
 	cache := map[string]*tally{}
 	termTally := func(owner *corev1.Pod, t corev1.PodAffinityTerm) *tally {
-		sel := podSelector(t.LabelSelector, owner.Labels, t.MatchLabelKeys, t.MismatchLabelKeys)
+		sel := pods.AffinitySelector(t.LabelSelector, owner.Labels, t.MatchLabelKeys, t.MismatchLabelKeys)
 		nsSel := ""
 		if t.NamespaceSelector != nil {
 			nsSel = metav1.FormatLabelSelector(t.NamespaceSelector)
@@ -778,7 +780,7 @@ func (v *verifier) checkTopology() {
 				v.fail("pod %s/%s spreads on %s but its node's value is not fixed", a.p.Namespace, a.p.Name, t.TopologyKey)
 				continue
 			}
-			sel := podSelector(t.LabelSelector, a.p.Labels, t.MatchLabelKeys, nil)
+			sel := pods.AffinitySelector(t.LabelSelector, a.p.Labels, t.MatchLabelKeys, nil)
 			// nodeAffinityPolicy defaults to Honor, nodeTaintsPolicy to
 			// Ignore: a node the policy excludes is no domain and its pods
 			// do not count.
