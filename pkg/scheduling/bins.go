@@ -49,6 +49,8 @@ type bin struct {
 	// jmark is the epoch of the local search's journal that last
 	// recorded the bin's shape (journal.touch).
 	jmark uint32
+	// twin is the bin's twinKey at a version (scantwins.go).
+	twin twinMemo
 }
 
 // entry is n pods of a class placed at one relaxation level.

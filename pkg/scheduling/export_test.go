@@ -172,3 +172,13 @@ func SetRebuildTopo(on bool) { rebuildTopoOff = !on }
 // when it holds them (on), or plan with them at once (off), for the tests
 // that compare.
 func SetLimitsFirst(on bool) { limitsFirstOff = !on }
+
+// SetScanTwins turns bestGrowth's answers by node shape in its scan of
+// every open node (scantwins.go) on or off, for the test that plans are
+// the same either way.
+func SetScanTwins(on bool) { scanTwinsOff = !on }
+
+// SetDrainBound turns the skipping of drains that cannot make a node
+// cheaper (drainbound.go) on or off, for the test that plans are the same
+// either way.
+func SetDrainBound(on bool) { drainBoundOff = !on }

@@ -212,3 +212,11 @@ func bySwitch(t *testing.T, set func(on bool), compare func(t *testing.T, got, w
 		}
 	}
 }
+
+// TestScanTwinsSamePlans: where bestGrowth asks every open node (the
+// local search's rebuilds), a node whose twin was asked before in the
+// same scan takes the twin's answer, and every plan is the one asking
+// each node makes.
+func TestScanTwinsSamePlans(t *testing.T) {
+	samePlans(t, "answers by node shape in the scan", scheduling.SetScanTwins)
+}

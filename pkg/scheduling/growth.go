@@ -57,17 +57,39 @@ retry:
 			}
 		}
 	} else {
+		tw := s.startScanTwins(l)
 		for _, b := range s.liveBins() {
 			if b.node != nil || len(b.entries) == 0 || slices.Contains(excluded, b) {
 				continue
 			}
 			cp := l.pools[b.pool.idx]
-			if !cp.ok || (s.capPool != nil && b.pool != s.capPool) || s.allowance(l, b, 1, anyType).k == 0 {
+			if !cp.ok || (s.capPool != nil && b.pool != s.capPool) {
 				continue
+			}
+			if tw != nil {
+				// A twin asked before answers for b (scantwins.go).
+				if a, found := tw.lookup(b); found {
+					if g := a.g; a.ok {
+						g.b = b
+						if better(&g) {
+							*up = g
+							best = up
+						}
+					}
+					continue
+				}
+			}
+			var g growth
+			ok := s.allowance(l, b, 1, anyType).k != 0
+			if ok {
+				g, ok = s.upgradeValue(l, b, cp, want)
+			}
+			if tw != nil {
+				tw.note(b, ok, g)
 			}
 			// By value: a growth is allocated only for the best so far,
 			// not for every node asked.
-			if g, ok := s.upgradeValue(l, b, cp, want); ok && better(&g) {
+			if ok && better(&g) {
 				*up = g
 				best = up
 			}

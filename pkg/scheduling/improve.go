@@ -56,7 +56,7 @@ func (s *solver) improve() {
 		improved := false
 		targets := s.roomyBins()
 		for _, b := range order {
-			if len(b.entries) > 0 && s.tryDrain(b, targets) {
+			if len(b.entries) > 0 && s.mayShrink(b, targets) && s.tryDrain(b, targets) {
 				improved = true
 				s.recheck(targets, b)
 			}

@@ -91,3 +91,11 @@ func TestSearchScratchSamePlans(t *testing.T) {
 func TestMergeTwinsSamePlans(t *testing.T) {
 	samePlans(t, "merges skipping twins of nodes refused early", scheduling.SetMergeTwins)
 }
+
+// TestDrainBoundSamePlans: a drain is not tried when the free room of
+// the other listed nodes cannot take enough of the node's pods for a
+// cheaper type to hold the rest, and every plan is the one trying it
+// makes.
+func TestDrainBoundSamePlans(t *testing.T) {
+	samePlans(t, "drains skipped by the free-room bound", scheduling.SetDrainBound)
+}

@@ -49,6 +49,10 @@ type roomy struct {
 	dims  []int
 	trees [][][]freeTree
 	w     targetWalk // the current drain's walk
+	// freeSum is the listed nodes' free room summed (freeOK: computed;
+	// drainbound.go).
+	freeSum vec
+	freeOK  bool
 }
 
 // freeTree is a max tree over node ids: leaves at size+id.
@@ -200,7 +204,7 @@ func (s *solver) roomyBins() *roomy {
 	if searchScratchOff || old == nil {
 		old = &roomy{}
 	}
-	r := &roomy{min: old.min, bins: old.bins[:0], listed: old.listed, w: old.w}
+	r := &roomy{min: old.min, bins: old.bins[:0], listed: old.listed, w: old.w, freeSum: old.freeSum}
 	if !searchScratchOff {
 		s.search.roomy = r
 	}
@@ -312,6 +316,7 @@ func (s *solver) hasRoom(b *bin, req vec) bool {
 
 // recheck puts b back on the list if it has room now.
 func (s *solver) recheck(r *roomy, b *bin) {
+	r.freeOK = false // a kept drain moved pods into listed nodes
 	if !s.hasRoom(b, r.min) {
 		return
 	}
