@@ -355,6 +355,8 @@ type fillScratch struct {
 	room   vec
 	inv    []float64
 	scores []float64
+	act    []int32 // the levels in the running (fill)
+	reqs   []vec   // their requests
 }
 
 // fill is balancedFill with f's buffers; the answer is f's too, good
@@ -370,15 +372,31 @@ func (f *fillScratch) fill(ls []*level, counts []int, net vec) []int {
 			inv[d] = 1 / (float64(v) * float64(v))
 		}
 	}
+	// The levels still in the running, in order, with their requests:
+	// a level used up or that no longer fits never comes back (the room
+	// only shrinks), so each run scores only the others (gpu at 2,000
+	// pods fills nodes from lists of hundreds of classes, most of them
+	// out after the first runs).
+	act, reqs := f.act[:0], f.reqs[:0]
+	for i, l := range ls {
+		if counts[i] > 0 {
+			act = append(act, int32(i))
+			reqs = append(reqs, l.cls.req)
+		}
+	}
+	defer func() { f.act, f.reqs = act[:0], reqs[:0] }()
 	for {
 		best, bestScore := -1, 0.0
-		for i, l := range ls {
-			scores[i] = math.NaN()
-			if sel[i] >= counts[i] || !l.cls.req.le(room) {
+		n := 0
+		for k, i32 := range act {
+			i, req := int(i32), reqs[k]
+			if sel[i] >= counts[i] || !req.le(room) {
 				continue
 			}
+			act[n], reqs[n] = i32, req
+			n++
 			score := 0.0
-			for d, r := range l.cls.req {
+			for d, r := range req {
 				score += float64(r) * float64(room[d]) * inv[d]
 			}
 			scores[i] = score
@@ -386,6 +404,7 @@ func (f *fillScratch) fill(ls []*level, counts []int, net vec) []int {
 				best, bestScore = i, score
 			}
 		}
+		act, reqs = act[:n], reqs[:n]
 		if best < 0 {
 			return sel
 		}
@@ -403,12 +422,13 @@ func (f *fillScratch) fill(ls []*level, counts []int, net vec) []int {
 			for d, r := range rb {
 				gb += float64(r) * float64(r) * inv[d]
 			}
-			for i, l := range ls {
-				if i == best || math.IsNaN(scores[i]) {
+			for k2, i32 := range act {
+				i := int(i32)
+				if i == best {
 					continue
 				}
 				gi := 0.0
-				for d, r := range l.cls.req {
+				for d, r := range reqs[k2] {
 					gi += float64(r) * float64(rb[d]) * inv[d]
 				}
 				if gb <= gi {
