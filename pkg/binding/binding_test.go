@@ -171,6 +171,58 @@ func TestBinder_SkipsPodThatWouldBreakAntiAffinityOrHostPort(t *testing.T) {
 	}
 }
 
+// TestBinder_BindsPodAffinityOnlyBesideItsPartner: a pod whose required
+// pod affinity by hostname names pods planned onto the same node is bound
+// once they are (it comes first in the plan's order, so only the second
+// look after the binds takes it), and a pod whose partner is on no node
+// is handed back to the provisioner rather than bound where
+// kube-scheduler would refuse it.
+func TestBinder_BindsPodAffinityOnlyBesideItsPartner(t *testing.T) {
+	c := fixture(t, "near", "node-near", "i-near")
+	ctx := context.Background()
+	n, err := c.CoreV1().Nodes().Get(ctx, "node-near", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Labels[corev1.LabelHostname] = "node-near"
+	if _, err := c.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	planned := func(name string, labels map[string]string, near string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "near", Labels: labels,
+			Annotations: map[string]string{pods.AnnotationInstance: "i-near"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}}}
+		if near != "" {
+			p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": near}}}}}}
+		}
+		if _, err := c.CoreV1().Pods("near").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	planned("a-api", map[string]string{"app": "api"}, "db")
+	planned("b-db", map[string]string{"app": "db"}, "")
+	planned("c-worker", map[string]string{"app": "worker"}, "cache")
+	res, err := (&binding.Binder{Kube: c, Log: quiet()}).BindNode(ctx, "node-near")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Bound != 2 || res.Unplanned != 1 {
+		t.Fatalf("result %+v, want the api pod and its db bound, the worker handed back", res)
+	}
+	for name, bound := range map[string]bool{"a-api": true, "b-db": true, "c-worker": false} {
+		p, err := c.CoreV1().Pods("near").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (p.Spec.NodeName == "node-near") != bound || (!bound && pods.PlannedInstance(p) != "") {
+			t.Errorf("%s on %q planned for %q; want bound %v (and no plan left when not)", name, p.Spec.NodeName, pods.PlannedInstance(p), bound)
+		}
+	}
+}
+
 // TestBinder_ConflictMeansSomeoneElseBoundIt: kube-scheduler binds the pod
 // between the binder's read of the unbound pods and its own bind. The API
 // server answers the binder's bind with a Conflict, which the binder counts

@@ -16,7 +16,15 @@ import (
 //     the pod too);
 //   - the pod's required anti-affinity matching one of them, or one of
 //     theirs matching the pod: pods on one node share its every topology
-//     domain, so the node's having the term's topology key is enough.
+//     domain, so the node's having the term's topology key is enough;
+//   - a required pod affinity term by hostname that none of them meets:
+//     the node is the term's whole domain. The pod meeting all its own
+//     terms is enough (kube-scheduler's rule for the first pod of a
+//     group whose pods all attract each other; it also asks that no pod
+//     elsewhere match, which the binder does not read). A term on a key
+//     spanning nodes (a zone) may be met by pods on other nodes: the
+//     plan put the pod where it is, and only a node lacking the key
+//     fails it.
 //
 // The binder binds without kube-scheduler, and kube-scheduler may have
 // put a pod on the new node since the plan (one planned elsewhere, whose
@@ -48,7 +56,27 @@ func neighbourConflict(pod *corev1.Pod, node *corev1.Node, onNode []*corev1.Pod)
 			}
 		}
 	}
+	terms := requiredAffinity(pod)
+	self := len(terms) > 0 && !slices.ContainsFunc(terms, func(t corev1.PodAffinityTerm) bool { return !termMatches(t, pod, pod) })
+	for _, t := range terms {
+		if _, ok := node.Labels[t.TopologyKey]; !ok {
+			return fmt.Sprintf("node %s has no label %s for the pod's required pod affinity", node.Name, t.TopologyKey)
+		}
+		if t.TopologyKey != corev1.LabelHostname || self {
+			continue
+		}
+		if !slices.ContainsFunc(onNode, func(o *corev1.Pod) bool { return o.UID != pod.UID && !Finished(o) && termMatches(t, pod, o) }) {
+			return fmt.Sprintf("no pod on node %s meets the pod's required pod affinity (%s)", node.Name, t.TopologyKey)
+		}
+	}
 	return ""
+}
+
+func requiredAffinity(p *corev1.Pod) []corev1.PodAffinityTerm {
+	if a := p.Spec.Affinity; a != nil && a.PodAffinity != nil {
+		return a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	}
+	return nil
 }
 
 func requiredAntiAffinity(p *corev1.Pod) []corev1.PodAffinityTerm {

@@ -40,6 +40,11 @@ func TestFits_Neighbours(t *testing.T) {
 		p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{tm}}}
 		return p
 	}
+	near := func(p *corev1.Pod, key string) *corev1.Pod {
+		tm := corev1.PodAffinityTerm{TopologyKey: key, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}
+		p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{tm}}}
+		return p
+	}
 	web := func(name string) *corev1.Pod {
 		return labelled(pod(name, "100m", "128Mi"), "app", "web", "pod-template-hash", "h1")
 	}
@@ -77,6 +82,25 @@ func TestFits_Neighbours(t *testing.T) {
 		{"anti-affinity by matchLabelKeys, the same revision", apart(web("a"), corev1.LabelHostname, func(tm *corev1.PodAffinityTerm) { tm.MatchLabelKeys = []string{"pod-template-hash"} }),
 			[]*corev1.Pod{web("b")}, "required anti-affinity"},
 		{"the pod itself", apart(web("a"), corev1.LabelHostname, nil), []*corev1.Pod{web("a")}, ""},
+		{"affinity met on the node", near(labelled(pod("a", "1", "1Gi"), "app", "api"), corev1.LabelHostname), []*corev1.Pod{web("b")}, ""},
+		{"affinity met by no pod on the node", near(labelled(pod("a", "1", "1Gi"), "app", "api"), corev1.LabelHostname),
+			[]*corev1.Pod{labelled(pod("b", "1", "1Gi"), "app", "db")}, "no pod on node n1 meets the pod's required pod affinity (kubernetes.io/hostname)"},
+		{"affinity on an empty node", near(labelled(pod("a", "1", "1Gi"), "app", "api"), corev1.LabelHostname), nil, "required pod affinity"},
+		{"affinity met only by a finished pod", near(labelled(pod("a", "1", "1Gi"), "app", "api"), corev1.LabelHostname), []*corev1.Pod{func() *corev1.Pod {
+			p := web("b")
+			p.Status.Phase = corev1.PodFailed
+			return p
+		}()}, "required pod affinity"},
+		{"affinity the pod meets itself", near(web("a"), corev1.LabelHostname), nil, ""},
+		{"affinity the pod meets only in part itself", func() *corev1.Pod {
+			p := near(web("a"), corev1.LabelHostname)
+			pa := p.Spec.Affinity.PodAffinity
+			pa.RequiredDuringSchedulingIgnoredDuringExecution = append(pa.RequiredDuringSchedulingIgnoredDuringExecution,
+				corev1.PodAffinityTerm{TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}})
+			return p
+		}(), nil, "required pod affinity"},
+		{"affinity by zone, met elsewhere", near(labelled(pod("a", "1", "1Gi"), "app", "api"), corev1.LabelTopologyZone), nil, ""},
+		{"affinity on a key the node lacks", near(web("a"), "rack"), []*corev1.Pod{web("b")}, "node n1 has no label rack for the pod's required pod affinity"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			wantFit(t, Fits(tc.pod, node, tc.onNode), tc.wantErr)
