@@ -22,9 +22,10 @@ import (
 //     terms is enough (kube-scheduler's rule for the first pod of a
 //     group whose pods all attract each other; it also asks that no pod
 //     elsewhere match, which the binder does not read). A term on a key
-//     spanning nodes (a zone) may be met by pods on other nodes: the
-//     plan put the pod where it is, and only a node lacking the key
-//     fails it.
+//     spanning nodes (a zone) may be met by pods on other nodes, and one
+//     selecting namespaces by their labels by pods in namespaces the
+//     binder does not read: the plan put the pod where it is, and only a
+//     node lacking the key fails it.
 //
 // The binder binds without kube-scheduler, and kube-scheduler may have
 // put a pod on the new node since the plan (one planned elsewhere, whose
@@ -62,7 +63,7 @@ func neighbourConflict(pod *corev1.Pod, node *corev1.Node, onNode []*corev1.Pod)
 		if _, ok := node.Labels[t.TopologyKey]; !ok {
 			return fmt.Sprintf("node %s has no label %s for the pod's required pod affinity", node.Name, t.TopologyKey)
 		}
-		if t.TopologyKey != corev1.LabelHostname || self {
+		if t.TopologyKey != corev1.LabelHostname || self || !namespacesKnown(t) {
 			continue
 		}
 		if !slices.ContainsFunc(onNode, func(o *corev1.Pod) bool { return o.UID != pod.UID && !Finished(o) && termMatches(t, pod, o) }) {
@@ -70,6 +71,15 @@ func neighbourConflict(pod *corev1.Pod, node *corev1.Node, onNode []*corev1.Pod)
 		}
 	}
 	return ""
+}
+
+// namespacesKnown tells whether the binder knows which namespaces term t
+// reads: a selector by namespace labels needs the namespaces, which the
+// binder does not read (an affinity term it cannot judge is left to the
+// plan, which could).
+func namespacesKnown(t corev1.PodAffinityTerm) bool {
+	ns := t.NamespaceSelector
+	return ns == nil || (len(ns.MatchLabels) == 0 && len(ns.MatchExpressions) == 0)
 }
 
 func requiredAffinity(p *corev1.Pod) []corev1.PodAffinityTerm {

@@ -99,6 +99,11 @@ func TestFits_Neighbours(t *testing.T) {
 				corev1.PodAffinityTerm{TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}})
 			return p
 		}(), nil, "required pod affinity"},
+		{"affinity by namespace labels, left to the plan", func() *corev1.Pod {
+			p := near(labelled(pod("a", "1", "1Gi"), "app", "api"), corev1.LabelHostname)
+			p.Spec.Affinity.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0].NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "data"}}
+			return p
+		}(), []*corev1.Pod{inNamespace(web("b"), "data")}, ""},
 		{"affinity by zone, met elsewhere", near(labelled(pod("a", "1", "1Gi"), "app", "api"), corev1.LabelTopologyZone), nil, ""},
 		{"affinity on a key the node lacks", near(web("a"), "rack"), []*corev1.Pod{web("b")}, "node n1 has no label rack for the pod's required pod affinity"},
 	} {
