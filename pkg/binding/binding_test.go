@@ -119,15 +119,7 @@ func TestBinder_BindsPlannedPodsAndUnplansWhatNoLongerFits(t *testing.T) {
 func TestBinder_SkipsPodThatWouldBreakAntiAffinityOrHostPort(t *testing.T) {
 	c := fixture(t, "apart", "node-apart", "i-apart")
 	ctx := context.Background()
-	// The kubelet labels its node with its hostname.
-	n, err := c.CoreV1().Nodes().Get(ctx, "node-apart", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.Labels[corev1.LabelHostname] = "node-apart"
-	if _, err := c.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	labelHostname(t, c, "node-apart")
 	web := func(name string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "apart", Labels: map[string]string{"app": "web"}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx", Resources: corev1.ResourceRequirements{
@@ -171,6 +163,20 @@ func TestBinder_SkipsPodThatWouldBreakAntiAffinityOrHostPort(t *testing.T) {
 	}
 }
 
+// labelHostname labels the node with its hostname, as the kubelet does.
+func labelHostname(t *testing.T, c *kube.Client, node string) {
+	t.Helper()
+	ctx := context.Background()
+	n, err := c.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Labels[corev1.LabelHostname] = node
+	if _, err := c.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestBinder_BindsPodAffinityOnlyBesideItsPartner: a pod whose required
 // pod affinity by hostname names pods planned onto the same node is bound
 // once they are (it comes first in the plan's order, so only the second
@@ -180,14 +186,7 @@ func TestBinder_SkipsPodThatWouldBreakAntiAffinityOrHostPort(t *testing.T) {
 func TestBinder_BindsPodAffinityOnlyBesideItsPartner(t *testing.T) {
 	c := fixture(t, "near", "node-near", "i-near")
 	ctx := context.Background()
-	n, err := c.CoreV1().Nodes().Get(ctx, "node-near", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.Labels[corev1.LabelHostname] = "node-near"
-	if _, err := c.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	labelHostname(t, c, "node-near")
 	planned := func(name string, labels map[string]string, near string) *corev1.Pod {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "near", Labels: labels,
 			Annotations: map[string]string{pods.AnnotationInstance: "i-near"}},

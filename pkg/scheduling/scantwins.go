@@ -83,16 +83,11 @@ func (t *scanTwins) shapeID(b *bin) int32 {
 }
 
 func (t *scanTwins) intern(b *bin) int32 {
-	h := contentsHash(b)
-	mix := func(v uint64) { h = fnvMix(h, v) }
-	if b.labelCut {
-		mix(1)
-	}
-	for _, w := range b.types {
-		mix(w)
-	}
+	// The memos' shape hash (no prices: a scan's prices are one set),
+	// and the host ports allowance reads.
+	h := shapeHash(b, nil)
 	for _, p := range b.ports {
-		mix(uint64(p.port))
+		h = fnvMix(h, uint64(p.port))
 	}
 	if t.byHash == nil {
 		t.byHash = map[uint64][]int32{}
