@@ -74,13 +74,17 @@ func balancedFillPodByPod(ls []*level, counts []int, net vec) []int {
 // TestBalancedFillRunsAsPodByPod: balancedFill, which takes a level's
 // pods in runs, chooses what choosing one pod at a time chooses, over
 // random nodes and pods (equal requests, ties, pods that do not fit,
-// many small pods on a big node).
+// many small pods on a big node, hundreds of levels of a pod or three).
 func TestBalancedFillRunsAsPodByPod(t *testing.T) {
 	const gi = 1 << 30
 	rnd := rand.New(rand.NewSource(1))
-	for n := 0; n < 3000; n++ {
+	for n := 0; n < 4000; n++ {
 		net := vec{int64(2000 + rnd.Intn(190000)), int64(4*gi + rnd.Int63n(760*gi)), 0, int64(8 + rnd.Intn(730))}
 		nl := 1 + rnd.Intn(12)
+		many := n >= 3000 // hundreds of levels of a pod or three each
+		if many {
+			nl = 50 + rnd.Intn(250)
+		}
 		ls := make([]*level, nl)
 		counts := make([]int, nl)
 		for i := range ls {
@@ -92,6 +96,9 @@ func TestBalancedFillRunsAsPodByPod(t *testing.T) {
 			}
 			ls[i] = &level{cls: &class{req: vec{cpu, mem, 0, 1}}}
 			counts[i] = rnd.Intn(300)
+			if many {
+				counts[i] = rnd.Intn(4)
+			}
 		}
 		want := balancedFillPodByPod(ls, counts, net)
 		if got := balancedFill(ls, counts, net); !slices.Equal(got, want) {
