@@ -390,15 +390,23 @@ func (f *fillScratch) fill(ls []*level, counts []int, net vec) []int {
 		n := 0
 		for k, i32 := range act {
 			i, req := int(i32), reqs[k]
-			if sel[i] >= counts[i] || !req.le(room) {
+			if sel[i] >= counts[i] {
+				continue
+			}
+			// Whether it fits and its score, in one pass.
+			score, fits := 0.0, true
+			for d, r := range req {
+				if r > room[d] {
+					fits = false
+					break
+				}
+				score += float64(r) * float64(room[d]) * inv[d]
+			}
+			if !fits {
 				continue
 			}
 			act[n], reqs[n] = i32, req
 			n++
-			score := 0.0
-			for d, r := range req {
-				score += float64(r) * float64(room[d]) * inv[d]
-			}
 			scores[i] = score
 			if best < 0 || score > bestScore {
 				best, bestScore = i, score
