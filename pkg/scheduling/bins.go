@@ -49,7 +49,7 @@ type bin struct {
 	// jmark is the epoch of the local search's journal that last
 	// recorded the bin's shape (journal.touch).
 	jmark uint32
-	// twin is the bin's twinKey at a version (scantwins.go).
+	// twin is the bin's shape number at a version (scantwins.go).
 	twin twinMemo
 }
 

@@ -36,16 +36,13 @@ type scanTwins struct {
 	stats memoStats
 }
 
-// shapeRep is a shape's copy, to compare a node with in full.
+// shapeRep is a shape's copy, to compare a node with in full: the
+// memos' node shape (no prices: a scan's prices are one set) and what
+// allowance reads besides, the custom labels and host ports.
 type shapeRep struct {
-	pool, typ  int
-	zones, cts uint64
-	labelCut   bool
-	custom     *reqs
-	price      float64
-	used       vec
-	types      bitset
-	ports      []hostPort
+	shape  nodeShape
+	custom *reqs
+	ports  []hostPort
 }
 
 // twinAnswer is the answer of the first node of a shape asked in a scan:
@@ -83,8 +80,6 @@ func (t *scanTwins) shapeID(b *bin) int32 {
 }
 
 func (t *scanTwins) intern(b *bin) int32 {
-	// The memos' shape hash (no prices: a scan's prices are one set),
-	// and the host ports allowance reads.
 	h := shapeHash(b, nil)
 	for _, p := range b.ports {
 		h = fnvMix(h, uint64(p.port))
@@ -98,8 +93,7 @@ func (t *scanTwins) intern(b *bin) int32 {
 		}
 	}
 	id := int32(len(t.reps))
-	t.reps = append(t.reps, shapeRep{pool: b.pool.idx, typ: b.typ, zones: b.zoneMask, cts: b.ctMask, labelCut: b.labelCut,
-		custom: b.custom, price: b.offer.price, used: b.used.clone(), types: b.types.clone(), ports: slices.Clone(b.ports)})
+	t.reps = append(t.reps, shapeRep{shape: shapeOf(b, nil), custom: b.custom, ports: slices.Clone(b.ports)})
 	t.seen = append(t.seen, 0)
 	t.ans = append(t.ans, twinAnswer{})
 	t.byHash[h] = append(t.byHash[h], id)
@@ -107,9 +101,7 @@ func (t *scanTwins) intern(b *bin) int32 {
 }
 
 func (r *shapeRep) matches(b *bin) bool {
-	return r.pool == b.pool.idx && r.typ == b.typ && r.zones == b.zoneMask && r.cts == b.ctMask && r.labelCut == b.labelCut &&
-		r.custom == b.custom && r.price == b.offer.price && slices.Equal(r.used, b.used) && slices.Equal(r.types, b.types) &&
-		slices.Equal(r.ports, b.ports)
+	return r.custom == b.custom && r.shape.matches(b, nil) && slices.Equal(r.ports, b.ports)
 }
 
 // lookup is the answer this scan gave b's shape, if it gave one.
