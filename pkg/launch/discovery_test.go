@@ -143,14 +143,14 @@ func TestSubnetsAreCachedAndRefreshed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := e.sim.Calls("DescribeSubnets"); n != 1 {
+	if n := e.sim.Invocations("DescribeSubnets"); n != 1 {
 		t.Errorf("DescribeSubnets calls = %d, want 1 within the cache TTL", n)
 	}
 	e.clock.Step(DefaultCacheTTL + time.Second)
 	if _, err := e.l.Subnets(e.ctx, nc); err != nil {
 		t.Fatal(err)
 	}
-	if n := e.sim.Calls("DescribeSubnets"); n != 2 {
+	if n := e.sim.Invocations("DescribeSubnets"); n != 2 {
 		t.Errorf("DescribeSubnets calls = %d, want 2 after the TTL", n)
 	}
 	// An edited selector is not served from the cache of the old one.

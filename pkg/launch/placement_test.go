@@ -169,7 +169,7 @@ func TestLaunchIntoPlacementGroup(t *testing.T) {
 					t.Errorf("EC2 has the instance in group %q partition %d, want %s partition %d", aws.ToString(p.GroupId), aws.ToInt32(p.PartitionNumber), id, tc.partition)
 				}
 			}
-			if n := e.sim.Calls("DescribePlacementGroups"); n != 1 {
+			if n := e.sim.Invocations("DescribePlacementGroups"); n != 1 {
 				t.Errorf("DescribePlacementGroups called %d times for two launches, want 1 (cached)", n)
 			}
 		})

@@ -68,12 +68,12 @@ func TestReservationsResolveTerms(t *testing.T) {
 			want: []string{"ml-a", "block"}, calls: 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := e.sim.CallCounts()["DescribeCapacityReservations"]
+			before := e.sim.Invocations("DescribeCapacityReservations")
 			got, err := e.l.Reservations(e.ctx, &model.NodeClass{Name: "gpu", API: model.APIV1, CapacityReservationSelector: tc.terms})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if calls := e.sim.CallCounts()["DescribeCapacityReservations"] - before; calls != tc.calls {
+			if calls := e.sim.Invocations("DescribeCapacityReservations") - before; calls != tc.calls {
 				t.Errorf("DescribeCapacityReservations calls = %d, want %d", calls, tc.calls)
 			}
 			want := []Reservation{}

@@ -106,6 +106,16 @@ func (s *Sim) Calls(action string) int {
 	return s.calls[action]
 }
 
+// Invocations returns how many operations for action a client started: SDK
+// retries of one operation (the same call resent after throttling, a 5xx or
+// a connection the transport closed under it) count once. Tests of caches
+// count these, since a transport retry is not the code asking again.
+func (s *Sim) Invocations(action string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.invocations[action]
+}
+
 // CallCounts returns the number of requests per action.
 func (s *Sim) CallCounts() map[string]int {
 	s.mu.Lock()

@@ -122,6 +122,9 @@ func TestFaultsAreRetriedBySDK(t *testing.T) {
 			if got := f.sim.Calls("DescribeSubnets"); got != tc.calls {
 				t.Errorf("%d calls reached the simulator, want %d", got, tc.calls)
 			}
+			if got := f.sim.Invocations("DescribeSubnets"); got != 1 {
+				t.Errorf("%d operations counted, want 1 (retries are one operation)", got)
+			}
 		})
 	}
 

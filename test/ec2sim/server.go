@@ -97,7 +97,7 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, requestID, clientErr("MissingAction", "The request must contain the parameter Action"))
 		return
 	}
-	s.countCall(action)
+	s.countCall(action, firstAttempt(r))
 	if d := s.opts.CallLatency[action]; d > 0 {
 		select {
 		case <-time.After(d):
@@ -137,8 +137,25 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	writeResponse(w, action, requestID, resp)
 }
 
-func (s *Sim) countCall(action string) {
+func (s *Sim) countCall(action string, first bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls[action]++
+	if first {
+		s.invocations[action]++
+	}
+}
+
+// firstAttempt reports whether a request is an operation's first attempt.
+// The SDKs say which attempt a request is in the amz-sdk-request header
+// ("attempt=2; max=8"); a request without it (curl, another client) counts
+// as a first attempt.
+func firstAttempt(r *http.Request) bool {
+	h := r.Header.Get("Amz-Sdk-Request")
+	for _, f := range strings.Split(h, ";") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(f), "attempt="); ok {
+			return v == "1"
+		}
+	}
+	return true
 }

@@ -113,8 +113,10 @@ type Sim struct {
 	faults *faults
 	auth   authState
 
-	calls      map[string]int
-	fleetCalls []CreateFleetRecord
+	calls map[string]int
+	// invocations counts first attempts only (see Invocations).
+	invocations map[string]int
+	fleetCalls  []CreateFleetRecord
 
 	// sink receives the EventBridge events the simulator emits.
 	sink func(Event)
@@ -169,6 +171,7 @@ func New(opts Options) *Sim {
 		placementGroups: map[string]*placementGroup{},
 		faults:          newFaults(),
 		calls:           map[string]int{},
+		invocations:     map[string]int{},
 	}
 	code := regionCode(opts.Region)
 	for i, name := range opts.Zones {
