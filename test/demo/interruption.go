@@ -137,7 +137,7 @@ func interruptionDemo(kube *testenv.KubeEnv, kumo *testenv.KumoEnv, rie string, 
 	fmt.Println()
 
 	fmt.Printf("EC2 reclaims %s: the spot interruption warning goes on the default bus, %s notice (two minutes in AWS)\n", old.ID, interruptionNotice)
-	fleetsBefore := len(g.EC2.CreateFleetCalls())
+	fleetsBefore := len(g.EC2.CreateFleetOperations())
 	n.start, n.seen = time.Now(), map[string]bool{}
 	// Only what the interruption brings is narrated.
 	before, err := g.Kube.Client.CoreV1().Events("").List(ctx, metav1.ListOptions{})
@@ -160,7 +160,7 @@ func interruptionDemo(kube *testenv.KubeEnv, kumo *testenv.KumoEnv, rie string, 
 		if err := pause(ctx, fmt.Errorf("waited until %s into the scenario for the interruption to be handled; it was not", scenarioTimeout)); err != nil {
 			return err
 		}
-		if calls := g.EC2.CreateFleetCalls(); len(calls) > fleetsBefore && replacement == "" && len(calls[fleetsBefore].InstanceIDs) == 1 {
+		if calls := g.EC2.CreateFleetOperations(); len(calls) > fleetsBefore && replacement == "" && len(calls[fleetsBefore].InstanceIDs) == 1 {
 			replacement = calls[fleetsBefore].InstanceIDs[0]
 			r, _ := g.EC2.Instance(replacement)
 			n.say("replacement CreateFleet: %s, %s %s in %s (not the interrupted offering %s in %s); nothing evicted yet",
@@ -238,7 +238,7 @@ func interruptionDemo(kube *testenv.KubeEnv, kumo *testenv.KumoEnv, rie string, 
 		}
 	}
 	fmt.Println()
-	if calls := g.EC2.CreateFleetCalls(); len(calls) > fleetsBefore {
+	if calls := g.EC2.CreateFleetOperations(); len(calls) > fleetsBefore {
 		fmt.Printf("warning → replacement CreateFleet: %.2fs", calls[fleetsBefore].At.Sub(n.start).Seconds())
 		if !evicted.IsZero() {
 			fmt.Printf("; the first eviction seen %.2fs after it", evicted.Sub(calls[fleetsBefore].At).Seconds())

@@ -252,7 +252,7 @@ func run(interruption bool) error {
 		return fmt.Errorf("waited %s for both nginx pods to be bound to a node Joist launched; they were not", scenarioTimeout)
 	}
 	fmt.Println()
-	if calls := g.EC2.CreateFleetCalls(); len(calls) > 0 {
+	if calls := g.EC2.CreateFleetOperations(); len(calls) > 0 {
 		fmt.Printf("pod Unschedulable → CreateFleet: %.2fs (forwarder debounce 0.3 s + the pending queue's 1 s batching window + plan and launch)\n", calls[0].At.Sub(n.start).Seconds())
 	}
 	fmt.Printf("scale-up done: %d instance(s), both pods bound in %.1fs.\n", len(g.EC2.Instances()), time.Since(n.start).Seconds())

@@ -70,7 +70,7 @@ func TestE2E_DriftedAMIReplaced(t *testing.T) {
 	id := pods.InstanceID(node.Spec.ProviderID)
 	old, _ := g.EC2.Instance(id)
 	successors := replicaSet(t, g, ps)
-	fleetsBefore := len(g.EC2.CreateFleetCalls())
+	fleetsBefore := len(g.EC2.CreateFleetOperations())
 
 	// A new release of the image the alias follows.
 	newAMI := g.EC2.AddImage(ec2sim.ImageSpec{Name: "amazon-eks-node-al2023-x86_64-standard-" + g.Opts.K8sVersion + "-v2", Architecture: "x86_64", OwnerAlias: "amazon", CreationDate: time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)})
@@ -93,7 +93,7 @@ func TestE2E_DriftedAMIReplaced(t *testing.T) {
 		return terminated(instanceState(g, id)) && nodeGone(t, g, nodeName), nil
 	})
 	// The replacement is what the class resolves to: it stays.
-	if n := len(g.EC2.CreateFleetCalls()); n != fleetsBefore+1 {
+	if n := len(g.EC2.CreateFleetOperations()); n != fleetsBefore+1 {
 		t.Errorf("%d CreateFleet calls after the new image, want exactly the replacement's", n-fleetsBefore)
 	}
 	if got, err := g.Kube.Client.CoreV1().Nodes().Get(ctx, repl.Name, metav1.GetOptions{}); err != nil || got.DeletionTimestamp != nil {

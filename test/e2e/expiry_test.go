@@ -64,7 +64,7 @@ func TestE2E_ExpiredNodeReplacedFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	successors := replicaSet(t, g, ps)
-	fleetsBefore := len(g.EC2.CreateFleetCalls())
+	fleetsBefore := len(g.EC2.CreateFleetOperations())
 	id := pods.InstanceID(node.Spec.ProviderID)
 	created := node.CreationTimestamp.Time
 
@@ -97,7 +97,7 @@ func replacedFirst(t *testing.T, g *testenv.Ground, nodeName string, fleetsBefor
 	ctx := context.Background()
 	var replacement string
 	eventually(t, timeout, "the replacement launched", func() (bool, error) {
-		calls := g.EC2.CreateFleetCalls()
+		calls := g.EC2.CreateFleetOperations()
 		if len(calls) > fleetsBefore && len(calls[fleetsBefore].InstanceIDs) == 1 {
 			replacement = calls[fleetsBefore].InstanceIDs[0]
 			return true, nil

@@ -21,7 +21,7 @@ func TestE2E_ImpairedInstanceReplaced(t *testing.T) {
 	g, b, pending, node, old := interruptGroundOpts(t, "", testenv.GroundOptions{
 		Cluster: "intr-health", ReadyDelay: 300 * time.Millisecond, ReaperEvery: 2 * time.Second, HealthEvery: time.Second,
 	})
-	fleetsBefore := len(g.EC2.CreateFleetCalls())
+	fleetsBefore := len(g.EC2.CreateFleetOperations())
 	successors := replicaSet(t, g, pending)
 
 	impaired := time.Now()
@@ -30,7 +30,7 @@ func TestE2E_ImpairedInstanceReplaced(t *testing.T) {
 	}
 	var replacement ec2sim.CreateFleetRecord
 	eventually(t, 30*time.Second, "the replacement's CreateFleet", func() (bool, error) {
-		if calls := g.EC2.CreateFleetCalls(); len(calls) > fleetsBefore {
+		if calls := g.EC2.CreateFleetOperations(); len(calls) > fleetsBefore {
 			replacement = calls[fleetsBefore]
 			return true, nil
 		}
@@ -53,7 +53,7 @@ func TestE2E_ImpairedInstanceReplaced(t *testing.T) {
 		return g.EC2.Calls("DescribeInstanceStatus") >= checks+2, nil
 	})
 	t.Logf("impaired → two more health checks done: %s", time.Since(impaired).Round(time.Millisecond))
-	if n := len(g.EC2.CreateFleetCalls()) - fleetsBefore; n != 1 {
+	if n := len(g.EC2.CreateFleetOperations()) - fleetsBefore; n != 1 {
 		t.Errorf("%d CreateFleet calls after the impairment, want the replacement's only", n)
 	}
 	if _, failed, errs := b.count(); failed != 0 || errs != 0 {

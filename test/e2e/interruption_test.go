@@ -210,7 +210,7 @@ func TestE2E_SpotInterruptionReplacesFirst(t *testing.T) {
 	}
 	notice := max(30*time.Second, 4*readyDelay)
 	g, b, pending, node, old := interruptGroundWith(t, "intr-spot", "", false, readyDelay, 2*time.Second)
-	fleetsBefore := len(g.EC2.CreateFleetCalls())
+	fleetsBefore := len(g.EC2.CreateFleetOperations())
 	successors := replicaSet(t, g, pending)
 
 	warned := time.Now()
@@ -220,7 +220,7 @@ func TestE2E_SpotInterruptionReplacesFirst(t *testing.T) {
 	}
 	var replacement ec2sim.CreateFleetRecord
 	eventually(t, notice, "the replacement's CreateFleet", func() (bool, error) {
-		calls := g.EC2.CreateFleetCalls()
+		calls := g.EC2.CreateFleetOperations()
 		if len(calls) > fleetsBefore {
 			replacement = calls[fleetsBefore]
 			return true, nil
@@ -255,7 +255,7 @@ func TestE2E_SpotInterruptionReplacesFirst(t *testing.T) {
 		return nodeGone(t, g, node.Name) && terminated(instanceState(g, old.ID)), nil
 	})
 	<-reclaimed
-	if n := len(g.EC2.CreateFleetCalls()); n != fleetsBefore+1 {
+	if n := len(g.EC2.CreateFleetOperations()); n != fleetsBefore+1 {
 		t.Errorf("%d CreateFleet calls after the warning, want exactly the replacement's", n-fleetsBefore)
 	}
 }
@@ -310,14 +310,14 @@ func evictedBefore(t testing.TB, g *testenv.Ground, namespace string, at time.Ti
 func TestE2E_InterruptedPodsKeepTheirRoomOnTheReplacement(t *testing.T) {
 	ctx := context.Background()
 	g, _, _, node, old := interruptGround(t, "intr-room", "", false)
-	fleetsBefore := len(g.EC2.CreateFleetCalls())
+	fleetsBefore := len(g.EC2.CreateFleetOperations())
 	reclaimed, err := g.EC2.InterruptSpot(old.ID, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var repl string
 	eventually(t, 10*time.Second, "the replacement launched", func() (bool, error) {
-		calls := g.EC2.CreateFleetCalls()
+		calls := g.EC2.CreateFleetOperations()
 		if len(calls) > fleetsBefore && len(calls[fleetsBefore].InstanceIDs) == 1 {
 			repl = calls[fleetsBefore].InstanceIDs[0]
 			return true, nil
@@ -349,18 +349,18 @@ func TestE2E_InterruptedPodsKeepTheirRoomOnTheReplacement(t *testing.T) {
 func TestE2E_ScheduledChangeReplacesFirst(t *testing.T) {
 	ctx := context.Background()
 	g, b, _, node, inst := interruptGround(t, "intr-retire", "", false)
-	fleetsBefore := len(g.EC2.CreateFleetCalls())
+	fleetsBefore := len(g.EC2.CreateFleetOperations())
 	if err := g.EC2.ScheduleRetirement(inst.ID, time.Now().Add(14*24*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 20*time.Second, "the replacement's CreateFleet", func() (bool, error) {
-		return len(g.EC2.CreateFleetCalls()) > fleetsBefore, nil
+		return len(g.EC2.CreateFleetOperations()) > fleetsBefore, nil
 	})
 	queueDrained(t, g, g.Msg.Interruption.URL)
 	if _, failed, errs := b.count(); failed != 0 || errs != 0 {
 		t.Errorf("%d messages failed, %d invocations errored", failed, errs)
 	}
-	if n := len(g.EC2.CreateFleetCalls()) - fleetsBefore; n != 1 {
+	if n := len(g.EC2.CreateFleetOperations()) - fleetsBefore; n != 1 {
 		t.Errorf("%d CreateFleet calls, want the replacement's only", n)
 	}
 	if got, _ := g.EC2.Instance(inst.ID); got.State != "running" {
@@ -425,7 +425,7 @@ func TestE2E_InterruptionForForeignInstanceIsNoop(t *testing.T) {
 	if _, failed, errs := b.count(); failed != 0 || errs != 0 {
 		t.Errorf("%d messages failed, %d invocations errored; want none", failed, errs)
 	}
-	if n := len(g.EC2.CreateFleetCalls()); n != 0 {
+	if n := len(g.EC2.CreateFleetOperations()); n != 0 {
 		t.Errorf("%d CreateFleet calls for another cluster's instance", n)
 	}
 	if _, err := g.Kube.Client.CoreV1().Nodes().Get(ctx, planted.Name, metav1.GetOptions{}); err != nil {
@@ -476,7 +476,7 @@ func TestE2E_MalformedInterruptionMessageDropped(t *testing.T) {
 // Event on the node and nothing else: no launch, the instance runs on.
 func TestE2E_RebalanceIgnoredUnlessPoolOptsIn(t *testing.T) {
 	g, b, _, node, inst := interruptGround(t, "intr-rebal", "", false)
-	fleetsBefore := len(g.EC2.CreateFleetCalls())
+	fleetsBefore := len(g.EC2.CreateFleetOperations())
 	if err := g.EC2.RecommendRebalance(inst.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -486,7 +486,7 @@ func TestE2E_RebalanceIgnoredUnlessPoolOptsIn(t *testing.T) {
 	})
 	queueDrained(t, g, g.Msg.Interruption.URL)
 	rebalanceEvent(t, g, node.Name)
-	if launched := len(g.EC2.CreateFleetCalls()) - fleetsBefore; launched != 0 {
+	if launched := len(g.EC2.CreateFleetOperations()) - fleetsBefore; launched != 0 {
 		t.Errorf("%d CreateFleet calls after the recommendation, want none", launched)
 	}
 	if got, _ := g.EC2.Instance(inst.ID); got.State != "running" {
@@ -508,14 +508,14 @@ func TestE2E_RebalanceOptInReplaces(t *testing.T) {
 	g, b, pending, node, old := interruptGroundOpts(t, `joist.sh/rebalance: replace`, testenv.GroundOptions{
 		Cluster: "intr-rebal-in", ReadyDelay: 300 * time.Millisecond, ReaperEvery: 2 * time.Second,
 	})
-	fleetsBefore := len(g.EC2.CreateFleetCalls())
+	fleetsBefore := len(g.EC2.CreateFleetOperations())
 	successors := replicaSet(t, g, pending)
 	if err := g.EC2.RecommendRebalance(old.ID); err != nil {
 		t.Fatal(err)
 	}
 	var replacement ec2sim.CreateFleetRecord
 	eventually(t, 20*time.Second, "the replacement's CreateFleet", func() (bool, error) {
-		if calls := g.EC2.CreateFleetCalls(); len(calls) > fleetsBefore {
+		if calls := g.EC2.CreateFleetOperations(); len(calls) > fleetsBefore {
 			replacement = calls[fleetsBefore]
 			return true, nil
 		}
@@ -530,7 +530,7 @@ func TestE2E_RebalanceOptInReplaces(t *testing.T) {
 	eventually(t, 60*time.Second, "the recommended instance terminated and its node gone", func() (bool, error) {
 		return nodeGone(t, g, node.Name) && terminated(instanceState(g, old.ID)), nil
 	})
-	if n := len(g.EC2.CreateFleetCalls()) - fleetsBefore; n != 1 {
+	if n := len(g.EC2.CreateFleetOperations()) - fleetsBefore; n != 1 {
 		t.Errorf("%d CreateFleet calls after the recommendation, want the replacement's only", n)
 	}
 	if _, failed, errs := b.count(); failed != 0 || errs != 0 {

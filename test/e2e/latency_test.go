@@ -33,19 +33,19 @@ func BenchmarkE2E_UnschedulableToCreateFleet(b *testing.B) {
 		p.Name = fmt.Sprintf("latency-%d", i)
 		// One t3.large holds one such pod: every pod is a new node.
 		p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m")}
-		before := len(g.EC2.CreateFleetCalls())
+		before := len(g.EC2.CreateFleetOperations())
 		start := time.Now()
 		if _, err := g.CreatePending(ctx, p); err != nil {
 			b.Fatal(err)
 		}
 		deadline := time.Now().Add(60 * time.Second)
-		for len(g.EC2.CreateFleetCalls()) == before {
+		for len(g.EC2.CreateFleetOperations()) == before {
 			if time.Now().After(deadline) {
 				b.Fatalf("no CreateFleet for pod %d within a minute", i)
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		calls := g.EC2.CreateFleetCalls()
+		calls := g.EC2.CreateFleetOperations()
 		waits = append(waits, calls[len(calls)-1].At.Sub(start).Seconds())
 		// Let the debounce windows of this pod close before the next.
 		time.Sleep(500 * time.Millisecond)
@@ -89,7 +89,7 @@ func BenchmarkE2E_InterruptionReplacement(b *testing.B) {
 	var toFleet, toBound []float64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		before := len(g.EC2.CreateFleetCalls())
+		before := len(g.EC2.CreateFleetOperations())
 		successors := replicaSet(b, g, current)
 		warned := time.Now()
 		if _, err := g.EC2.InterruptSpot(interrupted, notice); err != nil {
@@ -97,7 +97,7 @@ func BenchmarkE2E_InterruptionReplacement(b *testing.B) {
 		}
 		var replacement ec2sim.CreateFleetRecord
 		eventually(b, notice, "the replacement's CreateFleet", func() (bool, error) {
-			if calls := g.EC2.CreateFleetCalls(); len(calls) > before {
+			if calls := g.EC2.CreateFleetOperations(); len(calls) > before {
 				replacement = calls[before]
 				return true, nil
 			}

@@ -83,7 +83,7 @@ func TestE2E_InsufficientCapacityFallback(t *testing.T) {
 	// Once every message is handled, still no storm: the fleet fell back
 	// within one call (or very few), and nothing else launched.
 	settled(t, g, 60*time.Second)
-	calls := g.EC2.CreateFleetCalls()
+	calls := g.EC2.CreateFleetOperations()
 	if len(calls) > 3 {
 		t.Errorf("CreateFleet calls = %d, want at most 3", len(calls))
 	}
@@ -161,7 +161,7 @@ func TestE2E_SpotPreferred(t *testing.T) {
 			t.Errorf("node %s capacity-type label = %q, want spot", n.Name, n.Labels["karpenter.sh/capacity-type"])
 		}
 	}
-	c := g.EC2.CreateFleetCalls()[0]
+	c := g.EC2.CreateFleetOperations()[0]
 	if c.DefaultTargetCapacityType != "spot" || c.SpotAllocationStrategy != "price-capacity-optimized" {
 		t.Errorf("CreateFleet capacity %s with spot strategy %q, want spot with price-capacity-optimized", c.DefaultTargetCapacityType, c.SpotAllocationStrategy)
 	}

@@ -181,7 +181,7 @@ func TestE2E_CrashAfterLaunch(t *testing.T) {
 	if len(ids) != 1 {
 		t.Fatalf("launched %v, want the one instance launched before the crash", ids)
 	}
-	if n := len(g.EC2.CreateFleetCalls()); n != 1 {
+	if n := len(g.EC2.CreateFleetOperations()); n != 1 {
 		t.Errorf("%d CreateFleet calls, want 1: the second run must count the in-flight instance, not ask EC2 again", n)
 	}
 	for p, n := range nodes {
@@ -323,7 +323,7 @@ func TestE2E_ForgedEvents(t *testing.T) {
 		return batches >= 3, nil
 	})
 	settled(t, g, 30*time.Second)
-	if n := len(g.EC2.CreateFleetCalls()); n != 0 {
+	if n := len(g.EC2.CreateFleetOperations()); n != 0 {
 		t.Fatalf("forged events led to %d CreateFleet calls, want none", n)
 	}
 }
@@ -526,7 +526,7 @@ func TestE2E_UnavailableOfferingsSurviveAColdStart(t *testing.T) {
 	// The first launch asked for t3.large and EC2 refused it for capacity:
 	// that is what marks the offering unavailable.
 	ran := map[string]bool{}
-	for _, c := range g.EC2.CreateFleetCalls() {
+	for _, c := range g.EC2.CreateFleetOperations() {
 		for _, e := range c.Errors {
 			if e.InstanceType == "t3.large" && e.Code == "InsufficientInstanceCapacity" {
 				ran[e.Zone] = true
@@ -534,14 +534,14 @@ func TestE2E_UnavailableOfferingsSurviveAColdStart(t *testing.T) {
 		}
 	}
 	if len(ran) == 0 {
-		t.Fatalf("no CreateFleet was refused t3.large for capacity (calls %+v): the first launch never ran out, so the test proves nothing", g.EC2.CreateFleetCalls())
+		t.Fatalf("no CreateFleet was refused t3.large for capacity (calls %+v): the first launch never ran out, so the test proves nothing", g.EC2.CreateFleetOperations())
 	}
 	if err := g.RestartProvisioner(); err != nil {
 		t.Fatal(err)
 	}
-	before := len(g.EC2.CreateFleetCalls())
+	before := len(g.EC2.CreateFleetOperations())
 	waitBound(t, g, createPending(t, g, withPort("next")), 90*time.Second)
-	calls := g.EC2.CreateFleetCalls()[before:]
+	calls := g.EC2.CreateFleetOperations()[before:]
 	if len(calls) == 0 {
 		t.Fatal("no CreateFleet for the second pod")
 	}

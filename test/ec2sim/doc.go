@@ -71,6 +71,13 @@
 //     unasked), and EC2's error codes for unknown and malformed IDs.
 //   - Fault injection: throttling and server errors before a call acts,
 //     responses lost after it acted, capacity per pool.
+//   - Inspection: requests per action (Calls) and operations per action
+//     (Invocations), CreateFleet requests (CreateFleetCalls) and operations
+//     (CreateFleetOperations). The SDK retries an operation on its own,
+//     even with no fault injected: when the transport closes a connection
+//     under a request (net.ErrClosed, seen on busy machines), the same
+//     call is sent again. Tests that count what the code asked count
+//     operations; those that count the retries themselves count requests.
 //
 // It does not authenticate requests (any SigV4 signature is accepted),
 // simulate maintain or request fleets, RunInstances, stop/start, volumes,

@@ -56,6 +56,11 @@ type CreateFleetRecord struct {
 	Errors      []FleetError
 	ErrorCode   string
 	Replayed    bool
+
+	// Invocation is the SDK's id for the operation the request was an
+	// attempt of: an SDK retry (a throttled attempt, a response lost, a
+	// connection the transport closed under the request) shares it.
+	Invocation string
 }
 
 type fleet struct {
@@ -88,6 +93,7 @@ func parseCreateFleet(p *params) (createFleetRequest, error) {
 		rec.Type = "maintain"
 	}
 	rec.ClientToken = p.str("ClientToken")
+	rec.Invocation = p.invocation
 	if len(rec.ClientToken) > maxClientTokenLen {
 		return r, invalidParam("Value (%s) for parameter clientToken is invalid. Length exceeds maximum of %d characters", rec.ClientToken, maxClientTokenLen)
 	}

@@ -389,6 +389,16 @@ func TestCreateFleetLostResponseIsRetriedIdempotently(t *testing.T) {
 	if len(calls) != 2 || calls[0].ClientToken == "" || calls[0].ClientToken != calls[1].ClientToken || !calls[1].Replayed {
 		t.Errorf("calls %+v", calls)
 	}
+	// The two requests were one operation; a second call is another.
+	if ops := f.sim.CreateFleetOperations(); len(ops) != 1 || !ops[0].Replayed || ops[0].Invocation == "" {
+		t.Errorf("operations %+v, want the one retried call, as its last attempt", ops)
+	}
+	if _, err := f.ec2.CreateFleet(f.ctx, fleetInput("joist-lt", OnDemand, f.overrides(ami, []string{"t3.large"}, zoneA))); err != nil {
+		t.Fatal(err)
+	}
+	if ops := f.sim.CreateFleetOperations(); len(ops) != 2 || ops[1].Replayed {
+		t.Errorf("operations %+v, want a second, new one", ops)
+	}
 }
 
 func TestCreateFleetRequestErrors(t *testing.T) {

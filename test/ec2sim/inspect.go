@@ -98,6 +98,25 @@ func (s *Sim) CreateFleetCalls() []CreateFleetRecord {
 	return append([]CreateFleetRecord(nil), s.fleetCalls...)
 }
 
+// CreateFleetOperations is CreateFleetCalls with the SDK's retries of one
+// operation folded into its last attempt: what the caller asked, however
+// many requests the transport took. Tests that count launches count these.
+func (s *Sim) CreateFleetOperations() []CreateFleetRecord {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]CreateFleetRecord, 0, len(s.fleetCalls))
+	at := map[string]int{}
+	for _, c := range s.fleetCalls {
+		if i, ok := at[c.Invocation]; ok && c.Invocation != "" {
+			out[i] = c
+			continue
+		}
+		at[c.Invocation] = len(out)
+		out = append(out, c)
+	}
+	return out
+}
+
 // Calls returns how many requests for action reached the simulator,
 // whatever their outcome (injected failures and SDK retries included).
 func (s *Sim) Calls(action string) int {

@@ -23,6 +23,9 @@ type params struct {
 	// caller is the access key id that signed the request, action its
 	// Action (for authorization).
 	caller, action string
+	// invocation is the SDK's id for the operation the request is an
+	// attempt of (amz-sdk-invocation-id; "" from other clients).
+	invocation string
 }
 
 func newParams(v url.Values) *params {

@@ -117,6 +117,7 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	p := newParams(r.Form)
 	p.caller, p.action = AccessKeyOf(r), action
+	p.invocation = r.Header.Get("Amz-Sdk-Invocation-Id")
 	resp, err := h(s, p)
 	if err != nil {
 		e, ok := err.(*apiError)
