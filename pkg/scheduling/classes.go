@@ -209,6 +209,8 @@ type level struct {
 	// up caches upgrade searches per bin id, shared by the levels whose
 	// searches read the same (growth.go: upCachesFor).
 	up *upCaches
+	// newTypes are newBinFor's types by pool (growth.go: newTypeMemo).
+	newTypes []newType
 }
 
 // spread is a hard topology spread constraint of a level.

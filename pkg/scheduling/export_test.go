@@ -182,3 +182,7 @@ func SetScanTwins(on bool) { scanTwinsOff = !on }
 // cheaper (drainbound.go) on or off, for the test that plans are the same
 // either way.
 func SetDrainBound(on bool) { drainBoundOff = !on }
+
+// SetNewTypeMemo turns newBinFor's memo of a level's new-node type on or
+// off (on by default).
+func SetNewTypeMemo(on bool) { newTypeMemoOff = !on }

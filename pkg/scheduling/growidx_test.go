@@ -220,3 +220,10 @@ func bySwitch(t *testing.T, set func(on bool), compare func(t *testing.T, got, w
 func TestScanTwinsSamePlans(t *testing.T) {
 	samePlans(t, "answers by node shape in the scan", scheduling.SetScanTwins)
 }
+
+// TestNewTypeMemoSamePlans: a new node's type for a level in a pool,
+// remembered on the level where only the level, the pool and the price
+// cap decide it, gives the plans the walk over the types gives.
+func TestNewTypeMemoSamePlans(t *testing.T) {
+	samePlans(t, "new-node types remembered", scheduling.SetNewTypeMemo)
+}
