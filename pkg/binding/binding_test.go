@@ -63,18 +63,38 @@ func fixture(t *testing.T, ns, node, id string) *kube.Client {
 	return c
 }
 
-func plannedPod(t *testing.T, c *kube.Client, ns, name, cpu, instance string) *corev1.Pod {
+// plannedPod creates a pod planned onto instance, edited by mods first.
+func plannedPod(t *testing.T, c *kube.Client, ns, name, cpu, instance string, mods ...func(*corev1.Pod)) *corev1.Pod {
 	t.Helper()
-	p, err := c.CoreV1().Pods(ns).Create(context.Background(), &corev1.Pod{
+	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: map[string]string{pods.AnnotationInstance: instance}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx", Resources: corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)},
 		}}}},
-	}, metav1.CreateOptions{})
+	}
+	for _, m := range mods {
+		m(p)
+	}
+	p, err := c.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// wantBound checks which pods of ns are bound to node (true) and which
+// were handed back with no plan left (false).
+func wantBound(t *testing.T, c *kube.Client, ns, node string, want map[string]bool) {
+	t.Helper()
+	for name, bound := range want {
+		p, err := c.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (p.Spec.NodeName == node) != bound || (!bound && pods.PlannedInstance(p) != "") {
+			t.Errorf("%s on %q planned for %q; want bound %v (and no plan left when not)", name, p.Spec.NodeName, pods.PlannedInstance(p), bound)
+		}
+	}
 }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -152,15 +172,7 @@ func TestBinder_SkipsPodThatWouldBreakAntiAffinityOrHostPort(t *testing.T) {
 	if res.Bound != 1 || res.Unplanned != 2 {
 		t.Fatalf("result %+v, want the plain pod bound and two handed back", res)
 	}
-	for name, bound := range map[string]bool{"plain": true, "web-1": false, "exporter-1": false} {
-		p, err := c.CoreV1().Pods("apart").Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if (p.Spec.NodeName == "node-apart") != bound || (!bound && pods.PlannedInstance(p) != "") {
-			t.Errorf("%s on %q planned for %q; want bound %v (and no plan left when not)", name, p.Spec.NodeName, pods.PlannedInstance(p), bound)
-		}
-	}
+	wantBound(t, c, "apart", "node-apart", map[string]bool{"plain": true, "web-1": false, "exporter-1": false})
 }
 
 // labelHostname labels the node with its hostname, as the kubelet does.
@@ -187,23 +199,18 @@ func TestBinder_BindsPodAffinityOnlyBesideItsPartner(t *testing.T) {
 	c := fixture(t, "near", "node-near", "i-near")
 	ctx := context.Background()
 	labelHostname(t, c, "node-near")
-	planned := func(name string, labels map[string]string, near string) *corev1.Pod {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "near", Labels: labels,
-			Annotations: map[string]string{pods.AnnotationInstance: "i-near"}},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx", Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}}}
-		if near != "" {
-			p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
-				TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": near}}}}}}
-		}
-		if _, err := c.CoreV1().Pods("near").Create(ctx, p, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		return p
+	app := func(name string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) { p.Labels = map[string]string{"app": name} }
 	}
-	planned("a-api", map[string]string{"app": "api"}, "db")
-	planned("b-db", map[string]string{"app": "db"}, "")
-	planned("c-worker", map[string]string{"app": "worker"}, "cache")
+	near := func(name string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}}}}}
+		}
+	}
+	plannedPod(t, c, "near", "a-api", "100m", "i-near", app("api"), near("db"))
+	plannedPod(t, c, "near", "b-db", "100m", "i-near", app("db"))
+	plannedPod(t, c, "near", "c-worker", "100m", "i-near", app("worker"), near("cache"))
 	res, err := (&binding.Binder{Kube: c, Log: quiet()}).BindNode(ctx, "node-near")
 	if err != nil {
 		t.Fatal(err)
@@ -211,15 +218,7 @@ func TestBinder_BindsPodAffinityOnlyBesideItsPartner(t *testing.T) {
 	if res.Bound != 2 || res.Unplanned != 1 {
 		t.Fatalf("result %+v, want the api pod and its db bound, the worker handed back", res)
 	}
-	for name, bound := range map[string]bool{"a-api": true, "b-db": true, "c-worker": false} {
-		p, err := c.CoreV1().Pods("near").Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if (p.Spec.NodeName == "node-near") != bound || (!bound && pods.PlannedInstance(p) != "") {
-			t.Errorf("%s on %q planned for %q; want bound %v (and no plan left when not)", name, p.Spec.NodeName, pods.PlannedInstance(p), bound)
-		}
-	}
+	wantBound(t, c, "near", "node-near", map[string]bool{"a-api": true, "b-db": true, "c-worker": false})
 }
 
 // TestBinder_ConflictMeansSomeoneElseBoundIt: kube-scheduler binds the pod
