@@ -627,7 +627,8 @@ func (s *solver) allColumns() []lpColumn {
 	return s.allCols
 }
 
-// existingFree is the room existing and in-flight nodes have left.
+// existingFree is the room existing and in-flight nodes have left; the
+// bound reads it before packing (freeBefore), when it is still free.
 func (s *solver) existingFree() vec {
 	free := s.dims.zero()
 	for _, b := range s.existingBins {
@@ -646,6 +647,7 @@ func (s *solver) existingFree() vec {
 func (s *solver) dualPrices() []float64 {
 	demand := make([]float64, s.dims.n())
 	free := s.existingFree()
+	s.freeBefore = free
 	for _, c := range s.classes {
 		if c.err != "" {
 			continue
@@ -691,7 +693,13 @@ func (s *solver) lowerBound() float64 {
 		bits   []bitset
 		demand []float64
 	}
-	free := s.existingFree()
+	// The room existing nodes had before packing: the pods placed in it
+	// are in the demand below, so the room they took is still subtracted
+	// (the room left now would count them twice).
+	free := s.freeBefore
+	if free == nil {
+		free = s.existingFree()
+	}
 	var sets []*set
 	byKey := map[string]*set{}
 	var kb []byte // a set's key, scratch

@@ -52,10 +52,9 @@ func TestSolveCoverEdgeCases(t *testing.T) {
 
 // TestLowerBoundReusesOnlyItsOwnLP checks the bound after packing against
 // one computed with nothing kept from before packing: the same whether
-// the LP before packing is reused (every pod placed on new nodes: the same
-// demand) or not (pods placed on an existing node's room, which the bound
-// after packing no longer counts free: another demand), on random
-// catalogs and pods.
+// the LP before packing is reused (every pod placed, some maybe in an
+// existing node's room: the same demand) or not (pods a pool's limit
+// left unplaced: another demand), on random catalogs and pods.
 func TestLowerBoundReusesOnlyItsOwnLP(t *testing.T) {
 	reused, fresh := 0, 0
 	for seed := int64(1); seed <= 60; seed++ {
@@ -68,6 +67,9 @@ func TestLowerBoundReusesOnlyItsOwnLP(t *testing.T) {
 			pods = append(pods, p)
 		}
 		in := Input{Pods: pods, Pools: []*model.Pool{{Name: "all"}}, InstanceTypes: list}
+		if seed%3 == 0 {
+			in.Pools[0].Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+		}
 		if seed%2 == 0 {
 			alloc := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi"),
 				corev1.ResourcePods: resource.MustParse("20")}
@@ -87,7 +89,7 @@ func TestLowerBoundReusesOnlyItsOwnLP(t *testing.T) {
 				total[i] += float64(v) * float64(len(c.pods)-c.remaining)
 			}
 		}
-		free := s.existingFree()
+		free := s.freeBefore
 		for i := range total {
 			total[i] = math.Max(0, total[i]-float64(free[i]))
 		}
@@ -103,6 +105,64 @@ func TestLowerBoundReusesOnlyItsOwnLP(t *testing.T) {
 	}
 	if reused == 0 || fresh == 0 {
 		t.Errorf("the LP before packing was reused in %d cases, not in %d: both must happen", reused, fresh)
+	}
+}
+
+// TestLowerBoundCountsExistingRoomOnce: pods placed in an existing node's
+// room are in the bound's demand, so the room subtracted from it is the
+// room before packing. Subtracting what is left after packing counted
+// those pods twice: ten 1-CPU pods beside a node with 4 CPUs free were
+// bounded as if ten CPUs had to be bought, above the price of the plan
+// that buys six (the reported bound, capped at the plan's price, hid it).
+// The bound unclipped must stay within the plan's price on random cases
+// with existing room, and be 0 when that room holds every pod.
+func TestLowerBoundCountsExistingRoomOnce(t *testing.T) {
+	alloc := func(cpu string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("64Gi"),
+			corev1.ResourcePods: resource.MustParse("110")}
+	}
+	boundAndPlan := func(in Input) (float64, Plan) {
+		s := newSolver(&in)
+		s.setup()
+		s.pack()
+		plan := s.improveAndFinish()
+		return s.lowerBound(), plan
+	}
+	var inExisting int
+	for seed := int64(1); seed <= 60; seed++ {
+		rnd := rand.New(rand.NewSource(seed))
+		var pods []*corev1.Pod
+		for i := 0; i < 5+rnd.Intn(30); i++ {
+			pods = append(pods, cpuPod(i, int64(250+rnd.Intn(1750))))
+		}
+		in := Input{Pods: pods, Pools: []*model.Pool{{Name: "all"}}, InstanceTypes: randomTypes(rnd)}
+		for i := 0; i <= rnd.Intn(3); i++ {
+			name := fmt.Sprintf("old%d", i)
+			in.Nodes = append(in.Nodes, &Node{Name: name, Labels: map[string]string{corev1.LabelHostname: name},
+				Allocatable: alloc(fmt.Sprint(2 + rnd.Intn(8)))})
+		}
+		bound, plan := boundAndPlan(in)
+		if len(plan.Unschedulable) > 0 {
+			continue
+		}
+		if len(plan.Existing) > 0 {
+			inExisting++
+		}
+		if bound > plan.TotalPricePerHour+1e-9 {
+			t.Errorf("seed %d: bound $%.4f/h above the plan's $%.4f/h (%d pods in existing room)", seed, bound, plan.TotalPricePerHour, len(plan.Existing))
+		}
+	}
+	if inExisting == 0 {
+		t.Fatal("no case put pods in existing room")
+	}
+	var pods []*corev1.Pod
+	for i := 0; i < 4; i++ {
+		pods = append(pods, cpuPod(i, 1000))
+	}
+	in := Input{Pods: pods, Pools: []*model.Pool{{Name: "all"}}, InstanceTypes: randomTypes(rand.New(rand.NewSource(1))),
+		Nodes: []*Node{{Name: "old", Labels: map[string]string{corev1.LabelHostname: "old"}, Allocatable: alloc("4")}}}
+	if bound, plan := boundAndPlan(in); bound != 0 || len(plan.NewNodes) != 0 {
+		t.Errorf("four 1-CPU pods in 4 free CPUs: bound $%.4f/h, %d new nodes; want 0 and none", bound, len(plan.NewNodes))
 	}
 }
 

@@ -174,6 +174,9 @@ type solver struct {
 	colBuf  []lpColumn // columns' scratch
 	colAt   []int32    // columns' scratch
 	full    cover
+	// freeBefore is the room existing and in-flight nodes had before
+	// packing put pods in it (dualPrices): what the bound subtracts.
+	freeBefore vec
 	// needBuf is isOpen's scratch, upNeed upgradeFor's, newScratch
 	// newBinFor's by pool; zeroVec is all zeros (read only).
 	needBuf    vec
