@@ -186,3 +186,21 @@ func SetDrainBound(on bool) { drainBoundOff = !on }
 // SetNewTypeMemo turns newBinFor's memo of a level's new-node type on or
 // off (on by default).
 func SetNewTypeMemo(on bool) { newTypeMemoOff = !on }
+
+// SetNearBound turns the local search's stop near the bound
+// (nearbound.go) on or off.
+func SetNearBound(on bool) { nearBoundOff = !on }
+
+// NearBoundGap is nearbound.go's gap.
+const NearBoundGap = nearBoundGap
+
+// SolveCountingRebuilds plans in as Solve does without the limits-first
+// pass (limitsfirst.go), and tells how many rebuilds the local search
+// tried.
+func SolveCountingRebuilds(in Input) (Plan, int) {
+	s := newSolver(&in)
+	s.setup()
+	s.pack()
+	plan := s.improveAndFinish()
+	return plan, s.rebuildTries
+}

@@ -83,7 +83,7 @@ func (s *solver) improve() {
 				tw.note(b, early)
 			}
 		}
-		if pass < rebuildPasses && s.rebuildPass(order) {
+		if pass < rebuildPasses && !s.nearBound() && s.rebuildPass(order) {
 			improved = true
 		}
 		if !improved {
@@ -304,6 +304,10 @@ var workMinOff bool
 
 // tryRebuildBy is tryRebuild with the re-packing done by place.
 func (s *solver) tryRebuildBy(group []*bin, place func([]removed) bool) bool {
+	if s.nearBound() {
+		return false
+	}
+	s.rebuildTries++
 	for _, ps := range s.pools {
 		if ps.hasLimits {
 			return false

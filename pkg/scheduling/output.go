@@ -101,7 +101,7 @@ func (s *solver) finish() {
 	sort.SliceStable(s.plan.Unschedulable, func(i, j int) bool {
 		return podLess(s.plan.Unschedulable[i].Pod, s.plan.Unschedulable[j].Pod)
 	})
-	s.plan.LowerBoundPricePerHour = math.Min(s.lowerBound(), s.plan.TotalPricePerHour)
+	s.plan.LowerBoundPricePerHour = math.Min(s.boundNow(), s.plan.TotalPricePerHour)
 }
 
 // simulationOnly are labels the simulator assumes a node will have (for

@@ -71,7 +71,7 @@ func (s *solver) rebuildable() bool {
 // regroup tries the groups; it tells whether any rebuild was kept
 // (none when !rebuildable); the nodes must be right-sized (settle).
 func (s *solver) regroup() bool {
-	if !s.rebuildable() {
+	if !s.rebuildable() || s.nearBound() {
 		return false
 	}
 	improved := false
@@ -143,6 +143,9 @@ func (s *solver) freeBins(constrained bool) []*bin {
 
 // rebuildAlone is tryRebuild at the prices of the LP for the group's pods.
 func (s *solver) rebuildAlone(group []*bin) bool {
+	if s.nearBound() {
+		return false
+	}
 	demand := make([]float64, s.dims.n())
 	for _, b := range group {
 		for i, v := range b.used {

@@ -55,17 +55,21 @@ func Solve(in Input) Plan {
 // improveAndFinish improves the packed plan (the local search) and makes the Plan.
 func (s *solver) improveAndFinish() Plan {
 	if !s.in.Options.NoImprove {
+		// Rebuilds stop within nearBoundGap of the bound (nearbound.go).
+		if !nearBoundOff {
+			s.stopPrice = s.boundNow() * (1 + nearBoundGap)
+		}
 		s.improve()
 		// Again at the nodes' final sizes, after the regrouping (regroup.go).
 		if s.settle() {
 			s.improve()
 		}
 		// Last, the tail's sizes, knowing every other node (regroup.go).
-		if s.tailSplit() {
+		if !s.nearBound() && s.tailSplit() {
 			s.improve()
 		}
 		// Last, exchanges between lopsided nodes and others (refill.go).
-		if s.refill() {
+		if !s.nearBound() && s.refill() {
 			s.improve()
 		}
 	}
@@ -177,6 +181,15 @@ type solver struct {
 	// freeBefore is the room existing and in-flight nodes had before
 	// packing put pods in it (dualPrices): what the bound subtracts.
 	freeBefore vec
+	// bound is lowerBound's answer while boundLeft pods are unplaced
+	// (boundNow); stopPrice the new nodes' price at which the local
+	// search's rebuilds stop (nearbound.go).
+	bound     float64
+	boundLeft int
+	boundSet  bool
+	stopPrice float64
+	// rebuildTries counts tryRebuildBy's rebuilds (tests read it).
+	rebuildTries int
 	// needBuf is isOpen's scratch, upNeed upgradeFor's, newScratch
 	// newBinFor's by pool; zeroVec is all zeros (read only).
 	needBuf    vec

@@ -155,9 +155,16 @@ type shapeSeed struct {
 }
 
 // wholeNoDearerThanHalves checks, with no slack, that each case's whole
-// costs no more than its halves planned apart.
+// costs no more than its halves planned apart, with the local search's
+// rebuilds going on to the end: these cases are about what the rebuilds
+// can reach. With the stop near the bound (nearbound.go) the whole may end
+// within the gap of its bound and dearer than its halves, which
+// TestWholeNoDearerThanHalves holds to halvesSlack (memory-heavy/228 seed
+// 3, web-six/406 seed 2 and memory-heavy/294 seed 32 do: 0.1 % to 0.9 %).
 func wholeNoDearerThanHalves(t *testing.T, cases []shapeSeed) {
 	t.Helper()
+	scheduling.SetNearBound(false)
+	defer scheduling.SetNearBound(true)
 	for _, tc := range cases {
 		var sh workloadgen.Shape
 		for _, s := range workloadgen.Shapes {
