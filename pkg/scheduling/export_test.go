@@ -204,3 +204,8 @@ func SolveCountingRebuilds(in Input) (Plan, int) {
 	plan := s.improveAndFinish()
 	return plan, s.rebuildTries
 }
+
+// SetScratch makes solves reuse the answer caches' tables of earlier
+// solves (on) or take new ones (off), for the test that plans are the
+// same either way.
+func SetScratch(on bool) { scratchOff = !on }

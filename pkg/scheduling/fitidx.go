@@ -162,10 +162,10 @@ func (t *fitTable) reset(ver uint32) {
 }
 
 // entry finds key and cap's entry, or takes a free one for them (code
-// 0); nil when the table is full.
-func (t *fitTable) entry(key uint64, cap float64) *fitEntry {
+// 0); nil when the table is full. Its entries come from sc.
+func (t *fitTable) entry(sc *solveScratch, key uint64, cap float64) *fitEntry {
 	if len(t.ents) == 0 {
-		t.ents = make([]fitEntry, 8)
+		t.ents = sc.fitEntries(8)
 	}
 	h := (key ^ math.Float64bits(cap)) * 0x9e3779b97f4a7c15
 	mask := len(t.ents) - 1
@@ -176,8 +176,8 @@ func (t *fitTable) entry(key uint64, cap float64) *fitEntry {
 				if len(t.ents) >= fitTableMax {
 					return nil
 				}
-				t.grow()
-				return t.entry(key, cap)
+				t.grow(sc)
+				return t.entry(sc, key, cap)
 			}
 			t.n++
 			*e = fitEntry{key: key, cap: cap, gen: t.gen}
@@ -190,15 +190,16 @@ func (t *fitTable) entry(key uint64, cap float64) *fitEntry {
 }
 
 // grow doubles t, keeping its entries.
-func (t *fitTable) grow() {
+func (t *fitTable) grow(sc *solveScratch) {
 	old := t.ents
-	t.ents, t.n = make([]fitEntry, 2*len(old)), 0
+	t.ents, t.n = sc.fitEntries(2*len(old)), 0
 	for i := range old {
 		if e := &old[i]; e.gen == t.gen {
-			n := t.entry(e.key, e.cap)
+			n := t.entry(sc, e.key, e.cap)
 			n.code, n.dp = e.code, e.dp
 		}
 	}
+	sc.putFit(old)
 }
 
 // fitAnswersOff turns the answers by rows off (tests compare).
@@ -255,5 +256,5 @@ func (s *solver) fitAnswer(l *level, b *bin, cp *classPool) *fitEntry {
 		t = &tw[0]
 		t.reset(b.ver)
 	}
-	return t.entry(key, s.priceCap)
+	return t.entry(s.scratch, key, s.priceCap)
 }

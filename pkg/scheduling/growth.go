@@ -173,7 +173,11 @@ type upCaches struct {
 func (s *solver) slotsFor(e *[][2]upCache, id int) *[2]upCache {
 	if n := len(*e); n <= id {
 		if cap(*e) <= id {
-			*e = slices.Grow(*e, max(id+1, len(s.bins)+8)-n)
+			need := max(id+1, len(s.bins)+8)
+			if n == 0 {
+				*e = s.scratch.upSlots(need)
+			}
+			*e = slices.Grow(*e, need-n)
 		}
 		*e = (*e)[:id+1]
 		clear((*e)[n:])

@@ -24,6 +24,14 @@ func TestUpgradeCacheSamePlans(t *testing.T) {
 	samePlans(t, "upgrade answers cached", scheduling.SetUpgradeCache)
 }
 
+// TestScratchSamePlans: solves reuse the answer caches' tables and slots
+// earlier solves gave back (scratch.go), and every plan is the one new
+// tables give. Tables handed out without clearing (an entry of a former
+// solve read as an answer) make plans differ.
+func TestScratchSamePlans(t *testing.T) {
+	samePlans(t, "tables of earlier solves", scheduling.SetScratch)
+}
+
 // TestOpenCacheSamePlans: isOpen's shortcuts (a closed bin stays closed
 // while the smallest pending request only rose, the type that made a bin
 // open is tried first) give the plans its full scans give. Keeping a

@@ -74,6 +74,7 @@ func (s *solver) improveAndFinish() Plan {
 		}
 	}
 	s.finish()
+	s.release()
 	return s.plan
 }
 
@@ -234,6 +235,8 @@ type solver struct {
 	// pool; upFit is upgradeFor's scratch.
 	fits  []*fitIndex
 	upFit []int
+	// scratch lends the answer caches their tables (scratch.go).
+	scratch *solveScratch
 	// fitTables are upgradeFor's answers by bin (id) version and rows,
 	// fitKeys the levels' fit keys, fitKeyBuf fitKeyOf's scratch.
 	fitTables [][2]fitTable
@@ -291,6 +294,7 @@ func (w *world) ctMaskOf(set valueSet) uint64 {
 func newSolver(in *Input) *solver {
 	return &solver{
 		in:           in,
+		scratch:      takeScratch(),
 		keyIdx:       map[string]int{},
 		upShared:     map[string]*upCaches{},
 		groupIdx:     map[string]*group{},
