@@ -209,3 +209,8 @@ func SolveCountingRebuilds(in Input) (Plan, int) {
 // solves (on) or take new ones (off), for the test that plans are the
 // same either way.
 func SetScratch(on bool) { scratchOff = !on }
+
+// SetRegroupPoolColumns makes the regrouping's LP take the group's pools'
+// types (on) or every pool's (off), for the test that plans are the same
+// either way.
+func SetRegroupPoolColumns(on bool) { regroupAllColumns = !on }

@@ -32,6 +32,13 @@ func TestScratchSamePlans(t *testing.T) {
 	samePlans(t, "tables of earlier solves", scheduling.SetScratch)
 }
 
+// TestRegroupPoolColumnsSamePlans: the regrouping prices a group's pods
+// by an LP over its pools' types only (regroup.go), and every plan is the
+// one an LP over every pool's types gives.
+func TestRegroupPoolColumnsSamePlans(t *testing.T) {
+	samePlans(t, "the regrouping's LP over the group's pools", scheduling.SetRegroupPoolColumns)
+}
+
 // TestOpenCacheSamePlans: isOpen's shortcuts (a closed bin stays closed
 // while the smallest pending request only rose, the type that made a bin
 // open is tried first) give the plans its full scans give. Keeping a

@@ -68,6 +68,10 @@ func (s *solver) rebuildable() bool {
 	return true
 }
 
+// regroupAllColumns makes rebuildAlone's LP take every pool's types
+// (tests compare).
+var regroupAllColumns bool
+
 // regroup tries the groups; it tells whether any rebuild was kept
 // (none when !rebuildable); the nodes must be right-sized (settle).
 func (s *solver) regroup() bool {
@@ -141,18 +145,37 @@ func (s *solver) freeBins(constrained bool) []*bin {
 	return cand
 }
 
-// rebuildAlone is tryRebuild at the prices of the LP for the group's pods.
+// rebuildAlone is tryRebuild at the prices of the LP for the group's pods,
+// over the types of the group's pools: the pods came from them, and an LP
+// over every pool's types (a GPU pool's, a tainted pool's) prices the
+// same demand with many more columns (mix at 250 pods: 7 % of a solve;
+// same plans over every generated shape, TestRegroupPoolColumnsSamePlans
+// and the 120-plan digest).
 func (s *solver) rebuildAlone(group []*bin) bool {
 	if s.nearBound() {
 		return false
 	}
 	demand := make([]float64, s.dims.n())
+	var pools []*poolState
 	for _, b := range group {
 		for i, v := range b.used {
 			demand[i] += float64(v)
 		}
+		if !slices.Contains(pools, b.pool) {
+			pools = append(pools, b.pool)
+		}
 	}
-	_, y := solveCover(s.allColumns(), demand)
+	cols := s.allColumns()
+	okPools := 0
+	for _, ps := range s.pools {
+		if ps.ok {
+			okPools++
+		}
+	}
+	if !regroupAllColumns && len(pools) < okPools {
+		cols = s.columns(func(ps *poolState, _ *ptype) bool { return slices.Contains(pools, ps) })
+	}
+	_, y := solveCover(cols, demand)
 	s.setPrices(y)
 	ok := s.tryRebuildBy(group, func(work []removed) bool {
 		if !s.placeIndexed(work) {
