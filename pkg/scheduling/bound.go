@@ -693,13 +693,10 @@ func (s *solver) lowerBound() float64 {
 		bits   []bitset
 		demand []float64
 	}
-	// The room existing nodes had before packing: the pods placed in it
-	// are in the demand below, so the room they took is still subtracted
-	// (the room left now would count them twice).
+	// The room existing nodes had before packing (setup's dualPrices): the
+	// pods placed in it are in the demand below, so the room they took is
+	// still subtracted (the room left now would count them twice).
 	free := s.freeBefore
-	if free == nil {
-		free = s.existingFree()
-	}
 	var sets []*set
 	byKey := map[string]*set{}
 	var kb []byte // a set's key, scratch

@@ -75,11 +75,13 @@ var regroupAllColumns bool
 // regroup tries the groups; it tells whether any rebuild was kept
 // (none when !rebuildable); the nodes must be right-sized (settle).
 func (s *solver) regroup() bool {
-	if !s.rebuildable() || s.nearBound() {
+	if !s.rebuildable() {
 		return false
 	}
 	improved := false
-	for round := 0; round < regroupRounds; round++ {
+	// The plan changes only when a round keeps a rebuild: whether it is
+	// near the bound (nearbound.go) is asked once a round.
+	for round := 0; round < regroupRounds && !s.nearBound(); round++ {
 		cand := s.freeBins(false)
 		if len(cand) < 2 {
 			break
@@ -152,9 +154,6 @@ func (s *solver) freeBins(constrained bool) []*bin {
 // same plans over every generated shape, TestRegroupPoolColumnsSamePlans
 // and the 120-plan digest).
 func (s *solver) rebuildAlone(group []*bin) bool {
-	if s.nearBound() {
-		return false
-	}
 	demand := make([]float64, s.dims.n())
 	var pools []*poolState
 	for _, b := range group {
