@@ -56,7 +56,7 @@ const shapeBoundCells = 50_000
 // several sweeps: gpu at 250 pods reads 17.1, 19.9, 23.8, 24.0, 24.6
 // after sweeps 1 to 5 against a $24.67 plan, and three sweeps stopped it
 // at 23.8. Many classes on many types (many-shapes at 250 pods: 155 × 90)
-// keep three sweeps, each a few hundred microseconds there.
+// keep three sweeps: the bound is already about a sixth of such a solve.
 const (
 	shapeSweepCells = 45_000
 	shapeSweepsMin  = 3
