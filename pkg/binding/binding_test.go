@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -31,14 +32,32 @@ import (
 func TestMain(m *testing.M) { testenv.Main(m) }
 
 // fixture is a Ready node of instance id with 2 cpu, in its own namespace.
+// The node and the namespace's pods go when the test ends, so that a test
+// run again (go test -count=N) starts as the first run did; the namespace
+// stays (envtest runs no namespace controller to remove one) and is used
+// again.
 func fixture(t *testing.T, ns, node, id string) *kube.Client {
 	t.Helper()
 	env := testenv.Kube(t)
 	c := kube.New(env.Client)
 	ctx := context.Background()
-	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		zero := int64(0)
+		if err := c.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil {
+			t.Errorf("remove the pods of %s: %v", ns, err)
+		}
+		if n, err := c.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{}); err == nil && len(n.Finalizers) > 0 {
+			n.Finalizers = nil
+			_, _ = c.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		}
+		if err := c.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("remove node %s: %v", node, err)
+		}
+	})
 	n, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: node, Labels: map[string]string{corev1.LabelInstanceTypeStable: "t3.large"}},
 		Spec:       corev1.NodeSpec{ProviderID: "aws:///ap-northeast-2a/" + id},

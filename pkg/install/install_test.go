@@ -93,6 +93,7 @@ func forwarder(t *testing.T, c cluster) *appsv1.Deployment {
 func TestInstall_CreateUpdateDelete(t *testing.T) {
 	c := newCluster(t)
 	ctx := context.Background()
+	t.Cleanup(func() { finishNamespaceDeletion(t, c, rbac.ForwarderNamespace) })
 	p := install.Params{Cluster: "install", Region: "ap-northeast-2", ForwarderImage: "registry/joist-forwarder:v1"}
 	objs, err := install.Objects(p)
 	if err != nil {
@@ -159,6 +160,22 @@ func TestInstall_CreateUpdateDelete(t *testing.T) {
 	// no namespace controller: a deleted namespace stays terminating, so
 	// the lifecycle is one sequence on one cluster).
 	resourceLifecycle(t, c)
+}
+
+// finishNamespaceDeletion does what the namespace controller (which envtest
+// does not run) does last for a deleted namespace the lifecycle emptied:
+// it drops the namespace's finalizer, so the namespace goes and a test run
+// again (go test -count=N) can install into it anew.
+func finishNamespaceDeletion(t *testing.T, c cluster, name string) {
+	ctx := context.Background()
+	ns, err := c.env.Client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	if err != nil || ns.DeletionTimestamp == nil {
+		return
+	}
+	ns.Spec.Finalizers = nil
+	if _, err := c.env.Client.CoreV1().Namespaces().Finalize(ctx, ns, metav1.UpdateOptions{}); err != nil {
+		t.Errorf("finish deleting namespace %s: %v", name, err)
+	}
 }
 
 // waitFor polls cond until it holds, failing the test after a minute.

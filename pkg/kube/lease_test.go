@@ -18,8 +18,9 @@ func TestLease_OneHolderAtATime(t *testing.T) {
 	c := kube.New(env.Client)
 	ctx := context.Background()
 	clock := testingclock.NewFakeClock(time.Now())
+	name := testenv.Fresh("joist-lease-test")
 	lease := func(holder string) *kube.Lease {
-		return &kube.Lease{Client: c, Namespace: "default", Name: "joist-lease-test", Holder: holder, Duration: time.Minute, Clock: clock}
+		return &kube.Lease{Client: c, Namespace: "default", Name: name, Holder: holder, Duration: time.Minute, Clock: clock}
 	}
 	a, err := lease("a").Acquire(ctx)
 	if err != nil {
@@ -60,7 +61,8 @@ func TestLease_WaitsBrieflyForTheHolder(t *testing.T) {
 	env := testenv.Kube(t)
 	c := kube.New(env.Client)
 	ctx := context.Background()
-	a, err := (&kube.Lease{Client: c, Namespace: "default", Name: "joist-lease-wait", Holder: "a", Duration: time.Minute}).Acquire(ctx)
+	name := testenv.Fresh("joist-lease-wait")
+	a, err := (&kube.Lease{Client: c, Namespace: "default", Name: name, Holder: "a", Duration: time.Minute}).Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +70,7 @@ func TestLease_WaitsBrieflyForTheHolder(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 		_ = a.Release(ctx, nil)
 	}()
-	if _, err := (&kube.Lease{Client: c, Namespace: "default", Name: "joist-lease-wait", Holder: "b", Duration: time.Minute, Wait: 5 * time.Second}).Acquire(ctx); err != nil {
+	if _, err := (&kube.Lease{Client: c, Namespace: "default", Name: name, Holder: "b", Duration: time.Minute, Wait: 5 * time.Second}).Acquire(ctx); err != nil {
 		t.Fatalf("b did not get the lease once a let go: %v", err)
 	}
 }
@@ -82,8 +84,9 @@ func TestLease_WaitsOnItsOwnClock(t *testing.T) {
 	c := kube.New(env.Client)
 	ctx := context.Background()
 	clock := testingclock.NewFakeClock(time.Now())
+	name := testenv.Fresh("joist-lease-clock")
 	lease := func(holder string) *kube.Lease {
-		return &kube.Lease{Client: c, Namespace: "default", Name: "joist-lease-clock", Holder: holder, Duration: time.Minute, Wait: 5 * time.Second, Clock: clock}
+		return &kube.Lease{Client: c, Namespace: "default", Name: name, Holder: holder, Duration: time.Minute, Wait: 5 * time.Second, Clock: clock}
 	}
 	if _, err := lease("a").Acquire(ctx); err != nil {
 		t.Fatal(err)

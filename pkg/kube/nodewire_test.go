@@ -68,11 +68,22 @@ func wireNodes(prefix string) []*corev1.Node {
 }
 
 // createNodes creates the nodes through the API server (created, then the
-// status written, as a kubelet does) and returns their names.
+// status written, as a kubelet does) and returns their names. They are
+// deleted when the test ends (a test run again, -count=N, makes them anew).
 func createNodes(tb testing.TB, c kubernetes.Interface, prefix string) map[string]bool {
 	tb.Helper()
 	ctx := context.Background()
 	names := map[string]bool{}
+	tb.Cleanup(func() {
+		ctx := context.Background()
+		for name := range names {
+			if n, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err == nil && len(n.Finalizers) > 0 {
+				n.Finalizers = nil
+				_, _ = c.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+			}
+			_ = c.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
+		}
+	})
 	for _, n := range wireNodes(prefix) {
 		status := n.Status
 		got, err := c.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})

@@ -88,6 +88,12 @@ func busyPod(t *testing.T, c *kube.Client, ns, name, node string) {
 	if _, err := c.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// Gone at once (no kubelet to finish a graceful deletion), so that a
+	// test run again (go test -count=N) can make it anew.
+	t.Cleanup(func() {
+		zero := int64(0)
+		_ = c.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	})
 }
 
 // TestReplacementFirst_DrainsOnlyOnceTheReplacementIsReady: an expired busy

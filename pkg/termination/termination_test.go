@@ -42,25 +42,29 @@ func (f *fakeEC2) Terminate(_ context.Context, ids ...string) error {
 }
 
 type fixture struct {
-	t    *testing.T
-	ctx  context.Context
-	kube *kube.Client
-	ns   string
-	node string
-	ec2  *fakeEC2
-	term *termination.Terminator
+	t        *testing.T
+	ctx      context.Context
+	kube     *kube.Client
+	ns       string
+	node     string
+	instance string
+	ec2      *fakeEC2
+	term     *termination.Terminator
 }
 
-func newFixture(t *testing.T, name string) *fixture {
+// newFixture makes a namespace, a node and its instance named for base
+// (testenv.Fresh: base itself unless the test runs again).
+func newFixture(t *testing.T, base string) *fixture {
 	env := testenv.Kube(t)
-	f := &fixture{t: t, ctx: context.Background(), kube: kube.New(env.Client), ns: name, node: name + "-node", ec2: &fakeEC2{}}
+	name := testenv.Fresh(base)
+	f := &fixture{t: t, ctx: context.Background(), kube: kube.New(env.Client), ns: name, node: name + "-node", instance: "i-" + name, ec2: &fakeEC2{}}
 	f.term = &termination.Terminator{Kube: f.kube, EC2: f.ec2}
 	if _, err := f.kube.CoreV1().Namespaces().Create(f.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	n := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: f.node, Labels: map[string]string{"karpenter.sh/nodepool": "default"}},
-		Spec:       corev1.NodeSpec{ProviderID: "aws:///us-west-2a/i-" + name},
+		Spec:       corev1.NodeSpec{ProviderID: "aws:///us-west-2a/" + f.instance},
 	}
 	if _, err := f.kube.CoreV1().Nodes().Create(f.ctx, n, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -148,15 +152,15 @@ func TestDeletedNodeDrainsInTiersThenTerminatesItsInstance(t *testing.T) {
 	}
 
 	st := f.step()
-	if !slices.Equal(st.Evicted, []string{"tiers/web"}) || st.Done {
-		t.Fatalf("first step: %+v, want only tiers/web evicted (DaemonSet pods wait for the workloads)", st)
+	if !slices.Equal(st.Evicted, []string{f.ns + "/web"}) || st.Done {
+		t.Fatalf("first step: %+v, want only the web pod evicted (DaemonSet pods wait for the workloads)", st)
 	}
 	node, _ = f.kube.CoreV1().Nodes().Get(f.ctx, f.node, metav1.GetOptions{})
 	if node.Labels[termination.LabelExcludeLB] != "true" || !hasTaint(node) {
 		t.Fatalf("node not marked: labels %v taints %v", node.Labels, node.Spec.Taints)
 	}
 	f.kubelet()
-	if st := f.step(); !slices.Equal(st.Evicted, []string{"tiers/logs"}) {
+	if st := f.step(); !slices.Equal(st.Evicted, []string{f.ns + "/logs"}) {
 		t.Fatalf("second step: %+v, want the DaemonSet pod evicted", st)
 	}
 	if len(f.ec2.terminated) != 0 {
@@ -164,8 +168,8 @@ func TestDeletedNodeDrainsInTiersThenTerminatesItsInstance(t *testing.T) {
 	}
 	f.kubelet()
 	st = f.step()
-	if !st.Done || st.Instance != "i-tiers" || !slices.Equal(f.ec2.terminated, []string{"i-tiers"}) {
-		t.Fatalf("last step: %+v, EC2 saw %v; want i-tiers terminated and the node released", st, f.ec2.terminated)
+	if !st.Done || st.Instance != f.instance || !slices.Equal(f.ec2.terminated, []string{f.instance}) {
+		t.Fatalf("last step: %+v, EC2 saw %v; want %s terminated and the node released", st, f.ec2.terminated, f.instance)
 	}
 	if _, err := f.kube.CoreV1().Nodes().Get(f.ctx, f.node, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("node still there after release: %v", err)
@@ -206,7 +210,7 @@ func TestPDBBlocksEvictionUntilItAllows(t *testing.T) {
 	}
 	start := time.Now()
 	st := f.step()
-	if len(st.Evicted) != 0 || !slices.Equal(st.Blocked, []string{"pdb/web-1"}) || st.Done {
+	if len(st.Evicted) != 0 || !slices.Equal(st.Blocked, []string{f.ns + "/web-1"}) || st.Done {
 		t.Fatalf("step under a PDB: %+v, want web-1 blocked", st)
 	}
 	if d := time.Since(start); d > 5*time.Second {
@@ -217,7 +221,7 @@ func TestPDBBlocksEvictionUntilItAllows(t *testing.T) {
 		t.Fatal("the PDB-protected pod is gone")
 	}
 	setAllowed(1)
-	if st := f.step(); !slices.Equal(st.Evicted, []string{"pdb/web-1"}) {
+	if st := f.step(); !slices.Equal(st.Evicted, []string{f.ns + "/web-1"}) {
 		t.Fatalf("step once the PDB allows: %+v, want web-1 evicted", st)
 	}
 	f.kubelet()
@@ -342,7 +346,7 @@ var _ = fmt.Sprintf
 func TestANodeWhoseInstanceIsGoneIsReleasedWithoutDraining(t *testing.T) {
 	f := newFixture(t, "gone")
 	f.pod("web", nil)
-	f.ec2.gone = []string{"i-gone"}
+	f.ec2.gone = []string{f.instance}
 	if err := f.term.Begin(f.ctx, f.node, ""); err != nil {
 		t.Fatal(err)
 	}

@@ -93,6 +93,27 @@ func wholeRun() bool {
 	return !testing.Short()
 }
 
+var (
+	freshMu sync.Mutex
+	fresh   = map[string]int{}
+)
+
+// Fresh returns base the first time the test process asks for it and
+// base-2, base-3, ... after: the names of the namespaces, nodes and leases
+// a test creates on the package's one API server. A test run again in the
+// same process (go test -count=N, to look for flakes) then does not meet
+// its last run's objects: namespaces in particular stay (envtest runs no
+// namespace controller, so a deleted one stays Terminating).
+func Fresh(base string) string {
+	freshMu.Lock()
+	defer freshMu.Unlock()
+	fresh[base]++
+	if n := fresh[base]; n > 1 {
+		return fmt.Sprintf("%s-%d", base, n)
+	}
+	return base
+}
+
 // SharedKube is the package's API server if a test started it, else nil.
 func SharedKube() *KubeEnv { return kubeEnv }
 
