@@ -93,7 +93,14 @@ func forwarder(t *testing.T, c cluster) *appsv1.Deployment {
 func TestInstall_CreateUpdateDelete(t *testing.T) {
 	c := newCluster(t)
 	ctx := context.Background()
-	t.Cleanup(func() { finishNamespaceDeletion(t, c, rbac.ForwarderNamespace) })
+	// The lifecycle ends with the namespace deleted and emptied; it goes
+	// as the namespace controller would make it go, so that a run again
+	// (go test -count=N) can install into it anew.
+	t.Cleanup(func() {
+		if err := testenv.RemoveNamespace(context.Background(), c.env.Client, rbac.ForwarderNamespace); err != nil {
+			t.Error(err)
+		}
+	})
 	p := install.Params{Cluster: "install", Region: "ap-northeast-2", ForwarderImage: "registry/joist-forwarder:v1"}
 	objs, err := install.Objects(p)
 	if err != nil {
@@ -160,22 +167,6 @@ func TestInstall_CreateUpdateDelete(t *testing.T) {
 	// no namespace controller: a deleted namespace stays terminating, so
 	// the lifecycle is one sequence on one cluster).
 	resourceLifecycle(t, c)
-}
-
-// finishNamespaceDeletion does what the namespace controller (which envtest
-// does not run) does last for a deleted namespace the lifecycle emptied:
-// it drops the namespace's finalizer, so the namespace goes and a test run
-// again (go test -count=N) can install into it anew.
-func finishNamespaceDeletion(t *testing.T, c cluster, name string) {
-	ctx := context.Background()
-	ns, err := c.env.Client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
-	if err != nil || ns.DeletionTimestamp == nil {
-		return
-	}
-	ns.Spec.Finalizers = nil
-	if _, err := c.env.Client.CoreV1().Namespaces().Finalize(ctx, ns, metav1.UpdateOptions{}); err != nil {
-		t.Errorf("finish deleting namespace %s: %v", name, err)
-	}
 }
 
 // waitFor polls cond until it holds, failing the test after a minute.

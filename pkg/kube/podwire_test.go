@@ -186,6 +186,13 @@ func createShapes(tb testing.TB, c kubernetes.Interface) (string, int) {
 	if err != nil {
 		tb.Fatalf("create namespace: %v", err)
 	}
+	// Tests that list every pod, or count namespaces, must not meet an
+	// earlier test's (or an earlier run's, go test -count=N).
+	tb.Cleanup(func() {
+		if err := testenv.RemoveNamespace(context.Background(), c, ns.Name); err != nil {
+			tb.Error(err)
+		}
+	})
 	all := shapes(ns.Name)
 	pods := c.CoreV1().Pods(ns.Name)
 	for _, s := range all {
@@ -653,8 +660,9 @@ func TestEachPod_GunzipsPagesItself(t *testing.T) {
 	}
 	pods := env.Client.CoreV1().Pods(ns.Name)
 	t.Cleanup(func() { // the API server is the package's: later tests list every pod
-		zero := int64(0)
-		_ = pods.DeleteCollection(context.Background(), metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+		if err := testenv.RemoveNamespace(context.Background(), env.Client, ns.Name); err != nil {
+			t.Error(err)
+		}
 	})
 	for j := range 80 {
 		p := scale.AppPod(j, wireNode)

@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"net/http"
@@ -11,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -112,6 +115,48 @@ func Fresh(base string) string {
 		return fmt.Sprintf("%s-%d", base, n)
 	}
 	return base
+}
+
+// RemoveNamespace removes a namespace a test made, with its pods, as the
+// namespace controller (which envtest does not run) would once it emptied
+// it: the pods go at once (their finalizers dropped, and no kubelet to end
+// them gracefully), then the
+// namespace is deleted and its finalizer dropped. Without it, namespaces
+// of earlier runs pile up on the package's API server (and a deleted one
+// stays terminating, its name taken). Other objects in it are the
+// caller's to remove first.
+func RemoveNamespace(ctx context.Context, c kubernetes.Interface, name string) error {
+	pods, err := c.CoreV1().Pods(name).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list the pods of namespace %s: %w", name, err)
+	}
+	for i := range pods.Items {
+		if p := &pods.Items[i]; len(p.Finalizers) > 0 {
+			p.Finalizers = nil
+			if _, err := c.CoreV1().Pods(name).Update(ctx, p, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("drop the finalizers of pod %s/%s: %w", name, p.Name, err)
+			}
+		}
+	}
+	zero := int64(0)
+	if err := c.CoreV1().Pods(name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil {
+		return fmt.Errorf("remove the pods of namespace %s: %w", name, err)
+	}
+	if err := c.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete namespace %s: %w", name, err)
+	}
+	ns, err := c.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read namespace %s: %w", name, err)
+	}
+	ns.Spec.Finalizers = nil
+	if _, err := c.CoreV1().Namespaces().Finalize(ctx, ns, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("finalize namespace %s: %w", name, err)
+	}
+	return nil
 }
 
 // SharedKube is the package's API server if a test started it, else nil.
