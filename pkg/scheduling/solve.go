@@ -55,9 +55,9 @@ func Solve(in Input) Plan {
 // improveAndFinish improves the packed plan (the local search) and makes the Plan.
 func (s *solver) improveAndFinish() Plan {
 	if !s.in.Options.NoImprove {
-		// Rebuilds stop within nearBoundGap of the bound (nearbound.go).
+		// Rebuilds stop within a gap of the bound (nearbound.go).
 		if !nearBoundOff {
-			s.stopPrice = s.boundNow() * (1 + nearBoundGap)
+			s.stopPrice = s.boundNow() * (1 + stopGap(s.placedPods()))
 		}
 		s.improve()
 		// Again at the nodes' final sizes, after the regrouping (regroup.go).

@@ -33,7 +33,7 @@ var Shapes = []Shape{
 	{Name: "few-big", Unconstrained: true, gen: genBig},
 	{Name: "memory-heavy", Unconstrained: true, gen: genMemory},
 	{Name: "many-shapes", Unconstrained: true, gen: genManyShapes},
-	{Name: "gpu", gen: genGPU, Loose: "GPU types' cpu and memory come with the GPU"},
+	{Name: "gpu", gen: genGPU}, // the shape bound sees that a GPU type brings its cpu and memory
 	{Name: "spot-limits", gen: genSpotLimits, Loose: "pool limits ignored by the bound (spot priced as if unlimited)"},
 	{Name: "weighted-tainted-pools", gen: genPools, Loose: "weights make a dearer pool first; the bound prices every pool"},
 	{Name: "zone-spread", gen: genZoneSpread, Loose: "spread minimum per zone ignored by the bound"},
