@@ -57,7 +57,7 @@ func (s *solver) improveAndFinish() Plan {
 	if !s.in.Options.NoImprove {
 		// Rebuilds stop within a gap of the bound (nearbound.go).
 		if !nearBoundOff {
-			s.stopPrice = s.boundNow() * (1 + stopGap(s.placedPods()))
+			s.stopPrice = s.boundNow() * (1 + stopGap(s.newNodePods()))
 		}
 		s.improve()
 		// Again at the nodes' final sizes, after the regrouping (regroup.go).
