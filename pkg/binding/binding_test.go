@@ -32,23 +32,20 @@ import (
 func TestMain(m *testing.M) { testenv.Main(m) }
 
 // fixture is a Ready node of instance id with 2 cpu, in its own namespace.
-// The node and the namespace's pods go when the test ends, so that a test
-// run again (go test -count=N) starts as the first run did; the namespace
-// stays (envtest runs no namespace controller to remove one) and is used
-// again.
+// The node and the namespace (with its pods) go when the test ends, so that
+// a test run again (go test -count=N) starts as the first run did.
 func fixture(t *testing.T, ns, node, id string) *kube.Client {
 	t.Helper()
 	env := testenv.Kube(t)
 	c := kube.New(env.Client)
 	ctx := context.Background()
-	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		ctx := context.Background()
-		zero := int64(0)
-		if err := c.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil {
-			t.Errorf("remove the pods of %s: %v", ns, err)
+		if err := testenv.RemoveNamespace(ctx, env.Client, ns); err != nil {
+			t.Error(err)
 		}
 		if n, err := c.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{}); err == nil && len(n.Finalizers) > 0 {
 			n.Finalizers = nil

@@ -119,12 +119,11 @@ func Fresh(base string) string {
 
 // RemoveNamespace removes a namespace a test made, with its pods, as the
 // namespace controller (which envtest does not run) would once it emptied
-// it: the pods go at once (their finalizers dropped, and no kubelet to end
-// them gracefully), then the
-// namespace is deleted and its finalizer dropped. Without it, namespaces
-// of earlier runs pile up on the package's API server (and a deleted one
-// stays terminating, its name taken). Other objects in it are the
-// caller's to remove first.
+// it: the pods go at once (their finalizers dropped, and no kubelet to
+// end them gracefully), then the namespace is deleted and its finalizer
+// dropped. Without it, namespaces of earlier runs pile up on the
+// package's API server (and a deleted one stays terminating, its name
+// taken). Other objects in it are the caller's to remove first.
 func RemoveNamespace(ctx context.Context, c kubernetes.Interface, name string) error {
 	pods, err := c.CoreV1().Pods(name).List(ctx, metav1.ListOptions{})
 	if err != nil {
