@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -47,12 +46,8 @@ func fixture(t *testing.T, ns, node, id string) *kube.Client {
 		if err := testenv.RemoveNamespace(ctx, env.Client, ns); err != nil {
 			t.Error(err)
 		}
-		if n, err := c.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{}); err == nil && len(n.Finalizers) > 0 {
-			n.Finalizers = nil
-			_, _ = c.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
-		}
-		if err := c.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("remove node %s: %v", node, err)
+		if err := testenv.RemoveNode(ctx, env.Client, node); err != nil {
+			t.Error(err)
 		}
 	})
 	n, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{

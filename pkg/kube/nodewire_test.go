@@ -75,13 +75,10 @@ func createNodes(tb testing.TB, c kubernetes.Interface, prefix string) map[strin
 	ctx := context.Background()
 	names := map[string]bool{}
 	tb.Cleanup(func() {
-		ctx := context.Background()
 		for name := range names {
-			if n, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err == nil && len(n.Finalizers) > 0 {
-				n.Finalizers = nil
-				_, _ = c.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+			if err := testenv.RemoveNode(context.Background(), c, name); err != nil {
+				tb.Error(err)
 			}
-			_ = c.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
 		}
 	})
 	for _, n := range wireNodes(prefix) {

@@ -68,12 +68,9 @@ func readyNode(t *testing.T, c *kube.Client, name, id string, labels map[string]
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		ctx := context.Background()
-		if n, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err == nil && len(n.Finalizers) > 0 {
-			n.Finalizers = nil
-			_, _ = c.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		if err := testenv.RemoveNode(context.Background(), c, name); err != nil {
+			t.Error(err)
 		}
-		_ = c.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
 	})
 }
 

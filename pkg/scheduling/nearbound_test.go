@@ -54,7 +54,7 @@ func TestRebuildsStopNearBound(t *testing.T) {
 }
 
 // TestStopGapShrinksOnBigPlans: the stop is for small solves; on a plan of
-// thousands of pods the gap shrinks with the pods placed, so the stop does
+// thousands of pods the gap shrinks with the pods on new nodes, so the stop does
 // not leave dollars an hour for milliseconds. This plan stopped within
 // the fixed 2 % at $81.24 (small-uniform, 5,000 pods; hostname-anti at
 // 10,000 at $193.97) where the full local search gives $80.32 ($191.02):

@@ -45,6 +45,7 @@ func Solve(in Input) Plan {
 				return plan
 			}
 		}
+		s.release() // its tables to the solve below (a no-op after improveAndFinish)
 	}
 	s := newSolver(&in)
 	s.setup()

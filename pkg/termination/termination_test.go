@@ -71,10 +71,8 @@ func newFixture(t *testing.T, base string) *fixture {
 	}
 	t.Cleanup(func() {
 		// Release and remove what is left, so later tests start clean.
-		if cur, err := f.kube.CoreV1().Nodes().Get(f.ctx, f.node, metav1.GetOptions{}); err == nil {
-			cur.Finalizers = nil
-			_, _ = f.kube.CoreV1().Nodes().Update(f.ctx, cur, metav1.UpdateOptions{})
-			_ = f.kube.CoreV1().Nodes().Delete(f.ctx, f.node, metav1.DeleteOptions{})
+		if err := testenv.RemoveNode(f.ctx, env.Client, f.node); err != nil {
+			t.Error(err)
 		}
 	})
 	return f

@@ -117,6 +117,30 @@ func Fresh(base string) string {
 	return base
 }
 
+// RemoveNode removes a node a test made, its finalizers dropped first (no
+// controller here would finish a Joist or Karpenter node's termination),
+// so that later tests and a test run again (go test -count=N) do not meet
+// it. A node already gone is fine.
+func RemoveNode(ctx context.Context, c kubernetes.Interface, name string) error {
+	n, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read node %s: %w", name, err)
+	}
+	if len(n.Finalizers) > 0 {
+		n.Finalizers = nil
+		if _, err := c.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("drop the finalizers of node %s: %w", name, err)
+		}
+	}
+	if err := c.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete node %s: %w", name, err)
+	}
+	return nil
+}
+
 // RemoveNamespace removes a namespace a test made, with its pods, as the
 // namespace controller (which envtest does not run) would once it emptied
 // it: the pods go at once (their finalizers dropped, and no kubelet to
