@@ -15,13 +15,15 @@ import (
 // per CPU) and m (4 GiB per CPU) types. The resource LP covers the
 // demand's CPU and memory with a c/m mixture at about $1.36/h for 30
 // pods, but no node can hold that mixture: on a c node memory runs out at
-// 10 pods of 16 CPU. Per pod, an m.4xlarge (15.9 CPU allocatable, $0.80)
-// is cheapest, at $0.80/15.9; the shape bound is 30 times that, and every
-// plan costs at least that much.
+// 10 pods of 16 CPU. Per pod, an m.4xlarge ($0.80) is cheapest: its 15.9
+// CPU allocatable hold 15 whole pods of 1 CPU (the bound rounds each
+// type's room down to a multiple of the pods' requests; it read 30 x
+// $0.80 / 15.9 = $1.51 before), so the shape bound is 30 x $0.80 / 15,
+// the two m.4xlarge every plan needs.
 func TestShapeBoundSeesPodShapes(t *testing.T) {
 	in := input(pods("web", 30, "1", "3Gi"), pool("default", withReq("karpenter.k8s.aws/instance-category", "In", "c", "m")))
 	plan := solve(t, in)
-	want := 30 * 0.80 / 15.9
+	want := 30 * 0.80 / 15
 	if math.Abs(plan.LowerBoundPricePerHour-want) > 1e-6 {
 		t.Errorf("bound $%.4f/h, want $%.4f/h", plan.LowerBoundPricePerHour, want)
 	}
