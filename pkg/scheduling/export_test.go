@@ -44,6 +44,10 @@ func SetTopoGrowIndex(on bool) { topoGrowIndexOff = !on }
 // test that plans are the same either way.
 func SetRebuildBound(on bool) { rebuildBoundOff = !on }
 
+// SetFloorCheck hands f each rebuild floor and the sum over every node
+// (nil: no check).
+func SetFloorCheck(f func(incremental, full float64)) { floorCheck = f }
+
 // SetNodeOpts turns newNode's answers kept for alike nodes (nodeOptsFor)
 // on or off, for the test that plans are the same either way.
 func SetNodeOpts(on bool) { nodeOptsOff = !on }

@@ -315,6 +315,8 @@ func (s *solver) tryRebuildBy(group []*bin, place func([]removed) bool) bool {
 	}
 	before := s.newPrice()
 	j := s.begin()
+	s.beginFloors(j)
+	defer s.endFloors(j)
 	nBins := len(s.bins)
 	// work and the placements' record are scratch, reused by every
 	// rebuild (the local search tries dozens per solve).
@@ -387,6 +389,12 @@ type journal struct {
 	// per step). Entries past the end keep their buffers for reuse.
 	shapes []touched
 	epoch  uint32
+	// floors, while a rebuild is journaled (beginFloors), makes touch
+	// note each bin's price floor before the step (rebuildbound.go), and
+	// s is the solver to ask it; floorBase is the floors' sum then.
+	floors    bool
+	s         *solver
+	floorBase float64
 	// usage is the pools' usage before the step, by pool.
 	usage []usageRec
 	load  []int
@@ -395,6 +403,8 @@ type journal struct {
 type touched struct {
 	b  *bin
 	sh shape
+	// floor0 is the bin's price floor before the step (journal.floors).
+	floor0 float64
 }
 
 type moveRec struct {
@@ -456,6 +466,9 @@ func (j *journal) touch(b *bin) {
 	t := &j.shapes[n]
 	t.b = b
 	snapshotTo(&t.sh, b)
+	if j.floors {
+		t.floor0 = j.s.floorOf(b)
+	}
 }
 
 // restoreJournal puts back the shapes and pool usage the journal holds.

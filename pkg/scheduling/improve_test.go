@@ -1,9 +1,11 @@
 package scheduling_test
 
 import (
+	"math"
 	"testing"
 
 	"github.com/joist-dev/joist/pkg/scheduling"
+	"github.com/joist-dev/joist/pkg/scheduling/internal/workloadgen"
 )
 
 // TestVersionRestoreSamePlans: a bin the local search changed and put
@@ -76,6 +78,36 @@ func TestWorkMinSamePlans(t *testing.T) {
 // plans would differ.
 func TestRebuildBoundSamePlans(t *testing.T) {
 	samePlans(t, "rebuilds stopped at their price floor", scheduling.SetRebuildBound)
+}
+
+// TestRebuildFloorSumsTheTouchedNodes: a rebuild's price floor, summed
+// at its start and then read again only for the nodes it touched, is the
+// sum over every node at each growth step. A node changed without being
+// touched, or touched without its floor before, would make them differ.
+func TestRebuildFloorSumsTheTouchedNodes(t *testing.T) {
+	calls, off := 0, 0
+	var worst float64
+	scheduling.SetFloorCheck(func(incremental, full float64) {
+		calls++
+		if d := math.Abs(incremental - full); d > 1e-6*math.Max(1, full) {
+			off++
+			worst = math.Max(worst, d)
+		}
+	})
+	defer scheduling.SetFloorCheck(nil)
+	for _, sh := range workloadgen.Shapes {
+		in, err := workloadgen.Input(sh, 400, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scheduling.Solve(in)
+	}
+	if calls == 0 {
+		t.Fatal("no rebuild read its floor")
+	}
+	if off > 0 {
+		t.Errorf("%d of %d floors differ from the sum over every node (by up to $%.4f/h)", off, calls, worst)
+	}
 }
 
 // TestRepeatPassSamePlans: a rebuild pass that would find every node at
