@@ -113,67 +113,97 @@ func limitCapacity(n *Node) corev1.ResourceList {
 }
 
 // holdsLimits tells whether plan keeps every limited pool of in within
-// its limits whichever option each new node gets.
+// its limits whichever option each new node gets. It reads only the
+// limited resources, each type's once, and each shared list of options
+// once (new nodes with the same options share one list): a node's
+// options are every offering of every type that holds it, hundreds of
+// entries, and reading every one's capacity list per node was 3 % of a
+// 300-pod mix solve.
 func holdsLimits(in *Input, plan Plan) bool {
-	byName := map[string]map[string]*InstanceType{}
-	typesOf := func(pool string) map[string]*InstanceType {
-		if m, ok := byName[pool]; ok {
-			return m
-		}
-		list, ok := in.PoolInstanceTypes[pool]
-		if !ok {
-			list = in.InstanceTypes
-		}
-		m := make(map[string]*InstanceType, len(list))
-		for _, it := range list {
-			m[it.Name] = it
-		}
-		byName[pool] = m
-		return m
+	var byName map[string]*InstanceType
+	var byNameOf *InstanceType // the list byName indexes (its first entry)
+	type optsKey struct {
+		first *InstanceTypeOption
+		n     int
 	}
 	for _, p := range in.Pools {
 		if len(p.Limits) == 0 {
 			continue
 		}
-		used := map[corev1.ResourceName]int64{}
+		var res []corev1.ResourceName
+		for r := range p.Limits {
+			if r != "nodes" {
+				res = append(res, r)
+			}
+		}
+		used := make([]int64, len(res))
 		nodes := int64(0)
 		for _, n := range in.Nodes {
 			if n.Pool != p.Name {
 				continue
 			}
 			nodes++
-			for r, q := range limitCapacity(n) {
-				used[r] += quantityValue(r, q)
+			c := limitCapacity(n)
+			for i, r := range res {
+				if q, ok := c[r]; ok {
+					used[i] += quantityValue(r, q)
+				}
 			}
 		}
-		types := typesOf(p.Name)
+		list, ok := in.PoolInstanceTypes[p.Name]
+		if !ok {
+			list = in.InstanceTypes
+		}
+		capOf := map[string][]int64{}
+		largestOf := map[optsKey][]int64{}
 		for _, nn := range plan.NewNodes {
 			if nn.Pool != p.Name {
 				continue
 			}
 			nodes++
-			largest := map[corev1.ResourceName]int64{}
-			for _, o := range nn.InstanceTypeOptions {
-				it := types[o.Name]
-				if it == nil {
-					return false
-				}
-				for r, q := range it.Capacity {
-					largest[r] = max(largest[r], quantityValue(r, q))
-				}
-			}
-			for r, v := range largest {
-				used[r] += v
-			}
-		}
-		for r, q := range p.Limits {
-			if r == "nodes" {
-				if nodes > q.Value() {
-					return false
-				}
+			if len(nn.InstanceTypeOptions) == 0 {
 				continue
 			}
-			if used[r] > quantityValue(r, q) {
+			key := optsKey{&nn.InstanceTypeOptions[0], len(nn.InstanceTypeOptions)}
+			largest, ok := largestOf[key]
+			if !ok {
+				largest = make([]int64, len(res))
+				for _, o := range nn.InstanceTypeOptions {
+					c, ok := capOf[o.Name]
+					if !ok {
+						if len(list) > 0 && (byName == nil || byNameOf != list[0]) {
+							byName, byNameOf = make(map[string]*InstanceType, len(list)), list[0]
+							for _, it := range list {
+								byName[it.Name] = it
+							}
+						}
+						it := byName[o.Name]
+						if it == nil {
+							return false
+						}
+						c = make([]int64, len(res))
+						for i, r := range res {
+							if q, ok := it.Capacity[r]; ok {
+								c[i] = quantityValue(r, q)
+							}
+						}
+						capOf[o.Name] = c
+					}
+					for i, v := range c {
+						largest[i] = max(largest[i], v)
+					}
+				}
+				largestOf[key] = largest
+			}
+			for i, v := range largest {
+				used[i] += v
+			}
+		}
+		if q, ok := p.Limits["nodes"]; ok && nodes > q.Value() {
+			return false
+		}
+		for i, r := range res {
+			if used[i] > quantityValue(r, p.Limits[r]) {
 				return false
 			}
 		}
