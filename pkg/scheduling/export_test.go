@@ -191,6 +191,10 @@ func SetDrainBound(on bool) { drainBoundOff = !on }
 // off (on by default).
 func SetNewTypeMemo(on bool) { newTypeMemoOff = !on }
 
+// SetTailWorth turns the tail split's skipping of nodes worth their
+// price (regroup.go) on or off.
+func SetTailWorth(on bool) { tailWorthOff = !on }
+
 // SetNearBound turns the local search's stop near the bound
 // (nearbound.go) on or off.
 func SetNearBound(on bool) { nearBoundOff = !on }

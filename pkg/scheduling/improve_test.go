@@ -110,6 +110,39 @@ func TestRebuildFloorSumsTheTouchedNodes(t *testing.T) {
 	}
 }
 
+// TestTailWorthSamePlans: the tail split's alone tries skip nodes whose
+// pods are worth their price within the stop's gap (regroup.go), and
+// every plan is the one trying them gives.
+func TestTailWorthSamePlans(t *testing.T) {
+	samePlans(t, "the tail split skipping nodes worth their price", scheduling.SetTailWorth)
+}
+
+// TestTailSplitSkipsNodesWorthTheirPrice: many-shapes at 150 pods is one
+// c6a.48xlarge of 109 pods worth 99.97 % of its price at the LP's prices
+// and a tail of small nodes; the tail split no longer tries the full
+// nodes alone: the same plan with fewer rebuilds.
+func TestTailSplitSkipsNodesWorthTheirPrice(t *testing.T) {
+	defer scheduling.SetTailWorth(true)
+	sh, ok := workloadgen.ShapeByName("many-shapes")
+	if !ok {
+		t.Fatal("no many-shapes shape")
+	}
+	in, err := workloadgen.Input(sh, 150, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheduling.SetTailWorth(false)
+	all, allTries := scheduling.SolveCountingRebuilds(in)
+	scheduling.SetTailWorth(true)
+	got, tries := scheduling.SolveCountingRebuilds(in)
+	if planShape(got) != planShape(all) {
+		t.Errorf("plan differs from trying every node alone:\n%s\n--- every node:\n%s", planShape(got), planShape(all))
+	}
+	if tries >= allTries {
+		t.Errorf("%d rebuilds tried, %d trying every node alone: no node skipped", tries, allTries)
+	}
+}
+
 // TestRepeatPassSamePlans: a rebuild pass that would find every node at
 // the version the last pass that kept nothing left it at is skipped (it
 // would try the same rebuilds and keep none), so every plan is the one
