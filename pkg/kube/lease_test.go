@@ -57,21 +57,44 @@ func TestLease_OneHolderAtATime(t *testing.T) {
 	}
 }
 
+// TestLease_WaitsBrieflyForTheHolder: a lease held by another is waited
+// for, up to Wait, and taken once its holder lets go.
 func TestLease_WaitsBrieflyForTheHolder(t *testing.T) {
 	env := testenv.Kube(t)
 	c := kube.New(env.Client)
 	ctx := context.Background()
+	clock := testingclock.NewFakeClock(time.Now())
 	name := testenv.Fresh("joist-lease-wait")
-	a, err := (&kube.Lease{Client: c, Namespace: "default", Name: name, Holder: "a", Duration: time.Minute}).Acquire(ctx)
+	lease := func(holder string) *kube.Lease {
+		return &kube.Lease{Client: c, Namespace: "default", Name: name, Holder: holder, Duration: time.Minute, Wait: 5 * time.Second, Clock: clock}
+	}
+	a, err := lease("a").Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
+	done := make(chan error, 1)
 	go func() {
-		time.Sleep(500 * time.Millisecond)
-		_ = a.Release(ctx, nil)
+		_, err := lease("b").Acquire(ctx)
+		done <- err
 	}()
-	if _, err := (&kube.Lease{Client: c, Namespace: "default", Name: name, Holder: "b", Duration: time.Minute, Wait: 5 * time.Second}).Acquire(ctx); err != nil {
-		t.Fatalf("b did not get the lease once a let go: %v", err)
+	// b found a holding it and waits on the clock; a lets go, and b's
+	// next try, well within its wait, takes the lease.
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return clock.HasWaiters(), nil
+	}); err != nil {
+		t.Fatal("Acquire does not wait on its clock")
+	}
+	if err := a.Release(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	clock.Step(time.Second)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("b did not get the lease once a let go: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("b still waiting after a let go and its clock moved on")
 	}
 }
 
