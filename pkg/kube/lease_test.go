@@ -60,31 +60,9 @@ func TestLease_OneHolderAtATime(t *testing.T) {
 // TestLease_WaitsBrieflyForTheHolder: a lease held by another is waited
 // for, up to Wait, and taken once its holder lets go.
 func TestLease_WaitsBrieflyForTheHolder(t *testing.T) {
-	env := testenv.Kube(t)
-	c := kube.New(env.Client)
-	ctx := context.Background()
-	clock := testingclock.NewFakeClock(time.Now())
-	name := testenv.Fresh("joist-lease-wait")
-	lease := func(holder string) *kube.Lease {
-		return &kube.Lease{Client: c, Namespace: "default", Name: name, Holder: holder, Duration: time.Minute, Wait: 5 * time.Second, Clock: clock}
-	}
-	a, err := lease("a").Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		_, err := lease("b").Acquire(ctx)
-		done <- err
-	}()
-	// b found a holding it and waits on the clock; a lets go, and b's
-	// next try, well within its wait, takes the lease.
-	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		return clock.HasWaiters(), nil
-	}); err != nil {
-		t.Fatal("Acquire does not wait on its clock")
-	}
-	if err := a.Release(ctx, nil); err != nil {
+	clock, a, done := contested(t, "joist-lease-wait")
+	// a lets go, and b's next try, well within its wait, takes the lease.
+	if err := a.Release(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
 	clock.Step(time.Second)
@@ -98,20 +76,21 @@ func TestLease_WaitsBrieflyForTheHolder(t *testing.T) {
 	}
 }
 
-// TestLease_WaitsOnItsOwnClock: the wait for a live holder is measured
-// and slept on one clock. With a fake clock that nobody steps, Acquire
-// keeps waiting (it neither returns nor spins through real time); stepped
-// past Wait, it gives up with ErrLeaseHeld.
-func TestLease_WaitsOnItsOwnClock(t *testing.T) {
+// contested has a take a lease and b try for it, both with a 5 s wait on
+// one fake clock, and returns once b waits on that clock: the clock, a's
+// hold, and where b's Acquire reports.
+func contested(t *testing.T, prefix string) (*testingclock.FakeClock, *kube.Held, <-chan error) {
+	t.Helper()
 	env := testenv.Kube(t)
 	c := kube.New(env.Client)
 	ctx := context.Background()
 	clock := testingclock.NewFakeClock(time.Now())
-	name := testenv.Fresh("joist-lease-clock")
+	name := testenv.Fresh(prefix)
 	lease := func(holder string) *kube.Lease {
 		return &kube.Lease{Client: c, Namespace: "default", Name: name, Holder: holder, Duration: time.Minute, Wait: 5 * time.Second, Clock: clock}
 	}
-	if _, err := lease("a").Acquire(ctx); err != nil {
+	a, err := lease("a").Acquire(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
@@ -119,12 +98,20 @@ func TestLease_WaitsOnItsOwnClock(t *testing.T) {
 		_, err := lease("b").Acquire(ctx)
 		done <- err
 	}()
-	// b tried once and waits on the fake clock.
 	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		return clock.HasWaiters(), nil
 	}); err != nil {
 		t.Fatal("Acquire does not wait on its clock")
 	}
+	return clock, a, done
+}
+
+// TestLease_WaitsOnItsOwnClock: the wait for a live holder is measured
+// and slept on one clock. With a fake clock that nobody steps, Acquire
+// keeps waiting (it neither returns nor spins through real time); stepped
+// past Wait, it gives up with ErrLeaseHeld.
+func TestLease_WaitsOnItsOwnClock(t *testing.T) {
+	clock, _, done := contested(t, "joist-lease-clock")
 	select {
 	case err := <-done:
 		t.Fatalf("Acquire returned %v before its clock reached the wait", err)
