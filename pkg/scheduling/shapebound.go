@@ -44,13 +44,14 @@ import (
 // (classPool.labelAll; otherwise the shape bound is not used).
 //
 // Nodes hold whole pods, so net_{t,r} above is each type's room
-// (allocatable less DaemonSet overhead) rounded down to a multiple of g_r,
-// the greatest common divisor of the pods' requests of r: what a node uses
-// of r is a sum of requests, so a multiple of g_r, and no more than its room. Every plan is still
-// feasible, and the prices a type's room may be worth in full rise. The
-// generated few-big's pods of 4 to 24 CPU, all even, use at most 94 of an
-// m5a.24xlarge's 95.69 CPU: its bounds rose about 1 % (the resource LP's
-// columns are shared between solves and keep the room as it is).
+// (allocatable less DaemonSet overhead) rounded down to a multiple of
+// g_r, the greatest common divisor of the pods' requests of r: what a
+// node uses of r is a sum of requests, so a multiple of g_r, and no more
+// than its room. Every plan is still feasible, and the prices a type's
+// room may be worth in full rise. The generated few-big's pods of 4 to 24
+// CPU, all even, use at most 94 of an m5a.24xlarge's 95.69 CPU: its
+// bounds rose about 1 % (the resource LP's columns are shared between
+// solves and keep the room as it is).
 
 // shapeBoundCells caps groups × frontier types, so the bound's cost stays
 // small beside the packing on inputs of thousands of distinct pod shapes.
