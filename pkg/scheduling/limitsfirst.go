@@ -117,8 +117,8 @@ func limitCapacity(n *Node) corev1.ResourceList {
 // limited resources, each type's once, and each shared list of options
 // once (new nodes with the same options share one list): a node's
 // options are every offering of every type that holds it, hundreds of
-// entries, and reading every one's capacity list per node was 3 % of a
-// 300-pod mix solve.
+// entries, and reading every one's capacity list per node was about
+// 30 µs of a 2 ms mix solve at 299 pods.
 func holdsLimits(in *Input, plan Plan) bool {
 	var byName map[string]*InstanceType
 	var byNameOf *InstanceType // the list byName indexes (its first entry)
@@ -171,7 +171,10 @@ func holdsLimits(in *Input, plan Plan) bool {
 				for _, o := range nn.InstanceTypeOptions {
 					c, ok := capOf[o.Name]
 					if !ok {
-						if len(list) > 0 && (byName == nil || byNameOf != list[0]) {
+						if len(list) == 0 {
+							return false // an option of no type listed
+						}
+						if byName == nil || byNameOf != list[0] {
 							byName, byNameOf = make(map[string]*InstanceType, len(list)), list[0]
 							for _, it := range list {
 								byName[it.Name] = it
