@@ -77,14 +77,7 @@ func BenchmarkSolve50k(b *testing.B) {
 // prepared once (warm: what fromcatalog.Input gives every later solve).
 func BenchmarkSolvePrepared(b *testing.B) {
 	for _, name := range []string{"small-uniform", "many-shapes"} {
-		sh, ok := workloadgen.ShapeByName(name)
-		if !ok {
-			b.Fatalf("no shape %s", name)
-		}
-		in, err := workloadgen.Input(sh, 50, 1)
-		if err != nil {
-			b.Fatal(err)
-		}
+		in := generated(b, name, 50, 1)
 		cold := in
 		cold.Prepared = nil
 		for _, c := range []struct {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/scheduling"
+	"github.com/joist-dev/joist/pkg/scheduling/internal/workloadgen"
 	"github.com/joist-dev/joist/pkg/scheduling/verify"
 )
 
@@ -254,6 +255,21 @@ func existingNode(name, zone string, held ...*corev1.Pod) *scheduling.Node {
 		p.Spec.NodeName = name
 	}
 	return &scheduling.Node{Name: name, Labels: labels, Capacity: it.Capacity, Allocatable: it.Allocatable, Pods: held}
+}
+
+// generated is the generated workload of the named shape (workloadgen),
+// its pods and seed given; the test stops on an unknown shape.
+func generated(t testing.TB, shape string, pods int, seed int64) scheduling.Input {
+	t.Helper()
+	sh, ok := workloadgen.ShapeByName(shape)
+	if !ok {
+		t.Fatalf("no shape %s", shape)
+	}
+	in, err := workloadgen.Input(sh, pods, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
 }
 
 // solve runs Solve and fails the test on any violation Verify finds.

@@ -123,14 +123,7 @@ func TestTailWorthSamePlans(t *testing.T) {
 // nodes alone: the same plan with fewer rebuilds.
 func TestTailSplitSkipsNodesWorthTheirPrice(t *testing.T) {
 	defer scheduling.SetTailWorth(true)
-	sh, ok := workloadgen.ShapeByName("many-shapes")
-	if !ok {
-		t.Fatal("no many-shapes shape")
-	}
-	in, err := workloadgen.Input(sh, 150, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := generated(t, "many-shapes", 150, 1)
 	scheduling.SetTailWorth(false)
 	all, allTries := scheduling.SolveCountingRebuilds(in)
 	scheduling.SetTailWorth(true)

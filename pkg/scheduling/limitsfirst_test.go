@@ -9,7 +9,6 @@ import (
 
 	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/scheduling"
-	"github.com/joist-dev/joist/pkg/scheduling/internal/workloadgen"
 	"github.com/joist-dev/joist/pkg/scheduling/verify"
 )
 
@@ -32,11 +31,7 @@ func withCPULimit(in scheduling.Input, cpu string) scheduling.Input {
 func TestLimitsFirst_NonBindingLimitChangesNothing(t *testing.T) {
 	defer scheduling.SetLimitsFirst(true)
 	for _, name := range []string{"small-uniform", "few-big", "many-shapes", "daemonsets", "zone-spread"} {
-		sh, _ := workloadgen.ShapeByName(name)
-		in, err := workloadgen.Input(sh, 250, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
+		in := generated(t, name, 250, 1)
 		free := summarize(scheduling.Solve(in))
 		lim := withCPULimit(in, "100000")
 		plan := scheduling.Solve(lim)
@@ -55,16 +50,8 @@ func TestLimitsFirst_NonBindingLimitChangesNothing(t *testing.T) {
 // on few-big's pool leaves pods unschedulable).
 func TestLimitsFirst_BindingLimitPlansWithLimits(t *testing.T) {
 	defer scheduling.SetLimitsFirst(true)
-	sh, _ := workloadgen.ShapeByName("spot-limits")
-	spot, err := workloadgen.Input(sh, 250, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	big, _ := workloadgen.ShapeByName("few-big")
-	few, err := workloadgen.Input(big, 50, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	spot := generated(t, "spot-limits", 250, 1)
+	few := generated(t, "few-big", 50, 1)
 	for name, in := range map[string]scheduling.Input{"spot-limits": spot, "few-big, 8 CPUs": withCPULimit(few, "8")} {
 		scheduling.SetLimitsFirst(true)
 		plan := scheduling.Solve(in)
@@ -88,11 +75,7 @@ func TestMinValuesFirst_NonBindingChangesNothing(t *testing.T) {
 	defer scheduling.SetLimitsFirst(true)
 	const family = "karpenter.k8s.aws/instance-family"
 	for _, name := range []string{"small-uniform", "few-big", "many-shapes"} {
-		sh, _ := workloadgen.ShapeByName(name)
-		in, err := workloadgen.Input(sh, 250, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
+		in := generated(t, name, 250, 1)
 		free := summarize(scheduling.Solve(in))
 		two := 2
 		mv := in

@@ -61,14 +61,7 @@ func TestRebuildsStopNearBound(t *testing.T) {
 // now it is the full search's.
 func TestStopGapShrinksOnBigPlans(t *testing.T) {
 	defer scheduling.SetNearBound(true)
-	sh, ok := workloadgen.ShapeByName("small-uniform")
-	if !ok {
-		t.Fatal("no small-uniform shape")
-	}
-	in, err := workloadgen.Input(sh, 5000, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := generated(t, "small-uniform", 5000, 1)
 	scheduling.SetNearBound(false)
 	full := scheduling.Solve(in)
 	scheduling.SetNearBound(true)

@@ -46,11 +46,7 @@ func TestRebuildTopo_KeepsZoneSpread(t *testing.T) {
 // pods), and stays valid.
 func TestRebuildTopo_ZoneSpreadTailCheaper(t *testing.T) {
 	defer scheduling.SetRebuildTopo(true)
-	sh, _ := workloadgen.ShapeByName("zone-spread")
-	in, err := workloadgen.Input(sh, 500, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := generated(t, "zone-spread", 500, 1)
 	scheduling.SetRebuildTopo(false)
 	before := scheduling.Solve(in)
 	scheduling.SetRebuildTopo(true)

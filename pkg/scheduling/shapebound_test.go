@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/joist-dev/joist/pkg/scheduling/internal/workloadgen"
 )
 
 // TestShapeBoundSeesPodShapes: pods of 1 CPU and 3 GiB on c (about 2 GiB
@@ -40,19 +38,11 @@ func TestShapeBoundSeesPodShapes(t *testing.T) {
 // $8.66 against an $11.27 plan, whose GPU nodes alone cost more than
 // that). Each bound is checked against its plan from below too.
 func TestShapeBoundClimbsToTheGPUTypes(t *testing.T) {
-	sh, ok := workloadgen.ShapeByName("gpu")
-	if !ok {
-		t.Fatal("no gpu shape")
-	}
 	for _, c := range []struct {
 		pods int
 		seed int64
 	}{{100, 1}, {100, 3}, {250, 1}, {2000, 1}} {
-		in, err := workloadgen.Input(sh, c.pods, c.seed)
-		if err != nil {
-			t.Fatal(err)
-		}
-		plan := solve(t, in)
+		plan := solve(t, generated(t, "gpu", c.pods, c.seed))
 		ratio := plan.TotalPricePerHour / plan.LowerBoundPricePerHour
 		if ratio > 1.05 || ratio < 1-1e-9 {
 			t.Errorf("gpu/%d seed %d: plan $%.4f/h, bound $%.4f/h (ratio %.3f), want a bound within 5 %% under the plan",
