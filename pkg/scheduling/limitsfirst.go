@@ -113,30 +113,18 @@ func limitCapacity(n *Node) corev1.ResourceList {
 }
 
 // holdsLimits tells whether plan keeps every limited pool of in within
-// its limits whichever option each new node gets. It reads only the
-// limited resources, each type's once, and each shared list of options
-// once (new nodes with the same options share one list): a node's
-// options are every offering of every type that holds it, hundreds of
-// entries, and reading every one's capacity list per node was about
-// 30 µs of a 2 ms mix solve at 299 pods.
+// its limits whichever option each new node gets.
 func holdsLimits(in *Input, plan Plan) bool {
-	var byName map[string]*InstanceType
-	var byNameOf *InstanceType // the list byName indexes (its first entry)
-	type optsKey struct {
-		first *InstanceTypeOption
-		n     int
-	}
 	for _, p := range in.Pools {
 		if len(p.Limits) == 0 {
 			continue
 		}
-		var res []corev1.ResourceName
-		for r := range p.Limits {
-			if r != "nodes" {
-				res = append(res, r)
-			}
+		list, ok := in.PoolInstanceTypes[p.Name]
+		if !ok {
+			list = in.InstanceTypes
 		}
-		used := make([]int64, len(res))
+		pc := newPoolCaps(p.Limits, list)
+		used := make([]int64, len(pc.res))
 		nodes := int64(0)
 		for _, n := range in.Nodes {
 			if n.Pool != p.Name {
@@ -144,59 +132,20 @@ func holdsLimits(in *Input, plan Plan) bool {
 			}
 			nodes++
 			c := limitCapacity(n)
-			for i, r := range res {
+			for i, r := range pc.res {
 				if q, ok := c[r]; ok {
 					used[i] += quantityValue(r, q)
 				}
 			}
 		}
-		list, ok := in.PoolInstanceTypes[p.Name]
-		if !ok {
-			list = in.InstanceTypes
-		}
-		capOf := map[string][]int64{}
-		largestOf := map[optsKey][]int64{}
 		for _, nn := range plan.NewNodes {
 			if nn.Pool != p.Name {
 				continue
 			}
 			nodes++
-			if len(nn.InstanceTypeOptions) == 0 {
-				continue
-			}
-			key := optsKey{&nn.InstanceTypeOptions[0], len(nn.InstanceTypeOptions)}
-			largest, ok := largestOf[key]
+			largest, ok := pc.largest(nn.InstanceTypeOptions)
 			if !ok {
-				largest = make([]int64, len(res))
-				for _, o := range nn.InstanceTypeOptions {
-					c, ok := capOf[o.Name]
-					if !ok {
-						if len(list) == 0 {
-							return false // an option of no type listed
-						}
-						if byName == nil || byNameOf != list[0] {
-							byName, byNameOf = make(map[string]*InstanceType, len(list)), list[0]
-							for _, it := range list {
-								byName[it.Name] = it
-							}
-						}
-						it := byName[o.Name]
-						if it == nil {
-							return false
-						}
-						c = make([]int64, len(res))
-						for i, r := range res {
-							if q, ok := it.Capacity[r]; ok {
-								c[i] = quantityValue(r, q)
-							}
-						}
-						capOf[o.Name] = c
-					}
-					for i, v := range c {
-						largest[i] = max(largest[i], v)
-					}
-				}
-				largestOf[key] = largest
+				return false
 			}
 			for i, v := range largest {
 				used[i] += v
@@ -205,13 +154,92 @@ func holdsLimits(in *Input, plan Plan) bool {
 		if q, ok := p.Limits["nodes"]; ok && nodes > q.Value() {
 			return false
 		}
-		for i, r := range res {
+		for i, r := range pc.res {
 			if used[i] > quantityValue(r, p.Limits[r]) {
 				return false
 			}
 		}
 	}
 	return true
+}
+
+// poolCaps reads a pool's types' capacities of its limited resources
+// (res: every limit but "nodes"), each type's once and each shared list
+// of options once (new nodes with the same options share one list): a
+// node's options are every offering of every type that holds it,
+// hundreds of entries, and reading every one's capacity list per node
+// was about 30 µs of a 2 ms mix solve at 299 pods.
+type poolCaps struct {
+	res    []corev1.ResourceName
+	list   []*InstanceType
+	byName map[string]*InstanceType // list by name, made on first use
+	ofType map[string][]int64
+	ofOpts map[optsKey][]int64
+}
+
+// optsKey names an options list by its first entry and length.
+type optsKey struct {
+	first *InstanceTypeOption
+	n     int
+}
+
+func newPoolCaps(limits corev1.ResourceList, list []*InstanceType) *poolCaps {
+	pc := &poolCaps{list: list, ofType: map[string][]int64{}, ofOpts: map[optsKey][]int64{}}
+	for r := range limits {
+		if r != "nodes" {
+			pc.res = append(pc.res, r)
+		}
+	}
+	return pc
+}
+
+// largest is the most of each limited resource an option of opts has;
+// false when an option's type is not in the pool's list.
+func (pc *poolCaps) largest(opts []InstanceTypeOption) ([]int64, bool) {
+	out := make([]int64, len(pc.res))
+	if len(opts) == 0 {
+		return out, true
+	}
+	key := optsKey{&opts[0], len(opts)}
+	if l, ok := pc.ofOpts[key]; ok {
+		return l, true
+	}
+	for _, o := range opts {
+		c, ok := pc.capacity(o.Name)
+		if !ok {
+			return nil, false
+		}
+		for i, v := range c {
+			out[i] = max(out[i], v)
+		}
+	}
+	pc.ofOpts[key] = out
+	return out, true
+}
+
+// capacity is type name's capacity of each limited resource.
+func (pc *poolCaps) capacity(name string) ([]int64, bool) {
+	if c, ok := pc.ofType[name]; ok {
+		return c, true
+	}
+	if pc.byName == nil {
+		pc.byName = make(map[string]*InstanceType, len(pc.list))
+		for _, it := range pc.list {
+			pc.byName[it.Name] = it
+		}
+	}
+	it := pc.byName[name]
+	if it == nil {
+		return nil, false
+	}
+	c := make([]int64, len(pc.res))
+	for i, r := range pc.res {
+		if q, ok := it.Capacity[r]; ok {
+			c[i] = quantityValue(r, q)
+		}
+	}
+	pc.ofType[name] = c
+	return c, true
 }
 
 // packedWithin tells whether the packing of a solve of in without limits

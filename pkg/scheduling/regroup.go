@@ -326,7 +326,7 @@ func (s *solver) tailSplit() bool {
 		cand = cand[:tailWorst]
 	}
 	improved := false
-	worth := 1 - stopGap(s.newNodePods())
+	worth := 1 - s.gap
 	for _, b := range cand {
 		if !tailWorthOff && b.holdsOnlyFree() && b.offer.price > 0 && s.valueOf(b.used) >= worth*b.offer.price {
 			continue

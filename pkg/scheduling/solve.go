@@ -57,8 +57,9 @@ func Solve(in Input) Plan {
 func (s *solver) improveAndFinish() Plan {
 	if !s.in.Options.NoImprove {
 		// Rebuilds stop within a gap of the bound (nearbound.go).
+		s.gap = stopGap(s.newNodePods())
 		if !nearBoundOff {
-			s.stopPrice = s.boundNow() * (1 + stopGap(s.newNodePods()))
+			s.stopPrice = s.boundNow() * (1 + s.gap)
 		}
 		s.improve()
 		// Again at the nodes' final sizes, after the regrouping (regroup.go).
@@ -185,11 +186,13 @@ type solver struct {
 	freeBefore vec
 	// bound is lowerBound's answer while boundLeft pods are unplaced
 	// (boundNow); stopPrice the new nodes' price at which the local
-	// search's rebuilds stop (nearbound.go).
+	// search's rebuilds stop, gap its distance from the bound (stopGap,
+	// nearbound.go), set when the local search starts.
 	bound     float64
 	boundLeft int
 	boundSet  bool
 	stopPrice float64
+	gap       float64
 	// rebuildTries counts tryRebuildBy's rebuilds (tests read it).
 	rebuildTries int
 	// needBuf is isOpen's scratch, upNeed upgradeFor's, newScratch
