@@ -54,6 +54,13 @@ var domPool = sync.Pool{New: func() any { return new([]int32) }}
 // dimension). Dimensions with no demand get price 0; dimensions no column
 // covers are left out (their pods cannot be placed anyway).
 func solveCover(cols []lpColumn, demand []float64) (float64, []float64) {
+	return solveCoverBasic(cols, demand, nil)
+}
+
+// solveCoverBasic is solveCover that also tells basic, when not nil,
+// each column of the final basis and how many of it the LP's solution
+// buys (the limit bound reads what the solution counts against a limit).
+func solveCoverBasic(cols []lpColumn, demand []float64, basic func(j int, x float64)) (float64, []float64) {
 	nd := len(demand)
 	y := make([]float64, nd)
 	// Active rows: positive demand that some column covers.
@@ -274,6 +281,13 @@ func solveCover(cols []lpColumn, demand []float64) (float64, []float64) {
 			v += cost(basis[i]) * binv[i][k]
 		}
 		dual[k] = v
+	}
+	if basic != nil {
+		for i, j := range basis {
+			if j < n {
+				basic(j, xb[i])
+			}
+		}
 	}
 	// Back to per-unit prices, made dual feasible.
 	for i, r := range rows {
@@ -668,6 +682,15 @@ type cover struct {
 	demand []float64
 	bound  float64
 	y      []float64
+	// basic is the solution's columns and amounts (the limit bound
+	// reads what it counts against the pools' limits).
+	basic []basicCol
+}
+
+// basicCol is a column of an LP's solution and how many of it.
+type basicCol struct {
+	col int
+	x   float64
 }
 
 // coverAll solves the LP over all columns for a demand, or returns the
@@ -678,8 +701,9 @@ func (s *solver) coverAll(demand []float64) cover {
 	if s.full.demand != nil && slices.Equal(s.full.demand, demand) {
 		return s.full
 	}
-	b, y := solveCover(s.allColumns(), demand)
-	return cover{demand: demand, bound: b, y: y}
+	var basic []basicCol
+	b, y := solveCoverBasic(s.allColumns(), demand, func(j int, x float64) { basic = append(basic, basicCol{j, x}) })
+	return cover{demand: demand, bound: b, y: y, basic: basic}
 }
 
 // lowerBound is the bound for the pods the plan places. Besides the LP over
@@ -743,6 +767,10 @@ func (s *solver) lowerBound() float64 {
 	allCols := s.allColumns()
 	full := s.coverAll(sub(total))
 	best, y := full.bound, full.y
+	// Pool limits (limitbound.go).
+	if v := s.limitBound(full); v > best {
+		best = v
+	}
 	// Pods' shapes: what the resource LP's mixing of families cannot
 	// reach (shapebound.go).
 	if v := s.shapeBound(y); v > best {

@@ -25,8 +25,8 @@ import (
 // each new node of the pool, the largest capacity among its options (so
 // whichever type CreateFleet picks) stays within every limit, and the
 // node count within a "nodes" limit. Otherwise it plans again with the
-// limits, as before. Its lower bound, the unlimited problem's, is still a
-// bound for the limited one. Both are heuristics, so the plan kept is not
+// limits, as before. Its lower bound reads the limits from the input
+// Solve was given (limitBound), so it is the limited problem's either way. Both are heuristics, so the plan kept is not
 // cheaper by proof; over 90 cases with every pool limited to 0.5-3x the
 // CPU its unlimited plan requests it was never dearer than planning with
 // the limits at once (3 cheaper, 87 equal).

@@ -37,6 +37,9 @@ func Solve(in Input) Plan {
 		}
 		s := newSolver(&free)
 		s.noMinValues = minValues
+		if limits {
+			s.limitsFrom = &in // the bound reads the limits (limitbound.go)
+		}
 		s.setup()
 		s.pack()
 		if !limits || s.packedWithin(&in) {
@@ -82,10 +85,13 @@ func (s *solver) improveAndFinish() Plan {
 
 // solver holds one Solve's state.
 type solver struct {
-	in    *Input
-	plan  Plan
-	dims  *dims
-	world *world
+	in *Input
+	// limitsFrom, when set, is the input with the pool limits that in
+	// (the limits-first solve's) had taken off: the bound reads them.
+	limitsFrom *Input
+	plan       Plan
+	dims       *dims
+	world      *world
 	// prepared are the instance type lists in their prepared form (from
 	// Input.Prepared, or prepared for this solve).
 	prepared []*PreparedTypes
