@@ -3,6 +3,7 @@ package scheduling
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 	"sort"
 	"sync"
 )
@@ -82,11 +83,11 @@ func (s *solver) shapeBound(y []float64) float64 {
 		return 0
 	}
 	nd := s.dims.n()
-	type col struct {
-		t    *ptype
-		pool int
-	}
-	var cols []col
+	// The columns, groups and their keys live in scratch kept between
+	// solves (a solve of many classes made some 80 KB of them).
+	sc := shapePool.Get().(*shapeScratch)
+	defer shapePool.Put(sc)
+	cols := sc.cols[:0]
 	for _, ps := range s.pools {
 		if !ps.ok {
 			continue
@@ -96,18 +97,21 @@ func (s *solver) shapeBound(y []float64) float64 {
 			idx = ps.allIdx
 		}
 		for _, i := range idx {
-			cols = append(cols, col{ps.types[i], ps.idx})
+			cols = append(cols, shapeCol{ps.types[i], ps.idx})
 		}
 	}
-	// Groups: placed pods by request and usable frontier types.
-	type group struct {
-		req     []float64
-		n       float64
-		allowed []bool
+	sc.cols = cols
+	// Groups: placed pods by request and usable frontier types, their
+	// rows carved from arenas grown once to what every class could need.
+	groups := sc.groups[:0]
+	sc.reqArr = slices.Grow(sc.reqArr[:0], len(s.classes)*nd)
+	sc.allowArr = slices.Grow(sc.allowArr[:0], len(s.classes)*len(cols))
+	if sc.byKey == nil {
+		sc.byKey = map[string]int32{}
 	}
-	var groups []*group
-	byKey := map[string]*group{}
-	var kb []byte
+	clear(sc.byKey)
+	kb := sc.kb[:0]
+	defer func() { sc.groups, sc.kb = groups[:0], kb[:0] }()
 	total := make([]float64, nd)
 	// step: per resource, the greatest common divisor of the requests
 	// (whole pods, above).
@@ -141,11 +145,15 @@ func (s *solver) shapeBound(y []float64) float64 {
 				}
 			}
 		}
-		if h, ok := byKey[string(kb)]; ok {
-			h.n += float64(placed)
+		if gi, ok := sc.byKey[string(kb)]; ok {
+			groups[gi].n += float64(placed)
 			continue
 		}
-		g := &group{req: make([]float64, nd), n: float64(placed), allowed: make([]bool, len(cols))}
+		r0, a0 := len(sc.reqArr), len(sc.allowArr)
+		sc.reqArr = sc.reqArr[:r0+nd]
+		sc.allowArr = sc.allowArr[:a0+len(cols)]
+		g := shapeGroup{req: sc.reqArr[r0 : r0+nd : r0+nd], n: float64(placed), allowed: sc.allowArr[a0 : a0+len(cols) : a0+len(cols)]}
+		clear(g.allowed)
 		for r, v := range c.req {
 			g.req[r] = float64(max(v, 0))
 		}
@@ -159,7 +167,7 @@ func (s *solver) shapeBound(y []float64) float64 {
 		if !usable {
 			return 0
 		}
-		byKey[string(kb)] = g
+		sc.byKey[string(kb)] = int32(len(groups))
 		groups = append(groups, g)
 		if len(groups)*len(cols) > shapeBoundCells {
 			return 0
@@ -168,8 +176,6 @@ func (s *solver) shapeBound(y []float64) float64 {
 	if len(groups) == 0 {
 		return 0
 	}
-	sc := shapePool.Get().(*shapeScratch)
-	defer shapePool.Put(sc)
 	caps := sc.capRows(len(cols), nd)
 	for k, cl := range cols {
 		for r, v := range cl.t.net {
@@ -251,13 +257,10 @@ func (s *solver) shapeBound(y []float64) float64 {
 	// (values and columns), so that a column's change is scored without a
 	// pass over every type.
 	val := sc.rows(&sc.val, &sc.valArr, len(groups), len(cols))
-	type least struct {
-		v1, v2 float64
-		k1, k2 int
-	}
-	lo := make([]least, len(groups))
+	lo := slices.Grow(sc.lo[:0], len(groups))[:len(groups)]
+	sc.lo = lo
 	recompute := func(gi int) {
-		m := least{math.Inf(1), math.Inf(1), -1, -1}
+		m := shapeLeast{math.Inf(1), math.Inf(1), -1, -1}
 		for j, v := range val[gi] {
 			if !groups[gi].allowed[j] {
 				continue
@@ -271,7 +274,8 @@ func (s *solver) shapeBound(y []float64) float64 {
 		}
 		lo[gi] = m
 	}
-	for gi, g := range groups {
+	for gi := range groups {
+		g := &groups[gi]
 		for k := range cols {
 			val[gi][k] = dot(g.req, w[k])
 		}
@@ -279,12 +283,20 @@ func (s *solver) shapeBound(y []float64) float64 {
 	}
 	// Ascent over the columns some group finds cheapest: raising any
 	// other column's prices cannot raise a group's minimum.
-	others := make([]float64, len(groups))
+	others := slices.Grow(sc.others[:0], len(groups))[:len(groups)]
+	sc.others = others
+	seen := slices.Grow(sc.seen[:0], len(cols))[:len(cols)]
+	clear(seen)
+	sc.seen = seen
+	active := sc.active[:0]
+	defer func() { sc.active = active[:0] }()
 	sweeps := min(shapeSweepsMax, max(shapeSweepsMin, shapeSweepCells/(len(groups)*len(cols))))
 	for sweep := 0; sweep < sweeps; sweep++ {
 		changed := false
-		var active []int
-		seen := map[int]bool{}
+		for _, k := range active {
+			seen[k] = false
+		}
+		active = active[:0]
 		for gi := range groups {
 			if k := lo[gi].k1; !seen[k] {
 				seen[k] = true
@@ -301,7 +313,8 @@ func (s *solver) shapeBound(y []float64) float64 {
 			}
 			score := func(wk []float64) float64 {
 				x := 0.0
-				for gi, g := range groups {
+				for gi := range groups {
+					g := &groups[gi]
 					o := others[gi]
 					if g.allowed[k] {
 						o = math.Min(o, dot(g.req, wk))
@@ -322,7 +335,8 @@ func (s *solver) shapeBound(y []float64) float64 {
 				continue
 			}
 			changed = true
-			for gi, g := range groups {
+			for gi := range groups {
+				g := &groups[gi]
 				if !g.allowed[k] {
 					continue
 				}
@@ -344,7 +358,8 @@ func (s *solver) shapeBound(y []float64) float64 {
 		}
 	}
 	bound := 0.0
-	for gi, g := range groups {
+	for gi := range groups {
+		g := &groups[gi]
 		recompute(gi)
 		bound += g.n * lo[gi].v1
 	}
@@ -362,6 +377,38 @@ type shapeScratch struct {
 	wArr, valArr []float64
 	caps         []vec
 	capArr       vec
+	cols         []shapeCol
+	groups       []shapeGroup
+	reqArr       []float64
+	allowArr     []bool
+	// byKey indexes groups by key (kb: a key, scratch).
+	byKey  map[string]int32
+	kb     []byte
+	lo     []shapeLeast
+	others []float64
+	seen   []bool
+	active []int
+}
+
+// shapeLeast is a group's two least values over its columns (and the
+// columns).
+type shapeLeast struct {
+	v1, v2 float64
+	k1, k2 int
+}
+
+// shapeCol is a column of the shape bound: a frontier type of a pool.
+type shapeCol struct {
+	t    *ptype
+	pool int
+}
+
+// shapeGroup is the placed pods of one request and usable columns: n
+// pods asking req each, allowed per column.
+type shapeGroup struct {
+	req     []float64
+	n       float64
+	allowed []bool
 }
 
 var shapePool = sync.Pool{New: func() any { return new(shapeScratch) }}
