@@ -222,3 +222,7 @@ func SetScratch(on bool) { scratchOff = !on }
 // types (on) or every pool's (off), for the test that plans are the same
 // either way.
 func SetRegroupPoolColumns(on bool) { regroupAllColumns = !on }
+
+// SetLimitRebuilds turns the local search's rebuilds on or off for
+// solves with limited pools.
+func SetLimitRebuilds(on bool) { limitRebuildsOff = !on }

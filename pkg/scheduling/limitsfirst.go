@@ -13,11 +13,12 @@ import (
 // But a pool with limits makes the packer consider every type (a bigger
 // type uses more of the limit: no frontier), answer no search from its
 // memos (the answers depend on the pool's usage), and skip the local
-// search's merges and rebuilds (other nodes' sizes count against the
-// limit): on the generated shapes a limit of 100,000 CPUs, which no plan
-// comes near, made plans up to 11% dearer (many-shapes/250 $14.42 ->
-// $16.00/h, few-big/2000 $1,000.12 -> $1,075.97, daemonsets/2000 $39.47 ->
-// $43.02).
+// search's merges, regrouping, tail split and refill (other nodes' sizes
+// count against the limit; only its rebuilds run, and only since
+// December 2026): on the generated shapes a limit of 100,000 CPUs, which
+// no plan comes near, made plans up to 11% dearer (many-shapes/250 $14.42
+// -> $16.00/h, few-big/2000 $1,000.12 -> $1,075.97, daemonsets/2000
+// $39.47 -> $43.02, with no rebuilds).
 //
 // So a solve with limited pools first plans as if no pool had limits, and
 // keeps that plan when it holds them anyway, as verify.Plan checks them:
@@ -44,7 +45,7 @@ import (
 // output, as always: nodeFailed); else the plan is made with both.
 
 // The plan without limits costs its whole local search, far more than
-// the limited packer, which has none: when a limit binds (spot-limits),
+// the limited packer, which has only the rebuilds: when a limit binds (spot-limits),
 // the solve paid both (5-8x its time). So the packing without limits is
 // checked first (packedWithin), and a limit its nodes already exceed, at
 // their current types, skips the local search: the plan is made with the

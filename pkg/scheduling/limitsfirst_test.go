@@ -1,6 +1,7 @@
 package scheduling_test
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -112,5 +113,53 @@ func TestMinValuesFirst_NonBindingChangesNothing(t *testing.T) {
 				t.Errorf("%s: node %d's requirements do not carry minValues 2 on %s", name, i, family)
 			}
 		}
+	}
+}
+
+// TestLimitedRebuildsKeepTheLimits: with a limit that binds, the local
+// search's rebuilds run (the packing checks every node it grows or
+// opens against the limits), and each plan holds the limits, places as
+// many pods and costs no more than without them; spot-limits at 700 and
+// 2,000 pods and weighted-tainted-pools and zonal-volumes under CPU
+// limits were 0.6-16 % dearer without.
+func TestLimitedRebuildsKeepTheLimits(t *testing.T) {
+	defer scheduling.SetLimitRebuilds(true)
+	type tc struct {
+		name string
+		in   scheduling.Input
+	}
+	var cases []tc
+	for _, n := range []int{50, 700, 2000} {
+		cases = append(cases, tc{fmt.Sprintf("spot-limits/%d", n), generated(t, "spot-limits", n, 2)})
+	}
+	for _, c := range []struct {
+		shape string
+		pods  int
+		cpu   string
+	}{{"weighted-tainted-pools", 100, "24"}, {"weighted-tainted-pools", 400, "100"}, {"zonal-volumes", 100, "30"}, {"many-shapes", 100, "50"}} {
+		cases = append(cases, tc{fmt.Sprintf("%s/%d, %s CPUs", c.shape, c.pods, c.cpu), withCPULimit(generated(t, c.shape, c.pods, 1), c.cpu)})
+	}
+	cheaper := 0
+	for _, c := range cases {
+		scheduling.SetLimitRebuilds(false)
+		without := scheduling.Solve(c.in)
+		scheduling.SetLimitRebuilds(true)
+		plan := scheduling.Solve(c.in)
+		for _, err := range verify.Plan(c.in, plan) {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if len(plan.Unschedulable) != len(without.Unschedulable) {
+			t.Errorf("%s: %d pods unschedulable, %d without rebuilds", c.name, len(plan.Unschedulable), len(without.Unschedulable))
+		}
+		if plan.TotalPricePerHour > without.TotalPricePerHour+1e-9 {
+			t.Errorf("%s: $%.4f/h, $%.4f/h without rebuilds", c.name, plan.TotalPricePerHour, without.TotalPricePerHour)
+		}
+		if plan.TotalPricePerHour < without.TotalPricePerHour-1e-9 {
+			cheaper++
+		}
+		t.Logf("%s: $%.4f/h, $%.4f/h without rebuilds", c.name, plan.TotalPricePerHour, without.TotalPricePerHour)
+	}
+	if cheaper == 0 {
+		t.Errorf("no plan cheaper with rebuilds under limits")
 	}
 }

@@ -34,7 +34,7 @@ var Shapes = []Shape{
 	{Name: "memory-heavy", Unconstrained: true, gen: genMemory},
 	{Name: "many-shapes", Unconstrained: true, gen: genManyShapes},
 	{Name: "gpu", gen: genGPU}, // the shape bound sees that a GPU type brings its cpu and memory
-	{Name: "spot-limits", gen: genSpotLimits, Loose: "the limits bind the LP only: whole nodes, and the limited packer has no local search"},
+	{Name: "spot-limits", gen: genSpotLimits, Loose: "the limits bind the LP only (whole nodes); a limited pool's local search only rebuilds"},
 	{Name: "weighted-tainted-pools", gen: genPools, Loose: "weights make a dearer pool first; the bound prices every pool"},
 	{Name: "zone-spread", gen: genZoneSpread, Loose: "spread minimum per zone ignored by the bound"},
 	{Name: "hostname-anti", gen: genHostnameAnti, Loose: "one pod per node ignored by the bound"},
