@@ -229,7 +229,8 @@ func (s *solver) fitKeyOf(l *level) uint32 {
 // kept (code not 0) or to fill (code 0); nil when none is kept for this
 // search (a list other than the frontier, or a full table).
 func (s *solver) fitAnswer(l *level, b *bin, cp *classPool) *fitEntry {
-	if fitAnswersOff || upCacheOff {
+	// A limited pool's answers depend on its usage too.
+	if fitAnswersOff || upCacheOff || b.pool.hasLimits {
 		return nil
 	}
 	fi := s.fitFor(b.pool, s.searchList(b, cp))

@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"math"
 	"math/rand"
 	"sort"
 	"testing"
@@ -8,14 +9,23 @@ import (
 
 // TestFrontierIsTheUndominatedTypes checks the one-pass frontier against
 // the definition (compare every pair) on random types with many ties of
-// price and resources.
+// price and resources; in a pool limited on CPU (odd seeds), a type
+// counting more CPU against the limit does not dominate.
 func TestFrontierIsTheUndominatedTypes(t *testing.T) {
 	for seed := int64(1); seed <= 200; seed++ {
 		rnd := rand.New(rand.NewSource(seed))
 		n := 1 + rnd.Intn(60)
 		ps := &poolState{}
+		limited := seed%2 == 1
+		if limited {
+			ps.limit = vec{100, math.MaxInt64, math.MaxInt64, math.MaxInt64}
+		}
+		dom := func(a, b *ptype) bool {
+			return dominates(a, b) && (!limited || a.capv[0] <= b.capv[0])
+		}
 		for i := 0; i < n; i++ {
 			pt := &ptype{net: vec{int64(1 + rnd.Intn(4)), int64(1 + rnd.Intn(4)), 10, 0}}
+			pt.capv = vec{pt.net[0] + int64(rnd.Intn(2)), pt.net[1], 10, 0}
 			for z := 0; z < 3; z++ {
 				if rnd.Intn(3) > 0 {
 					o := offer{zone: z, ct: rnd.Intn(2), price: float64(1 + rnd.Intn(4))}
@@ -38,7 +48,7 @@ func TestFrontierIsTheUndominatedTypes(t *testing.T) {
 		for i, pt := range ps.types {
 			dominated := false
 			for j, o := range ps.types {
-				if j != i && dominates(o, pt) && (!dominates(pt, o) || j < i) {
+				if j != i && dom(o, pt) && (!dom(pt, o) || j < i) {
 					dominated = true
 					break
 				}

@@ -408,7 +408,7 @@ func (s *solver) upgradeFor(l *level, b *bin, cp *classPool) (growth, bool) {
 // frontier type: then the search scans every type.
 func (s *solver) searchList(b *bin, cp *classPool) []int {
 	ps := b.pool
-	if ps.hasLimits || b.labelCut || (cp != nil && !cp.labelAll) {
+	if b.labelCut || (cp != nil && !cp.labelAll) {
 		return ps.allIdx
 	}
 	return ps.frontier
@@ -475,6 +475,21 @@ func (s *solver) newBinFor(l *level, ps *poolState, want int) (*growth, string) 
 	}
 	best, bestPrice := -1, 0.0
 	limited := false
+	// A limited pool whose limits have no room for even its smallest
+	// type (usually: spot pools filled to their limit) fails every type
+	// of the loop below on the limits; only whether one passes the other
+	// filters first (the reason) is left to find.
+	if ps.hasLimits && !s.withinLimits(ps, ps.minCapv(), nil, 1) {
+		for i, t := range ps.types {
+			if !cp.types.has(i) || t.zoneMask&zm == 0 || t.ctMask&cm == 0 || !l.cls.req.le(t.net) {
+				continue
+			}
+			if o, ok := t.price(zm, cm); ok && (s.priceCap <= 0 || o.price < s.priceCap) {
+				return nil, s.limitReason(ps, l)
+			}
+		}
+		return nil, fmt.Sprintf("no offering of pool %q fits the topology's zones", ps.pool.Name)
+	}
 	memo := s.newTypeMemo(l, ps, typeTopo)
 	if memo != nil && memo.ok && memo.cap == s.priceCap {
 		best, bestPrice = int(memo.best), memo.price
@@ -633,19 +648,68 @@ func (s *solver) withinLimits(ps *poolState, add, drop vec, extraNodes int64) bo
 
 // limitReason names the limit that stops a new node for the class.
 func (s *solver) limitReason(ps *poolState, l *level) string {
+	small := s.smallestHolding(ps, l)
 	for i, lim := range ps.limit {
 		if lim == math.MaxInt64 {
 			continue
 		}
-		smallest := int64(math.MaxInt64)
-		for _, t := range ps.types {
-			if l.cls.req.le(t.net) && t.capv[i] < smallest {
-				smallest = t.capv[i]
-			}
-		}
-		if ps.usage[i]+smallest > lim {
+		if smallest := small[i]; ps.usage[i]+smallest > lim {
 			return fmt.Sprintf("exceeds pool %q %s limit", ps.pool.Name, s.dims.names[i])
 		}
 	}
 	return "exceeds pool " + strconv.Quote(ps.pool.Name) + " limits"
+}
+
+// minCapv is the least capacity of any of the pool's types, per
+// dimension (computed once).
+func (ps *poolState) minCapv() vec {
+	if ps.minCap == nil {
+		m := make(vec, len(ps.limit))
+		for d := range m {
+			m[d] = math.MaxInt64
+		}
+		for _, t := range ps.types {
+			for d, v := range t.capv {
+				m[d] = min(m[d], v)
+			}
+		}
+		for d := range m {
+			if m[d] == math.MaxInt64 {
+				m[d] = 0
+			}
+		}
+		ps.minCap = m
+	}
+	return ps.minCap
+}
+
+// smallestHolding is, per dimension, the least capacity among ps's types
+// that hold a pod of l (math.MaxInt64: none), kept per level and pool.
+func (s *solver) smallestHolding(ps *poolState, l *level) vec {
+	key := limitKey{l, ps.idx}
+	if v, ok := s.limitSmall[key]; ok {
+		return v
+	}
+	v := make(vec, len(ps.limit))
+	for d := range v {
+		v[d] = math.MaxInt64
+	}
+	for _, t := range ps.types {
+		if l.cls.req.le(t.net) {
+			for d, c := range t.capv {
+				v[d] = min(v[d], c)
+			}
+		}
+	}
+	if s.limitSmall == nil {
+		s.limitSmall = map[limitKey]vec{}
+	}
+	s.limitSmall[key] = v
+	return v
+}
+
+// limitKey keys smallestHolding's answers.
+type limitKey struct {
+	l    *level
+	pool int
 }

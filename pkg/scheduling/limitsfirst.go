@@ -10,9 +10,10 @@ import (
 //
 // Almost every NodePool carries a limit (Karpenter's own examples set
 // `limits: cpu: 1000`) that a single provisioning pass rarely comes near.
-// But a pool with limits makes the packer consider every type (a bigger
-// type uses more of the limit: no frontier), answer no search from its
-// memos (the answers depend on the pool's usage), and skip the local
+// But a pool with limits makes the packer consider more types (a bigger
+// type uses more of the limit, so only a type of the same size dominates
+// another), answer no search from its memos (the answers depend on the
+// pool's usage), and skip the local
 // search's merges, regrouping, tail split and refill (other nodes' sizes
 // count against the limit; only its rebuilds run, and only since
 // December 2026): on the generated shapes a limit of 100,000 CPUs, which

@@ -72,7 +72,9 @@ type poolState struct {
 	// count limit (-1 when unlimited).
 	limit      vec
 	limitNodes int64
-	hasLimits  bool
+	// minCap is minCapv's answer.
+	minCap    vec
+	hasLimits bool
 	// kept are the pool's types as kept in the prepared list for later
 	// solves (nil: prepared for this solve alone).
 	kept       *keptTypes
@@ -131,6 +133,17 @@ type ptype struct {
 // dominates tells whether a is at least as good as b for every purpose:
 // as much of every resource and capacity, offered wherever b is, at no
 // higher price there.
+// limitedDims are the dimensions ps has limits on.
+func limitedDims(ps *poolState) []int {
+	var out []int
+	for d, v := range ps.limit {
+		if v != math.MaxInt64 {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 func dominates(a, b *ptype) bool {
 	if a.minPrice > b.minPrice || !b.net.le(a.net) {
 		return false
@@ -364,8 +377,8 @@ func (s *solver) listIndices(ps *poolState, pl *PreparedTypes) listIdx {
 
 // poolTypesKey is what decides a pool's types besides the prepared list:
 // its zones and capacity types, its requirements on type labels, the
-// solve's dimensions, whether it has limits (its frontier then keeps
-// every type) and the DaemonSets it runs (their requests, host ports and
+// solve's dimensions, the dimensions it has limits on (its frontier
+// then keeps a type of each size) and the DaemonSets it runs (their requests, host ports and
 // node requirements, and what those are checked against: the pool's
 // other requirements and the solve's zones, capacity types and type
 // label keys), with no offering out of capacity; "" otherwise. Solves of
@@ -376,7 +389,7 @@ func (s *solver) poolTypesKey(ps *poolState, pl *PreparedTypes, x listIdx, dsLis
 		return ""
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%x/%x/%s/%v/%t", x.localZones, x.localCTs, ps.typeReqs.signature(), s.dims.names, ps.hasLimits)
+	fmt.Fprintf(&b, "%x/%x/%s/%v/%v", x.localZones, x.localCTs, ps.typeReqs.signature(), s.dims.names, limitedDims(ps))
 	for _, a := range s.attach {
 		fmt.Fprintf(&b, "/attach %d", a.reserve)
 	}
@@ -614,24 +627,31 @@ func (k *keptTypes) fill(ps *poolState) {
 // type is dominated by a frontier type before it. That makes it
 // O(types × frontier) instead of O(types²), the same set.
 func (s *solver) buildFrontier(ps *poolState) {
-	if ps.hasLimits {
-		// A bigger type uses more of a limit: keep them all.
-		for i := range ps.types {
-			ps.frontier = append(ps.frontier, i)
-			ps.frontierBits.set(i)
+	// A limited pool: a type counting more against a limit (a bigger
+	// one) does not dominate, since it may not fit where the smaller
+	// does; a type of the same size does (c6a.xlarge over c5.xlarge).
+	lim := limitedDims(ps)
+	dom := func(a, b *ptype) bool {
+		if !dominates(a, b) {
+			return false
 		}
-		return
+		for _, d := range lim {
+			if a.capv[d] > b.capv[d] {
+				return false
+			}
+		}
+		return true
 	}
 	for i, t := range ps.types {
 		dominated := false
 		for _, f := range ps.frontier {
-			if dominates(ps.types[f], t) {
+			if dom(ps.types[f], t) {
 				dominated = true
 				break
 			}
 		}
 		for j := i + 1; !dominated && j < len(ps.types) && ps.types[j].minPrice == t.minPrice; j++ {
-			if o := ps.types[j]; dominates(o, t) && !dominates(t, o) {
+			if o := ps.types[j]; dom(o, t) && !dom(t, o) {
 				dominated = true
 			}
 		}

@@ -212,7 +212,7 @@ func TestPreparedPoolTypes(t *testing.T) {
 						t.Fatalf("seed %d round %d pool %s: type %d has index %d, name rank %d", seed, round, ps.pool.Name, i, tp.idx, tp.nameRank)
 					}
 				}
-				fresh := &poolState{types: ps.types, hasLimits: ps.hasLimits, frontierBits: newBitset(len(ps.types))}
+				fresh := &poolState{types: ps.types, hasLimits: ps.hasLimits, limit: ps.limit, frontierBits: newBitset(len(ps.types))}
 				s.buildFrontier(fresh)
 				if !reflect.DeepEqual(ps.frontier, fresh.frontier) || !reflect.DeepEqual(ps.frontierBits, fresh.frontierBits) {
 					t.Fatalf("seed %d round %d pool %s: frontier %v, want %v", seed, round, ps.pool.Name, ps.frontier, fresh.frontier)

@@ -86,6 +86,8 @@ func (s *solver) improveAndFinish() Plan {
 // solver holds one Solve's state.
 type solver struct {
 	in *Input
+	// limitSmall are smallestHolding's answers.
+	limitSmall map[limitKey]vec
 	// limitsFrom, when set, is the input with the pool limits that in
 	// (the limits-first solve's) had taken off: the bound reads them.
 	limitsFrom *Input
