@@ -2,6 +2,7 @@ package scheduling_test
 
 import (
 	"fmt"
+	"math/rand"
 	"sort"
 	"strings"
 	"testing"
@@ -314,4 +315,47 @@ func zonesOf(plan scheduling.Plan) map[string]int {
 		out[n.Cheapest.Zone] += len(n.Pods)
 	}
 	return out
+}
+
+// bruteCase is a brute-force case: n pods, pod k asking cpu[k]
+// millicores and mem[k] MiB.
+type bruteCase struct {
+	pods     []*corev1.Pod
+	cpu, mem []int64
+}
+
+// randomBrute draws n pods of 1 to cpuSteps × cpuStep millicores and 1
+// to memSteps × memStep MiB (for the tests that brute-force the cheapest
+// plan of a few pods).
+func randomBrute(rnd *rand.Rand, n int, cpuStep int64, cpuSteps int, memStep int64, memSteps int) bruteCase {
+	bc := bruteCase{cpu: make([]int64, n), mem: make([]int64, n)}
+	for k := 0; k < n; k++ {
+		bc.cpu[k] = cpuStep * int64(1+rnd.Intn(cpuSteps))
+		bc.mem[k] = memStep * int64(1+rnd.Intn(memSteps))
+		bc.pods = append(bc.pods, pods(fmt.Sprintf("p%d", k), 1, fmt.Sprintf("%dm", bc.cpu[k]), fmt.Sprintf("%dMi", bc.mem[k]))...)
+	}
+	return bc
+}
+
+// holds tells whether a node of type s holds the pods of mask m (the
+// test catalog's allocatable: 100m and 512Mi less than capacity).
+func (bc bruteCase) holds(s typeSpec, m int) bool {
+	var c, g, p int64
+	for k := range bc.cpu {
+		if m&(1<<k) != 0 {
+			c, g, p = c+bc.cpu[k], g+bc.mem[k], p+1
+		}
+	}
+	return c <= s.cpu*1000-100 && g <= s.memGi*1024-512 && p <= s.pods
+}
+
+// cmSpecs are the test catalog's c and m types.
+func cmSpecs() []typeSpec {
+	var specs []typeSpec
+	for _, s := range testTypeSpecs {
+		if s.category == "c" || s.category == "m" {
+			specs = append(specs, s)
+		}
+	}
+	return specs
 }

@@ -51,12 +51,7 @@ func TestLimitBoundSeesPoolLimits(t *testing.T) {
 // holding its pods, spot when the limit has room for the type's CPUs),
 // and checks that the bound is never above it.
 func TestLimitBoundAtMostOptimum(t *testing.T) {
-	var specs []typeSpec
-	for _, s := range testTypeSpecs {
-		if s.category == "c" || s.category == "m" {
-			specs = append(specs, s)
-		}
-	}
+	specs := cmSpecs()
 	rnd := rand.New(rand.NewSource(1))
 	cases := 200
 	if testing.Short() {
@@ -66,15 +61,8 @@ func TestLimitBoundAtMostOptimum(t *testing.T) {
 	for i := 0; i < cases; i++ {
 		n := 1 + rnd.Intn(7)
 		limit := rnd.Intn(13)
-		var ps []*corev1.Pod
-		cpu := make([]int64, n) // millicores
-		mem := make([]int64, n) // MiB
-		for k := 0; k < n; k++ {
-			cpu[k] = 500 * int64(1+rnd.Intn(8))
-			mem[k] = 256 * int64(1+rnd.Intn(32))
-			ps = append(ps, pods(fmt.Sprintf("p%d", k), 1, fmt.Sprintf("%dm", cpu[k]), fmt.Sprintf("%dMi", mem[k]))...)
-		}
-		in := spotAndOnDemand(ps, fmt.Sprint(limit))
+		bc := randomBrute(rnd, n, 500, 8, 256, 32)
+		in := spotAndOnDemand(bc.pods, fmt.Sprint(limit))
 		plan := solve(t, in)
 		if len(plan.Unschedulable) > 0 {
 			t.Fatalf("case %d: unschedulable: %s", i, plan.Unschedulable[0].Reason)
@@ -97,14 +85,8 @@ func TestLimitBoundAtMostOptimum(t *testing.T) {
 				if sub&low == 0 {
 					continue
 				}
-				var c, g, p int64
-				for k := 0; k < n; k++ {
-					if sub&(1<<k) != 0 {
-						c, g, p = c+cpu[k], g+mem[k], p+1
-					}
-				}
 				for _, s := range specs {
-					if c > s.cpu*1000-100 || g > s.memGi*1024-512 || p > s.pods {
+					if !bc.holds(s, sub) {
 						continue
 					}
 					for u := 0; u <= limit; u++ {
@@ -118,7 +100,7 @@ func TestLimitBoundAtMostOptimum(t *testing.T) {
 		}
 		opt := best[full][limit]
 		if plan.LowerBoundPricePerHour > opt+1e-9 {
-			t.Errorf("case %d (%d pods, cpu %v, mem %v, spot limit %d): bound $%.4f/h above the optimum $%.4f/h", i, n, cpu, mem, limit, plan.LowerBoundPricePerHour, opt)
+			t.Errorf("case %d (%d pods, cpu %v, mem %v, spot limit %d): bound $%.4f/h above the optimum $%.4f/h", i, n, bc.cpu, bc.mem, limit, plan.LowerBoundPricePerHour, opt)
 		}
 		if plan.LowerBoundPricePerHour > opt*0.8 {
 			tight++

@@ -1,12 +1,9 @@
 package scheduling_test
 
 import (
-	"fmt"
 	"math"
 	"math/rand"
 	"testing"
-
-	corev1 "k8s.io/api/core/v1"
 )
 
 // TestShapeBoundSeesPodShapes: pods of 1 CPU and 3 GiB on c (about 2 GiB
@@ -57,12 +54,7 @@ func TestShapeBoundClimbsToTheGPUTypes(t *testing.T) {
 // and m types only, so that the search sees every type the solver may use.
 func TestBoundAtMostOptimum(t *testing.T) {
 	types := testInstanceTypes()
-	var specs []typeSpec
-	for _, s := range testTypeSpecs {
-		if s.category == "c" || s.category == "m" {
-			specs = append(specs, s)
-		}
-	}
+	specs := cmSpecs()
 	rnd := rand.New(rand.NewSource(1))
 	cases := 300
 	if testing.Short() {
@@ -71,15 +63,8 @@ func TestBoundAtMostOptimum(t *testing.T) {
 	above := 0
 	for i := 0; i < cases; i++ {
 		n := 1 + rnd.Intn(7)
-		var ps []*corev1.Pod
-		cpu := make([]int64, n) // millicores
-		mem := make([]int64, n) // MiB
-		for k := 0; k < n; k++ {
-			cpu[k] = 250 * int64(1+rnd.Intn(24))
-			mem[k] = 256 * int64(1+rnd.Intn(96))
-			ps = append(ps, pods(fmt.Sprintf("p%d", k), 1, fmt.Sprintf("%dm", cpu[k]), fmt.Sprintf("%dMi", mem[k]))...)
-		}
-		in := input(ps, pool("default", withReq("karpenter.k8s.aws/instance-category", "In", "c", "m")))
+		bc := randomBrute(rnd, n, 250, 24, 256, 96)
+		in := input(bc.pods, pool("default", withReq("karpenter.k8s.aws/instance-category", "In", "c", "m")))
 		in.InstanceTypes = types
 		plan := solve(t, in)
 		if len(plan.Unschedulable) > 0 {
@@ -89,15 +74,9 @@ func TestBoundAtMostOptimum(t *testing.T) {
 		full := 1<<n - 1
 		cost := make([]float64, full+1)
 		for m := 1; m <= full; m++ {
-			var c, g, p int64
-			for k := 0; k < n; k++ {
-				if m&(1<<k) != 0 {
-					c, g, p = c+cpu[k], g+mem[k], p+1
-				}
-			}
 			cost[m] = math.Inf(1)
 			for _, s := range specs {
-				if c <= s.cpu*1000-100 && g <= s.memGi*1024-512 && p <= s.pods && s.od < cost[m] {
+				if bc.holds(s, m) && s.od < cost[m] {
 					cost[m] = s.od
 				}
 			}
@@ -114,7 +93,7 @@ func TestBoundAtMostOptimum(t *testing.T) {
 			}
 		}
 		if plan.LowerBoundPricePerHour > best[full]+1e-9 {
-			t.Errorf("case %d (%d pods, cpu %v, mem %v): bound $%.4f/h above the optimum $%.4f/h", i, n, cpu, mem, plan.LowerBoundPricePerHour, best[full])
+			t.Errorf("case %d (%d pods, cpu %v, mem %v): bound $%.4f/h above the optimum $%.4f/h", i, n, bc.cpu, bc.mem, plan.LowerBoundPricePerHour, best[full])
 		}
 		if plan.LowerBoundPricePerHour > best[full]*0.999 {
 			above++
