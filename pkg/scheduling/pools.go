@@ -130,9 +130,6 @@ type ptype struct {
 	cheapOK bool
 }
 
-// dominates tells whether a is at least as good as b for every purpose:
-// as much of every resource and capacity, offered wherever b is, at no
-// higher price there.
 // limitedDims are the dimensions ps has limits on.
 func limitedDims(ps *poolState) []int {
 	var out []int
@@ -144,6 +141,9 @@ func limitedDims(ps *poolState) []int {
 	return out
 }
 
+// dominates tells whether a is at least as good as b for every purpose:
+// as much of every resource and capacity, offered wherever b is, at no
+// higher price there.
 func dominates(a, b *ptype) bool {
 	if a.minPrice > b.minPrice || !b.net.le(a.net) {
 		return false
@@ -377,13 +377,13 @@ func (s *solver) listIndices(ps *poolState, pl *PreparedTypes) listIdx {
 
 // poolTypesKey is what decides a pool's types besides the prepared list:
 // its zones and capacity types, its requirements on type labels, the
-// solve's dimensions, the dimensions it has limits on (its frontier
-// then keeps a type of each size) and the DaemonSets it runs (their requests, host ports and
-// node requirements, and what those are checked against: the pool's
-// other requirements and the solve's zones, capacity types and type
-// label keys), with no offering out of capacity; "" otherwise. Solves of
-// pools with the same key get the same types, so they are kept in the
-// prepared list (keptTypes).
+// solve's dimensions, the dimensions it has limits on (its frontier then
+// keeps types a bigger one dominates) and the DaemonSets it runs (their
+// requests, host ports and node requirements, and what those are
+// checked against: the pool's other requirements and the solve's zones,
+// capacity types and type label keys), with no offering out of
+// capacity; "" otherwise. Solves of pools with the same key get the same
+// types, so they are kept in the prepared list (keptTypes).
 func (s *solver) poolTypesKey(ps *poolState, pl *PreparedTypes, x listIdx, dsList []*dsInfo) string {
 	if !x.same || s.in.Unavailable != nil || len(pl.zones) > 64 || len(pl.cts) > 64 {
 		return ""
