@@ -476,20 +476,9 @@ func (s *solver) newBinFor(l *level, ps *poolState, want int) (*growth, string) 
 	best, bestPrice := -1, 0.0
 	limited := false
 	// A limited pool whose limits have no room for even its smallest
-	// type (usually: spot pools filled to their limit) fails every type
-	// of the loop below on the limits; only whether one passes the other
-	// filters first (the reason) is left to find.
-	if ps.hasLimits && !s.withinLimits(ps, ps.minCapv(), nil, 1) {
-		for i, t := range ps.types {
-			if !cp.types.has(i) || t.zoneMask&zm == 0 || t.ctMask&cm == 0 || !l.cls.req.le(t.net) {
-				continue
-			}
-			if o, ok := t.price(zm, cm); ok && (s.priceCap <= 0 || o.price < s.priceCap) {
-				return nil, s.limitReason(ps, l)
-			}
-		}
-		return nil, fmt.Sprintf("no offering of pool %q fits the topology's zones", ps.pool.Name)
-	}
+	// type (usually: a spot pool filled to its limit) fails every type
+	// on the limits: the first type passing the other filters says so.
+	full := ps.hasLimits && !s.withinLimits(ps, ps.minCapv(), nil, 1)
 	memo := s.newTypeMemo(l, ps, typeTopo)
 	if memo != nil && memo.ok && memo.cap == s.priceCap {
 		best, bestPrice = int(memo.best), memo.price
@@ -504,6 +493,10 @@ func (s *solver) newBinFor(l *level, ps *poolState, want int) (*growth, string) 
 			o, ok := t.price(zm, cm)
 			if !ok || (best >= 0 && o.price >= bestPrice) || (s.priceCap > 0 && o.price >= s.priceCap) {
 				continue
+			}
+			if full {
+				limited = true
+				break
 			}
 			if ps.hasLimits && !s.withinLimits(ps, t.capv, nil, 1) {
 				limited = true

@@ -53,42 +53,20 @@ type poolLimit struct {
 	left float64
 }
 
-// boundLimits lists the limits of the solve's pools, from limitsFrom
-// when set (the pools' own limits are then gone).
+// boundLimits lists the limits the solve's pools have for the bound
+// (poolState.boundLimit), with what their existing and in-flight nodes
+// leave.
 func (s *solver) boundLimits() []poolLimit {
-	src := s.in.Pools
-	if s.limitsFrom != nil {
-		src = s.limitsFrom.Pools
-	}
 	var out []poolLimit
 	for _, ps := range s.pools {
 		if !ps.ok {
 			continue
 		}
-		for _, p := range src {
-			if p.Name != ps.pool.Name || len(p.Limits) == 0 {
-				continue
-			}
-			// What the pool's existing and in-flight nodes count.
-			used := s.dims.zero()
-			nodes := 0.0
-			for _, b := range s.existingBins {
-				if b.node.Pool == p.Name {
-					used.add(s.dims.fromList(limitCapacity(b.node)))
-					nodes++
-				}
-			}
-			for name, q := range p.Limits {
-				if name == "nodes" {
-					out = append(out, poolLimit{ps, -1, math.Max(0, float64(q.Value())-nodes)})
-					continue
-				}
-				// A limit on a resource no pod asks for is left out
-				// (relaxed: still a bound).
-				if i, ok := s.dims.index[name]; ok {
-					out = append(out, poolLimit{ps, i, math.Max(0, float64(quantityValue(name, q))-float64(used[i]))})
-				}
-			}
+		if ps.boundNodes >= 0 {
+			out = append(out, poolLimit{ps, -1, math.Max(0, float64(ps.boundNodes-ps.baseNodes))})
+		}
+		for _, d := range limitedDims(ps.boundLimit) {
+			out = append(out, poolLimit{ps, d, math.Max(0, float64(ps.boundLimit[d]-ps.baseUsage[d]))})
 		}
 	}
 	return out

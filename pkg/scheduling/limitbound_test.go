@@ -115,6 +115,7 @@ func TestLimitBoundAtMostOptimum(t *testing.T) {
 // limits at once does (mix's pools are limited: the plan without them
 // holds them, and its bound was the unlimited one).
 func TestLimitBoundSameInTheLimitsFirstSolve(t *testing.T) {
+	defer scheduling.SetLimitsFirst(true)
 	for _, n := range []int{150, 250} {
 		in := generated(t, "mix", n, 1)
 		first := scheduling.Solve(in)

@@ -11,15 +11,14 @@ import (
 // Almost every NodePool carries a limit (Karpenter's own examples set
 // `limits: cpu: 1000`) that a single provisioning pass rarely comes near.
 // But a pool with limits makes the packer consider more types (a bigger
-// type uses more of the limit, so only a type of the same size dominates
+// type uses more of the limit, so only a type no bigger dominates
 // another), answer no search from its memos (the answers depend on the
-// pool's usage), and skip the local
-// search's merges, regrouping, tail split and refill (other nodes' sizes
-// count against the limit; only its rebuilds run, and only since
-// December 2026): on the generated shapes a limit of 100,000 CPUs, which
-// no plan comes near, made plans up to 11% dearer (many-shapes/250 $14.42
-// -> $16.00/h, few-big/2000 $1,000.12 -> $1,075.97, daemonsets/2000
-// $39.47 -> $43.02, with no rebuilds).
+// pool's usage), and skip the local search's merges, regrouping, tail
+// split and refill (other nodes' sizes count against the limit; only its
+// rebuilds run, and only since December 2026): on the generated shapes a
+// limit of 100,000 CPUs, which no plan comes near, made plans up to 11%
+// dearer (many-shapes/250 $14.42 -> $16.00/h, few-big/2000 $1,000.12 ->
+// $1,075.97, daemonsets/2000 $39.47 -> $43.02, with no rebuilds).
 //
 // So a solve with limited pools first plans as if no pool had limits, and
 // keeps that plan when it holds them anyway, as verify.Plan checks them:
@@ -28,10 +27,11 @@ import (
 // whichever type CreateFleet picks) stays within every limit, and the
 // node count within a "nodes" limit. Otherwise it plans again with the
 // limits, as before. Its lower bound reads the limits from the input
-// Solve was given (limitBound), so it is the limited problem's either way. Both are heuristics, so the plan kept is not
-// cheaper by proof; over 90 cases with every pool limited to 0.5-3x the
-// CPU its unlimited plan requests it was never dearer than planning with
-// the limits at once (3 cheaper, 87 equal).
+// Solve was given (limitBound), so it is the limited problem's either
+// way. Both are heuristics, so the plan kept is not cheaper by proof;
+// over 90 cases with every pool limited to 0.5-3x the CPU its unlimited
+// plan requests it was never dearer than planning with the limits at
+// once (3 cheaper, 87 equal).
 
 // minValues do the same: a pool's minValues (say two instance families,
 // for spot diversity) make the packer stop growing a node before its
@@ -46,15 +46,16 @@ import (
 // output, as always: nodeFailed); else the plan is made with both.
 
 // The plan without limits costs its whole local search, far more than
-// the limited packer, which has only the rebuilds: when a limit binds (spot-limits),
-// the solve paid both (5-8x its time). So the packing without limits is
-// checked first (packedWithin), and a limit its nodes already exceed, at
-// their current types, skips the local search: the plan is made with the
-// limits at once. That check only saves time; holdsLimits decides.
-// minValues have no such early check (whether a node's options meet them
-// is known only when the node is made): a minValues that binds costs the
-// solve without them once more, local search included. Left so: on the
-// generated shapes two families never bound.
+// the limited packer, which has only the rebuilds: when a limit binds
+// (spot-limits), the solve paid both (5-8x its time). So the packing
+// without limits is checked first (packedWithin), and a limit its nodes
+// already exceed, at their current types, skips the local search: the
+// plan is made with the limits at once. That check only saves time;
+// holdsLimits decides. minValues have no such early check (whether a
+// node's options meet them is known only when the node is made): a
+// minValues that binds costs the solve without them once more, local
+// search included. Left so: on the generated shapes two families never
+// bound.
 
 // limitsFirstOff makes a solve with limited pools (or pools with
 // minValues) plan with the limits (minValues) at once (tests compare).

@@ -75,6 +75,14 @@ type poolState struct {
 	// minCap is minCapv's answer.
 	minCap    vec
 	hasLimits bool
+	// boundLimit and boundNodes are the limits the lower bound reads
+	// (limitbound.go): the pool's, or those the limits-first solve took
+	// off (solver.limitsFrom); baseUsage and baseNodes what the pool's
+	// existing and in-flight nodes count against them.
+	boundLimit vec
+	boundNodes int64
+	baseUsage  vec
+	baseNodes  int64
 	// kept are the pool's types as kept in the prepared list for later
 	// solves (nil: prepared for this solve alone).
 	kept       *keptTypes
@@ -130,10 +138,28 @@ type ptype struct {
 	cheapOK bool
 }
 
-// limitedDims are the dimensions ps has limits on.
-func limitedDims(ps *poolState) []int {
+// limitsOf reads a pool's limits: per dimension (math.MaxInt64: none; a
+// resource no pod asks for has no dimension and is left out) and on the
+// node count (-1: none).
+func (s *solver) limitsOf(limits corev1.ResourceList) (vec, int64) {
+	lim, nodes := s.dims.zero(), int64(-1)
+	for i := range lim {
+		lim[i] = math.MaxInt64
+	}
+	for name, q := range limits {
+		if name == "nodes" {
+			nodes = q.Value()
+		} else if i, ok := s.dims.index[name]; ok {
+			lim[i] = quantityValue(name, q)
+		}
+	}
+	return lim, nodes
+}
+
+// limitedDims are the dimensions limit (a pool's, limitsOf) limits.
+func limitedDims(limit vec) []int {
 	var out []int
-	for d, v := range ps.limit {
+	for d, v := range limit {
 		if v != math.MaxInt64 {
 			out = append(out, d)
 		}
@@ -248,10 +274,6 @@ func (s *solver) minValuesHold(b *bin, also bitset, need vec) bool {
 
 func (s *solver) preparePoolState(idx int, p *model.Pool) *poolState {
 	ps := &poolState{idx: idx, pool: p, ok: true, custom: newReqs(), typeReqs: newReqs(), limitNodes: -1}
-	ps.limit = s.dims.zero()
-	for i := range ps.limit {
-		ps.limit[i] = math.MaxInt64
-	}
 	ps.usage = s.dims.zero()
 	if p.Replicas != nil {
 		ps.ok, ps.reason = false, "pool is static (replicas)"
@@ -299,16 +321,15 @@ func (s *solver) preparePoolState(idx int, p *model.Pool) *poolState {
 			}
 		}
 	}
-	// Limits.
-	for name, q := range p.Limits {
-		if name == "nodes" {
-			ps.limitNodes = q.Value()
-			ps.hasLimits = true
-			continue
-		}
-		if i, ok := s.dims.index[name]; ok {
-			ps.limit[i] = quantityValue(name, q)
-			ps.hasLimits = true
+	// Limits, and those the bound reads (limitbound.go).
+	ps.limit, ps.limitNodes = s.limitsOf(p.Limits)
+	ps.hasLimits = ps.limitNodes >= 0 || len(limitedDims(ps.limit)) > 0
+	ps.boundLimit, ps.boundNodes = ps.limit, ps.limitNodes
+	if s.limitsFrom != nil {
+		for _, q := range s.limitsFrom.Pools {
+			if q.Name == p.Name {
+				ps.boundLimit, ps.boundNodes = s.limitsOf(q.Limits)
+			}
 		}
 	}
 	// Instance types.
@@ -389,7 +410,7 @@ func (s *solver) poolTypesKey(ps *poolState, pl *PreparedTypes, x listIdx, dsLis
 		return ""
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%x/%x/%s/%v/%v", x.localZones, x.localCTs, ps.typeReqs.signature(), s.dims.names, limitedDims(ps))
+	fmt.Fprintf(&b, "%x/%x/%s/%v/%v", x.localZones, x.localCTs, ps.typeReqs.signature(), s.dims.names, limitedDims(ps.limit))
 	for _, a := range s.attach {
 		fmt.Fprintf(&b, "/attach %d", a.reserve)
 	}
@@ -630,7 +651,7 @@ func (s *solver) buildFrontier(ps *poolState) {
 	// A limited pool: a type counting more against a limit (a bigger
 	// one) does not dominate, since it may not fit where the smaller
 	// does; a type of the same size does (c6a.xlarge over c5.xlarge).
-	lim := limitedDims(ps)
+	lim := limitedDims(ps.limit)
 	dom := func(a, b *ptype) bool {
 		if !dominates(a, b) {
 			return false

@@ -352,6 +352,9 @@ func (s *solver) setup() {
 		}
 	}
 	for _, ps := range s.pools {
+		ps.baseUsage, ps.baseNodes = ps.usage.clone(), ps.usageNodes
+	}
+	for _, ps := range s.pools {
 		if ps.ok && ps.hasPreferNoSchedule {
 			s.anyPreferNoSchedule = true
 		}
