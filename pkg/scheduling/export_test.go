@@ -226,3 +226,6 @@ func SetRegroupPoolColumns(on bool) { regroupAllColumns = !on }
 // SetLimitRebuilds turns the local search's rebuilds on or off for
 // solves with limited pools.
 func SetLimitRebuilds(on bool) { limitRebuildsOff = !on }
+
+// SetIntBound turns the whole-node bounds (intbound.go) on or off.
+func SetIntBound(on bool) { intBoundOff = !on }

@@ -46,7 +46,21 @@ var nearBoundOff bool
 // nearBound tells whether the new nodes cost within nearBoundGap of the
 // bound (set before the local search: stopPrice).
 func (s *solver) nearBound() bool {
-	return s.stopPrice > 0 && s.newPrice() <= s.stopPrice
+	if s.stopPrice <= 0 {
+		return false
+	}
+	p := s.newPrice()
+	if p <= s.stopPrice {
+		return true
+	}
+	// Just over: whole nodes may raise the bound enough (intbound.go).
+	if s.ip == nil || s.ip.done || s.ip.solves >= intSolves || p > s.stopPrice*(1+intReach) {
+		return false
+	}
+	if b := s.ip.raise(p / (1 + s.gap)); b > s.bound {
+		s.bound, s.stopPrice = b, b*(1+s.gap)
+	}
+	return p <= s.stopPrice
 }
 
 // boundNow is lowerBound, computed once while the same pods are placed:

@@ -93,7 +93,10 @@ type solver struct {
 	limitsFrom *Input
 	plan       Plan
 	dims       *dims
-	world      *world
+	// ip is the whole-node bound's search (intbound.go), nil where it
+	// does not run.
+	ip    *ipSearch
+	world *world
 	// prepared are the instance type lists in their prepared form (from
 	// Input.Prepared, or prepared for this solve).
 	prepared []*PreparedTypes
