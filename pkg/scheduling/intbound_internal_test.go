@@ -71,19 +71,28 @@ func (c wholeNodeCase) optimum() float64 {
 	return best[total-1]
 }
 
+// wholeNodeCases draws n random covers (seeded) and keeps those some
+// whole-node solution covers, with its optimum.
+func wholeNodeCases(seed int64, n int) (cases []wholeNodeCase, opts []float64) {
+	rnd := rand.New(rand.NewSource(seed))
+	for i := 0; i < n; i++ {
+		c := randomWholeNodeCase(rnd)
+		if opt := c.optimum(); !math.IsInf(opt, 1) {
+			cases, opts = append(cases, c), append(opts, opt)
+		}
+	}
+	return cases, opts
+}
+
 // TestKnapBoundBetweenLPAndWholeNodes: on random small covers the
 // knapsack's bound is never above the whole-node optimum (also when its
 // search is cut short) and never below the LP, and it is above the LP
 // where whole nodes cost more.
 func TestKnapBoundBetweenLPAndWholeNodes(t *testing.T) {
-	rnd := rand.New(rand.NewSource(7))
+	cases, opts := wholeNodeCases(7, 400)
 	raised := 0
-	for i := 0; i < 400; i++ {
-		c := randomWholeNodeCase(rnd)
-		opt := c.optimum()
-		if math.IsInf(opt, 1) {
-			continue
-		}
+	for i, c := range cases {
+		opt := opts[i]
 		lp, y := solveCover(c.cols, c.demand)
 		for _, budget := range []int{1, 16, 1 << 20} {
 			kb := knapBound(c.cols, y, c.demand, budget)
@@ -101,32 +110,24 @@ func TestKnapBoundBetweenLPAndWholeNodes(t *testing.T) {
 	if raised == 0 {
 		t.Fatal("the knapsack never rose above the LP: the cases test nothing")
 	}
-	t.Logf("above the LP in %d of 400 cases", raised)
+	t.Logf("above the LP in %d of %d cases", raised, len(cases))
 }
 
 // TestIPSearchAtMostWholeNodes: the branch and bound's bound, asked for
 // any target, is never above the whole-node optimum and never below where
 // it started; it rises above the knapsack's in some cases.
 func TestIPSearchAtMostWholeNodes(t *testing.T) {
-	rnd := rand.New(rand.NewSource(11))
+	cases, opts := wholeNodeCases(11, 400)
 	raised := 0
-	for i := 0; i < 400; i++ {
-		c := randomWholeNodeCase(rnd)
-		opt := c.optimum()
-		if math.IsInf(opt, 1) {
-			continue
-		}
+	for i, c := range cases {
+		opt := opts[i]
 		var full cover
 		full.demand = c.demand
 		full.bound, full.y = solveCoverBasic(c.cols, c.demand, func(j int, x float64) {
 			full.basic = append(full.basic, basicCol{j, x})
 		})
 		root := math.Max(full.bound, knapBound(c.cols, full.y, c.demand, knapRootBudget))
-		ip := newIPSearch(c.cols, full, root)
-		if ip == nil {
-			continue
-		}
-		b := ip.raise(math.Inf(1))
+		b := newIPSearch(c.cols, full, root).raise(math.Inf(1))
 		if b > opt*(1+1e-9) {
 			t.Fatalf("case %d: search bound %.6f above the whole-node optimum %.6f (root %.6f; %+v)", i, b, opt, root, c)
 		}
@@ -140,5 +141,5 @@ func TestIPSearchAtMostWholeNodes(t *testing.T) {
 	if raised == 0 {
 		t.Fatal("the search never rose above the knapsack: the cases test nothing")
 	}
-	t.Logf("above the knapsack in %d of 400 cases", raised)
+	t.Logf("above the knapsack in %d of %d cases", raised, len(cases))
 }
