@@ -69,9 +69,9 @@ func TestFrontierIsTheUndominatedTypes(t *testing.T) {
 }
 
 // TestFrontierHoldsIsAnyTypeCheaperHolding: tryMerge's quick check
-// (frontierHolds, on the frontier only) answers what a walk over every
-// type cheaper than the price would, on random types, requests and
-// prices.
+// (frontierHolds, on the frontier only, and cheaperHolds, through the fit
+// index) answers what a walk over every type cheaper than the price
+// would, on random types, requests and prices.
 func TestFrontierHoldsIsAnyTypeCheaperHolding(t *testing.T) {
 	for seed := int64(1); seed <= 200; seed++ {
 		rnd := rand.New(rand.NewSource(seed))
@@ -96,6 +96,9 @@ func TestFrontierHoldsIsAnyTypeCheaperHolding(t *testing.T) {
 			}
 			if got := frontierHolds(ps, need, price); got != want {
 				t.Fatalf("seed %d: need %v under $%.1f: got %v, want %v", seed, need, price, got, want)
+			}
+			if got := (&solver{}).cheaperHolds(ps, need, price); got != want {
+				t.Fatalf("seed %d: need %v under $%.1f: through the fit index got %v, want %v", seed, need, price, got, want)
 			}
 		}
 	}
