@@ -711,7 +711,7 @@ func (s *solver) coverAll(demand []float64) cover {
 // classes may use, with the demand of the classes limited to that set (a
 // GPU pod can only be covered by GPU types), and reports the largest: each
 // is a valid bound, so their maximum is.
-func (s *solver) lowerBound() (b float64) {
+func (s *solver) lowerBound() float64 {
 	type set struct {
 		key    string
 		bits   []bitset
@@ -767,18 +767,6 @@ func (s *solver) lowerBound() (b float64) {
 	allCols := s.allColumns()
 	full := s.coverAll(sub(total))
 	best, y := full.bound, full.y
-	// Whole nodes (intbound.go), deferred so that every return below
-	// passes through it; the search over them is readied where they lead
-	// the other bounds.
-	s.ip = nil
-	defer func() {
-		if intBoundOff || !fewNodes(full) {
-			return
-		}
-		if kb := knapBound(allCols, full.y, full.demand, knapRootBudget); kb >= b {
-			b, s.ip = kb, newIPSearch(allCols, full, kb)
-		}
-	}()
 	// Pool limits (limitbound.go).
 	if v := s.limitBound(full); v > best {
 		best = v
@@ -827,7 +815,7 @@ func (s *solver) lowerBound() (b float64) {
 		}
 	}
 	if len(sets) <= 1 {
-		return best
+		return s.wholeNodes(best, allCols, full)
 	}
 	// A set holding every column tight under the duals y (reduced cost
 	// zero: the only columns an optimal solution uses) cannot raise the
@@ -885,7 +873,7 @@ func (s *solver) lowerBound() (b float64) {
 			best = v
 		}
 	}
-	return best
+	return s.wholeNodes(best, allCols, full)
 }
 
 func subsetOf(a, b []bitset) bool {

@@ -229,7 +229,3 @@ func SetLimitRebuilds(on bool) { limitRebuildsOff = !on }
 
 // SetIntBound turns the whole-node bounds (intbound.go) on or off.
 func SetIntBound(on bool) { intBoundOff = !on }
-
-// SetMayTakeOne turns the scan's short allowance check (growth.go) on or
-// off, for the test that plans are the same either way.
-func SetMayTakeOne(on bool) { mayTakeOneOff = !on }

@@ -97,9 +97,10 @@ func (fi *fitIndex) holding(need vec, out []int) []int {
 	return out
 }
 
-// firstHolding is isOpen's search: the first type in frontier order
-// that b may be and that holds need.
-func (fi *fitIndex) firstHolding(ps *poolState, b *bin, need vec) (bool, int32) {
+// firstHolding is the first type in frontier order (cheapest first)
+// among types (nil: any) that holds need: isOpen's search for a node, and
+// tryMerge's for a type cheaper than two nodes (cheaperHolds).
+func (fi *fitIndex) firstHolding(ps *poolState, types bitset, need vec) (bool, int32) {
 	cr := fi.row(fi.cpuVals, fi.cpuGE, need[dimCPU])
 	mr := fi.row(fi.memVals, fi.memGE, need[dimMemory])
 	if cr == nil || mr == nil {
@@ -107,7 +108,7 @@ func (fi *fitIndex) firstHolding(ps *poolState, b *bin, need vec) (bool, int32) 
 	}
 	for w := range cr {
 		for x := cr[w] & mr[w]; x != 0; x &= x - 1 {
-			if i := fi.list[w<<6+bits.TrailingZeros64(x)]; b.types.has(i) && need.le(ps.types[i].net) {
+			if i := fi.list[w<<6+bits.TrailingZeros64(x)]; (types == nil || types.has(i)) && need.le(ps.types[i].net) {
 				return true, int32(i)
 			}
 		}

@@ -227,11 +227,3 @@ func TestScanTwinsSamePlans(t *testing.T) {
 func TestNewTypeMemoSamePlans(t *testing.T) {
 	samePlans(t, "new-node types remembered", scheduling.SetNewTypeMemo)
 }
-
-// TestMayTakeOneSamePlans: the scan of open nodes asks a class without
-// topology only whether the node's pool, masks, custom labels and host
-// ports admit one pod (mayTakeOne), not allowance; every plan is the one
-// asking allowance makes.
-func TestMayTakeOneSamePlans(t *testing.T) {
-	samePlans(t, "the scan's short allowance check", scheduling.SetMayTakeOne)
-}

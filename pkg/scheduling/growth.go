@@ -80,7 +80,7 @@ retry:
 				}
 			}
 			var g growth
-			ok := s.mayTakeOne(l, b)
+			ok := s.allowance(l, b, 1, anyType).k != 0
 			if ok {
 				g, ok = s.upgradeValue(l, b, cp, want)
 			}
@@ -134,34 +134,6 @@ retry:
 	}
 	return best, why
 }
-
-// mayTakeOne is allowance(l, b, 1, anyType).k != 0 for the scan of open
-// new nodes: for a class without topology in a pool without minValues it
-// reads only the pool, masks, custom labels and host ports (the scan asks
-// every open node at each growth step of a rebuild).
-func (s *solver) mayTakeOne(l *level, b *bin) bool {
-	if b.node != nil || len(b.pool.minValues) > 0 || !noTopology(l) || mayTakeOneOff {
-		return s.allowance(l, b, 1, anyType).k != 0
-	}
-	cp := l.pools[b.pool.idx]
-	if !cp.ok || b.zoneMask&cp.zoneMask == 0 || b.ctMask&cp.ctMask == 0 {
-		return false
-	}
-	if cp.custom != nil && !customCompatible(b.custom, cp.custom) {
-		return false
-	}
-	for _, p := range l.cls.ports {
-		for _, q := range b.ports {
-			if p.conflicts(q) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// mayTakeOneOff makes the scan ask allowance (tests compare).
-var mayTakeOneOff bool
 
 // upCache remembers a bin's best upgrade for a level until the bin
 // changes: the bin's version, the answer (0: none remembered, 1: no

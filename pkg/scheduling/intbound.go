@@ -60,6 +60,23 @@ const (
 	intFix = 4
 )
 
+// wholeNodes is lowerBound's last step: best, the other bounds', or the
+// knapsack's over the LP full (over cols) where that is higher, with the
+// branch and bound readied for the near-bound stop (s.ip) where the
+// whole-node bounds lead.
+func (s *solver) wholeNodes(best float64, cols []lpColumn, full cover) float64 {
+	s.ip = nil
+	if intBoundOff || !fewNodes(full) {
+		return best
+	}
+	kb := knapBound(cols, full.y, full.demand, knapRootBudget)
+	if kb < best {
+		return best
+	}
+	s.ip = newIPSearch(cols, full, kb)
+	return kb
+}
+
 // fewNodes tells whether the LP full buys at most intNodes nodes.
 func fewNodes(full cover) bool {
 	n := 0.0
@@ -91,7 +108,6 @@ type ipSearch struct {
 	full   cover
 	root   float64
 	base   []lpColumn // the undominated columns
-	demand []float64
 	open   []*ipNode
 	solves int
 	done   bool // at the optimum, or nothing left to branch on
@@ -104,7 +120,7 @@ type ipSearch struct {
 // newIPSearch readies the search at the LP full (over cols) whose bound,
 // with the knapsack's, is root.
 func newIPSearch(cols []lpColumn, full cover, root float64) *ipSearch {
-	return &ipSearch{cols: cols, full: full, root: root, demand: full.demand}
+	return &ipSearch{cols: cols, full: full, root: root}
 }
 
 // start makes the root node; false where the LP bought a dominated type.
@@ -128,6 +144,10 @@ func (ip *ipSearch) start() bool {
 	return true
 }
 
+// spent tells whether the search can raise its bound no more: at its
+// end, or out of LPs.
+func (ip *ipSearch) spent() bool { return ip.done || ip.solves >= intSolves }
+
 // raise searches until its bound reaches target, the search ends or its
 // LPs run out, and returns its bound: the least bound of its open nodes
 // (each bounds every whole-node solution below it).
@@ -136,7 +156,7 @@ func (ip *ipSearch) raise(target float64) float64 {
 		ip.done = true
 		return ip.root
 	}
-	for !ip.done && ip.solves < intSolves {
+	for !ip.spent() {
 		k := ip.least()
 		n := ip.open[k]
 		if n.bound >= target {
@@ -187,7 +207,7 @@ func (ip *ipSearch) child(n *ipNode, f ipFix) *ipNode {
 	fixes := make([]ipFix, len(n.fixes), len(n.fixes)+1)
 	copy(fixes, n.fixes)
 	fixes = append(fixes, f)
-	ip.d = append(ip.d[:0], ip.demand...)
+	ip.d = append(ip.d[:0], ip.full.demand...)
 	cost := 0.0
 	for _, f := range fixes {
 		c := ip.base[f.col]

@@ -96,7 +96,7 @@ func (s *solver) isOpen(b *bin) bool {
 		}
 		list := s.searchList(b, nil)
 		if fi := s.fitFor(ps, list); fi != nil {
-			open, wit = fi.firstHolding(ps, b, need)
+			open, wit = fi.firstHolding(ps, b.types, need)
 			break
 		}
 		for _, i := range list {

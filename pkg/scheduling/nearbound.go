@@ -44,7 +44,9 @@ func stopGap(pods int) float64 {
 var nearBoundOff bool
 
 // nearBound tells whether the new nodes cost within nearBoundGap of the
-// bound (set before the local search: stopPrice).
+// bound (set before the local search: stopPrice). Just over it, it first
+// has the whole-node search raise the bound, and the stop with it
+// (intbound.go; the plan reports the raised bound).
 func (s *solver) nearBound() bool {
 	if s.stopPrice <= 0 {
 		return false
@@ -53,8 +55,7 @@ func (s *solver) nearBound() bool {
 	if p <= s.stopPrice {
 		return true
 	}
-	// Just over: whole nodes may raise the bound enough (intbound.go).
-	if s.ip == nil || s.ip.done || s.ip.solves >= intSolves || p > s.stopPrice*(1+intReach) {
+	if s.ip == nil || s.ip.spent() || p > s.stopPrice*(1+intReach) {
 		return false
 	}
 	if b := s.ip.raise(p / (1 + s.gap)); b > s.bound {
