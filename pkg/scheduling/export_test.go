@@ -229,3 +229,13 @@ func SetLimitRebuilds(on bool) { limitRebuildsOff = !on }
 
 // SetIntBound turns the whole-node bounds (intbound.go) on or off.
 func SetIntBound(on bool) { intBoundOff = !on }
+
+// SetGrowChain makes consecutive growth steps for a class take the grown
+// node's next upgrade without a search where it decides the search (on)
+// or search every step (off), for the test that plans are the same
+// either way.
+func SetGrowChain(on bool) { growChainOff = !on }
+
+// SetChainTaken hands f a call for every growth step taken from a chain
+// (nil: none).
+func SetChainTaken(f func()) { chainTaken = f }

@@ -47,8 +47,12 @@ func (s *solver) bestGrowth(l *level, want int) (*growth, string) {
 	var excluded []*bin
 	up := &s.upBest // the best upgrade of the scan below (scratch)
 	s.resetGrowths()
+	// A chain for the next step is left only by a full scan without
+	// exclusions (growchain.go).
+	track, tracking := newChainTrack(), s.chainable(l)
 retry:
 	if cands, ok := s.fastUpgrades(l, want, excluded); ok {
+		tracking = false
 		// The same sequential rule as the scan below, over the nodes
 		// close enough to the best to matter (growidx.go).
 		for _, g := range cands {
@@ -71,6 +75,7 @@ retry:
 				if a, found := tw.lookup(b); found {
 					if g := a.g; a.ok {
 						g.b = b
+						track.upgrade(b, g.eff)
 						if better(&g) {
 							*up = g
 							best = up
@@ -87,6 +92,9 @@ retry:
 			if tw != nil {
 				tw.note(b, ok, g)
 			}
+			if ok {
+				track.upgrade(b, g.eff)
+			}
 			// By value: a growth is allocated only for the best so far,
 			// not for every node asked.
 			if ok && better(&g) {
@@ -100,6 +108,7 @@ retry:
 		if best.ch.k == 0 {
 			excluded = append(excluded, best.b)
 			best = nil
+			tracking = false
 			goto retry
 		}
 	}
@@ -120,6 +129,7 @@ retry:
 				continue
 			}
 			found = true
+			track.newNode(g.eff)
 			if better(g) {
 				best = g
 			}
@@ -131,6 +141,10 @@ retry:
 	}
 	if best == nil && why == "" {
 		why = s.topologyReason(l)
+	}
+	s.chain.ok = false
+	if tracking && best != nil {
+		s.keepChain(l, &track, best)
 	}
 	return best, why
 }

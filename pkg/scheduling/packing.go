@@ -158,6 +158,7 @@ func (s *solver) placeClass(c *class) {
 // it placed and, when short, why growth was impossible.
 func (s *solver) placeAt(l *level, want int) (int, string) {
 	s.setMinPending(l)
+	s.chain.ok = false
 	placed := 0
 	// After a growth step, paid room for a class without topology is
 	// where it was: the step changed one node and placed there all the
@@ -178,9 +179,16 @@ func (s *solver) placeAt(l *level, want int) (int, string) {
 		if s.jr != nil && s.rebuildLost() {
 			return placed, "" // the rebuild cannot be kept
 		}
-		g, why := s.bestGrowth(l, want-placed)
+		var g *growth
+		if skipPaid {
+			// The last step grew a node for this class (growchain.go).
+			g = s.chainStep(l, want-placed)
+		}
 		if g == nil {
-			return placed, why
+			var why string
+			if g, why = s.bestGrowth(l, want-placed); g == nil {
+				return placed, why
+			}
 		}
 		b := g.b
 		if b == nil {
@@ -189,6 +197,7 @@ func (s *solver) placeAt(l *level, want int) (int, string) {
 			s.setType(b, g.typ)
 		}
 		s.place(l, b, g.ch)
+		s.noteChain(l, b)
 		s.pending.addScaled(l.cls.req, -int64(g.ch.k))
 		placed += g.ch.k
 		skipPaid = noTopology(l) && !paidScanAll
