@@ -22,9 +22,11 @@ import "math"
 // new-node candidates fixed from step to step: no pool limits (a pool
 // filled to its limit hands the step to a lower-weight tier), no
 // minValues (allowance may leave room a type list cannot give), no host
-// ports (a port taken leaves room unused), no topology. Chains are
-// recorded only by the full scan (the growth index, growidx.go, answers
-// without asking every node).
+// ports (a port taken leaves room unused), no topology. Where the growth
+// index answered (growidx.go: only the nodes whose bound can win are
+// asked), the nodes it left out are bounded by the first bound left in
+// its heap, and the twins a candidate stands for by the candidate's own
+// efficiency.
 
 // growChain is what the last growth step leaves for the next: two
 // nodes whose upgrades are asked again (the one the step grew, and the
@@ -134,17 +136,19 @@ func decides(e, up, next float64) bool {
 }
 
 // chainTrack follows one search's candidates to leave a chain for the
-// next step: the three most efficient upgrades (with their nodes) and
-// the most efficient new node.
+// next step: the three most efficient upgrades (with their nodes), the
+// most efficient new node, and a bound on the upgrades of nodes the
+// search did not ask (the growth index's).
 type chainTrack struct {
 	e    [3]float64
 	b    [3]*bin
 	next float64
+	rest float64
 }
 
 func newChainTrack() chainTrack {
 	inf := math.Inf(-1)
-	return chainTrack{e: [3]float64{inf, inf, inf}, next: inf}
+	return chainTrack{e: [3]float64{inf, inf, inf}, next: inf, rest: inf}
 }
 
 func (t *chainTrack) upgrade(b *bin, e float64) {
@@ -174,7 +178,7 @@ func (t *chainTrack) newNode(e float64) {
 // finishes it once g is applied): the other node asked again is the best
 // upgrade of a node g did not grow, and the bound is the next one's.
 func (s *solver) keepChain(l *level, t *chainTrack, g *growth) {
-	ch := growChain{ok: true, l: l, up: math.Inf(-1), next: t.next}
+	ch := growChain{ok: true, l: l, up: t.rest, next: t.next}
 	k := 0
 	for i, b := range t.b {
 		if b == nil || (g.b != nil && b == g.b) {
@@ -183,7 +187,7 @@ func (s *solver) keepChain(l *level, t *chainTrack, g *growth) {
 		if k == 0 {
 			ch.b = b
 		} else {
-			ch.up = t.e[i]
+			ch.up = max(ch.up, t.e[i])
 			break
 		}
 		k++

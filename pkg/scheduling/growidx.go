@@ -58,7 +58,10 @@ type growIdx struct {
 	grp    []*twinGroup
 	// free are groups emptied, for new shapes (slabs.go).
 	free []*twinGroup
-	// popped, effs and cands are fastUpgrades' scratch.
+	// popped, effs and cands are fastUpgrades' scratch; rest bounds the
+	// efficiency of every node its last answer left out of its candidates
+	// (-Inf: none), but for the candidates' twins.
+	rest   float64
 	popped []growItem
 	effs   []float64
 	cands  []*growth
@@ -400,6 +403,12 @@ func (s *solver) fastUpgrades(l *level, want int, excluded []*bin) (cands []*gro
 			return nil, false
 		}
 	}
+	// What the candidates leave out is bounded by the first bound left
+	// in the heap (growth chains read it: growchain.go).
+	g.rest = math.Inf(-1)
+	if len(g.h) > 0 {
+		g.rest = g.h[0].ub
+	}
 	sortByNode(cands)
 	// A node both unfilled and in the heap: the same upgrade twice.
 	cands = slices.CompactFunc(cands, func(a, b *growth) bool { return a.b == b.b })
@@ -518,6 +527,11 @@ func (s *solver) leaveGroup(b *bin) {
 }
 
 // leads tells whether b is first in its group (or alone).
+// twins tells whether b stands in the heap for other nodes of its shape.
+func (g *growIdx) twins(b *bin) bool {
+	return b.id < len(g.grp) && g.grp[b.id] != nil && len(g.grp[b.id].ids) > 1
+}
+
 func (g *growIdx) leads(b *bin) bool {
 	return b.id >= len(g.grp) || g.grp[b.id] == nil || g.grp[b.id].ids[0] == int32(b.id)
 }

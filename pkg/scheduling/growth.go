@@ -52,10 +52,16 @@ func (s *solver) bestGrowth(l *level, want int) (*growth, string) {
 	track, tracking := newChainTrack(), s.chainable(l)
 retry:
 	if cands, ok := s.fastUpgrades(l, want, excluded); ok {
-		tracking = false
 		// The same sequential rule as the scan below, over the nodes
-		// close enough to the best to matter (growidx.go).
+		// close enough to the best to matter (growidx.go). The nodes
+		// left out are bounded by the index; a candidate's twins by its
+		// own efficiency.
+		track.rest = s.gidx.rest
 		for _, g := range cands {
+			track.upgrade(g.b, g.eff)
+			if s.gidx.twins(g.b) {
+				track.rest = max(track.rest, g.eff)
+			}
 			if better(g) {
 				best = g
 			}
