@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/joist-dev/joist/pkg/scheduling"
-	"github.com/joist-dev/joist/pkg/scheduling/internal/workloadgen"
 )
 
 // TestGrowChainSamePlans: a growth step that follows one for the same
@@ -22,14 +21,7 @@ func TestGrowChainSamePlans(t *testing.T) {
 // pods grows a node step by step (web-six's Deployments at 2,000 pods),
 // so the test above compares plans the chain made.
 func TestGrowChainTakesSteps(t *testing.T) {
-	sh, ok := workloadgen.ShapeByName("web-six")
-	if !ok {
-		t.Fatal("no web-six shape")
-	}
-	in, err := workloadgen.Input(sh, 2000, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := generated(t, "web-six", 2000, 1)
 	taken := 0
 	scheduling.SetChainTaken(func() { taken++ })
 	defer scheduling.SetChainTaken(nil)
