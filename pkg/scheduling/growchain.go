@@ -48,18 +48,7 @@ var growChainOff bool
 
 // chainable tells whether steps for level l may chain: see above.
 func (s *solver) chainable(l *level) bool {
-	return !growChainOff && s.chainPools && len(l.cls.ports) == 0 && noTopology(l)
-}
-
-// chainPoolsOK tells whether no pool has limits or minValues (asked once
-// per solve: chainPools).
-func (s *solver) chainPoolsOK() bool {
-	for _, ps := range s.pools {
-		if ps.hasLimits || len(ps.minValues) > 0 {
-			return false
-		}
-	}
-	return true
+	return !growChainOff && !s.boundPools && len(l.cls.ports) == 0 && noTopology(l)
 }
 
 // chainStep is the growth the search would choose for want more pods
@@ -85,9 +74,6 @@ func (s *solver) chainStep(l *level, want int) *growth {
 	other := ch.up
 	if okB {
 		other = max(other, gb.eff)
-		if math.IsNaN(gb.eff) {
-			return nil
-		}
 	}
 	if !decides(ga.eff, other, ch.next) {
 		return nil
@@ -108,16 +94,13 @@ func (s *solver) chainStep(l *level, want int) *growth {
 var chainTaken func()
 
 // chainAsk is node b's candidate growth for want more pods of l, asked
-// as bestGrowth's scan asks each node.
+// as bestGrowth's scan asks each of its live nodes.
 func (s *solver) chainAsk(l *level, b *bin, want int) (growth, bool) {
-	if b.node != nil || len(b.entries) == 0 || !s.isOpen(b) {
+	cp, ok := s.growsFor(l, b)
+	if !ok || !s.isOpen(b) {
 		return growth{}, false
 	}
-	cp := l.pools[b.pool.idx]
-	if !cp.ok || (s.capPool != nil && b.pool != s.capPool) || s.allowance(l, b, 1, anyType).k == 0 {
-		return growth{}, false
-	}
-	return s.upgradeValue(l, b, cp, want)
+	return s.upgradeAsked(l, b, cp, want)
 }
 
 // decides tells whether an upgrade of efficiency e wins bestGrowth's
@@ -126,7 +109,7 @@ func (s *solver) chainAsk(l *level, b *bin, want int) (growth, bool) {
 // beyond growTie of each upgrade (closer, the smaller added price would
 // decide), and no new node more than 1 % better.
 func decides(e, up, next float64) bool {
-	if math.IsInf(e, 0) || math.IsNaN(e) || e <= 0 || math.IsInf(up, 1) || math.IsInf(next, 1) {
+	if math.IsInf(e, 0) || math.IsNaN(e) || e <= 0 || math.IsInf(up, 1) || math.IsInf(next, 1) || math.IsNaN(up) || math.IsNaN(next) {
 		return false
 	}
 	if !math.IsInf(up, -1) && !(e-up > growTie*max(math.Abs(e), math.Abs(up))*(1+1e-9)+1e-12) {
@@ -179,18 +162,16 @@ func (t *chainTrack) newNode(e float64) {
 // upgrade of a node g did not grow, and the bound is the next one's.
 func (s *solver) keepChain(l *level, t *chainTrack, g *growth) {
 	ch := growChain{ok: true, l: l, up: t.rest, next: t.next}
-	k := 0
 	for i, b := range t.b {
-		if b == nil || (g.b != nil && b == g.b) {
-			continue
-		}
-		if k == 0 {
+		switch {
+		case b == nil || b == g.b:
+		case ch.b == nil:
 			ch.b = b
-		} else {
+		default:
 			ch.up = max(ch.up, t.e[i])
-			break
+			s.chain = ch
+			return
 		}
-		k++
 	}
 	s.chain = ch
 }
@@ -201,7 +182,7 @@ func (s *solver) keepChain(l *level, t *chainTrack, g *growth) {
 // the two.
 func (s *solver) noteChain(l *level, b *bin) {
 	ch := &s.chain
-	if !ch.ok || ch.l != l || !s.chainable(l) {
+	if !ch.ok || ch.l != l {
 		ch.ok = false
 		return
 	}

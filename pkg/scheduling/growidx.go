@@ -526,12 +526,12 @@ func (s *solver) leaveGroup(b *bin) {
 	}
 }
 
-// leads tells whether b is first in its group (or alone).
 // twins tells whether b stands in the heap for other nodes of its shape.
 func (g *growIdx) twins(b *bin) bool {
 	return b.id < len(g.grp) && g.grp[b.id] != nil && len(g.grp[b.id].ids) > 1
 }
 
+// leads tells whether b is first in its group (or alone).
 func (g *growIdx) leads(b *bin) bool {
 	return b.id >= len(g.grp) || g.grp[b.id] == nil || g.grp[b.id].ids[0] == int32(b.id)
 }

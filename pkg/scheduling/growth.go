@@ -69,11 +69,8 @@ retry:
 	} else {
 		tw := s.startScanTwins(l)
 		for _, b := range s.liveBins() {
-			if b.node != nil || len(b.entries) == 0 || slices.Contains(excluded, b) {
-				continue
-			}
-			cp := l.pools[b.pool.idx]
-			if !cp.ok || (s.capPool != nil && b.pool != s.capPool) {
+			cp, ok := s.growsFor(l, b)
+			if !ok || slices.Contains(excluded, b) {
 				continue
 			}
 			if tw != nil {
@@ -90,11 +87,7 @@ retry:
 					continue
 				}
 			}
-			var g growth
-			ok := s.allowance(l, b, 1, anyType).k != 0
-			if ok {
-				g, ok = s.upgradeValue(l, b, cp, want)
-			}
+			g, ok := s.upgradeAsked(l, b, cp, want)
 			if tw != nil {
 				tw.note(b, ok, g)
 			}
@@ -153,6 +146,26 @@ retry:
 		s.keepChain(l, &track, best)
 	}
 	return best, why
+}
+
+// growsFor tells whether bestGrowth's scan asks bin b for an upgrade for
+// l at all (a new node with pods, in a pool the level may use and the
+// search may grow), and with what the level allows there.
+func (s *solver) growsFor(l *level, b *bin) (*classPool, bool) {
+	if b.node != nil || len(b.entries) == 0 {
+		return nil, false
+	}
+	cp := l.pools[b.pool.idx]
+	return cp, cp.ok && (s.capPool == nil || b.pool == s.capPool)
+}
+
+// upgradeAsked is b's candidate upgrade for want more pods of l as the
+// scan asks it: none where topology refuses even one pod.
+func (s *solver) upgradeAsked(l *level, b *bin, cp *classPool, want int) (growth, bool) {
+	if s.allowance(l, b, 1, anyType).k == 0 {
+		return growth{}, false
+	}
+	return s.upgradeValue(l, b, cp, want)
 }
 
 // upCache remembers a bin's best upgrade for a level until the bin

@@ -55,10 +55,8 @@ func (s *solver) settle() bool {
 // (a node's type list) would make wrong, and the prices they value
 // types at must not be negative.
 func (s *solver) rebuildable() bool {
-	for _, ps := range s.pools {
-		if ps.hasLimits || len(ps.minValues) > 0 {
-			return false
-		}
+	if s.poolsBound() {
+		return false
 	}
 	for _, p := range s.unitPrice {
 		if p < 0 {
@@ -66,6 +64,19 @@ func (s *solver) rebuildable() bool {
 		}
 	}
 	return true
+}
+
+// poolsBound tells whether some pool has limits or minValues: what a
+// node may become then depends on more than its own pods (the other
+// nodes' sizes, a node's type list), which the rebuilds (rebuildable,
+// tailSplit) and growth chains (growchain.go) cannot see.
+func (s *solver) poolsBound() bool {
+	for _, ps := range s.pools {
+		if ps.hasLimits || len(ps.minValues) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // regroupAllColumns makes rebuildAlone's LP take every pool's types
@@ -316,10 +327,8 @@ func (p *pendMin) undone(c *class) {
 // whatever makes the plan cheaper. Nodes of constrained pods too, whose
 // rebuild must leave every topology count as it was (rebuildtopo.go).
 func (s *solver) tailSplit() bool {
-	for _, ps := range s.pools {
-		if ps.hasLimits || len(ps.minValues) > 0 {
-			return false
-		}
+	if s.poolsBound() {
+		return false
 	}
 	cand := s.freeBins(true)
 	if len(cand) > tailWorst {

@@ -149,9 +149,9 @@ type solver struct {
 	upKey    []byte
 	upBest   growth
 	// chain is what the last growth step leaves for the next
-	// (growchain.go); chainPools whether the pools allow chains.
+	// (growchain.go); boundPools is poolsBound, asked once a solve.
 	chain      growChain
-	chainPools bool
+	boundPools bool
 	// live are the bins not closed (live.go): minPending, the smallest
 	// pending request, and minGen, its version; liveLen is how many of
 	// s.bins live has seen; liveStale asks for a rebuild.
@@ -349,7 +349,7 @@ func (s *solver) setup() {
 	s.buildWorld()
 	s.buildExisting()
 	s.preparePools()
-	s.chainPools = s.chainPoolsOK()
+	s.boundPools = s.poolsBound()
 	// Existing and in-flight nodes count against their pool's limits.
 	for _, b := range s.existingBins {
 		for _, ps := range s.pools {
