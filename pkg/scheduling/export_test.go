@@ -239,3 +239,7 @@ func SetGrowChain(on bool) { growChainOff = !on }
 // SetChainTaken hands f a call for every growth step taken from a chain
 // (nil: none).
 func SetChainTaken(f func()) { chainTaken = f }
+
+// SetUpgradeCeil makes upgradeFor stop its scan at the efficiency
+// ceiling (on) or scan every type.
+func SetUpgradeCeil(on bool) { upCeilOff = !on }

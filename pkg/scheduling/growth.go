@@ -397,8 +397,14 @@ func (s *solver) upgradeFor(l *level, b *bin, cp *classPool) (growth, bool) {
 		s.upFit = fi.holding(need, s.upFit[:0])
 		list = s.upFit
 	}
+	ceil := s.upgradeCeil(ps)
 	for _, i := range list {
 		t := ps.types[i]
+		// The list is cheapest first: once no type from here on can come
+		// within the tie of the best, the best is the answer.
+		if best >= 0 && !upCeilOff && beyondCeil(ceil[i], t.minPrice, curValue, b.offer.price, bestEff, bestDp) {
+			break
+		}
 		if need[dimCPU] > t.net[dimCPU] || need[dimMemory] > t.net[dimMemory] || !need.le(t.net) || !b.types.has(i) || !cp.types.has(i) || t.zoneMask&zm == 0 || t.ctMask&cm == 0 {
 			continue
 		}
@@ -411,14 +417,8 @@ func (s *solver) upgradeFor(l *level, b *bin, cp *classPool) (growth, bool) {
 		if dp > 1e-12 {
 			eff = (ps.values[i] - curValue) / dp
 		}
-		if best >= 0 {
-			if math.Abs(eff-bestEff) <= 0.01*max(math.Abs(eff), math.Abs(bestEff)) {
-				if dp >= bestDp {
-					continue
-				}
-			} else if eff < bestEff {
-				continue
-			}
+		if best >= 0 && !upgradeBeats(eff, dp, bestEff, bestDp) {
+			continue
 		}
 		if ps.hasLimits && !s.withinLimits(ps, t.capv, cur.capv, 0) {
 			continue
@@ -430,6 +430,68 @@ func (s *solver) upgradeFor(l *level, b *bin, cp *classPool) (growth, bool) {
 	}
 	return growth{b: b, ps: ps, typ: best, eff: bestEff, dp: bestDp}, true
 }
+
+// upgradeBeats tells whether an upgrade of efficiency eff and price step
+// dp replaces the best one so far (bestEff, bestDp) in upgradeFor: more
+// efficient by more than 1 %, or within 1 % and a smaller step.
+func upgradeBeats(eff, dp, bestEff, bestDp float64) bool {
+	if math.Abs(eff-bestEff) <= 0.01*max(math.Abs(eff), math.Abs(bestEff)) {
+		return dp < bestDp
+	}
+	return !(eff < bestEff)
+}
+
+// upgradeCeil is ps.ceil, made when empty: for each type i, the most
+// value per dollar of minimum price among types i and after. A type j
+// from i on is worth at most ceil[i] times its price, since its price
+// in any zone is at least its minimum price.
+func (s *solver) upgradeCeil(ps *poolState) []float64 {
+	if len(ps.ceil) == len(ps.types) {
+		return ps.ceil
+	}
+	if cap(ps.ceil) < len(ps.types) {
+		ps.ceil = make([]float64, len(ps.types))
+	}
+	ps.ceil = ps.ceil[:len(ps.types)]
+	m := 0.0
+	for i := len(ps.types) - 1; i >= 0; i-- {
+		if p := ps.types[i].minPrice; p > 0 {
+			m = max(m, ps.values[i]/p)
+		} else {
+			m = math.Inf(1)
+		}
+		ps.ceil[i] = m
+	}
+	return ps.ceil
+}
+
+// beyondCeil tells whether no type of minimum price at least minPrice
+// and value per dollar at most rho can replace the upgrade upgradeFor
+// holds (efficiency bestEff, price step bestDp) of a node worth v0 at
+// price p0. upgradeFor's rule replaces it with a type more than 1 % more
+// efficient, or within 1 % and a smaller step. Such a type j has
+// efficiency (v_j-v0)/(p_j-p0) <= (rho*p-v0)/(p-p0) at p = p_j >=
+// minPrice, which is monotonic in p: at most its value at minPrice when
+// v0 < rho*p0, and at most rho (its limit) otherwise. Below 0.99 times
+// a positive bestEff, it is outside the tie and below the best; once
+// every step from here on is at least bestDp, it needs more than
+// bestEff/0.99 (outside the tie, above the best).
+func beyondCeil(rho, minPrice, v0, p0, bestEff, bestDp float64) bool {
+	if !(bestEff > 0) || minPrice <= p0+1e-12 || math.IsInf(rho, 1) {
+		return false
+	}
+	ub := rho
+	if v0 < rho*p0 {
+		ub = (rho*minPrice - v0) / (minPrice - p0)
+	}
+	if ub < 0.99*bestEff*(1-1e-9) {
+		return true
+	}
+	return minPrice-p0 >= bestDp && ub*(1+1e-9) < bestEff/0.99
+}
+
+// upCeilOff makes upgradeFor scan every type (tests compare).
+var upCeilOff bool
 
 // searchList is the types a search for the best type for bin b (and,
 // when cp is not nil, a pod of cp) must look at. Scanning only the pool's

@@ -47,6 +47,10 @@ type poolState struct {
 	// worth at this solve's dual prices (see bound.go).
 	types  []*ptype
 	values []float64
+	// ceil[i] is the most value per dollar of minimum price among types
+	// i and after, at the values' prices (upgradeCeil); made on first
+	// use, emptied when the prices change.
+	ceil []float64
 	// cols are the types as the bound's columns (lpCols).
 	cols []lpColumn
 	// offerIdx are the types by zone and capacity type (byOffer).

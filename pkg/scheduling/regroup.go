@@ -228,6 +228,7 @@ func (s *solver) setPrices(y []float64) {
 			sv.bufs = append(sv.bufs, make([]float64, len(ps.types)))
 		}
 		ps.values = sv.bufs[i]
+		ps.ceil = ps.ceil[:0]
 		for k, t := range ps.types {
 			ps.values[k] = s.valueOf(t.net)
 		}
@@ -246,6 +247,7 @@ func (s *solver) restorePrices() {
 	s.unitPrice = sv.unit
 	for i, ps := range s.pools {
 		ps.values = sv.values[i]
+		ps.ceil = ps.ceil[:0]
 	}
 	for i, c := range s.classes {
 		c.value = sv.class[i]
