@@ -15,7 +15,8 @@ import (
 // of one pool: which of the pool's instance types, zones and capacity
 // types, and how it narrows the pool's custom labels.
 type classPool struct {
-	ok     bool
+	ok bool
+	// reason says why not (reasonOf: empty for failResources).
 	reason string
 	// kind classifies the failure for explanations.
 	kind       failKind
@@ -183,7 +184,10 @@ func (s *solver) classPoolCompat(l *level, ps *poolState) *classPool {
 		}
 	}
 	if !fits {
-		return fail(failResources, s.tooBig(l.cls.req, ps, labelOK))
+		// The sentence is made only if a pod is left unschedulable
+		// (reasonOf): it reads every type, and most classes too big for
+		// some pool (GPU pods and the other pools) fit another.
+		return fail(failResources, "")
 	}
 	if !cp.types.any() {
 		if blocked {
@@ -193,6 +197,15 @@ func (s *solver) classPoolCompat(l *level, ps *poolState) *classPool {
 	}
 	cp.ok = true
 	return cp
+}
+
+// reasonOf is why level l's pods may not be on pool ps's new nodes
+// (cp = l.pools[ps.idx], not ok).
+func (s *solver) reasonOf(l *level, ps *poolState, cp *classPool) string {
+	if cp.kind == failResources && cp.reason == "" {
+		return s.tooBig(l.cls.req, ps, cp.labelTypes)
+	}
+	return cp.reason
 }
 
 // typesHolding returns the pool's types whose allocatable holds req,

@@ -31,7 +31,7 @@ func (s *solver) explain(l *level, why string) string {
 			per = append(per, pr{ps.pool.Name, failNone, r})
 			continue
 		}
-		per = append(per, pr{ps.pool.Name, cp.kind, cp.reason})
+		per = append(per, pr{ps.pool.Name, cp.kind, s.reasonOf(l, ps, cp)})
 	}
 	same := func(k failKind) bool {
 		for _, p := range per {
