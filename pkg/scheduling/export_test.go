@@ -243,3 +243,7 @@ func SetChainTaken(f func()) { chainTaken = f }
 // SetUpgradeCeil makes upgradeFor stop its scan at the efficiency
 // ceiling (on) or scan every type.
 func SetUpgradeCeil(on bool) { upCeilOff = !on }
+
+// SetGrowBoundCheck hands f each growth bound the growth index computes
+// and the bound of a scan of every type.
+func SetGrowBoundCheck(f func(cut, full float64)) { growBoundCheck = f }

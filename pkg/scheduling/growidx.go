@@ -203,16 +203,38 @@ var boundMemoOff bool
 
 // growBoundOf is growBound computed.
 func (s *solver) growBoundOf(b *bin, minReq vec) float64 {
+	ub := s.growBoundScan(b, minReq, !upCeilOff)
+	if growBoundCheck != nil {
+		growBoundCheck(ub, s.growBoundScan(b, minReq, false))
+	}
+	return ub
+}
+
+// growBoundCheck, when set, is handed each bound growBoundOf returns and
+// the one of a scan of every type (tests compare).
+var growBoundCheck func(cut, full float64)
+
+// growBoundScan is growBoundOf's scan of the types, stopped at the
+// efficiency ceiling when stop is set.
+func (s *solver) growBoundScan(b *bin, minReq vec, stop bool) float64 {
 	ps := b.pool
 	curValue := ps.values[b.typ]
 	need := b.used.clone()
 	need.add(minReq)
 	ub := math.Inf(-1)
+	ceil := s.upgradeCeil(ps)
 	for _, i := range s.searchList(b, nil) {
 		if i == b.typ {
 			continue
 		}
 		t := ps.types[i]
+		// The list is cheapest first: once no later type can be worth
+		// more (effCeil), ub is the bound.
+		if ub >= 0 && stop {
+			if c := effCeil(ceil[i], t.minPrice, curValue, b.offer.price); c <= 0 || c*(1+1e-9) <= ub {
+				break
+			}
+		}
 		if need[dimCPU] > t.net[dimCPU] || need[dimMemory] > t.net[dimMemory] || !need.le(t.net) || !b.types.has(i) || t.zoneMask&b.zoneMask == 0 || t.ctMask&b.ctMask == 0 {
 			continue
 		}

@@ -465,25 +465,37 @@ func (s *solver) upgradeCeil(ps *poolState) []float64 {
 	return ps.ceil
 }
 
+// effCeil is the most efficiency, (v_j-v0)/(p_j-p0), that a type j of
+// minimum price at least minPrice and value per dollar at most rho can
+// have as an upgrade of a node worth v0 at price p0 (+Inf where no bound
+// holds: a type no dearer than the node). Its value is at most rho*p_j
+// at its price p_j >= minPrice, and (rho*p-v0)/(p-p0) is monotonic in p:
+// at most its value at minPrice when v0 < rho*p0, and at most rho (its
+// limit) otherwise.
+func effCeil(rho, minPrice, v0, p0 float64) float64 {
+	if minPrice <= p0+1e-12 || math.IsInf(rho, 1) {
+		return math.Inf(1)
+	}
+	if v0 < rho*p0 {
+		return (rho*minPrice - v0) / (minPrice - p0)
+	}
+	return rho
+}
+
 // beyondCeil tells whether no type of minimum price at least minPrice
 // and value per dollar at most rho can replace the upgrade upgradeFor
 // holds (efficiency bestEff, price step bestDp) of a node worth v0 at
 // price p0. upgradeFor's rule replaces it with a type more than 1 % more
-// efficient, or within 1 % and a smaller step. Such a type j has
-// efficiency (v_j-v0)/(p_j-p0) <= (rho*p-v0)/(p-p0) at p = p_j >=
-// minPrice, which is monotonic in p: at most its value at minPrice when
-// v0 < rho*p0, and at most rho (its limit) otherwise. Below 0.99 times
-// a positive bestEff, it is outside the tie and below the best; once
-// every step from here on is at least bestDp, it needs more than
-// bestEff/0.99 (outside the tie, above the best).
+// efficient, or within 1 % and a smaller step. Below 0.99 times a
+// positive bestEff (effCeil), such a type is outside the tie and below
+// the best; once every step from here on is at least bestDp, it needs
+// more than bestEff/0.99 (outside the tie, above the best). The margins
+// of 1e-9 keep rounding on the safe side.
 func beyondCeil(rho, minPrice, v0, p0, bestEff, bestDp float64) bool {
-	if !(bestEff > 0) || minPrice <= p0+1e-12 || math.IsInf(rho, 1) {
+	if !(bestEff > 0) {
 		return false
 	}
-	ub := rho
-	if v0 < rho*p0 {
-		ub = (rho*minPrice - v0) / (minPrice - p0)
-	}
+	ub := effCeil(rho, minPrice, v0, p0)
 	if ub < 0.99*bestEff*(1-1e-9) {
 		return true
 	}
