@@ -81,20 +81,52 @@ func (fi *fitIndex) row(vals []int64, rows []uint64, v int64) []uint64 {
 	return rows[k*fi.words : (k+1)*fi.words]
 }
 
-// holding appends to out, in frontier order, the types with CPU and
-// memory at least need's.
-func (fi *fitIndex) holding(need vec, out []int) []int {
-	cr := fi.row(fi.cpuVals, fi.cpuGE, need[dimCPU])
-	mr := fi.row(fi.memVals, fi.memGE, need[dimMemory])
-	if cr == nil || mr == nil {
-		return out
+// typeWalk walks a search's types in frontier order (cheapest first):
+// a list, or the types a fit index's rows say hold a request. A search
+// that may stop early (upgradeFor's ceiling) reads only the types before
+// its stop.
+type typeWalk struct {
+	list   []int
+	fi     *fitIndex
+	cr, mr []uint64
+	w      int
+	x      uint64
+}
+
+// listWalk walks list.
+func listWalk(list []int) typeWalk { return typeWalk{list: list} }
+
+// walk walks the types with CPU and memory at least need's.
+func (fi *fitIndex) walk(need vec) typeWalk {
+	tw := typeWalk{fi: fi, w: -1}
+	tw.cr = fi.row(fi.cpuVals, fi.cpuGE, need[dimCPU])
+	tw.mr = fi.row(fi.memVals, fi.memGE, need[dimMemory])
+	if tw.cr == nil || tw.mr == nil {
+		tw.cr, tw.mr = nil, nil
 	}
-	for w := range cr {
-		for x := cr[w] & mr[w]; x != 0; x &= x - 1 {
-			out = append(out, fi.list[w<<6+bits.TrailingZeros64(x)])
+	return tw
+}
+
+// next is the next type, false at the end.
+func (tw *typeWalk) next() (int, bool) {
+	if tw.fi == nil {
+		if len(tw.list) == 0 {
+			return 0, false
 		}
+		i := tw.list[0]
+		tw.list = tw.list[1:]
+		return i, true
 	}
-	return out
+	for tw.x == 0 {
+		tw.w++
+		if tw.w >= len(tw.cr) {
+			return 0, false
+		}
+		tw.x = tw.cr[tw.w] & tw.mr[tw.w]
+	}
+	p := tw.w<<6 + bits.TrailingZeros64(tw.x)
+	tw.x &= tw.x - 1
+	return tw.fi.list[p], true
 }
 
 // firstHolding is the first type in frontier order (cheapest first)

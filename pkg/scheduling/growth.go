@@ -393,12 +393,16 @@ func (s *solver) upgradeFor(l *level, b *bin, cp *classPool) (growth, bool) {
 	// Every type's price within the masks, made once per solve.
 	prices := s.pricesFor(ps, zm, cm)
 	list := s.searchList(b, cp)
+	walk := listWalk(list)
 	if fi := s.fitFor(ps, list); fi != nil {
-		s.upFit = fi.holding(need, s.upFit[:0])
-		list = s.upFit
+		walk = fi.walk(need)
 	}
 	ceil := s.upgradeCeil(ps)
-	for _, i := range list {
+	for {
+		i, more := walk.next()
+		if !more {
+			break
+		}
 		t := ps.types[i]
 		// The list is cheapest first: once no type from here on can come
 		// within the tie of the best, the best is the answer.

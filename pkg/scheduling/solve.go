@@ -251,9 +251,8 @@ type solver struct {
 	dsReq map[*appsv1.DaemonSet]corev1.ResourceList
 
 	// fits are the pools' frontiers by CPU and memory (fitidx.go), by
-	// pool; upFit is upgradeFor's scratch.
-	fits  []*fitIndex
-	upFit []int
+	// pool.
+	fits []*fitIndex
 	// scratch lends the answer caches their tables (scratch.go).
 	scratch *solveScratch
 	// fitTables are upgradeFor's answers by bin (id) version and rows,
