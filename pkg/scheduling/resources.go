@@ -207,6 +207,28 @@ func podRequests(pod *corev1.Pod) corev1.ResourceList {
 	return reqs
 }
 
+// containerOnly is the requests of a pod whose requests are its lone
+// container's, as they are (no init containers, pod-level resources or
+// overhead, no limit standing in for a missing request, no request for
+// pods), for the caller to read in place and count the pod's slot
+// itself: podRequests without making a list (a solve reads every
+// class's, and most pods are so).
+func containerOnly(pod *corev1.Pod) (corev1.ResourceList, bool) {
+	if len(pod.Spec.Containers) != 1 || len(pod.Spec.InitContainers) > 0 || pod.Spec.Resources != nil || len(pod.Spec.Overhead) > 0 {
+		return nil, false
+	}
+	r := &pod.Spec.Containers[0].Resources
+	if _, ok := r.Requests[corev1.ResourcePods]; ok {
+		return nil, false
+	}
+	for n := range r.Limits {
+		if _, ok := r.Requests[n]; !ok {
+			return nil, false
+		}
+	}
+	return r.Requests, true
+}
+
 // containerRequests is a container's requests with limits standing in for
 // missing requests.
 func containerRequests(c *corev1.Container) corev1.ResourceList {

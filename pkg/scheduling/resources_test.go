@@ -64,3 +64,60 @@ func TestMaxCopies(t *testing.T) {
 		t.Errorf("over-full bin copies = %d", got)
 	}
 }
+
+// TestContainerOnlyIsPodRequestsLessThePodSlot: where containerOnly
+// reads a pod's requests in place, they are podRequests' less the pod's
+// slot; every pod whose requests are made of more (a second container,
+// init containers, overhead, pod-level resources, a limit standing in
+// for a request, a request for pods) is left to podRequests.
+func TestContainerOnlyIsPodRequestsLessThePodSlot(t *testing.T) {
+	withLimits := func(c corev1.Container, l corev1.ResourceList) corev1.Container {
+		c.Resources.Limits = l
+		return c
+	}
+	withRequest := func(c corev1.Container, n corev1.ResourceName, q string) corev1.Container {
+		c.Resources.Requests = c.Resources.Requests.DeepCopy()
+		c.Resources.Requests[n] = resource.MustParse(q)
+		return c
+	}
+	cases := []struct {
+		name string
+		spec corev1.PodSpec
+		read bool
+	}{
+		{"one container", corev1.PodSpec{Containers: []corev1.Container{ctr("1", "1Gi")}}, true},
+		{"no requests", corev1.PodSpec{Containers: []corev1.Container{{}}}, true},
+		{"limits of requested resources", corev1.PodSpec{Containers: []corev1.Container{withLimits(ctr("1", "1Gi"), corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")})}}, true},
+		{"an extended resource", corev1.PodSpec{Containers: []corev1.Container{withRequest(ctr("1", "1Gi"), "nvidia.com/gpu", "1")}}, true},
+		{"a limit standing in", corev1.PodSpec{Containers: []corev1.Container{withLimits(ctr("1", "1Gi"), corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")})}}, false},
+		{"two containers", corev1.PodSpec{Containers: []corev1.Container{ctr("1", "1Gi"), ctr("1", "1Gi")}}, false},
+		{"init container", corev1.PodSpec{InitContainers: []corev1.Container{ctr("3", "1Gi")}, Containers: []corev1.Container{ctr("1", "1Gi")}}, false},
+		{"overhead", corev1.PodSpec{Containers: []corev1.Container{ctr("1", "1Gi")}, Overhead: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m")}}, false},
+		{"pod level", corev1.PodSpec{Containers: []corev1.Container{ctr("1", "1Gi")}, Resources: &corev1.ResourceRequirements{}}, false},
+		{"a request for pods", corev1.PodSpec{Containers: []corev1.Container{withRequest(ctr("1", "1Gi"), corev1.ResourcePods, "2")}}, false},
+	}
+	for _, c := range cases {
+		pod := &corev1.Pod{Spec: c.spec}
+		got, ok := containerOnly(pod)
+		if ok != c.read {
+			t.Errorf("%s: read in place %v, want %v", c.name, ok, c.read)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		want := podRequests(pod)
+		if p := want[corev1.ResourcePods]; p.Value() != 1 {
+			t.Fatalf("%s: podRequests counts %d pods", c.name, p.Value())
+		}
+		delete(want, corev1.ResourcePods)
+		if len(got) != len(want) {
+			t.Errorf("%s: %v, podRequests less the pod %v", c.name, got, want)
+		}
+		for n, q := range want {
+			if g, found := got[n]; !found || g.Cmp(q) != 0 {
+				t.Errorf("%s: %s = %v, podRequests %v", c.name, n, got[n], q)
+			}
+		}
+	}
+}

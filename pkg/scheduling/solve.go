@@ -456,14 +456,22 @@ func (s *solver) buildDims() {
 	// the same requests: few-big at 50,000 pods has 5,000 classes of
 	// some fifty sizes.
 	requests := make([]corev1.ResourceList, len(s.classes))
+	// bare: requests[i] is the pod's lone container's, read in place,
+	// without the pod's slot (containerOnly).
+	bare := make([]bool, len(s.classes))
 	byRes := map[uint64]int{}
+	extra[corev1.ResourcePods] = true
 	for i, c := range s.classes {
 		if j, ok := byRes[c.resKey]; ok {
-			requests[i] = requests[j]
+			requests[i], bare[i] = requests[j], bare[j]
 			continue
 		}
 		byRes[c.resKey] = i
-		requests[i] = podRequests(c.pod)
+		if rl, ok := containerOnly(c.pod); ok {
+			requests[i], bare[i] = rl, true
+		} else {
+			requests[i] = podRequests(c.pod)
+		}
 		for n := range requests[i] {
 			extra[n] = true
 		}
@@ -491,6 +499,9 @@ func (s *solver) buildDims() {
 			continue
 		}
 		c.req = s.dims.fromList(requests[i])
+		if bare[i] {
+			c.req[s.dims.index[corev1.ResourcePods]]++
+		}
 	}
 }
 
