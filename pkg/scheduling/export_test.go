@@ -247,3 +247,7 @@ func SetUpgradeCeil(on bool) { upCeilOff = !on }
 // SetGrowBoundCheck hands f each growth bound the growth index computes
 // and the bound of a scan of every type.
 func SetGrowBoundCheck(f func(cut, full float64)) { growBoundCheck = f }
+
+// SetAllowanceSkip lets the scan skip allowance for levels without
+// topology or host ports (on), or asks it for every node.
+func SetAllowanceSkip(on bool) { allowanceAskAll = !on }

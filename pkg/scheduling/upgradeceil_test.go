@@ -33,3 +33,10 @@ func TestGrowBoundCeilSameBounds(t *testing.T) {
 	}
 	t.Logf("%d bounds compared", checked)
 }
+
+// TestAllowanceSkipSamePlans: the scan's allowance check skipped for
+// levels without topology or host ports (upgradeFor refuses the same
+// nodes) gives every generated shape the plan of asking it everywhere.
+func TestAllowanceSkipSamePlans(t *testing.T) {
+	samePlans(t, "allowance skipped for free levels", scheduling.SetAllowanceSkip)
+}
