@@ -291,6 +291,7 @@ func (s *solver) shapeBound(y []float64) float64 {
 	active := sc.active[:0]
 	defer func() { sc.active = active[:0] }()
 	sweeps := min(shapeSweepsMax, max(shapeSweepsMin, shapeSweepCells/(len(groups)*len(cols))))
+	nz := make([]int, 0, nd)
 	for sweep := 0; sweep < sweeps; sweep++ {
 		changed := false
 		for _, k := range active {
@@ -311,13 +312,25 @@ func (s *solver) shapeBound(y []float64) float64 {
 					others[gi] = lo[gi].v2
 				}
 			}
+			// score reads only wk's nonzero prices (a candidate prices one
+			// or two resources): the same sums, in the same order, as dot.
 			score := func(wk []float64) float64 {
+				nz = nz[:0]
+				for r, v := range wk {
+					if v != 0 {
+						nz = append(nz, r)
+					}
+				}
 				x := 0.0
 				for gi := range groups {
 					g := &groups[gi]
 					o := others[gi]
 					if g.allowed[k] {
-						o = math.Min(o, dot(g.req, wk))
+						d := 0.0
+						for _, r := range nz {
+							d += g.req[r] * wk[r]
+						}
+						o = math.Min(o, d)
 					}
 					x += g.n * o
 				}
