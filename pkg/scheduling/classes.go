@@ -88,7 +88,7 @@ func podHostPorts(p *corev1.Pod) []hostPort {
 }
 
 // buildClasses groups the provisionable pods. Pods are keyed by a 64-bit
-// FNV hash of everything scheduling looks at (see classKey); classes are
+// hash of everything scheduling looks at (see classKey); classes are
 // then ordered independently of the input order.
 func (s *solver) buildClasses() {
 	byKey := map[uint64]*class{}

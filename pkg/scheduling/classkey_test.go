@@ -73,3 +73,77 @@ func TestClassKeyReusesOnlyTheSameContainers(t *testing.T) {
 		})
 	}
 }
+
+// TestHasherSeparatesFields: the hash of a sequence of strings and
+// words tells apart sequences that split the same bytes differently
+// (the last word of a string carries its length: "a" and "a\x00" too),
+// an empty string from
+// none, a separator from a string, and every single-bit change of a
+// string longer than a word.
+func TestHasherSeparatesFields(t *testing.T) {
+	type op struct {
+		s   string
+		u   uint64
+		sep bool
+		isU bool
+	}
+	str := func(s string) op { return op{s: s} }
+	u := func(v uint64) op { return op{u: v, isU: true} }
+	sep := op{sep: true}
+	seqs := [][]op{
+		{str("abcdefgh"), str("")},
+		{str("abcdefg"), str("h")},
+		{str(""), str("abcdefgh")},
+		{str("abcdefgh")},
+		{str("abcdefgh"), sep},
+		{str("abcdefghi")},
+		{str("app"), str("web")},
+		{str("appw"), str("eb")},
+		{str("app"), sep, str("web")},
+		{u(1), u(2)},
+		{u(2), u(1)},
+		{u(1)},
+		{},
+		{str("")},
+		{sep},
+		{str(""), str("")},
+		{str("a")},
+		{str("a\x00")},
+		{str("abcdefgh\x00")},
+	}
+	seen := map[uint64]int{}
+	for i, seq := range seqs {
+		h := hasher(fnvOffset)
+		for _, o := range seq {
+			switch {
+			case o.sep:
+				h.sep()
+			case o.isU:
+				h.u64(o.u)
+			default:
+				h.str(o.s)
+			}
+		}
+		if j, dup := seen[uint64(h)]; dup {
+			t.Errorf("sequences %d and %d hash alike: %+v, %+v", j, i, seqs[j], seq)
+		}
+		seen[uint64(h)] = i
+	}
+	base := []byte("karpenter.sh/nodepool=default")
+	hashOf := func(b []byte) uint64 {
+		h := hasher(fnvOffset)
+		h.str(string(b))
+		return uint64(h)
+	}
+	flips := map[uint64]bool{hashOf(base): true}
+	for i := range base {
+		for bit := range 8 {
+			b := append([]byte(nil), base...)
+			b[i] ^= 1 << bit
+			flips[hashOf(b)] = true
+		}
+	}
+	if want := 1 + 8*len(base); len(flips) != want {
+		t.Errorf("%d distinct hashes over %d single-bit changes and the original", len(flips), want)
+	}
+}
