@@ -507,14 +507,19 @@ func effCeil(rho, minPrice, v0, p0 float64) float64 {
 // more than bestEff/0.99 (outside the tie, above the best). The margins
 // of 1e-9 keep rounding on the safe side.
 func beyondCeil(rho, minPrice, v0, p0, bestEff, bestDp float64) bool {
-	if !(bestEff > 0) {
+	if !(bestEff > 0) || minPrice <= p0+1e-12 || math.IsInf(rho, 1) {
 		return false
 	}
-	ub := effCeil(rho, minPrice, v0, p0)
-	if ub < 0.99*bestEff*(1-1e-9) {
+	// effCeil's bound as num/den, compared without dividing (this runs
+	// for most types a scan looks at).
+	num, den := rho, 1.0
+	if v0 < rho*p0 {
+		num, den = rho*minPrice-v0, minPrice-p0
+	}
+	if num < 0.99*bestEff*(1-1e-9)*den {
 		return true
 	}
-	return minPrice-p0 >= bestDp && ub*(1+1e-9) < bestEff/0.99
+	return minPrice-p0 >= bestDp && num*(1+1e-9)*0.99 < bestEff*den
 }
 
 // upCeilOff makes upgradeFor scan every type (tests compare).
