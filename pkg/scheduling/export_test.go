@@ -240,14 +240,15 @@ func SetGrowChain(on bool) { growChainOff = !on }
 // (nil: none).
 func SetChainTaken(f func()) { chainTaken = f }
 
-// SetUpgradeCeil makes upgradeFor stop its scan at the efficiency
-// ceiling (on) or scan every type.
-func SetUpgradeCeil(on bool) { upCeilOff = !on }
+// SetUpgradeCheck hands f the type of each answer upgradeFor gives and
+// that of a scan of every type (-1: none).
+func SetUpgradeCheck(f func(cut, full int)) { upgradeCheck = f }
 
 // SetGrowBoundCheck hands f each growth bound the growth index computes
 // and the bound of a scan of every type.
 func SetGrowBoundCheck(f func(cut, full float64)) { growBoundCheck = f }
 
-// SetAllowanceSkip lets the scan skip allowance for levels without
-// topology or host ports (on), or asks it for every node.
-func SetAllowanceSkip(on bool) { allowanceAskAll = !on }
+// SetAllowanceSkipped hands f, for every node the scan did not ask
+// allowance about, whether allowance would have refused it and whether
+// its upgrade was found.
+func SetAllowanceSkipped(f func(refused, found bool)) { allowanceSkipped = f }

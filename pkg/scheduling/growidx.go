@@ -203,7 +203,7 @@ var boundMemoOff bool
 
 // growBoundOf is growBound computed.
 func (s *solver) growBoundOf(b *bin, minReq vec) float64 {
-	ub := s.growBoundScan(b, minReq, !upCeilOff)
+	ub := s.growBoundScan(b, minReq, true)
 	if growBoundCheck != nil {
 		growBoundCheck(ub, s.growBoundScan(b, minReq, false))
 	}
@@ -222,7 +222,7 @@ func (s *solver) growBoundScan(b *bin, minReq vec, stop bool) float64 {
 	need := b.used.clone()
 	need.add(minReq)
 	ub := math.Inf(-1)
-	ceil := s.upgradeCeil(ps)
+	ceil := ps.upgradeCeil()
 	for _, i := range s.searchList(b, nil) {
 		if i == b.typ {
 			continue
@@ -231,7 +231,7 @@ func (s *solver) growBoundScan(b *bin, minReq vec, stop bool) float64 {
 		// The list is cheapest first: once no later type can be worth
 		// more (effCeil), ub is the bound.
 		if ub >= 0 && stop {
-			if c := effCeil(ceil[i], t.minPrice, curValue, b.offer.price); c <= 0 || c*(1+1e-9) <= ub {
+			if num, den, ok := effCeil(ceil[i], t.minPrice, curValue, b.offer.price); ok && (num <= 0 || num*(1+1e-9) <= ub*den) {
 				break
 			}
 		}

@@ -167,17 +167,23 @@ func (s *solver) growsFor(l *level, b *bin) (*classPool, bool) {
 // the node's zones, capacity types or custom labels leave the level
 // none, which upgradeFor refuses too (and the answers kept for the
 // node's version are upgradeFor's): it is not asked there, a fifth of
-// the scan's time on few-big (TestAllowanceSkipSamePlans).
+// the scan's time on few-big (TestAllowanceSkipRefusesNothing).
 func (s *solver) upgradeAsked(l *level, b *bin, cp *classPool, want int) (growth, bool) {
-	if (allowanceAskAll || !l.free() || len(b.pool.minValues) > 0) && s.allowance(l, b, 1, anyType).k == 0 {
+	asked := !l.free() || len(b.pool.minValues) > 0
+	if asked && s.allowance(l, b, 1, anyType).k == 0 {
 		return growth{}, false
 	}
-	return s.upgradeValue(l, b, cp, want)
+	g, ok := s.upgradeValue(l, b, cp, want)
+	if !asked && allowanceSkipped != nil {
+		allowanceSkipped(s.allowance(l, b, 1, anyType).k == 0, ok)
+	}
+	return g, ok
 }
 
-// allowanceAskAll makes upgradeAsked ask allowance for every node (tests
-// compare).
-var allowanceAskAll bool
+// allowanceSkipped, when set, is handed for every node upgradeAsked did
+// not ask allowance about whether allowance would have refused it and
+// whether its upgrade was found (tests check none is both).
+var allowanceSkipped func(refused, found bool)
 
 // upCache remembers a bin's best upgrade for a level until the bin
 // changes: the bin's version, the answer (0: none remembered, 1: no
@@ -383,6 +389,28 @@ var upCacheOff bool
 // adds the most value per added dollar (within 1%, the smaller step). The
 // caller checks topology (allowance) for the chosen one.
 func (s *solver) upgradeFor(l *level, b *bin, cp *classPool) (growth, bool) {
+	g, ok := s.upgradeScan(l, b, cp, true)
+	if upgradeCheck != nil {
+		full, fullOK := s.upgradeScan(l, b, cp, false)
+		cut, whole := -1, -1
+		if ok {
+			cut = g.typ
+		}
+		if fullOK {
+			whole = full.typ
+		}
+		upgradeCheck(cut, whole)
+	}
+	return g, ok
+}
+
+// upgradeCheck, when set, is handed the type of each answer upgradeFor
+// gives and that of a scan of every type (-1: none; tests compare).
+var upgradeCheck func(cut, full int)
+
+// upgradeScan is upgradeFor's scan of the types, stopped at the
+// efficiency ceiling when stop is set.
+func (s *solver) upgradeScan(l *level, b *bin, cp *classPool, stop bool) (growth, bool) {
 	ps := b.pool
 	cur := ps.types[b.typ]
 	zm, cm := b.zoneMask&cp.zoneMask, b.ctMask&cp.ctMask
@@ -408,7 +436,7 @@ func (s *solver) upgradeFor(l *level, b *bin, cp *classPool) (growth, bool) {
 	if fi := s.fitFor(ps, list); fi != nil {
 		walk = fi.walk(need)
 	}
-	ceil := s.upgradeCeil(ps)
+	ceil := ps.upgradeCeil()
 	for {
 		i, more := walk.next()
 		if !more {
@@ -417,7 +445,7 @@ func (s *solver) upgradeFor(l *level, b *bin, cp *classPool) (growth, bool) {
 		t := ps.types[i]
 		// The list is cheapest first: once no type from here on can come
 		// within the tie of the best, the best is the answer.
-		if best >= 0 && !upCeilOff && beyondCeil(ceil[i], t.minPrice, curValue, b.offer.price, bestEff, bestDp) {
+		if best >= 0 && stop && beyondCeil(ceil[i], t.minPrice, curValue, b.offer.price, bestEff, bestDp) {
 			break
 		}
 		if need[dimCPU] > t.net[dimCPU] || need[dimMemory] > t.net[dimMemory] || !need.le(t.net) || !b.types.has(i) || !cp.types.has(i) || t.zoneMask&zm == 0 || t.ctMask&cm == 0 {
@@ -460,7 +488,7 @@ func upgradeBeats(eff, dp, bestEff, bestDp float64) bool {
 // value per dollar of minimum price among types i and after. A type j
 // from i on is worth at most ceil[i] times its price, since its price
 // in any zone is at least its minimum price.
-func (s *solver) upgradeCeil(ps *poolState) []float64 {
+func (ps *poolState) upgradeCeil() []float64 {
 	if len(ps.ceil) == len(ps.types) {
 		return ps.ceil
 	}
@@ -482,19 +510,20 @@ func (s *solver) upgradeCeil(ps *poolState) []float64 {
 
 // effCeil is the most efficiency, (v_j-v0)/(p_j-p0), that a type j of
 // minimum price at least minPrice and value per dollar at most rho can
-// have as an upgrade of a node worth v0 at price p0 (+Inf where no bound
-// holds: a type no dearer than the node). Its value is at most rho*p_j
-// at its price p_j >= minPrice, and (rho*p-v0)/(p-p0) is monotonic in p:
-// at most its value at minPrice when v0 < rho*p0, and at most rho (its
-// limit) otherwise.
-func effCeil(rho, minPrice, v0, p0 float64) float64 {
+// have as an upgrade of a node worth v0 at price p0, as num/den (the
+// callers compare it without dividing: it is asked of most types a scan
+// looks at); ok is false where no bound holds (a type no dearer than the
+// node). Its value is at most rho*p_j at its price p_j >= minPrice, and
+// (rho*p-v0)/(p-p0) is monotonic in p: at most its value at minPrice
+// when v0 < rho*p0, and at most rho (its limit) otherwise.
+func effCeil(rho, minPrice, v0, p0 float64) (num, den float64, ok bool) {
 	if minPrice <= p0+1e-12 || math.IsInf(rho, 1) {
-		return math.Inf(1)
+		return 0, 0, false
 	}
 	if v0 < rho*p0 {
-		return (rho*minPrice - v0) / (minPrice - p0)
+		return rho*minPrice - v0, minPrice - p0, true
 	}
-	return rho
+	return rho, 1, true
 }
 
 // beyondCeil tells whether no type of minimum price at least minPrice
@@ -507,23 +536,18 @@ func effCeil(rho, minPrice, v0, p0 float64) float64 {
 // more than bestEff/0.99 (outside the tie, above the best). The margins
 // of 1e-9 keep rounding on the safe side.
 func beyondCeil(rho, minPrice, v0, p0, bestEff, bestDp float64) bool {
-	if !(bestEff > 0) || minPrice <= p0+1e-12 || math.IsInf(rho, 1) {
+	if !(bestEff > 0) {
 		return false
 	}
-	// effCeil's bound as num/den, compared without dividing (this runs
-	// for most types a scan looks at).
-	num, den := rho, 1.0
-	if v0 < rho*p0 {
-		num, den = rho*minPrice-v0, minPrice-p0
+	num, den, ok := effCeil(rho, minPrice, v0, p0)
+	if !ok {
+		return false
 	}
 	if num < 0.99*bestEff*(1-1e-9)*den {
 		return true
 	}
 	return minPrice-p0 >= bestDp && num*(1+1e-9)*0.99 < bestEff*den
 }
-
-// upCeilOff makes upgradeFor scan every type (tests compare).
-var upCeilOff bool
 
 // searchList is the types a search for the best type for bin b (and,
 // when cp is not nil, a pod of cp) must look at. Scanning only the pool's

@@ -49,7 +49,7 @@ type poolState struct {
 	values []float64
 	// ceil[i] is the most value per dollar of minimum price among types
 	// i and after, at the values' prices (upgradeCeil); made on first
-	// use, emptied when the prices change.
+	// use, emptied with every new values (setValues).
 	ceil []float64
 	// cols are the types as the bound's columns (lpCols).
 	cols []lpColumn
@@ -141,6 +141,10 @@ type ptype struct {
 	cheap   offer
 	cheapOK bool
 }
+
+// setValues makes v the types' values (filled by the caller before the
+// next search), dropping the ceiling made from the old ones.
+func (ps *poolState) setValues(v []float64) { ps.values, ps.ceil = v, ps.ceil[:0] }
 
 // limitsOf reads a pool's limits: per dimension (math.MaxInt64: none; a
 // resource no pod asks for has no dimension and is left out) and on the

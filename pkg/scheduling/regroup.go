@@ -55,7 +55,7 @@ func (s *solver) settle() bool {
 // (a node's type list) would make wrong, and the prices they value
 // types at must not be negative.
 func (s *solver) rebuildable() bool {
-	if s.poolsBound() {
+	if s.boundPools {
 		return false
 	}
 	for _, p := range s.unitPrice {
@@ -69,7 +69,8 @@ func (s *solver) rebuildable() bool {
 // poolsBound tells whether some pool has limits or minValues: what a
 // node may become then depends on more than its own pods (the other
 // nodes' sizes, a node's type list), which the rebuilds (rebuildable,
-// tailSplit) and growth chains (growchain.go) cannot see.
+// tailSplit) and growth chains (growchain.go) cannot see. Asked once, in
+// setup (s.boundPools).
 func (s *solver) poolsBound() bool {
 	for _, ps := range s.pools {
 		if ps.hasLimits || len(ps.minValues) > 0 {
@@ -227,8 +228,7 @@ func (s *solver) setPrices(y []float64) {
 		if len(sv.bufs) == i {
 			sv.bufs = append(sv.bufs, make([]float64, len(ps.types)))
 		}
-		ps.values = sv.bufs[i]
-		ps.ceil = ps.ceil[:0]
+		ps.setValues(sv.bufs[i])
 		for k, t := range ps.types {
 			ps.values[k] = s.valueOf(t.net)
 		}
@@ -246,8 +246,7 @@ func (s *solver) restorePrices() {
 	sv := s.priceSaves[s.priceDepth]
 	s.unitPrice = sv.unit
 	for i, ps := range s.pools {
-		ps.values = sv.values[i]
-		ps.ceil = ps.ceil[:0]
+		ps.setValues(sv.values[i])
 	}
 	for i, c := range s.classes {
 		c.value = sv.class[i]
@@ -329,7 +328,7 @@ func (p *pendMin) undone(c *class) {
 // whatever makes the plan cheaper. Nodes of constrained pods too, whose
 // rebuild must leave every topology count as it was (rebuildtopo.go).
 func (s *solver) tailSplit() bool {
-	if s.poolsBound() {
+	if s.boundPools {
 		return false
 	}
 	cand := s.freeBins(true)

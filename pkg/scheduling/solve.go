@@ -370,7 +370,7 @@ func (s *solver) setup() {
 	s.buildTopology()
 	s.unitPrice = s.dualPrices()
 	for _, ps := range s.pools {
-		ps.values = make([]float64, len(ps.types))
+		ps.setValues(make([]float64, len(ps.types)))
 		for i, t := range ps.types {
 			ps.values[i] = s.valueOf(t.net)
 		}

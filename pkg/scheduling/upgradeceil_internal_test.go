@@ -32,7 +32,7 @@ func TestUpgradeCeilKeepsTheBest(t *testing.T) {
 		}
 		p0 := float64(rng.IntN(9)) * 0.25
 		v0 := float64(rng.IntN(31)) * 0.1
-		ceil := (&solver{}).upgradeCeil(ps)
+		ceil := ps.upgradeCeil()
 		scan := func(stop bool) int {
 			best, bestEff, bestDp := -1, 0.0, 0.0
 			for i := range n {
@@ -73,17 +73,15 @@ func minPrices(ps *poolState) []float64 {
 
 // TestUpgradeCeilIsTheBestValuePerDollarFromEachType: ceil[i] is the
 // most value per dollar of minimum price among types i and after, at the
-// values in force: emptied (as setPrices and restorePrices do), it is
-// made again from the new values.
+// values in force: new values (setValues, as setup, setPrices and
+// restorePrices give them) make it again.
 func TestUpgradeCeilIsTheBestValuePerDollarFromEachType(t *testing.T) {
 	ps := &poolState{types: []*ptype{{minPrice: 1}, {minPrice: 2}, {minPrice: 4}}, values: []float64{0.5, 1.8, 2}}
-	s := &solver{}
-	if got, want := s.upgradeCeil(ps), []float64{0.9, 0.9, 0.5}; !equalFloats(got, want) {
+	if got, want := ps.upgradeCeil(), []float64{0.9, 0.9, 0.5}; !equalFloats(got, want) {
 		t.Fatalf("ceil = %v, want %v", got, want)
 	}
-	ps.values = []float64{1, 1, 4}
-	ps.ceil = ps.ceil[:0] // what setPrices and restorePrices do
-	if got, want := s.upgradeCeil(ps), []float64{1, 1, 1}; !equalFloats(got, want) {
+	ps.setValues([]float64{1, 1, 4})
+	if got, want := ps.upgradeCeil(), []float64{1, 1, 1}; !equalFloats(got, want) {
 		t.Fatalf("ceil at new prices = %v, want %v", got, want)
 	}
 }
