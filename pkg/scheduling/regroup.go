@@ -5,7 +5,7 @@ import (
 	"sort"
 )
 
-// Regrouping: the last step of the local search. The packer values types
+// Regrouping: a step of the local search's second round (settle). The packer values types
 // and pods at the dual prices of the LP for the whole workload, so every
 // node is chosen for the average pod; a part of the workload planned
 // alone gets its own prices and may choose other types (an m node for
