@@ -1,5 +1,7 @@
 package scheduling
 
+import "fmt"
+
 // SetGrowIndex turns the growth index (growidx.go) on or off, for the
 // test that plans are the same either way.
 func SetGrowIndex(on bool) { growIndexOff = !on }
@@ -252,3 +254,43 @@ func SetGrowBoundCheck(f func(cut, full float64)) { growBoundCheck = f }
 // allowance about, whether allowance would have refused it and whether
 // its upgrade was found.
 func SetAllowanceSkipped(f func(refused, found bool)) { allowanceSkipped = f }
+
+// ClassesBothWays describes the classes the solve after Solve's
+// limits-free attempt on in takes over from that attempt (reuseClasses)
+// and those it builds itself (buildClasses), after setup, with the pods
+// setup skipped: every field either sets, and what setup derives from
+// them.
+func ClassesBothWays(in Input) (reused, built string) {
+	describe := func(s *solver) string {
+		out := ""
+		for _, f := range s.plan.Skipped {
+			out += fmt.Sprintf("skipped %s: %s\n", f.Pod.Name, f.Reason)
+		}
+		for _, c := range s.classes {
+			names := make([]string, len(c.pods))
+			for i, p := range c.pods {
+				names[i] = p.Name
+			}
+			vols := make([]string, len(c.volTerms))
+			for i, r := range c.volTerms {
+				vols[i] = r.signature()
+			}
+			out += fmt.Sprintf("class %d %s/%s %v labels %v res %x req %v value %g ports %v vols %q err %q remaining %d\n",
+				c.idx, c.ns, c.pod.Name, names, c.labels, c.resKey, c.req, c.value, c.ports, vols, c.err, c.remaining)
+		}
+		return out
+	}
+	freeIn := withoutLimits(in)
+	free := newSolver(&freeIn)
+	free.noMinValues = hasMinValues(&in)
+	free.limitsFrom = &in
+	free.setup()
+	free.pack()
+	free.release()
+	a := newSolver(&in)
+	a.classesFrom = free
+	a.setup()
+	b := newSolver(&in)
+	b.setup()
+	return describe(a), describe(b)
+}

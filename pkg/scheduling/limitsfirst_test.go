@@ -3,10 +3,12 @@ package scheduling_test
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/scheduling"
@@ -161,5 +163,56 @@ func TestLimitedRebuildsKeepTheLimits(t *testing.T) {
 	}
 	if cheaper == 0 {
 		t.Errorf("no plan cheaper with rebuilds under limits")
+	}
+}
+
+// TestReusedClassesAreBuiltClasses: the solve that follows a failed
+// limits-free attempt takes that attempt's classes instead of hashing
+// every pod again, and they are, field by field after setup, the classes
+// it would build: the same pods in the same order, requests, ports,
+// volume zones, errors and skipped pods. Inputs: spot-limits and mix
+// (generated), and one limited pool with pods of every kind buildClasses
+// tells apart (a DaemonSet's pod and a bound one skipped, host ports,
+// a claim's zone, a missing claim, a pod asking one port twice).
+func TestReusedClassesAreBuiltClasses(t *testing.T) {
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default"}, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-1"}}
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-1"}, Spec: corev1.PersistentVolumeSpec{
+		NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{req(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "test-1b")}}}}},
+	}}
+	useClaim := func(name string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}})
+		}
+	}
+	var ps []*corev1.Pod
+	ps = append(ps, pods("web", 6, "1", "2Gi")...)
+	ps = append(ps, pods("ports", 2, "500m", "1Gi", hostPort(8080))...)
+	ps = append(ps, pods("twice", 1, "500m", "1Gi", hostPort(9090), hostPort(9090))...)
+	ps = append(ps, pods("db", 1, "2", "4Gi", useClaim("data"))...)
+	ps = append(ps, pods("lost", 1, "1", "1Gi", useClaim("nope"))...)
+	ps = append(ps, pods("agent", 1, "100m", "64Mi", func(p *corev1.Pod) {
+		yes := true
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "agent", Controller: &yes}}
+	})...)
+	ps = append(ps, pods("bound", 1, "1", "1Gi", func(p *corev1.Pod) { p.Spec.NodeName = "n1" })...)
+	kinds := withCPULimit(input(ps), "4")
+	kinds.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{claim}
+	kinds.PersistentVolumes = []*corev1.PersistentVolume{pv}
+	for name, in := range map[string]scheduling.Input{
+		"spot-limits/250": generated(t, "spot-limits", 250, 1),
+		"mix/299 seed 2":  generated(t, "mix", 299, 2),
+		"every kind":      kinds,
+	} {
+		reused, built := scheduling.ClassesBothWays(in)
+		if reused != built {
+			t.Errorf("%s: the classes taken from the limits-free attempt\n%s\ndiffer from those built\n%s", name, reused, built)
+		}
+		if !strings.Contains(built, "class ") {
+			t.Errorf("%s: no classes", name)
+		}
+	}
+	if reused, _ := scheduling.ClassesBothWays(kinds); !strings.Contains(reused, "skipped agent-0") || !strings.Contains(reused, "twice") || !strings.Contains(reused, "not found") {
+		t.Errorf("the case of every kind lost a kind:\n%s", reused)
 	}
 }

@@ -30,12 +30,13 @@ func Solve(in Input) Plan {
 	// (limitsfirst.go).
 	limits := !limitsFirstOff && hasLimits(&in)
 	minValues := !limitsFirstOff && hasMinValues(&in)
+	var free *solver // the limits-free attempt, when it was made
 	if limits || minValues {
-		free := in
+		freeIn := in
 		if limits {
-			free = withoutLimits(in)
+			freeIn = withoutLimits(in)
 		}
-		s := newSolver(&free)
+		s := newSolver(&freeIn)
 		s.noMinValues = minValues
 		if limits {
 			s.limitsFrom = &in // the bound reads the limits (limitbound.go)
@@ -49,8 +50,10 @@ func Solve(in Input) Plan {
 			}
 		}
 		s.release() // its tables to the solve below (a no-op after improveAndFinish)
+		free = s
 	}
 	s := newSolver(&in)
+	s.classesFrom = free
 	s.setup()
 	s.pack()
 	return s.improveAndFinish()
@@ -96,8 +99,11 @@ type solver struct {
 	// limitsFrom, when set, is the input with the pool limits that in
 	// (the limits-first solve's) had taken off: the bound reads them.
 	limitsFrom *Input
-	plan       Plan
-	dims       *dims
+	// classesFrom, when set, is the limits-free attempt on the same pods
+	// (limitsfirst.go), whose classes setup takes (reuseClasses).
+	classesFrom *solver
+	plan        Plan
+	dims        *dims
 	// ip is the whole-node bound's search (intbound.go), nil where it
 	// does not run.
 	ip    *ipSearch
@@ -348,7 +354,11 @@ func (s *solver) setup() {
 		s.pvs[v.Name] = v
 	}
 	s.observeDaemonPods()
-	s.buildClasses()
+	if s.classesFrom != nil && !reuseClassesOff {
+		s.reuseClasses(s.classesFrom)
+	} else {
+		s.buildClasses()
+	}
 	s.buildDims()
 	s.buildWorld()
 	s.buildExisting()
