@@ -8,7 +8,8 @@ import (
 )
 
 // Refill: an exchange of pods between a lopsided node and a few others,
-// the first step after the local search's first round (solve.go). The packer fills a node biggest
+// the local search's last step (on small plans its first after the first
+// round: refillFirst, solve.go). The packer fills a node biggest
 // pods first, so a node may end full in one resource with much of
 // another idle (a c node's CPU full with a fifth of its memory unused),
 // while the pods that could use that idle room sit on other nodes,
