@@ -143,3 +143,20 @@ func TestIPSearchAtMostWholeNodes(t *testing.T) {
 	}
 	t.Logf("above the knapsack in %d of %d cases", raised, len(cases))
 }
+
+// TestKnapBoundAllocatesNothingOnceWarm: knapBound keeps its buffers
+// between calls (the branch and bound asks it at every search node), so a
+// call after the first allocates nothing, and its answer is the same.
+func TestKnapBoundAllocatesNothingOnceWarm(t *testing.T) {
+	cases, _ := wholeNodeCases(11, 50)
+	c := cases[len(cases)-1]
+	_, y := solveCover(c.cols, c.demand)
+	want := knapBound(c.cols, y, c.demand, knapRootBudget)
+	var got float64
+	if n := testing.AllocsPerRun(100, func() { got = knapBound(c.cols, y, c.demand, knapRootBudget) }); n != 0 {
+		t.Errorf("knapBound allocates %.0f times a call once warm, want 0", n)
+	}
+	if got != want {
+		t.Errorf("knapBound %v, first call %v", got, want)
+	}
+}
