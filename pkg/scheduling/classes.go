@@ -127,26 +127,30 @@ func (s *solver) buildClasses() {
 	}
 }
 
-// reuseClasses makes s's classes those another solver built from the
-// same pods (Solve's limits-free attempt, limitsfirst.go, which differs
-// only in its pools' limits or minValues): what buildClasses reads (the
-// pods, claims and volumes) is the same, so the classes, their pods'
+// classSeed is what buildClasses made of a solve's pods: fresh copies of
+// the classes as it left them and the pods it skipped. Solve's limits-free
+// attempt (limitsfirst.go) hands it to the solve with the limits, which
+// differs only in its pools' limits or minValues: what buildClasses reads
+// (the pods, claims and volumes) is the same, so the classes, their pods'
 // order and the skipped pods are too. Only what buildClasses sets is
-// taken; the rest (requests, topology, levels, counts) setup and the
-// packer make afresh. Hashing every pod again was a tenth of a limited
-// solve's CPU at 300 pods (spot-limits), for the same answer
-// (TestReusedClassesAreBuiltClasses).
-func (s *solver) reuseClasses(from *solver) {
-	s.plan.Skipped = append(s.plan.Skipped, from.plan.Skipped...)
-	for _, c := range from.classes {
-		s.classes = append(s.classes, &class{pods: c.pods, pod: c.pod, ns: c.ns, labels: c.labels, resKey: c.resKey,
-			ports: c.ports, volTerms: c.volTerms, err: c.err, remaining: len(c.pods)})
-	}
+// copied; the rest (requests, topology, levels, counts) setup and the
+// packer make afresh, and the attempt's solver is not kept alive. Hashing
+// every pod again was a tenth of a limited solve's CPU at 300 pods
+// (spot-limits), for the same answer (TestReusedClassesAreBuiltClasses).
+type classSeed struct {
+	classes []*class
+	skipped []Failure
 }
 
-// reuseClassesOff makes the limited solve build its classes again (tests
-// compare).
-var reuseClassesOff bool
+// classSeed copies s's classes and skipped pods (see the type).
+func (s *solver) classSeed() *classSeed {
+	cs := &classSeed{skipped: s.plan.Skipped}
+	for _, c := range s.classes {
+		cs.classes = append(cs.classes, &class{pods: c.pods, pod: c.pod, ns: c.ns, labels: c.labels, resKey: c.resKey,
+			ports: c.ports, volTerms: c.volTerms, err: c.err, remaining: len(c.pods)})
+	}
+	return cs
+}
 
 // podCmp orders pods as podLess does.
 func podCmp(a, b *corev1.Pod) int {

@@ -256,7 +256,7 @@ func SetGrowBoundCheck(f func(cut, full float64)) { growBoundCheck = f }
 func SetAllowanceSkipped(f func(refused, found bool)) { allowanceSkipped = f }
 
 // ClassesBothWays describes the classes the solve after Solve's
-// limits-free attempt on in takes over from that attempt (reuseClasses)
+// limits-free attempt on in takes over from that attempt (classSeed)
 // and those it builds itself (buildClasses), after setup, with the pods
 // setup skipped: every field either sets, and what setup derives from
 // them.
@@ -288,7 +288,7 @@ func ClassesBothWays(in Input) (reused, built string) {
 	free.pack()
 	free.release()
 	a := newSolver(&in)
-	a.classesFrom = free
+	a.seed = free.classSeed()
 	a.setup()
 	b := newSolver(&in)
 	b.setup()

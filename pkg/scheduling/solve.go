@@ -30,7 +30,7 @@ func Solve(in Input) Plan {
 	// (limitsfirst.go).
 	limits := !limitsFirstOff && hasLimits(&in)
 	minValues := !limitsFirstOff && hasMinValues(&in)
-	var free *solver // the limits-free attempt, when it was made
+	var seed *classSeed // the limits-free attempt's classes, when it was made
 	if limits || minValues {
 		freeIn := in
 		if limits {
@@ -50,10 +50,10 @@ func Solve(in Input) Plan {
 			}
 		}
 		s.release() // its tables to the solve below (a no-op after improveAndFinish)
-		free = s
+		seed = s.classSeed()
 	}
 	s := newSolver(&in)
-	s.classesFrom = free
+	s.seed = seed
 	s.setup()
 	s.pack()
 	return s.improveAndFinish()
@@ -120,11 +120,11 @@ type solver struct {
 	// limitsFrom, when set, is the input with the pool limits that in
 	// (the limits-first solve's) had taken off: the bound reads them.
 	limitsFrom *Input
-	// classesFrom, when set, is the limits-free attempt on the same pods
-	// (limitsfirst.go), whose classes setup takes (reuseClasses).
-	classesFrom *solver
-	plan        Plan
-	dims        *dims
+	// seed, when set, is the classes of the limits-free attempt on the
+	// same pods (limitsfirst.go), which setup takes (classSeed).
+	seed *classSeed
+	plan Plan
+	dims *dims
 	// ip is the whole-node bound's search (intbound.go), nil where it
 	// does not run.
 	ip    *ipSearch
@@ -375,8 +375,10 @@ func (s *solver) setup() {
 		s.pvs[v.Name] = v
 	}
 	s.observeDaemonPods()
-	if s.classesFrom != nil && !reuseClassesOff {
-		s.reuseClasses(s.classesFrom)
+	if s.seed != nil {
+		s.classes = s.seed.classes
+		s.plan.Skipped = append(s.plan.Skipped, s.seed.skipped...)
+		s.seed = nil
 	} else {
 		s.buildClasses()
 	}
