@@ -184,6 +184,10 @@ func SetLimitsFirst(on bool) { limitsFirstOff = !on }
 // the same either way.
 func SetScanTwins(on bool) { scanTwinsOff = !on }
 
+// SetTwinNumbered hands f every node shape the scan's table numbers (nil:
+// none).
+func SetTwinNumbered(f func()) { twinNumbered = f }
+
 // SetDrainBound turns the skipping of drains that cannot make a node
 // cheaper (drainbound.go) on or off, for the test that plans are the same
 // either way.

@@ -221,6 +221,26 @@ func TestScanTwinsSamePlans(t *testing.T) {
 	samePlans(t, "answers by node shape in the scan", scheduling.SetScanTwins)
 }
 
+// TestScanTwinsSkipShortScans: a scan of a few nodes numbers no node
+// shape (numbering copies the shape, and a twin spares one node's
+// search: many-shapes at 250 pods, 4 to 9 nodes, numbered 96 shapes a
+// solve for no twin), while a plan of many nodes still uses the table
+// (mix at 250 pods: 37 nodes, thousands of twins).
+func TestScanTwinsSkipShortScans(t *testing.T) {
+	numbered := 0
+	scheduling.SetTwinNumbered(func() { numbered++ })
+	defer scheduling.SetTwinNumbered(nil)
+	scheduling.Solve(generated(t, "many-shapes", 250, 1))
+	if numbered != 0 {
+		t.Errorf("many-shapes/250: %d node shapes numbered, want none", numbered)
+	}
+	numbered = 0
+	scheduling.Solve(generated(t, "mix", 250, 1))
+	if numbered == 0 {
+		t.Error("mix/250: no node shape numbered: the table is off on long scans too")
+	}
+}
+
 // TestNewTypeMemoSamePlans: a new node's type for a level in a pool,
 // remembered on the level where only the level, the pool and the price
 // cap decide it, gives the plans the walk over the types gives.

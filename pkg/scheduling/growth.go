@@ -67,8 +67,9 @@ retry:
 			}
 		}
 	} else {
-		tw := s.startScanTwins(l)
-		for _, b := range s.liveBins() {
+		live := s.liveBins()
+		tw := s.startScanTwins(l, len(live))
+		for _, b := range live {
 			cp, ok := s.growsFor(l, b)
 			if !ok || slices.Contains(excluded, b) {
 				continue

@@ -21,6 +21,18 @@ import "slices"
 // scanTwinsOff makes bestGrowth ask every node (tests compare).
 var scanTwinsOff bool
 
+// twinScanMin is the fewest nodes a scan asks for the table to number
+// them: a twin spares one node's upgrade search, and numbering a node
+// copies its shape, so on a scan of a few nodes the table costs more
+// than it spares (many-shapes at 250 pods, 4 to 9 nodes: 96 shapes
+// numbered a solve for no twin, 77 KB of its 747; plans the same,
+// TestScanTwinsSamePlans).
+const twinScanMin = 8
+
+// twinNumbered, when set, is called for every node shape the table
+// numbers (tests count them).
+var twinNumbered func()
+
 // scanTwins numbers node shapes and holds one scan's answers by number.
 type scanTwins struct {
 	byHash map[uint64][]int32
@@ -52,12 +64,13 @@ type twinAnswer struct {
 	g  growth
 }
 
-// startScanTwins readies the table for a scan for level l; nil when
-// twins may answer differently (topology reads the node's domains and
-// counts).
-func (s *solver) startScanTwins(l *level) *scanTwins {
+// startScanTwins readies the table for a scan of n nodes for level l;
+// nil when twins may answer differently (topology reads the node's
+// domains and counts), or when the scan is too short to pay for
+// numbering its nodes (twinScanMin).
+func (s *solver) startScanTwins(l *level, n int) *scanTwins {
 	t := &s.search.twins
-	if scanTwinsOff || !noTopology(l) || !t.stats.servesHalf() {
+	if scanTwinsOff || n < twinScanMin || !noTopology(l) || !t.stats.servesHalf() {
 		return nil
 	}
 	t.gen++
@@ -80,6 +93,9 @@ func (t *scanTwins) shapeID(b *bin) int32 {
 }
 
 func (t *scanTwins) intern(b *bin) int32 {
+	if twinNumbered != nil {
+		twinNumbered()
+	}
 	h := shapeHash(b, nil)
 	for _, p := range b.ports {
 		h = fnvMix(h, uint64(p.port))
