@@ -145,13 +145,25 @@ func (c *Client) Nominate(ctx context.Context, p *corev1.Pod, instance string, n
 
 // NominateReplacement records on a running pod of a node going away the
 // instance launched to take it (pods.AnnotationReplacement), conditional
-// on the pod's resourceVersion as Nominate is.
+// on the pod's UID, not on its resourceVersion as Nominate is: the pod
+// runs, and its kubelet writes its status at any time, none of which
+// changes what the reservation says (this pod, bound where it is, moves
+// there). Conditional on the resourceVersion, a status written between
+// the pass's read and this call dropped the reservation, and the
+// replacement's room went to the next pod that came (the e2e scenario
+// TestE2E_InterruptedPodsKeepTheirRoomOnTheReplacement, about one run in
+// three). A pod of the same name made again since the read is another
+// pod: the API server refuses the changed UID, reported as a conflict.
 func (c *Client) NominateReplacement(ctx context.Context, p *corev1.Pod, instance string) error {
 	patch := map[string]any{"metadata": map[string]any{
-		"resourceVersion": p.ResourceVersion,
-		"annotations":     map[string]any{pods.AnnotationReplacement: instance},
+		"uid":         string(p.UID),
+		"annotations": map[string]any{pods.AnnotationReplacement: instance},
 	}}
-	return c.patchPod(ctx, p, patch)
+	err := c.patchPod(ctx, p, patch)
+	if apierrors.IsInvalid(err) {
+		return apierrors.NewConflict(corev1.Resource("pods"), p.Name, fmt.Errorf("pod %s is not the pod read (uid %s): %w", pods.Key(p), p.UID, err))
+	}
+	return err
 }
 
 // Unplan removes the plan from a pod so the provisioner considers it
