@@ -5,11 +5,12 @@ import (
 	"sort"
 )
 
-// Regrouping: a step of the local search's second round (settle). The packer values types
-// and pods at the dual prices of the LP for the whole workload, so every
-// node is chosen for the average pod; a part of the workload planned
-// alone gets its own prices and may choose other types (an m node for
-// the memory-heavy pods where the whole fills c nodes' memory first).
+// Regrouping: a step of the local search's second round (settle). The
+// packer values types and pods at the dual prices of the LP for the
+// whole workload, so every node is chosen for the average pod; a part of
+// the workload planned alone gets its own prices and may choose other
+// types (an m node for the memory-heavy pods where the whole fills c
+// nodes' memory first).
 // That is how two halves planned apart can cost less than the whole. So
 // groups of nodes (the least utilised 2, 4, 8, ... and the nodes of each
 // instance type) have their pods taken off and packed again at the prices
