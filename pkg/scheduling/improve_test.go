@@ -1,6 +1,7 @@
 package scheduling_test
 
 import (
+	"encoding/json"
 	"math"
 	"testing"
 
@@ -176,4 +177,47 @@ func TestMergeTwinsSamePlans(t *testing.T) {
 // makes.
 func TestDrainBoundSamePlans(t *testing.T) {
 	samePlans(t, "drains skipped by the free-room bound", scheduling.SetDrainBound)
+}
+
+// TestPlansOutliveLaterSolves: a solve gives its tables and slab chunks
+// to the next (scratch.go, slabs.go), so nothing in a Plan may point into
+// them: every plan reads the same after many later solves have reused
+// and rewritten that memory.
+func TestPlansOutliveLaterSolves(t *testing.T) {
+	encode := func(p scheduling.Plan) string {
+		b, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	type kept struct {
+		name string
+		plan scheduling.Plan
+		was  string
+	}
+	var plans []kept
+	for _, sh := range workloadgen.Shapes {
+		in, err := workloadgen.Input(sh, 60, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := scheduling.Solve(in)
+		plans = append(plans, kept{sh.Name, p, encode(p)})
+	}
+	for _, sh := range workloadgen.Shapes {
+		in, err := workloadgen.Input(sh, 300, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scheduling.Solve(in)
+	}
+	for _, k := range plans {
+		if len(k.plan.NewNodes) == 0 {
+			t.Fatalf("%s: no new nodes, nothing to check", k.name)
+		}
+		if now := encode(k.plan); now != k.was {
+			t.Errorf("%s: the plan changed after later solves", k.name)
+		}
+	}
 }

@@ -24,8 +24,45 @@ type solveScratch struct {
 	fit [10][][]fitEntry
 	// up are slot arrays (length 0).
 	up [][][2]upCache
-	// bytes is what fit and up hold.
+	// chunks are slab chunks (slabs.go), empty.
+	chunks spareChunks
+	// bytes is what fit, up and chunks hold.
 	bytes int
+}
+
+// spareChunks are slab chunks given back, by kind.
+type spareChunks struct {
+	ups    [][]upMemo
+	bounds [][]boundMemo
+	ints   [][]int64
+	words  [][]uint64
+	bins   [][]bin
+	ents   [][]entry
+}
+
+// takeChunk is a chunk of l with room for n (length 0), or nil.
+func takeChunk[T any](sc *solveScratch, l *[][]T, n int) []T {
+	for i := len(*l) - 1; i >= 0; i-- {
+		if c := (*l)[i]; cap(c) >= n {
+			(*l)[i] = (*l)[len(*l)-1]
+			*l = (*l)[:len(*l)-1]
+			var zero T
+			sc.bytes -= cap(c) * int(unsafe.Sizeof(zero))
+			return c
+		}
+	}
+	return nil
+}
+
+// putChunk keeps c (length 0) in l for a later solve, unless sc is full.
+func putChunk[T any](sc *solveScratch, l *[][]T, c []T) {
+	var zero T
+	size := cap(c) * int(unsafe.Sizeof(zero))
+	if size == 0 || sc.bytes+size > scratchMaxBytes {
+		return
+	}
+	*l = append(*l, c)
+	sc.bytes += size
 }
 
 // scratchMaxBytes bounds what one solveScratch keeps (more is dropped):
@@ -127,6 +164,9 @@ func (s *solver) release() {
 		sc.putUp(u.e)
 		sc.putUp(u.capped)
 		u.e, u.capped = nil, nil
+	}
+	if !slabsOff {
+		s.releaseSlabs(sc)
 	}
 	if !scratchOff {
 		scratchPool.Put(sc)

@@ -10,13 +10,20 @@ package scheduling
 // What is stored is the same, so the answers, and the plans, are too
 // (TestSlabsSamePlans).
 type slabs struct {
-	ups    []upMemo
-	bounds []boundMemo
-	ints   []int64
-	words  []uint64
+	ups    slab[upMemo]
+	bounds slab[boundMemo]
+	ints   slab[int64]
+	words  slab[uint64]
 	// bins and ents are openBin's nodes and their first entries.
-	bins []bin
-	ents []entry
+	bins slab[bin]
+	ents slab[entry]
+}
+
+// slab is one kind's chunks: cur is handed out from, full are the chunks
+// before it, kept so that release can give them all back.
+type slab[T any] struct {
+	cur  []T
+	full [][]T
 }
 
 // slabsOff makes the memos and the growth index allocate one by one
@@ -33,25 +40,67 @@ const (
 // nextChunk is the size of a slab's next chunk after one of size n.
 func nextChunk(n, first, most int) int { return min(most, max(first, 2*n)) }
 
+// spareOf picks one kind's spare chunks of a scratch.
+type spareOf[T any] func(*spareChunks) *[][]T
+
+func spareUps(c *spareChunks) *[][]upMemo       { return &c.ups }
+func spareBounds(c *spareChunks) *[][]boundMemo { return &c.bounds }
+func spareInts(c *spareChunks) *[][]int64       { return &c.ints }
+func spareWords(c *spareChunks) *[][]uint64     { return &c.words }
+func spareBins(c *spareChunks) *[][]bin         { return &c.bins }
+func spareEnts(c *spareChunks) *[][]entry       { return &c.ents }
+
+// next makes cur a chunk with room for at least n (want or more when
+// new): one an earlier solve gave back when one is big enough, else a
+// new one. sc is nil after release.
+func (sl *slab[T]) next(sc *solveScratch, kind spareOf[T], n, want int) {
+	if cap(sl.cur) > 0 {
+		sl.full = append(sl.full, sl.cur)
+	}
+	if sc != nil {
+		if c := takeChunk(sc, kind(&sc.chunks), n); c != nil {
+			sl.cur = c
+			return
+		}
+	}
+	sl.cur = make([]T, 0, max(n, want))
+}
+
+// giveBack hands sl's chunks to sc for later solves, cleared so that they
+// keep nothing of this solve alive (chunks of pointer-free words need not
+// be: slabCopy writes every word it hands out).
+func (sl *slab[T]) giveBack(sc *solveScratch, kind spareOf[T], clearIt bool) {
+	if cap(sl.cur) > 0 {
+		sl.full = append(sl.full, sl.cur)
+	}
+	for _, c := range sl.full {
+		if clearIt {
+			clear(c[:cap(c)])
+		}
+		putChunk(sc, kind(&sc.chunks), c[:0])
+	}
+	sl.cur, sl.full = nil, nil
+}
+
 func (s *solver) newUpMemo() *upMemo {
 	if slabsOff {
 		return &upMemo{}
 	}
-	return slabNew(&s.slabs.ups)
+	return slabNew(&s.slabs.ups, s.scratch, spareUps)
 }
 
 func (s *solver) newBoundMemo() *boundMemo {
 	if slabsOff {
 		return &boundMemo{}
 	}
-	return slabNew(&s.slabs.bounds)
+	return slabNew(&s.slabs.bounds, s.scratch, spareBounds)
 }
 
 func (s *solver) newBin() *bin {
 	if slabsOff {
 		return &bin{}
 	}
-	return slabNew(&s.slabs.bins)
+	return slabNew(&s.slabs.bins, s.scratch, spareBins)
 }
 
 // entryRoomN is how many entries a new node has room for before its list
@@ -65,12 +114,12 @@ func (s *solver) entryRoom() []entry {
 		return nil
 	}
 	sl := &s.slabs.ents
-	if cap(*sl)-len(*sl) < entryRoomN {
-		*sl = make([]entry, 0, nextChunk(cap(*sl), 16*entryRoomN, slabWords))
+	if cap(sl.cur)-len(sl.cur) < entryRoomN {
+		sl.next(s.scratch, spareEnts, entryRoomN, nextChunk(cap(sl.cur), 16*entryRoomN, slabWords))
 	}
-	n := len(*sl)
-	*sl = (*sl)[:n+entryRoomN]
-	return (*sl)[n : n : n+entryRoomN]
+	n := len(sl.cur)
+	sl.cur = sl.cur[:n+entryRoomN]
+	return sl.cur[n : n : n+entryRoomN]
 }
 
 // copyVec is a copy of v (nil when empty, as clone), from the slab.
@@ -78,7 +127,7 @@ func (s *solver) copyVec(v vec) vec {
 	if slabsOff || len(v) == 0 || len(v) > slabWords/4 {
 		return v.clone()
 	}
-	return slabCopy(&s.slabs.ints, v)
+	return slabCopy(&s.slabs.ints, s.scratch, spareInts, v)
 }
 
 // copyBits is a copy of b (nil when empty, as clone), from the slab.
@@ -86,29 +135,40 @@ func (s *solver) copyBits(b bitset) bitset {
 	if slabsOff || len(b) == 0 || len(b) > slabWords/4 {
 		return b.clone()
 	}
-	return slabCopy(&s.slabs.words, b)
+	return slabCopy(&s.slabs.words, s.scratch, spareWords, b)
 }
 
-// slabNew is a zeroed entry from sl's current chunk, a new chunk when it
+// slabNew is a zeroed entry from sl's current chunk, a next chunk when it
 // is full (a chunk is never grown: the entries handed out stay put).
-func slabNew[T any](sl *[]T) *T {
-	if len(*sl) == cap(*sl) {
-		*sl = make([]T, 0, nextChunk(cap(*sl), 8, slabEntries))
+// Chunks given back were cleared (giveBack), new ones are zeroed.
+func slabNew[T any](sl *slab[T], sc *solveScratch, kind spareOf[T]) *T {
+	if len(sl.cur) == cap(sl.cur) {
+		sl.next(sc, kind, 1, nextChunk(cap(sl.cur), 8, slabEntries))
 	}
-	*sl = (*sl)[:len(*sl)+1]
-	return &(*sl)[len(*sl)-1]
+	sl.cur = sl.cur[:len(sl.cur)+1]
+	return &sl.cur[len(sl.cur)-1]
 }
 
-// slabCopy is a copy of v (not empty) from sl's current chunk, a new
+// slabCopy is a copy of v (not empty) from sl's current chunk, a next
 // chunk when v does not fit; its capacity is its length, so an append to
 // it cannot write over the next copy.
-func slabCopy[E any](sl *[]E, v []E) []E {
-	if cap(*sl)-len(*sl) < len(v) {
-		*sl = make([]E, 0, max(len(v), nextChunk(cap(*sl), 64, slabWords)))
+func slabCopy[E any](sl *slab[E], sc *solveScratch, kind spareOf[E], v []E) []E {
+	if cap(sl.cur)-len(sl.cur) < len(v) {
+		sl.next(sc, kind, len(v), nextChunk(cap(sl.cur), 64, slabWords))
 	}
-	n := len(*sl)
-	*sl = append(*sl, v...)
-	return (*sl)[n : n+len(v) : n+len(v)]
+	n := len(sl.cur)
+	sl.cur = append(sl.cur, v...)
+	return sl.cur[n : n+len(v) : n+len(v)]
+}
+
+// releaseSlabs gives the slabs' chunks to sc for later solves (release).
+func (s *solver) releaseSlabs(sc *solveScratch) {
+	s.slabs.ups.giveBack(sc, spareUps, true)
+	s.slabs.bounds.giveBack(sc, spareBounds, true)
+	s.slabs.ints.giveBack(sc, spareInts, false)
+	s.slabs.words.giveBack(sc, spareWords, false)
+	s.slabs.bins.giveBack(sc, spareBins, true)
+	s.slabs.ents.giveBack(sc, spareEnts, true)
 }
 
 // shapeAt is shapeOf with the copies from the slabs.
