@@ -417,7 +417,8 @@ func (l *level) state() relaxState { return l.st }
 
 // buildLevel assembles the constraints of a relaxation state.
 func (s *solver) buildLevel(c *class, st relaxState, desc string) *level {
-	l := &level{cls: c, idx: len(c.levels), desc: desc, st: st, strictTaint: !st.tolPNS}
+	l := s.newLevel()
+	*l = level{cls: c, idx: len(c.levels), desc: desc, st: st, strictTaint: !st.tolPNS}
 	p := prefs(c.pod)
 	terms := s.requiredTerms(c)
 	// terms are made for this level: the term is its own unless the

@@ -57,7 +57,7 @@ const (
 // (and so of explanations): the pool itself, taints, requirements,
 // instance types, offerings.
 func (s *solver) classPoolCompat(l *level, ps *poolState) *classPool {
-	cp := &classPool{}
+	cp := s.newClassPool()
 	fail := func(k failKind, msg string) *classPool {
 		cp.ok, cp.kind, cp.reason = false, k, msg
 		return cp

@@ -38,6 +38,8 @@ type spareChunks struct {
 	words  [][]uint64
 	bins   [][]bin
 	ents   [][]entry
+	levels [][]level
+	cpools [][]classPool
 }
 
 // takeChunk is a chunk of l with room for n (length 0), or nil.

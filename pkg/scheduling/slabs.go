@@ -17,6 +17,10 @@ type slabs struct {
 	// bins and ents are openBin's nodes and their first entries.
 	bins slab[bin]
 	ents slab[entry]
+	// levels and cpools are the classes' levels and their pools'
+	// compatibility (buildLevel, classPoolCompat).
+	levels slab[level]
+	cpools slab[classPool]
 }
 
 // slab is one kind's chunks: cur is handed out from, full are the chunks
@@ -49,6 +53,8 @@ func spareInts(c *spareChunks) *[][]int64       { return &c.ints }
 func spareWords(c *spareChunks) *[][]uint64     { return &c.words }
 func spareBins(c *spareChunks) *[][]bin         { return &c.bins }
 func spareEnts(c *spareChunks) *[][]entry       { return &c.ents }
+func spareLevels(c *spareChunks) *[][]level     { return &c.levels }
+func spareCPools(c *spareChunks) *[][]classPool { return &c.cpools }
 
 // next makes cur a chunk with room for at least n (want or more when
 // new): one an earlier solve gave back when one is big enough, else a
@@ -101,6 +107,20 @@ func (s *solver) newBin() *bin {
 		return &bin{}
 	}
 	return slabNew(&s.slabs.bins, s.scratch, spareBins)
+}
+
+func (s *solver) newLevel() *level {
+	if slabsOff {
+		return &level{}
+	}
+	return slabNew(&s.slabs.levels, s.scratch, spareLevels)
+}
+
+func (s *solver) newClassPool() *classPool {
+	if slabsOff {
+		return &classPool{}
+	}
+	return slabNew(&s.slabs.cpools, s.scratch, spareCPools)
 }
 
 // entryRoomN is how many entries a new node has room for before its list
@@ -169,6 +189,8 @@ func (s *solver) releaseSlabs(sc *solveScratch) {
 	s.slabs.words.giveBack(sc, spareWords, false)
 	s.slabs.bins.giveBack(sc, spareBins, true)
 	s.slabs.ents.giveBack(sc, spareEnts, true)
+	s.slabs.levels.giveBack(sc, spareLevels, true)
+	s.slabs.cpools.giveBack(sc, spareCPools, true)
 }
 
 // shapeAt is shapeOf with the copies from the slabs.
