@@ -100,7 +100,8 @@ func (s *solver) buildClasses() {
 		k, res := s.classKey(p)
 		c, ok := byKey[k]
 		if !ok {
-			c = &class{pod: p, ns: p.Namespace, labels: p.Labels, resKey: res}
+			c = s.newClass()
+			*c = class{pod: p, ns: p.Namespace, labels: p.Labels, resKey: res}
 			byKey[k] = c
 			s.classes = append(s.classes, c)
 		}

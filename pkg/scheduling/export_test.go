@@ -216,6 +216,7 @@ func SolveCountingRebuilds(in Input) (Plan, int) {
 	s.setup()
 	s.pack()
 	plan := s.improveAndFinish()
+	s.release()
 	return plan, s.rebuildTries
 }
 
@@ -290,9 +291,10 @@ func ClassesBothWays(in Input) (reused, built string) {
 	free.limitsFrom = &in
 	free.setup()
 	free.pack()
+	seed := free.classSeed()
 	free.release()
 	a := newSolver(&in)
-	a.seed = free.classSeed()
+	a.seed = seed
 	a.setup()
 	b := newSolver(&in)
 	b.setup()

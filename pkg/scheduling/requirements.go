@@ -253,10 +253,16 @@ type reqs struct {
 	sets map[string]valueSet
 }
 
-func newReqs() *reqs { return &reqs{sets: map[string]valueSet{}} }
+// newReqs is an empty conjunction; its map is made by the first add (most
+// of a solve's are never added to: a level's pool with no requirement on
+// the pod's labels).
+func newReqs() *reqs { return &reqs{} }
 
 // add narrows key by s.
 func (r *reqs) add(key string, s valueSet) {
+	if r.sets == nil {
+		r.sets = map[string]valueSet{}
+	}
 	if cur, ok := r.sets[key]; ok {
 		r.sets[key] = cur.intersect(s)
 		return
@@ -274,7 +280,10 @@ func (r *reqs) get(key string) (valueSet, bool) {
 }
 
 func (r *reqs) clone() *reqs {
-	c := &reqs{keys: append([]string(nil), r.keys...), sets: make(map[string]valueSet, len(r.sets))}
+	c := &reqs{keys: append([]string(nil), r.keys...)}
+	if len(r.sets) > 0 {
+		c.sets = make(map[string]valueSet, len(r.sets))
+	}
 	for k, v := range r.sets {
 		c.sets[k] = v
 	}

@@ -32,14 +32,15 @@ type solveScratch struct {
 
 // spareChunks are slab chunks given back, by kind.
 type spareChunks struct {
-	ups    [][]upMemo
-	bounds [][]boundMemo
-	ints   [][]int64
-	words  [][]uint64
-	bins   [][]bin
-	ents   [][]entry
-	levels [][]level
-	cpools [][]classPool
+	ups     [][]upMemo
+	bounds  [][]boundMemo
+	ints    [][]int64
+	words   [][]uint64
+	bins    [][]bin
+	ents    [][]entry
+	levels  [][]level
+	cpools  [][]classPool
+	classes [][]class
 }
 
 // takeChunk is a chunk of l with room for n (length 0), or nil.

@@ -21,6 +21,8 @@ type slabs struct {
 	// compatibility (buildLevel, classPoolCompat).
 	levels slab[level]
 	cpools slab[classPool]
+	// classes are buildClasses' (not a seed's: classSeed makes its own).
+	classes slab[class]
 }
 
 // slab is one kind's chunks: cur is handed out from, full are the chunks
@@ -55,6 +57,7 @@ func spareBins(c *spareChunks) *[][]bin         { return &c.bins }
 func spareEnts(c *spareChunks) *[][]entry       { return &c.ents }
 func spareLevels(c *spareChunks) *[][]level     { return &c.levels }
 func spareCPools(c *spareChunks) *[][]classPool { return &c.cpools }
+func spareClasses(c *spareChunks) *[][]class    { return &c.classes }
 
 // next makes cur a chunk with room for at least n (want or more when
 // new): one an earlier solve gave back when one is big enough, else a
@@ -114,6 +117,13 @@ func (s *solver) newLevel() *level {
 		return &level{}
 	}
 	return slabNew(&s.slabs.levels, s.scratch, spareLevels)
+}
+
+func (s *solver) newClass() *class {
+	if slabsOff {
+		return &class{}
+	}
+	return slabNew(&s.slabs.classes, s.scratch, spareClasses)
 }
 
 func (s *solver) newClassPool() *classPool {
@@ -191,6 +201,7 @@ func (s *solver) releaseSlabs(sc *solveScratch) {
 	s.slabs.ents.giveBack(sc, spareEnts, true)
 	s.slabs.levels.giveBack(sc, spareLevels, true)
 	s.slabs.cpools.giveBack(sc, spareCPools, true)
+	s.slabs.classes.giveBack(sc, spareClasses, true)
 }
 
 // shapeAt is shapeOf with the copies from the slabs.

@@ -46,20 +46,25 @@ func Solve(in Input) Plan {
 		if !limits || s.packedWithin(&in) {
 			plan := s.improveAndFinish()
 			if !s.nodeFailed && (!limits || holdsLimits(&in, plan)) {
+				s.release()
 				return plan
 			}
 		}
-		s.release() // its tables to the solve below (a no-op after improveAndFinish)
 		seed = s.classSeed()
+		s.release() // its tables and slabs to the solve below
 	}
 	s := newSolver(&in)
 	s.seed = seed
 	s.setup()
 	s.pack()
-	return s.improveAndFinish()
+	plan := s.improveAndFinish()
+	s.release()
+	return plan
 }
 
-// improveAndFinish improves the packed plan (the local search) and makes the Plan.
+// improveAndFinish improves the packed plan (the local search) and makes the
+// Plan; the caller then releases the solver (release: nothing of the plan
+// is in what it gives back).
 func (s *solver) improveAndFinish() Plan {
 	if !s.in.Options.NoImprove {
 		// Rebuilds stop within a gap of the bound (nearbound.go).
@@ -92,7 +97,6 @@ func (s *solver) improveAndFinish() Plan {
 		}
 	}
 	s.finish()
-	s.release()
 	return s.plan
 }
 
