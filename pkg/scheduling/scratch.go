@@ -16,7 +16,9 @@ import (
 // solve on average, docs/scheduling.md). What comes back is cleared where
 // it is handed out: a table's entries all of generation 0 (free: a table
 // in use is of generation 1 or more), a bin's slots zeroed as they are
-// reached (slotsFor).
+// reached (slotsFor). The slabs' chunks (slabs.go: memo entries, nodes,
+// classes, levels) come back the same way, cleared when given back, so
+// that a chunk keeps nothing of the solve that used it alive.
 
 // solveScratch holds the tables and slots solves gave back.
 type solveScratch struct {

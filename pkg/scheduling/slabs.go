@@ -8,7 +8,9 @@ package scheduling
 // now come from chunks (slabs) kept by the solver, and groups emptied go
 // on a free list for the next shape (their node lists keep their room).
 // What is stored is the same, so the answers, and the plans, are too
-// (TestSlabsSamePlans).
+// (TestSlabsSamePlans). The nodes, the classes and their levels come from
+// slabs too, and every chunk goes to the solve's scratch when it ends
+// (release) for the next solve to take again (scratch.go).
 type slabs struct {
 	ups    slab[upMemo]
 	bounds slab[boundMemo]
