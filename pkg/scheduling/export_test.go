@@ -300,3 +300,22 @@ func ClassesBothWays(in Input) (reused, built string) {
 	b.setup()
 	return describe(a), describe(b)
 }
+
+// SetLimitsBindCheck turns the check before the limits-free packing
+// (limitsBindUnpacked) on or off, for the test that plans are the same.
+func SetLimitsBindCheck(on bool) { limitsBindCheckOff = !on }
+
+// LimitsBindBothWays sets up the limits-free solve of in as Solve does and
+// tells what the check before packing says, and then whether the packing
+// kept every limit (packedWithin).
+func LimitsBindBothWays(in Input) (bind, within bool) {
+	freeIn := withoutLimits(in)
+	s := newSolver(&freeIn)
+	s.limitsFrom = &in
+	s.setup()
+	bind = s.limitsBindUnpacked(&in)
+	s.pack()
+	within = s.packedWithin(&in)
+	s.release()
+	return bind, within
+}

@@ -57,6 +57,18 @@ import (
 // search included. Left so: on the generated shapes two families never
 // bound.
 
+// Before that packing, a limit is sometimes already known to bind: when
+// every pod's class, as written, has no constraint between pods (free)
+// and one limited pool is the only pool of the highest weight it may use,
+// the packer puts every pod on that pool's new nodes or in existing room,
+// and a node's capacity holds at least its pods' requests, so the pool's
+// usage after packing is at least what it was plus the pods' requests
+// less the existing nodes' free room. When that is over a limit, the
+// packing without limits is skipped (the usual spot pool of a higher
+// weight with a CPU limit, an on-demand pool behind it: spot-limits).
+// Only time changes: that packing would have been refused by
+// packedWithin (TestLimitsBindUnpackedSamePlans).
+
 // limitsFirstOff makes a solve with limited pools (or pools with
 // minValues) plan with the limits (minValues) at once (tests compare).
 var limitsFirstOff bool
@@ -244,6 +256,78 @@ func (pc *poolCaps) capacity(name string) ([]int64, bool) {
 	pc.ofType[name] = c
 	return c, true
 }
+
+// limitsBindUnpacked tells whether the packing of this solve of in
+// without limits (set up, not packed) must exceed a limit of in, by the
+// sufficient condition above.
+func (s *solver) limitsBindUnpacked(in *Input) bool {
+	if limitsBindCheckOff {
+		return false
+	}
+	var ps *poolState
+	for _, c := range s.classes {
+		if c.err != "" || c.remaining == 0 {
+			continue
+		}
+		l := s.level(c)
+		if l == nil || !l.free() || l.badKey != "" {
+			return false
+		}
+		// The one pool of the highest weight the class may use.
+		var top *poolState
+		tie := false
+		for _, q := range s.pools {
+			if !q.ok || !l.pools[q.idx].ok {
+				continue
+			}
+			switch {
+			case top == nil || q.pool.Weight > top.pool.Weight:
+				top, tie = q, false
+			case q.pool.Weight == top.pool.Weight:
+				tie = true
+			}
+		}
+		if top == nil || tie || (ps != nil && top != ps) {
+			return false
+		}
+		ps = top
+	}
+	if ps == nil {
+		return false
+	}
+	var limits corev1.ResourceList
+	for _, p := range in.Pools {
+		if p.Name == ps.pool.Name {
+			limits = p.Limits
+		}
+	}
+	if len(limits) == 0 {
+		return false
+	}
+	demand := s.dims.zero()
+	for _, c := range s.classes {
+		if c.err == "" {
+			demand.addScaled(c.req, int64(c.remaining))
+		}
+	}
+	for _, b := range s.existingBins {
+		for i := range demand {
+			if free := b.alloc[i] - b.used[i]; free > 0 {
+				demand[i] -= free
+			}
+		}
+	}
+	for r, q := range limits {
+		if i, ok := s.dims.index[r]; ok && r != "nodes" && ps.usage[i]+max(demand[i], 0) > quantityValue(r, q) {
+			return true
+		}
+	}
+	return false
+}
+
+// limitsBindCheckOff makes the limits-free attempt pack whatever the
+// check before packing says (tests compare).
+var limitsBindCheckOff bool
 
 // packedWithin tells whether the packing of a solve of in without limits
 // keeps each pool of in within its limits, counting each new node at its

@@ -12,6 +12,7 @@ import (
 
 	"github.com/joist-dev/joist/pkg/model"
 	"github.com/joist-dev/joist/pkg/scheduling"
+	"github.com/joist-dev/joist/pkg/scheduling/internal/workloadgen"
 	"github.com/joist-dev/joist/pkg/scheduling/verify"
 )
 
@@ -214,5 +215,73 @@ func TestReusedClassesAreBuiltClasses(t *testing.T) {
 	}
 	if reused, _ := scheduling.ClassesBothWays(kinds); !strings.Contains(reused, "skipped agent-0") || !strings.Contains(reused, "twice") || !strings.Contains(reused, "not found") {
 		t.Errorf("the case of every kind lost a kind:\n%s", reused)
+	}
+}
+
+// TestLimitsBindUnpacked: the check before the limits-free packing says
+// a limit binds only where that packing then breaks it (it saves the
+// packing, never changes the answer), and it does say so for the usual
+// pools: spot-limits' spot pool (the only pool of its weight, a CPU limit
+// a quarter of the pods' requests), and one pool with a limit of 8 CPUs.
+// weighted-tainted-pools with 8 CPUs a pool: its general pool is the only
+// one of the highest weight every pod may use. A limit no plan comes
+// near, two pools of one weight, and classes with topology are left to
+// the packing.
+func TestLimitsBindUnpacked(t *testing.T) {
+	cases := []struct {
+		name string
+		in   scheduling.Input
+		bind bool
+	}{
+		{"spot-limits/250", generated(t, "spot-limits", 250, 1), true},
+		{"spot-limits/60", generated(t, "spot-limits", 60, 1), true},
+		{"few-big, 8 CPUs", withCPULimit(generated(t, "few-big", 50, 1), "8"), true},
+		{"many-shapes, 100,000 CPUs", withCPULimit(generated(t, "many-shapes", 250, 1), "100000"), false},
+		{"weighted-tainted-pools, 8 CPUs each", withCPULimit(generated(t, "weighted-tainted-pools", 250, 1), "8"), true},
+		{"few-big, 8 CPUs, a twin pool of its weight", withTwinPool(withCPULimit(generated(t, "few-big", 50, 1), "8")), false},
+		{"zone-spread, 8 CPUs", withCPULimit(generated(t, "zone-spread", 250, 1), "8"), false},
+	}
+	for _, c := range cases {
+		bind, within := scheduling.LimitsBindBothWays(c.in)
+		if bind != c.bind {
+			t.Errorf("%s: the check says %v, want %v", c.name, bind, c.bind)
+		}
+		if bind && within {
+			t.Errorf("%s: the check says a limit binds, yet the packing kept every limit", c.name)
+		}
+	}
+}
+
+// withTwinPool is in with a copy of its first pool under another name.
+func withTwinPool(in scheduling.Input) scheduling.Input {
+	twin := *in.Pools[0]
+	twin.Name += "-twin"
+	in.Pools = append(append([]*model.Pool(nil), in.Pools...), &twin)
+	return in
+}
+
+// TestLimitsBindUnpackedSamePlans: skipping the limits-free packing the
+// check says must break a limit gives the plans packing it and refusing
+// it gave, on every generated shape with every pool limited to a few
+// CPUs, and on spot-limits as generated.
+func TestLimitsBindUnpackedSamePlans(t *testing.T) {
+	defer scheduling.SetLimitsBindCheck(true)
+	var ins []scheduling.Input
+	var names []string
+	for _, sh := range workloadgen.Shapes {
+		in := generated(t, sh.Name, 120, 2)
+		if sh.Name != "spot-limits" {
+			in = withCPULimit(in, "24")
+		}
+		ins, names = append(ins, in), append(names, sh.Name)
+	}
+	for i, in := range ins {
+		scheduling.SetLimitsBindCheck(false)
+		want := scheduling.Solve(in)
+		scheduling.SetLimitsBindCheck(true)
+		got := scheduling.Solve(in)
+		if a, b := planShape(got), planShape(want); a != b {
+			t.Errorf("%s: plan with the check differs:\n%s\n--- packed and refused:\n%s", names[i], a, b)
+		}
 	}
 }

@@ -42,8 +42,12 @@ func Solve(in Input) Plan {
 			s.limitsFrom = &in // the bound reads the limits (limitbound.go)
 		}
 		s.setup()
-		s.pack()
-		if !limits || s.packedWithin(&in) {
+		// A limit the packing must exceed skips it (limitsfirst.go).
+		packed := !limits || !s.limitsBindUnpacked(&in)
+		if packed {
+			s.pack()
+		}
+		if packed && (!limits || s.packedWithin(&in)) {
 			plan := s.improveAndFinish()
 			if !s.nodeFailed && (!limits || holdsLimits(&in, plan)) {
 				s.release()
