@@ -59,15 +59,25 @@ func takeChunk[T any](sc *solveScratch, l *[][]T, n int) []T {
 	return nil
 }
 
+// chunkBytes is the size of c's array.
+func chunkBytes[T any](c []T) int {
+	var zero T
+	return cap(c) * int(unsafe.Sizeof(zero))
+}
+
+// roomFor tells whether sc may keep chunk c.
+func roomFor[T any](sc *solveScratch, c []T) bool {
+	size := chunkBytes(c)
+	return size > 0 && sc.bytes+size <= scratchMaxBytes
+}
+
 // putChunk keeps c (length 0) in l for a later solve, unless sc is full.
 func putChunk[T any](sc *solveScratch, l *[][]T, c []T) {
-	var zero T
-	size := cap(c) * int(unsafe.Sizeof(zero))
-	if size == 0 || sc.bytes+size > scratchMaxBytes {
+	if !roomFor(sc, c) {
 		return
 	}
 	*l = append(*l, c)
-	sc.bytes += size
+	sc.bytes += chunkBytes(c)
 }
 
 // scratchMaxBytes bounds what one solveScratch keeps (more is dropped):

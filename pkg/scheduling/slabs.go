@@ -85,6 +85,9 @@ func (sl *slab[T]) giveBack(sc *solveScratch, kind spareOf[T], clearIt bool) {
 		sl.full = append(sl.full, sl.cur)
 	}
 	for _, c := range sl.full {
+		if !roomFor(sc, c) {
+			continue // the scratch has no room for it: dropped, not cleared
+		}
 		if clearIt {
 			clear(c[:cap(c)])
 		}
