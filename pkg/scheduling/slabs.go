@@ -96,47 +96,26 @@ func (sl *slab[T]) giveBack(sc *solveScratch, kind spareOf[T], clearIt bool) {
 	sl.cur, sl.full = nil, nil
 }
 
-func (s *solver) newUpMemo() *upMemo {
+// fromSlab is a zeroed T from sl (one of s's slabs), or a new one with
+// the slabs off.
+func fromSlab[T any](s *solver, sl *slab[T], kind spareOf[T]) *T {
 	if slabsOff {
-		return &upMemo{}
+		return new(T)
 	}
-	return slabNew(&s.slabs.ups, s.scratch, spareUps)
+	return slabNew(sl, s.scratch, kind)
 }
 
-func (s *solver) newBoundMemo() *boundMemo {
-	if slabsOff {
-		return &boundMemo{}
-	}
-	return slabNew(&s.slabs.bounds, s.scratch, spareBounds)
-}
+func (s *solver) newUpMemo() *upMemo { return fromSlab(s, &s.slabs.ups, spareUps) }
 
-func (s *solver) newBin() *bin {
-	if slabsOff {
-		return &bin{}
-	}
-	return slabNew(&s.slabs.bins, s.scratch, spareBins)
-}
+func (s *solver) newBoundMemo() *boundMemo { return fromSlab(s, &s.slabs.bounds, spareBounds) }
 
-func (s *solver) newLevel() *level {
-	if slabsOff {
-		return &level{}
-	}
-	return slabNew(&s.slabs.levels, s.scratch, spareLevels)
-}
+func (s *solver) newBin() *bin { return fromSlab(s, &s.slabs.bins, spareBins) }
 
-func (s *solver) newClass() *class {
-	if slabsOff {
-		return &class{}
-	}
-	return slabNew(&s.slabs.classes, s.scratch, spareClasses)
-}
+func (s *solver) newLevel() *level { return fromSlab(s, &s.slabs.levels, spareLevels) }
 
-func (s *solver) newClassPool() *classPool {
-	if slabsOff {
-		return &classPool{}
-	}
-	return slabNew(&s.slabs.cpools, s.scratch, spareCPools)
-}
+func (s *solver) newClass() *class { return fromSlab(s, &s.slabs.classes, spareClasses) }
+
+func (s *solver) newClassPool() *classPool { return fromSlab(s, &s.slabs.cpools, spareCPools) }
 
 // entryRoomN is how many entries a new node has room for before its list
 // is grown (most nodes hold a few classes).
