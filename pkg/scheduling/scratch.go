@@ -160,8 +160,9 @@ func (sc *solveScratch) putUp(e [][2]upCache) {
 	sc.bytes += size
 }
 
-// release gives the solve's tables and slots back for later solves; the
-// solver must not answer upgrades after it.
+// release gives the solve's tables, slots and slab chunks back for later
+// solves; the solver must not be used after it (its nodes, classes and
+// levels are cleared: take the plan, and a class seed, first).
 func (s *solver) release() {
 	sc := s.scratch
 	if sc == nil {
