@@ -313,7 +313,7 @@ func LimitsBindBothWays(in Input) (bind, within bool) {
 	s := newSolver(&freeIn)
 	s.limitsFrom = &in
 	s.setup()
-	bind = s.limitsBindUnpacked(&in)
+	bind = s.limitsBindUnpacked()
 	s.pack()
 	within = s.packedWithin(&in)
 	s.release()

@@ -257,10 +257,11 @@ func (pc *poolCaps) capacity(name string) ([]int64, bool) {
 	return c, true
 }
 
-// limitsBindUnpacked tells whether the packing of this solve of in
-// without limits (set up, not packed) must exceed a limit of in, by the
+// limitsBindUnpacked tells whether this limits-free solve's packing (set
+// up, not packed) must exceed a limit of the input it was made from
+// (limitsFrom, whose limits the pools' bound limits are), by the
 // sufficient condition above.
-func (s *solver) limitsBindUnpacked(in *Input) bool {
+func (s *solver) limitsBindUnpacked() bool {
 	if limitsBindCheckOff {
 		return false
 	}
@@ -295,30 +296,10 @@ func (s *solver) limitsBindUnpacked(in *Input) bool {
 	if ps == nil {
 		return false
 	}
-	var limits corev1.ResourceList
-	for _, p := range in.Pools {
-		if p.Name == ps.pool.Name {
-			limits = p.Limits
-		}
-	}
-	if len(limits) == 0 {
-		return false
-	}
-	demand := s.dims.zero()
-	for _, c := range s.classes {
-		if c.err == "" {
-			demand.addScaled(c.req, int64(c.remaining))
-		}
-	}
-	for _, b := range s.existingBins {
-		for i := range demand {
-			if free := b.alloc[i] - b.used[i]; free > 0 {
-				demand[i] -= free
-			}
-		}
-	}
-	for r, q := range limits {
-		if i, ok := s.dims.index[r]; ok && r != "nodes" && ps.usage[i]+max(demand[i], 0) > quantityValue(r, q) {
+	// The pods' requests less the existing room, as the LP before
+	// packing has them (dualPrices).
+	for _, d := range limitedDims(ps.boundLimit) {
+		if float64(ps.baseUsage[d])+s.full.demand[d] > float64(ps.boundLimit[d]) {
 			return true
 		}
 	}

@@ -51,8 +51,7 @@ func takeChunk[T any](sc *solveScratch, l *[][]T, n int) []T {
 		if c := (*l)[i]; cap(c) >= n {
 			(*l)[i] = (*l)[len(*l)-1]
 			*l = (*l)[:len(*l)-1]
-			var zero T
-			sc.bytes -= cap(c) * int(unsafe.Sizeof(zero))
+			sc.bytes -= chunkBytes(c)
 			return c
 		}
 	}
@@ -71,11 +70,9 @@ func roomFor[T any](sc *solveScratch, c []T) bool {
 	return size > 0 && sc.bytes+size <= scratchMaxBytes
 }
 
-// putChunk keeps c (length 0) in l for a later solve, unless sc is full.
+// putChunk keeps c (length 0) in l for a later solve; the caller has
+// asked roomFor.
 func putChunk[T any](sc *solveScratch, l *[][]T, c []T) {
-	if !roomFor(sc, c) {
-		return
-	}
 	*l = append(*l, c)
 	sc.bytes += chunkBytes(c)
 }

@@ -43,7 +43,7 @@ func Solve(in Input) Plan {
 		}
 		s.setup()
 		// A limit the packing must exceed skips it (limitsfirst.go).
-		packed := !limits || !s.limitsBindUnpacked(&in)
+		packed := !limits || !s.limitsBindUnpacked()
 		if packed {
 			s.pack()
 		}
