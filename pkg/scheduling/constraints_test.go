@@ -1,6 +1,7 @@
 package scheduling_test
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -321,6 +322,20 @@ func TestHostPorts(t *testing.T) {
 			in.DaemonSets = append(in.DaemonSets, daemonSet("exporter", "100m", "100Mi", hostPort(9100)))
 			return in
 		}()},
+		// Four pods on one host port need four nodes whatever else comes;
+		// the bigger pods without a port go into those nodes' room (one
+		// each on a c.large) rather than onto nodes of their own packed
+		// first, which the port pods could not fill. The packer alone
+		// (no local search to repair it) places the port pods first.
+		{name: "others fill the port pods' nodes", in: func() scheduling.Input {
+			in := input(append(pods("port", 4, "500m", "256Mi", hostPort(8080)), pods("batch", 4, "1", "1Gi")...))
+			in.Options.NoImprove = true
+			return in
+		}(), check: func(t *testing.T, plan scheduling.Plan) {
+			if len(plan.NewNodes) != 4 || math.Abs(plan.TotalPricePerHour-0.32) > 1e-9 {
+				t.Errorf("%d new nodes at $%.3f/h, want 4 at $0.320/h", len(plan.NewNodes), plan.TotalPricePerHour)
+			}
+		}},
 	})
 }
 
