@@ -91,6 +91,7 @@ func podHostPorts(p *corev1.Pod) []hostPort {
 // hash of everything scheduling looks at (see classKey); classes are
 // then ordered independently of the input order.
 func (s *solver) buildClasses() {
+	s.labelsIdle = !labelsSelected(s.in)
 	byKey := map[uint64]*class{}
 	for _, p := range s.in.Pods {
 		if reason := skipReason(p); reason != "" {
@@ -126,6 +127,29 @@ func (s *solver) buildClasses() {
 			c.err = "pod uses dynamic resource claims, which the simulator does not provision for"
 		}
 	}
+}
+
+// labelsSelected tells whether a pod's labels may matter to a plan. Only
+// pod affinity, pod anti-affinity and topology spread constraints select
+// pods by label (topology.go's groups, made from the pending pods' terms
+// and the existing pods' required anti-affinity); where there are none,
+// pods that differ in labels alone are one class (classKey leaves the
+// labels out): Deployments of the same pod size, common in a cluster,
+// are then packed as one class, and no pod's labels are hashed.
+func labelsSelected(in *Input) bool {
+	for _, p := range in.Pods {
+		if a := p.Spec.Affinity; a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil) || len(p.Spec.TopologySpreadConstraints) > 0 {
+			return true
+		}
+	}
+	for _, n := range in.Nodes {
+		for _, p := range n.Pods {
+			if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // classSeed is what buildClasses made of a solve's pods: fresh copies of

@@ -7,9 +7,10 @@ import (
 )
 
 // classKey hashes what makes two pods interchangeable for scheduling:
-// namespace, labels, node selector, affinity, tolerations, spreads,
-// requests (with init containers, overhead and pod-level resources), host
-// ports and volumes. Names, UIDs and annotations are left out.
+// namespace, labels (unless nothing selects pods by label: labelsIdle),
+// node selector, affinity, tolerations, spreads, requests (with init
+// containers, overhead and pod-level resources), host ports and volumes.
+// Names, UIDs and annotations are left out.
 //
 // It is written by hand (hasher; maps hashed order-independently) because
 // it runs once per pending pod: 10,000 pods must cost microseconds, not the
@@ -48,7 +49,9 @@ func (s *solver) classKey(p *corev1.Pod) (key, res uint64) {
 	}
 	h := hasher(fnvOffset)
 	h.str(p.Namespace)
-	h.strMap(p.Labels)
+	if !s.labelsIdle {
+		h.strMap(p.Labels)
+	}
 	h.sep()
 	h.strMap(p.Spec.NodeSelector)
 	h.sep()

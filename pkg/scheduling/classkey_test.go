@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestClassKeyReusesOnlyTheSameContainers: classKey reuses the previous
@@ -145,5 +146,78 @@ func TestHasherSeparatesFields(t *testing.T) {
 	}
 	if want := 1 + 8*len(base); len(flips) != want {
 		t.Errorf("%d distinct hashes over %d single-bit changes and the original", len(flips), want)
+	}
+}
+
+// TestClasses_LabelsSplitOnlyWhereSelected: pods that differ in labels
+// alone (two Deployments of the same pod size) are one class where
+// nothing selects pods by label, and two wherever something may: a
+// pending pod's topology spread, pod affinity or anti-affinity (required
+// or preferred), or an existing pod's required anti-affinity (which keeps
+// pending pods off its node by their labels).
+func TestClasses_LabelsSplitOnlyWhereSelected(t *testing.T) {
+	pod := func(name, app string) *corev1.Pod {
+		p := &corev1.Pod{}
+		p.Name, p.Namespace, p.Labels = name, "default", map[string]string{"app": app}
+		p.Spec.Containers = []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("1Gi"),
+		}}}}
+		return p
+	}
+	// other is a third pod of another size carrying the term under test.
+	other := func(edit func(p *corev1.Pod)) *corev1.Pod {
+		p := pod("z-0", "z")
+		p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("2")
+		edit(p)
+		return p
+	}
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "a"}}
+	term := corev1.PodAffinityTerm{TopologyKey: corev1.LabelHostname, LabelSelector: sel}
+	cases := []struct {
+		name  string
+		extra *corev1.Pod // a pending pod besides a-0 and b-0
+		held  *corev1.Pod // a pod on an existing node
+		split bool
+	}{
+		{"nothing selects", nil, nil, false},
+		{"a node affinity only", other(func(p *corev1.Pod) {
+			p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{}}
+		}), nil, false},
+		{"a topology spread", other(func(p *corev1.Pod) {
+			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone,
+				WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel}}
+		}), nil, true},
+		{"a required anti-affinity", other(func(p *corev1.Pod) {
+			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{term}}}
+		}), nil, true},
+		{"a preferred pod affinity", other(func(p *corev1.Pod) {
+			p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 1, PodAffinityTerm: term}}}}
+		}), nil, true},
+		{"an existing pod's required anti-affinity", nil, other(func(p *corev1.Pod) {
+			p.Spec.NodeName = "n1"
+			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{term}}}
+		}), true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := &Input{Pods: []*corev1.Pod{pod("a-0", "a"), pod("b-0", "b")}}
+			if tc.extra != nil {
+				in.Pods = append(in.Pods, tc.extra)
+			}
+			if tc.held != nil {
+				in.Nodes = []*Node{{Name: "n1", Pods: []*corev1.Pod{tc.held}}}
+			}
+			s := newSolver(in)
+			s.buildClasses()
+			of := map[string]*class{}
+			for _, c := range s.classes {
+				for _, p := range c.pods {
+					of[p.Name] = c
+				}
+			}
+			if got := of["a-0"] != of["b-0"]; got != tc.split {
+				t.Errorf("a-0 and b-0 in different classes: %v, want %v (%d classes)", got, tc.split, len(s.classes))
+			}
+		})
 	}
 }

@@ -125,6 +125,9 @@ type solver struct {
 	in *Input
 	// limitSmall are smallestHolding's answers.
 	limitSmall map[limitKey]vec
+	// labelsIdle: no pod's labels can matter (labelsSelected), so
+	// classKey leaves them out.
+	labelsIdle bool
 	// limitsFrom, when set, is the input with the pool limits that in
 	// (the limits-first solve's) had taken off: the bound reads them.
 	limitsFrom *Input
