@@ -274,21 +274,22 @@ func (s *solver) limitsBindUnpacked() bool {
 		if l == nil || !l.free() || l.badKey != "" {
 			return false
 		}
-		// The one pool of the highest weight the class may use.
+		// The one pool of the highest weight the class may use (s.pools
+		// are by weight, highest first).
 		var top *poolState
-		tie := false
 		for _, q := range s.pools {
 			if !q.ok || !l.pools[q.idx].ok {
 				continue
 			}
-			switch {
-			case top == nil || q.pool.Weight > top.pool.Weight:
-				top, tie = q, false
-			case q.pool.Weight == top.pool.Weight:
-				tie = true
+			if top != nil {
+				if q.pool.Weight == top.pool.Weight {
+					return false // a tie: the packer may use either
+				}
+				break
 			}
+			top = q
 		}
-		if top == nil || tie || (ps != nil && top != ps) {
+		if top == nil || (ps != nil && top != ps) {
 			return false
 		}
 		ps = top

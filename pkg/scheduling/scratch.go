@@ -24,7 +24,7 @@ import (
 type solveScratch struct {
 	// fit are fitTable entry arrays by size (index: log2(len) - 3).
 	fit [10][][]fitEntry
-	// up are slot arrays (length 0).
+	// up are slot arrays (length 0), kept as the slab chunks are.
 	up [][][2]upCache
 	// chunks are slab chunks (slabs.go), empty.
 	chunks spareChunks
@@ -136,25 +136,14 @@ func (sc *solveScratch) upSlots(n int) [][2]upCache {
 	if sc == nil {
 		return nil
 	}
-	for i := len(sc.up) - 1; i >= 0; i-- {
-		if e := sc.up[i]; cap(e) >= n {
-			sc.up[i] = sc.up[len(sc.up)-1]
-			sc.up = sc.up[:len(sc.up)-1]
-			sc.bytes -= cap(e) * int(unsafe.Sizeof([2]upCache{}))
-			return e
-		}
-	}
-	return nil
+	return takeChunk(sc, &sc.up, n)
 }
 
 // putUp keeps e's array for a later slot list.
 func (sc *solveScratch) putUp(e [][2]upCache) {
-	size := cap(e) * int(unsafe.Sizeof([2]upCache{}))
-	if size == 0 || sc.bytes+size > scratchMaxBytes {
-		return
+	if roomFor(sc, e) {
+		putChunk(sc, &sc.up, e[:0])
 	}
-	sc.up = append(sc.up, e[:0])
-	sc.bytes += size
 }
 
 // release gives the solve's tables, slots and slab chunks back for later

@@ -432,9 +432,8 @@ func (s *solver) setup() {
 	// fill the room around them rather than being packed tight first onto
 	// nodes of their own, beside port pods on small nodes of idle room
 	// (hostports at 250 to 2,000 pods, 12 seeds each: 4-5 % cheaper, every
-	// plan at 700 and 2,000). Then biggest first
-	// (by dual value, then cpu and memory, as Karpenter sorts), ties by the
-	// first pod's name.
+	// plan at 700 and 2,000). Then biggest first (by dual value, then cpu
+	// and memory, as Karpenter sorts), ties by the first pod's name.
 	sort.SliceStable(s.classes, func(i, j int) bool {
 		a, b := s.classes[i], s.classes[j]
 		if (len(a.ports) > 0) != (len(b.ports) > 0) {
