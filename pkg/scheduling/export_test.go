@@ -205,6 +205,10 @@ func SetTailWorth(on bool) { tailWorthOff = !on }
 // (nearbound.go) on or off.
 func SetNearBound(on bool) { nearBoundOff = !on }
 
+// SetRebalance turns the balanced repacking before and after the local
+// search on or off (rebalance.go).
+func SetRebalance(on bool) { rebalanceOff = !on }
+
 // NearBoundGap is nearbound.go's gap.
 const NearBoundGap = nearBoundGap
 
@@ -318,4 +322,60 @@ func LimitsBindBothWays(in Input) (bind, within bool) {
 	within = s.packedWithin(&in)
 	s.release()
 	return bind, within
+}
+
+// StopGap is the near-bound stop's gap for a plan of pods on new nodes
+// (nearbound.go).
+func StopGap(pods int) float64 { return stopGap(pods) }
+
+// BestFill packs in and, for the pods on its first pool's nodes of free
+// pods, tells what the fill bestFillType chooses is worth per dollar
+// and the best over filling every frontier type; false
+// when there are no such pods.
+func BestFill(in Input) (got, best float64, ok bool) {
+	s := newSolver(&in)
+	s.setup()
+	s.pack()
+	s.boundNow()
+	defer s.release()
+	ps := s.pools[0]
+	var ls []*level
+	var counts []int
+	var allowed bitset
+	for _, b := range s.freeBins(false) {
+		if b.pool != ps {
+			continue
+		}
+		for _, e := range b.entries {
+			ls = append(ls, e.l)
+			counts = append(counts, e.n)
+			if allowed == nil {
+				allowed = e.l.pools[ps.idx].types.clone()
+			} else {
+				allowed.and(e.l.pools[ps.idx].types)
+			}
+		}
+	}
+	if len(ls) == 0 {
+		return 0, 0, false
+	}
+	worth := func(typ int, sel []int) float64 {
+		used := s.dims.zero()
+		for i, l := range ls {
+			used.addScaled(l.cls.req, int64(sel[i]))
+		}
+		return s.valueOf(used) / ps.types[typ].minPrice
+	}
+	typ, sel := s.bestFillType(ps, allowed, ls, counts)
+	if typ < 0 {
+		return 0, 0, false
+	}
+	got = worth(typ, sel)
+	for _, i := range ps.frontier {
+		if !allowed.has(i) || ps.types[i].minPrice <= 0 {
+			continue
+		}
+		best = max(best, worth(i, balancedFill(ls, counts, ps.types[i].net)))
+	}
+	return got, best, true
 }

@@ -122,12 +122,14 @@ func TestTailWorthSamePlans(t *testing.T) {
 // c6a.48xlarge of 109 pods worth 99.97 % of its price at the LP's prices
 // and a tail of small nodes; the tail split no longer tries the full
 // nodes alone: the same plan with fewer rebuilds. (With the whole-node
-// bound the local search stops near it before the tail split: the case
-// runs without it.)
+// bound, or the balanced repacking, the local search stops near the
+// bound before the tail split: the case runs without them.)
 func TestTailSplitSkipsNodesWorthTheirPrice(t *testing.T) {
 	defer scheduling.SetTailWorth(true)
 	defer scheduling.SetIntBound(true)
+	defer scheduling.SetRebalance(true)
 	scheduling.SetIntBound(false)
+	scheduling.SetRebalance(false)
 	in := generated(t, "many-shapes", 150, 1)
 	scheduling.SetTailWorth(false)
 	all, allTries := scheduling.SolveCountingRebuilds(in)

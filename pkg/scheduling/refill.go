@@ -358,11 +358,21 @@ type fillScratch struct {
 	scores []float64
 	act    []int32 // the levels in the running (fill)
 	reqs   []vec   // their requests
+	left   vec     // their pods' requests not taken (fillAbove)
 }
 
 // fill is balancedFill with f's buffers; the answer is f's too, good
 // until the next fill.
 func (f *fillScratch) fill(ls []*level, counts []int, net vec) []int {
+	return f.fillAbove(ls, counts, net, nil, 0)
+}
+
+// fillAbove is fill that gives up (nil) once the fill cannot be worth
+// more than floor at prices (none when prices is nil): what it holds plus
+// the room left, capped per resource at what the levels still in the
+// running could put there, falls as levels drop out, and is the fill's
+// worth at its end (bestFillType's losers stop early).
+func (f *fillScratch) fillAbove(ls []*level, counts []int, net vec, prices []float64, floor float64) []int {
 	f.sel = append(f.sel[:0], make([]int, len(ls))...)
 	f.room = append(f.room[:0], net...)
 	f.inv = append(f.inv[:0], make([]float64, len(net))...)
@@ -379,10 +389,17 @@ func (f *fillScratch) fill(ls []*level, counts []int, net vec) []int {
 	// pods fills nodes from lists of hundreds of classes, most of them
 	// out after the first runs).
 	act, reqs := f.act[:0], f.reqs[:0]
+	// left: the requests of the pods of the levels in the running not
+	// taken yet (kept only for a cut).
+	f.left = append(f.left[:0], make(vec, len(net))...)
+	left := f.left
 	for i, l := range ls {
 		if counts[i] > 0 {
 			act = append(act, int32(i))
 			reqs = append(reqs, l.cls.req)
+			if prices != nil {
+				left.addScaled(l.cls.req, int64(counts[i]))
+			}
 		}
 	}
 	defer func() { f.act, f.reqs = act[:0], reqs[:0] }()
@@ -404,6 +421,9 @@ func (f *fillScratch) fill(ls []*level, counts []int, net vec) []int {
 				score += float64(r) * float64(room[d]) * inv[d]
 			}
 			if !fits {
+				if prices != nil {
+					left.addScaled(req, -int64(counts[i]-sel[i]))
+				}
 				continue
 			}
 			act[n], reqs[n] = i32, req
@@ -416,6 +436,15 @@ func (f *fillScratch) fill(ls []*level, counts []int, net vec) []int {
 		act, reqs = act[:n], reqs[:n]
 		if best < 0 {
 			return sel
+		}
+		if prices != nil {
+			v := 0.0
+			for d, p := range prices {
+				v += p * float64(net[d]-room[d]+min(room[d], left[d]))
+			}
+			if v < floor-1e-12*math.Abs(floor) {
+				return nil
+			}
 		}
 		rb := ls[best].cls.req
 		// k: how many of best in a row, at most what is left and fits.
@@ -456,6 +485,9 @@ func (f *fillScratch) fill(ls []*level, counts []int, net vec) []int {
 		}
 		sel[best] += k
 		room.addScaled(rb, -int64(k))
+		if prices != nil {
+			left.addScaled(rb, -int64(k))
+		}
 	}
 }
 
@@ -473,6 +505,21 @@ type refillScratch struct {
 type levelCount struct {
 	l *level
 	n int
+}
+
+// sortLevels sorts levels and their counts together in class order (a
+// stable sort's order is the same whatever the algorithm), with order as
+// scratch, which it returns.
+func sortLevels(ls []*level, counts []int, order []levelCount) []levelCount {
+	order = order[:0]
+	for i, l := range ls {
+		order = append(order, levelCount{l, counts[i]})
+	}
+	slices.SortStableFunc(order, func(a, b levelCount) int { return cmp.Compare(a.l.cls.idx, b.l.cls.idx) })
+	for i, lc := range order {
+		ls[i], counts[i] = lc.l, lc.n
+	}
+	return order
 }
 
 // sameBins tells whether two groups hold the same nodes in the same order.
@@ -634,16 +681,8 @@ func (s *solver) refillEstimate(x *bin, others []*bin, limit float64) float64 {
 		// them on one node.
 		return math.Inf(1)
 	}
-	// In class order, as a rebuild's work is (a stable sort's order is
-	// the same whatever the algorithm).
-	sc.order = sc.order[:0]
-	for i, l := range ls {
-		sc.order = append(sc.order, levelCount{l, counts[i]})
-	}
-	slices.SortStableFunc(sc.order, func(a, b levelCount) int { return cmp.Compare(a.l.cls.idx, b.l.cls.idx) })
-	for i, lc := range sc.order {
-		ls[i], counts[i] = lc.l, lc.n
-	}
+	// In class order, as a rebuild's work is.
+	sc.order = sortLevels(ls, counts, sc.order)
 	if len(sc.used) != s.dims.n() {
 		sc.used, sc.left = s.dims.zero(), s.dims.zero()
 	}
@@ -669,12 +708,7 @@ func (s *solver) refillEstimate(x *bin, others []*bin, limit float64) float64 {
 			used.addScaled(l.cls.req, int64(sel[i]))
 			and(l.pools[ps.idx])
 		}
-		for i, t := range ps.types {
-			if allowed.has(i) && used.le(t.net) {
-				return t.minPrice
-			}
-		}
-		return math.Inf(1)
+		return ps.cheapestHolding(allowed, used)
 	}
 	sel := sc.fill.fill(ls, counts, ps.types[x.typ].net)
 	total := cheapest(sel)

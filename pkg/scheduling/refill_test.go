@@ -106,3 +106,48 @@ func TestBalancedFillRunsAsPodByPod(t *testing.T) {
 		}
 	}
 }
+
+// TestFillAboveIsTheFillOrLoses: fillAbove gives the fill itself, or
+// nothing only when the fill is worth less than the floor at the prices
+// (the bound it stops by never falls below the fill's worth).
+func TestFillAboveIsTheFillOrLoses(t *testing.T) {
+	const gi = 1 << 30
+	rnd := rand.New(rand.NewSource(2))
+	var f fillScratch
+	cut := 0
+	for n := 0; n < 3000; n++ {
+		net := vec{int64(2000 + rnd.Intn(190000)), int64(4*gi + rnd.Int63n(760*gi)), 0, int64(8 + rnd.Intn(730))}
+		nl := 1 + rnd.Intn(60)
+		ls := make([]*level, nl)
+		counts := make([]int, nl)
+		for i := range ls {
+			cpu := int64(50 * (1 + rnd.Intn(80)))
+			mem := int64(64<<20) * int64(1+rnd.Intn(256))
+			ls[i] = &level{cls: &class{req: vec{cpu, mem, 0, 1}}}
+			counts[i] = rnd.Intn(12)
+		}
+		prices := []float64{rnd.Float64() * 1e-4, rnd.Float64() * 1e-11, 0, rnd.Float64() * 1e-3}
+		want := slices.Clone(balancedFill(ls, counts, net))
+		worth := 0.0
+		for i, l := range ls {
+			for d, p := range prices {
+				worth += p * float64(l.cls.req[d]) * float64(want[i])
+			}
+		}
+		floor := worth * (0.9 + 0.2*rnd.Float64())
+		got := f.fillAbove(ls, counts, net, prices, floor)
+		if got == nil {
+			cut++
+			if worth >= floor*(1-1e-9) {
+				t.Fatalf("case %d: gave up under floor %.6g, the fill is worth %.6g", n, floor, worth)
+			}
+			continue
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("case %d: fillAbove = %v, the fill %v", n, got, want)
+		}
+	}
+	if cut == 0 {
+		t.Error("no fill given up: the cut never ran")
+	}
+}

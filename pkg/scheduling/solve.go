@@ -84,6 +84,11 @@ func (s *solver) improveAndFinish() Plan {
 				s.improve()
 			}
 		}
+		// The plan packed again the balanced way (rebalance.go), kept
+		// here only when that ends the search.
+		if !s.nearBound() {
+			s.rebalance(true)
+		}
 		s.improve()
 		if refillFirst {
 			refill()
@@ -98,6 +103,10 @@ func (s *solver) improveAndFinish() Plan {
 		}
 		if !refillFirst {
 			refill()
+		}
+		// Kept at the end when cheaper than where the search ended.
+		if !s.nearBound() {
+			s.rebalance(false)
 		}
 	}
 	s.finish()
@@ -265,7 +274,8 @@ type solver struct {
 	priceSaves []*priceSave
 	priceDepth int
 	// refillBuf is refillEstimate's scratch.
-	refillBuf refillScratch
+	refillBuf  refillScratch
+	balanceBuf balanceScratch
 	// verSeq is the last bin version given out (changed): versions are
 	// unique over the solve, so a bin put back as it was can take its
 	// old version back without another state ever having had it.
