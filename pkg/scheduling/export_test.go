@@ -1,6 +1,10 @@
 package scheduling
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+	"slices"
+)
 
 // SetGrowIndex turns the growth index (growidx.go) on or off, for the
 // test that plans are the same either way.
@@ -366,7 +370,7 @@ func BestFill(in Input) (got, best float64, ok bool) {
 		}
 		return s.valueOf(used) / ps.types[typ].minPrice
 	}
-	typ, sel := s.bestFillType(ps, allowed, ls, counts)
+	typ, sel := s.bestFillType(ps, allowed, ls, counts, nil)
 	if typ < 0 {
 		return 0, 0, false
 	}
@@ -378,4 +382,33 @@ func BestFill(in Input) (got, best float64, ok bool) {
 		best = max(best, worth(i, balancedFill(ls, counts, ps.types[i].net)))
 	}
 	return got, best, true
+}
+
+// SetFillMemo turns the balanced estimate's memo of fills on or off
+// (rebalance.go).
+func SetFillMemo(on bool) { fillMemoOff = !on }
+
+// BalancedEstimate packs in and prices packing its first pool's nodes of
+// free pods again the balanced way (balancedEstimate, no limit): the
+// price, each node's type and fill, and the fills the memo saved; false
+// when there are fewer than two such nodes.
+func BalancedEstimate(in Input) (price float64, types, sels []int, hits int, ok bool) {
+	s := newSolver(&in)
+	s.setup()
+	s.pack()
+	s.boundNow()
+	defer s.release()
+	ps := s.pools[0]
+	var group []*bin
+	for _, b := range s.freeBins(false) {
+		if b.pool == ps {
+			group = append(group, b)
+		}
+	}
+	if len(group) < 2 {
+		return 0, nil, nil, 0, false
+	}
+	price = s.balancedEstimate(group, ps, math.Inf(1))
+	sc := &s.balanceBuf
+	return price, slices.Clone(sc.plan), slices.Clone(sc.sels), sc.memo.hits, true
 }

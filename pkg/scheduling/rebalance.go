@@ -137,6 +137,7 @@ func (s *solver) balancedEstimate(group []*bin, ps *poolState, limit float64) fl
 	// In class order, as a rebuild's work is.
 	sc.order = sortLevels(ls, counts, sc.order)
 	sc.plan, sc.sels = sc.plan[:0], sc.sels[:0]
+	sc.memo.reset(len(ps.types), len(ls))
 	sc.planLs = append(sc.planLs[:0], ls...)
 	total := 0.0
 	for total < limit {
@@ -158,7 +159,7 @@ func (s *solver) balancedEstimate(group []*bin, ps *poolState, limit float64) fl
 		if first {
 			return total
 		}
-		best, sel := s.bestFillType(ps, allowed, ls, counts)
+		best, sel := s.bestFillType(ps, allowed, ls, counts, &sc.memo)
 		if best < 0 {
 			return math.Inf(1)
 		}
@@ -253,7 +254,7 @@ func (s *solver) replayBalanced(ls []*level, counts []int, ps *poolState) bool {
 // does, tried four times fewer fills but chose worse: the fills are not
 // monotone, and the plans' gain over the packer's fell from 0.20 % to
 // 0.08 % over the generated shapes.)
-func (s *solver) bestFillType(ps *poolState, allowed bitset, ls []*level, counts []int) (int, []int) {
+func (s *solver) bestFillType(ps *poolState, allowed bitset, ls []*level, counts []int, memo *fillMemo) (int, []int) {
 	if allowed == nil {
 		return -1, nil
 	}
@@ -286,10 +287,14 @@ func (s *solver) bestFillType(ps *poolState, allowed bitset, ls []*level, counts
 		}
 		t := ps.types[c.typ]
 		var sel []int
-		if best < 0 {
-			sel = sc.fill.fill(ls, counts, t.net)
+		if sel = memo.get(c.typ, counts); sel != nil {
+			// The fill this type had for a node before, still whole.
+		} else if best < 0 {
+			sel = memo.put(c.typ, sc.fill.fill(ls, counts, t.net))
 		} else if sel = sc.fill.fillAbove(ls, counts, t.net, s.unitPrice, bestEff*t.minPrice); sel == nil {
 			continue
+		} else {
+			sel = memo.put(c.typ, sel)
 		}
 		clear(used)
 		n := 0
@@ -332,4 +337,69 @@ type balanceScratch struct {
 	plan   []int
 	sels   []int
 	planLs []*level
+	memo   fillMemo
 }
+
+// fillMemo keeps, over the nodes of one balancedEstimate, each type's
+// last balanced fill. The fill is the pod-by-pod greedy choice of the
+// best scoring level (TestBalancedFillRunsAsPodByPod), and between two
+// nodes the counts only fall: while a type's last fill still fits in the
+// counts, every level it took from had, at each of its steps, as many
+// pods as then, and a level that ran out since was never the choice
+// after the point where it now runs out (else the fill would take more
+// of it than it has): the greedy makes the same choices, so the fill is
+// the same (TestFillMemoSameEstimates). few-big at 250 pods: one fill in
+// ten made.
+type fillMemo struct {
+	slot []int32 // by type: its fill's place in sel, -1 none
+	sel  []int   // the fills, n counts each
+	n    int
+	hits int // fills not made again (tests read it)
+}
+
+// reset readies the memo for types types over n levels, empty.
+func (m *fillMemo) reset(types, n int) {
+	m.n, m.hits = n, 0
+	m.slot = m.slot[:0]
+	for range types {
+		m.slot = append(m.slot, -1)
+	}
+	m.sel = m.sel[:0]
+}
+
+// get is type typ's last fill when it fits in counts; nil otherwise (or
+// on a nil memo).
+func (m *fillMemo) get(typ int, counts []int) []int {
+	if m == nil || fillMemoOff || m.slot[typ] < 0 {
+		return nil
+	}
+	at := int(m.slot[typ]) * m.n
+	sel := m.sel[at : at+m.n]
+	for i, k := range sel {
+		if k > counts[i] {
+			return nil
+		}
+	}
+	m.hits++
+	return sel
+}
+
+// put keeps sel as type typ's fill and returns the kept copy (sel itself
+// on a nil memo).
+func (m *fillMemo) put(typ int, sel []int) []int {
+	if m == nil {
+		return sel
+	}
+	if m.slot[typ] < 0 {
+		m.slot[typ] = int32(len(m.sel) / m.n)
+		m.sel = append(m.sel, sel...)
+	} else {
+		at := int(m.slot[typ]) * m.n
+		copy(m.sel[at:at+m.n], sel)
+	}
+	at := int(m.slot[typ]) * m.n
+	return m.sel[at : at+m.n]
+}
+
+// fillMemoOff makes every fill be made again (tests compare).
+var fillMemoOff bool

@@ -2,6 +2,7 @@ package scheduling_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/joist-dev/joist/pkg/scheduling"
@@ -95,5 +96,35 @@ func TestBestFillTypeIsTheBestFill(t *testing.T) {
 				t.Errorf("%s/%d: the chosen fill is worth %.6f per dollar, the best %.6f", name, n, got, best)
 			}
 		}
+	}
+}
+
+// TestFillMemoSameEstimates: the balanced estimate reuses a type's last
+// fill while it still fits in the pods left; its nodes, types and fills
+// are those of filling every time, and the memo saves fills.
+func TestFillMemoSameEstimates(t *testing.T) {
+	defer scheduling.SetFillMemo(true)
+	hits := 0
+	for _, sh := range workloadgen.Shapes {
+		for _, n := range []int{60, 280, 900} {
+			in, err := workloadgen.Input(sh, n, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			scheduling.SetFillMemo(false)
+			wantPrice, wantTypes, wantSels, _, ok := scheduling.BalancedEstimate(in)
+			if !ok {
+				continue
+			}
+			scheduling.SetFillMemo(true)
+			price, types, sels, h, _ := scheduling.BalancedEstimate(in)
+			hits += h
+			if price != wantPrice || !slices.Equal(types, wantTypes) || !slices.Equal(sels, wantSels) {
+				t.Errorf("%s/%d: $%.4f/h over types %v with the memo, $%.4f/h over %v filling every time", sh.Name, n, price, types, wantPrice, wantTypes)
+			}
+		}
+	}
+	if hits == 0 {
+		t.Error("the memo saved no fill")
 	}
 }
