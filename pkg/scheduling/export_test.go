@@ -337,19 +337,12 @@ func StopGap(pods int) float64 { return stopGap(pods) }
 // and the best over filling every frontier type; false
 // when there are no such pods.
 func BestFill(in Input) (got, best float64, ok bool) {
-	s := newSolver(&in)
-	s.setup()
-	s.pack()
-	s.boundNow()
+	s, ps, group := packedFree(&in)
 	defer s.release()
-	ps := s.pools[0]
 	var ls []*level
 	var counts []int
 	var allowed bitset
-	for _, b := range s.freeBins(false) {
-		if b.pool != ps {
-			continue
-		}
+	for _, b := range group {
 		for _, e := range b.entries {
 			ls = append(ls, e.l)
 			counts = append(counts, e.n)
@@ -393,11 +386,23 @@ func SetFillMemo(on bool) { fillMemoOff = !on }
 // price, each node's type and fill, and the fills the memo saved; false
 // when there are fewer than two such nodes.
 func BalancedEstimate(in Input) (price float64, types, sels []int, hits int, ok bool) {
-	s := newSolver(&in)
+	s, ps, group := packedFree(&in)
+	defer s.release()
+	if len(group) < 2 {
+		return 0, nil, nil, 0, false
+	}
+	price = s.balancedEstimate(group, ps, math.Inf(1))
+	sc := &s.balanceBuf
+	return price, slices.Clone(sc.plan), slices.Clone(sc.sels), sc.memo.hits, true
+}
+
+// packedFree packs in (with the LP's prices set) and returns the solver,
+// its first pool and that pool's nodes of free pods.
+func packedFree(in *Input) (*solver, *poolState, []*bin) {
+	s := newSolver(in)
 	s.setup()
 	s.pack()
 	s.boundNow()
-	defer s.release()
 	ps := s.pools[0]
 	var group []*bin
 	for _, b := range s.freeBins(false) {
@@ -405,10 +410,5 @@ func BalancedEstimate(in Input) (price float64, types, sels []int, hits int, ok 
 			group = append(group, b)
 		}
 	}
-	if len(group) < 2 {
-		return 0, nil, nil, 0, false
-	}
-	price = s.balancedEstimate(group, ps, math.Inf(1))
-	sc := &s.balanceBuf
-	return price, slices.Clone(sc.plan), slices.Clone(sc.sels), sc.memo.hits, true
+	return s, ps, group
 }

@@ -165,27 +165,40 @@ func (s *solver) balancedEstimate(group []*bin, ps *poolState, limit float64) fl
 		}
 		sc.plan = append(sc.plan, best)
 		sc.sels = append(sc.sels, sel...)
-		// The node holds the fill's pods: the types they all allow.
-		used, held := sc.used, sc.held[:0]
-		clear(used)
-		first = true
-		for i, l := range ls {
-			if sel[i] == 0 {
-				continue
-			}
-			used.addScaled(l.cls.req, int64(sel[i]))
+		var price float64
+		price, sc.held = fillPrice(ps, ls, sel, sc.used, sc.held)
+		total += price
+		for i := range counts {
 			counts[i] -= sel[i]
-			if cp := l.pools[ps.idx]; first {
-				held = append(held, cp.types...)
-				first = false
-			} else {
-				held.and(cp.types)
-			}
 		}
-		sc.held = held
-		total += ps.cheapestHolding(held, used)
 	}
 	return total
+}
+
+// fillPrice is the price of the cheapest type of ps holding the fill sel
+// of levels ls, among the types all its pods allow, by its cheapest
+// offering (+Inf for an empty fill or none holding it); used gets the
+// fill's requests, and held, scratch that it returns, those types.
+func fillPrice(ps *poolState, ls []*level, sel []int, used vec, held bitset) (float64, bitset) {
+	clear(used)
+	held = held[:0]
+	first := true
+	for i, l := range ls {
+		if sel[i] == 0 {
+			continue
+		}
+		used.addScaled(l.cls.req, int64(sel[i]))
+		if cp := l.pools[ps.idx]; first {
+			held = append(held, cp.types...)
+			first = false
+		} else {
+			held.and(cp.types)
+		}
+	}
+	if first {
+		return math.Inf(1), held
+	}
+	return ps.cheapestHolding(held, used), held
 }
 
 // cheapestHolding is the price of the cheapest type of ps among allowed
@@ -273,11 +286,7 @@ func (s *solver) bestFillType(ps *poolState, allowed bitset, ls []*level, counts
 		if !allowed.has(i) || t.minPrice <= 0 {
 			continue
 		}
-		v := 0.0
-		for d, p := range s.unitPrice {
-			v += p * float64(min(t.net[d], left[d]))
-		}
-		sc.cand = append(sc.cand, typeBound{i, v / t.minPrice})
+		sc.cand = append(sc.cand, typeBound{i, s.cappedWorth(t, left)})
 	}
 	slices.SortStableFunc(sc.cand, func(a, b typeBound) int { return cmp.Compare(b.ub, a.ub) })
 	best, bestEff := -1, 0.0

@@ -621,15 +621,21 @@ func (s *solver) bestValueType(ps *poolState, allowed bitset, left vec) int {
 		if !allowed.has(i) || t.minPrice <= 0 {
 			continue
 		}
-		v := 0.0
-		for d, p := range s.unitPrice {
-			v += p * float64(min(t.net[d], left[d]))
-		}
-		if eff := v / t.minPrice; best < 0 || eff > bestEff {
+		if eff := s.cappedWorth(t, left); best < 0 || eff > bestEff {
 			best, bestEff = i, eff
 		}
 	}
 	return best
+}
+
+// cappedWorth is what t's allocatable, capped per resource at left, is
+// worth per dollar of its cheapest offering at the current prices.
+func (s *solver) cappedWorth(t *ptype, left vec) float64 {
+	v := 0.0
+	for d, p := range s.unitPrice {
+		v += p * float64(min(t.net[d], left[d]))
+	}
+	return v / t.minPrice
 }
 
 // groupPrice is the price of x and others.
@@ -699,16 +705,9 @@ func (s *solver) refillEstimate(x *bin, others []*bin, limit float64) float64 {
 	}
 	// cheapest is the price of the cheapest type holding sel.
 	cheapest := func(sel []int) float64 {
-		clear(used)
-		allowed = nil
-		for i, l := range ls {
-			if sel[i] == 0 {
-				continue
-			}
-			used.addScaled(l.cls.req, int64(sel[i]))
-			and(l.pools[ps.idx])
-		}
-		return ps.cheapestHolding(allowed, used)
+		p, held := fillPrice(ps, ls, sel, used, sc.allowed)
+		sc.allowed, allowed = held, nil
+		return p
 	}
 	sel := sc.fill.fill(ls, counts, ps.types[x.typ].net)
 	total := cheapest(sel)
