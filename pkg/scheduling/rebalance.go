@@ -108,8 +108,8 @@ func (s *solver) rebalance(atStop bool) bool {
 }
 
 // balancedEstimate prices packing the pods of group again the balanced
-// way on new nodes of ps (packBalancedBy with the fill's type), each node
-// at the cheapest type holding its fill, without touching the plan; +Inf
+// way on new nodes of ps, node by node of the type bestFillType chooses,
+// each at the cheapest type holding its fill, without touching the plan; +Inf
 // when the pods share no zone or capacity type (a fill would mix pods
 // pinned apart) or some pod finds no type. It stops once the price
 // reaches limit and returns the price so far.
@@ -141,22 +141,9 @@ func (s *solver) balancedEstimate(group []*bin, ps *poolState, limit float64) fl
 	sc.planLs = append(sc.planLs[:0], ls...)
 	total := 0.0
 	for total < limit {
-		allowed := sc.allowed[:0]
-		first := true
-		for i, l := range ls {
-			if counts[i] == 0 {
-				continue
-			}
-			cp := l.pools[ps.idx]
-			if first {
-				allowed = append(allowed, cp.types...)
-				first = false
-			} else {
-				allowed.and(cp.types)
-			}
-		}
+		allowed, ok := typesAllowing(ps, ls, counts, sc.allowed)
 		sc.allowed = allowed
-		if first {
+		if !ok {
 			return total
 		}
 		best, sel := s.bestFillType(ps, allowed, ls, counts, &sc.memo)
@@ -181,24 +168,33 @@ func (s *solver) balancedEstimate(group []*bin, ps *poolState, limit float64) fl
 // fill's requests, and held, scratch that it returns, those types.
 func fillPrice(ps *poolState, ls []*level, sel []int, used vec, held bitset) (float64, bitset) {
 	clear(used)
-	held = held[:0]
-	first := true
 	for i, l := range ls {
-		if sel[i] == 0 {
-			continue
-		}
 		used.addScaled(l.cls.req, int64(sel[i]))
-		if cp := l.pools[ps.idx]; first {
-			held = append(held, cp.types...)
-			first = false
-		} else {
-			held.and(cp.types)
-		}
 	}
-	if first {
+	held, ok := typesAllowing(ps, ls, sel, held)
+	if !ok {
 		return math.Inf(1), held
 	}
 	return ps.cheapestHolding(held, used), held
+}
+
+// typesAllowing is the types of ps that every level with pods in counts
+// allows, in buf (scratch, returned); false when no level has pods.
+func typesAllowing(ps *poolState, ls []*level, counts []int, buf bitset) (bitset, bool) {
+	buf = buf[:0]
+	first := true
+	for i, l := range ls {
+		if counts[i] == 0 {
+			continue
+		}
+		if cp := l.pools[ps.idx]; first {
+			buf = append(buf, cp.types...)
+			first = false
+		} else {
+			buf.and(cp.types)
+		}
+	}
+	return buf, !first
 }
 
 // cheapestHolding is the price of the cheapest type of ps among allowed
@@ -212,19 +208,10 @@ func (ps *poolState) cheapestHolding(allowed bitset, used vec) float64 {
 	return math.Inf(1)
 }
 
-// placeBalanced places a rebuild's work on new nodes of pool ps the
-// balanced way (packBalancedBy with the fill's type), right-sizing each.
+// placeBalanced places a rebuild's work on new nodes of pool ps as
+// balancedEstimate chose (replayBalanced), right-sizing each.
 func (s *solver) placeBalanced(work []removed, ps *poolState) bool {
-	var ls []*level
-	var counts []int
-	for _, w := range work {
-		if i := slices.Index(ls, w.l); i >= 0 {
-			counts[i] += w.n
-			continue
-		}
-		ls = append(ls, w.l)
-		counts = append(counts, w.n)
-	}
+	ls, counts := levelsOf(work)
 	if !s.replayBalanced(ls, counts, ps) {
 		return false
 	}
@@ -295,14 +282,13 @@ func (s *solver) bestFillType(ps *poolState, allowed bitset, ls []*level, counts
 			break
 		}
 		t := ps.types[c.typ]
-		var sel []int
-		if sel = memo.get(c.typ, counts); sel != nil {
-			// The fill this type had for a node before, still whole.
-		} else if best < 0 {
-			sel = memo.put(c.typ, sc.fill.fill(ls, counts, t.net))
-		} else if sel = sc.fill.fillAbove(ls, counts, t.net, s.unitPrice, bestEff*t.minPrice); sel == nil {
-			continue
-		} else {
+		sel := memo.get(c.typ, counts)
+		if sel == nil {
+			if best < 0 {
+				sel = sc.fill.fill(ls, counts, t.net)
+			} else if sel = sc.fill.fillAbove(ls, counts, t.net, s.unitPrice, bestEff*t.minPrice); sel == nil {
+				continue
+			}
 			sel = memo.put(c.typ, sel)
 		}
 		clear(used)
@@ -412,3 +398,21 @@ func (m *fillMemo) put(typ int, sel []int) []int {
 
 // fillMemoOff makes every fill be made again (tests compare).
 var fillMemoOff bool
+
+// levelsOf is a rebuild's work by level, in the order the levels first
+// come, with each level's pods summed.
+func levelsOf(work []removed) ([]*level, []int) {
+	var ls []*level
+	var counts []int
+	for _, w := range work {
+		if n := len(ls); n > 0 && ls[n-1] == w.l {
+			counts[n-1] += w.n
+		} else if i := slices.Index(ls, w.l); i >= 0 {
+			counts[i] += w.n
+		} else {
+			ls = append(ls, w.l)
+			counts = append(counts, w.n)
+		}
+	}
+	return ls, counts
+}

@@ -263,25 +263,7 @@ func (s *solver) tryRefill(x *bin, others []*bin, balanced bool) bool {
 	group := append([]*bin{x}, others...)
 	return s.tryRebuildBy(group, func(work []removed) bool {
 		// The pods by level, in class order (work's).
-		var ls []*level
-		var counts []int
-		for _, w := range work {
-			if n := len(ls); n > 0 && ls[n-1] == w.l {
-				counts[n-1] += w.n
-				continue
-			}
-			found := false
-			for i, l := range ls {
-				if l == w.l {
-					counts[i] += w.n
-					found = true
-				}
-			}
-			if !found {
-				ls = append(ls, w.l)
-				counts = append(counts, w.n)
-			}
-		}
+		ls, counts := levelsOf(work)
 		b := s.fillNode(ls, counts, balancedFill(ls, counts, ps.types[typ].net), ps, typ)
 		var rest []removed
 		demand := make([]float64, s.dims.n())
@@ -391,8 +373,11 @@ func (f *fillScratch) fillAbove(ls []*level, counts []int, net vec, prices []flo
 	act, reqs := f.act[:0], f.reqs[:0]
 	// left: the requests of the pods of the levels in the running not
 	// taken yet (kept only for a cut).
-	f.left = append(f.left[:0], make(vec, len(net))...)
 	left := f.left
+	if prices != nil {
+		f.left = append(f.left[:0], make(vec, len(net))...)
+		left = f.left
+	}
 	for i, l := range ls {
 		if counts[i] > 0 {
 			act = append(act, int32(i))
