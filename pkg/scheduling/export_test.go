@@ -412,3 +412,10 @@ func packedFree(in *Input) (*solver, *poolState, []*bin) {
 	}
 	return s, ps, group
 }
+
+// SetPendingFloor turns the rebuilds' check of their pending pods' floor
+// on or off (rebuildbound.go, pendingLost).
+func SetPendingFloor(on bool) { pendingFloorOff = !on }
+
+// SetPendingCut has f called for each rebuild pendingLost cuts.
+func SetPendingCut(f func()) { pendingCut = f }

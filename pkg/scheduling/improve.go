@@ -349,7 +349,7 @@ func (s *solver) tryRebuildBy(group []*bin, place func([]removed) bool) bool {
 	s.jrPlaced = s.jrBuf[:0]
 	s.rbBefore = before
 	s.topo.live = topo
-	ok := place(work)
+	ok := !s.pendingLost(j) && place(work)
 	s.topo.live = false
 	s.rbBefore = 0
 	s.jr = nil

@@ -81,6 +81,44 @@ func TestRebuildBoundSamePlans(t *testing.T) {
 	samePlans(t, "rebuilds stopped at their price floor", scheduling.SetRebuildBound)
 }
 
+// TestPendingFloorSamePlans: rebuilds whose pods, before any is placed,
+// must already raise the price floor to the price before them are not
+// packed (rebuildbound.go, pendingLost), and every plan is the one
+// packing them gives.
+func TestPendingFloorSamePlans(t *testing.T) {
+	samePlans(t, "rebuilds cut by their pending pods' floor", scheduling.SetPendingFloor)
+}
+
+// TestPendingFloorCutsGPURebuilds: mix at 299 pods, seed 4, puts 82 GPU
+// pods each alone on the cheapest GPU node; the local search's rebuilds
+// of those nodes (alone, in pairs, in the regrouping's groups of up to 64)
+// can only end at the same price, and the check cuts them before they
+// pack: most of the rebuilds tried, for the same plan.
+func TestPendingFloorCutsGPURebuilds(t *testing.T) {
+	sh, _ := workloadgen.ShapeByName("mix")
+	in, err := workloadgen.Input(sh, 299, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheduling.SetPendingFloor(false)
+	want, triesOff := scheduling.SolveCountingRebuilds(in)
+	scheduling.SetPendingFloor(true)
+	cut := 0
+	scheduling.SetPendingCut(func() { cut++ })
+	defer scheduling.SetPendingCut(nil)
+	got, tries := scheduling.SolveCountingRebuilds(in)
+	if a, b := planShape(got), planShape(want); a != b {
+		t.Fatalf("plan with the check differs:\n%s\n--- without:\n%s", a, b)
+	}
+	if tries != triesOff {
+		t.Fatalf("%d rebuilds tried with the check, %d without: the check must only cut rebuilds, not change which are tried", tries, triesOff)
+	}
+	t.Logf("cut %d of %d rebuilds", cut, tries)
+	if 2*cut < tries {
+		t.Errorf("the check cut %d of %d rebuilds; want at least half (the GPU nodes')", cut, tries)
+	}
+}
+
 // TestRebuildFloorSumsTheTouchedNodes: a rebuild's price floor, summed
 // at its start and then read again only for the nodes it touched, is the
 // sum over every node at each growth step. A node changed without being

@@ -53,6 +53,9 @@ type poolState struct {
 	ceil []float64
 	// cols are the types as the bound's columns (lpCols).
 	cols []lpColumn
+	// unitPrices are the least price per unit of each resource of the
+	// types (unitPrice, rebuildbound.go), made on first use.
+	unitPrices []float64
 	// offerIdx are the types by zone and capacity type (byOffer).
 	offerIdx  *typesByOffer
 	holdIdx   *holdIdx // typesHolding's (compat.go)

@@ -1,5 +1,7 @@
 package scheduling
 
+import "math"
+
 // A rebuild in the local search (tryRebuildBy) is kept only when the new
 // nodes end up cheaper than before it. While it packs, that price has a
 // floor that only rises: every new node ends at its current offer or at
@@ -41,11 +43,7 @@ func (s *solver) rebuildLost() bool {
 	if j == nil || !j.floors {
 		return false
 	}
-	floor := j.floorBase
-	for i := range j.shapes {
-		t := &j.shapes[i]
-		floor += s.floorOf(t.b) - t.floor0
-	}
+	floor := s.floorNow(j)
 	if floorCheck != nil {
 		full := 0.0
 		for _, b := range s.bins {
@@ -54,6 +52,118 @@ func (s *solver) rebuildLost() bool {
 		floorCheck(floor, full)
 	}
 	return floor >= s.rbBefore-1e-9
+}
+
+// floorNow is the new nodes' price floor under journal j: the sum at the
+// rebuild's start with each node it touched at its floor now.
+func (s *solver) floorNow(j *journal) float64 {
+	floor := j.floorBase
+	for i := range j.shapes {
+		t := &j.shapes[i]
+		floor += s.floorOf(t.b) - t.floor0
+	}
+	return floor
+}
+
+// A rebuild's pods, taken off their nodes, must go somewhere, and the
+// floor says nothing of them until they are placed: a rebuild of GPU
+// nodes, each pod alone on the cheapest GPU node, packs every pod to
+// find the same price again (mix at 299 pods: groups of up to 64 such
+// nodes in the regrouping). So before packing, pendingLost adds what
+// the pods must add to the floor, resource by resource. For a resource r
+// and a pool, p_r is the least price per unit of r of the pool's types
+// (minPrice / net_r). A node's floor is at least p_r times the r its pods
+// use (the type it is priced at holds them), and that stays so as pods
+// are added, while the floor itself only rises: a node of floor f using
+// u of r takes up to f/p_r − u more of r for nothing, and each unit past
+// that adds p_r or more. Existing nodes take what room they have left;
+// a new node adds at least the least p_r of any pool per unit. So the
+// floor at the end is at least the floor now plus that least p_r times
+// whatever of the pods' r neither finds; when that reaches the price
+// before the rebuild, it cannot be kept. Nodes of a pool without r take
+// none of it (p_r is then infinite).
+
+// pendingFloorOff turns the check off (tests compare).
+var pendingFloorOff bool
+
+// pendingCut, when set, is called for each rebuild the check cuts.
+var pendingCut func()
+
+// pendingLost tells whether the rebuild under journal j, its pods pending
+// (s.pending) and no pod placed yet, cannot be kept (see above).
+func (s *solver) pendingLost(j *journal) bool {
+	if pendingFloorOff || rebuildBoundOff || s.rbBefore <= 0 || j == nil || !j.floors {
+		return false
+	}
+	var floor float64
+	floorSet := false
+	for r, need := range s.pending {
+		if need <= 0 {
+			continue
+		}
+		pNew := math.Inf(1)
+		for _, ps := range s.pools {
+			if ps.ok {
+				pNew = min(pNew, ps.unitPrice(r))
+			}
+		}
+		if math.IsInf(pNew, 1) {
+			continue
+		}
+		left := float64(need)
+		for _, b := range s.bins {
+			if b.node != nil {
+				if !b.node.Unschedulable {
+					left -= float64(max(0, b.alloc[r]-b.used[r]))
+				}
+				continue
+			}
+			if len(b.entries) == 0 {
+				continue
+			}
+			if p := b.pool.unitPrice(r); !math.IsInf(p, 1) {
+				left -= max(0, s.floorOf(b)/p-float64(b.used[r]))
+			}
+			if left <= 0 {
+				break
+			}
+		}
+		if left <= 0 {
+			continue
+		}
+		if !floorSet {
+			floor, floorSet = s.floorNow(j), true
+		}
+		if floor+pNew*left >= s.rbBefore-1e-9 {
+			if pendingCut != nil {
+				pendingCut()
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// unitPrice is the least price per unit of resource r of the pool's types
+// (+Inf when none has any), computed once per pool.
+func (ps *poolState) unitPrice(r int) float64 {
+	if ps.unitPrices == nil {
+		if len(ps.types) == 0 {
+			return math.Inf(1)
+		}
+		ps.unitPrices = make([]float64, len(ps.types[0].net))
+		for i := range ps.unitPrices {
+			ps.unitPrices[i] = math.Inf(1)
+		}
+		for _, t := range ps.types {
+			for i, v := range t.net {
+				if v > 0 {
+					ps.unitPrices[i] = min(ps.unitPrices[i], t.minPrice/float64(v))
+				}
+			}
+		}
+	}
+	return ps.unitPrices[r]
 }
 
 // floorCheck, when set, is handed each floor rebuildLost sums and the
