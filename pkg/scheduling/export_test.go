@@ -419,3 +419,22 @@ func SetPendingFloor(on bool) { pendingFloorOff = !on }
 
 // SetPendingCut has f called for each rebuild pendingLost cuts.
 func SetPendingCut(f func()) { pendingCut = f }
+
+// SetShapeSplit makes the bound skip the shape bound where the LP's own
+// solution split class by class prices no higher (on) or always make it
+// (off) (bound.go, withShapes).
+func SetShapeSplit(on bool) { shapeSplitOff = !on }
+
+// ShapeBoundAndSplit packs in (no local search) and tells the shape
+// bound's ascent, shapeSplit's price (ok: it applies) and the bound the
+// solve reports before its local search.
+func ShapeBoundAndSplit(in Input) (shape, split float64, ok bool, bound float64) {
+	s := newSolver(&in)
+	s.setup()
+	s.pack()
+	bound = s.boundNow()
+	shape = s.shapeBound(s.full.y)
+	split, ok = s.shapeSplit(s.full)
+	s.release()
+	return shape, split, ok, bound
+}

@@ -66,12 +66,22 @@ const (
 // branch and bound readied for the near-bound stop (s.ip) where the
 // whole-node bounds lead.
 func (s *solver) wholeNodes(best float64, cols []lpColumn, full cover) float64 {
-	s.ip = nil
+	return s.wholeNodesAt(best, s.knapsack(cols, full), cols, full)
+}
+
+// knapsack is the knapsack's bound over the LP full, or -1 where the
+// whole-node bounds are not asked.
+func (s *solver) knapsack(cols []lpColumn, full cover) float64 {
 	if intBoundOff || !fewNodes(full) {
-		return best
+		return -1
 	}
-	kb := knapBound(cols, full.y, full.demand, knapRootBudget)
-	if kb < best {
+	return knapBound(cols, full.y, full.demand, knapRootBudget)
+}
+
+// wholeNodesAt is wholeNodes with the knapsack's bound kb (knapsack).
+func (s *solver) wholeNodesAt(best, kb float64, cols []lpColumn, full cover) float64 {
+	s.ip = nil
+	if kb < 0 || kb < best {
 		return best
 	}
 	s.ip = newIPSearch(cols, full, kb)

@@ -1,11 +1,14 @@
 package scheduling
 
 import (
+	"cmp"
 	"encoding/binary"
 	"math"
 	"slices"
 	"sort"
 	"sync"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // The shape bound: a lower bound that sees each pod's shape, where the
@@ -497,4 +500,159 @@ func gcd64(a, b int64) int64 {
 		a, b = b, a%b
 	}
 	return a
+}
+
+// shapeSplit prices a solution of the shape LP above made from the
+// resource LP's (full's) own: where that buys one type, every class on
+// it; where it buys two, A and B, each class split between them so
+// that A gets the CPU the LP's A nodes have and, as near as the classes
+// allow, their memory. For a CPU amount, the memory a fractional choice
+// of classes can bring lies between taking the classes of least memory
+// per CPU first and taking those of most first (the set of choices is
+// convex), so a mix of those two choices meets it when it is in between.
+// Each side's nodes are then as many (fractional) as its most used
+// resource needs, at each type's room rounded to whole pods as the
+// shape bound rounds it. ok is false where that does not apply: more
+// than two types, a class that may not use one of them, existing nodes
+// (the shape bound is not made then either).
+func (s *solver) shapeSplit(full cover) (price float64, ok bool) {
+	if len(s.existingBins) > 0 {
+		return 0, false
+	}
+	var types [2]*ptype
+	var pools [2]*poolState
+	var xs [2]float64
+	k := 0
+	for _, b := range full.basic {
+		if b.x <= 1e-12 {
+			continue
+		}
+		if k == 2 {
+			return 0, false
+		}
+		ps, t := s.columnAt(b.col)
+		if t == nil {
+			return 0, false
+		}
+		types[k], pools[k], xs[k] = t, ps, b.x
+		k++
+	}
+	if k == 0 {
+		return 0, false
+	}
+	nd := s.dims.n()
+	sc := &s.split
+	sc.reqs, sc.n, sc.idx = sc.reqs[:0], sc.n[:0], sc.idx[:0]
+	step := make([]int64, nd)
+	demand := make([]float64, nd)
+	for _, c := range s.classes {
+		placed := len(c.pods) - c.remaining
+		if placed == 0 || len(c.levels) == 0 {
+			continue
+		}
+		l := c.levels[len(c.levels)-1]
+		for j, t := range types[:k] {
+			cp := l.pools[pools[j].idx]
+			if !cp.ok || !cp.types.has(t.idx) || !c.req.le(t.net) {
+				return 0, false
+			}
+		}
+		for r, v := range c.req {
+			if v > 0 {
+				step[r] = gcd64(step[r], v)
+			}
+			demand[r] += float64(max(v, 0)) * float64(placed)
+		}
+		sc.idx = append(sc.idx, len(sc.n))
+		sc.reqs = append(sc.reqs, c.req)
+		sc.n = append(sc.n, float64(placed))
+	}
+	room := func(t *ptype) []float64 {
+		out := make([]float64, nd)
+		for r, v := range t.net {
+			if v > 0 && step[r] > 1 {
+				v = v / step[r] * step[r]
+			}
+			out[r] = float64(max(v, 0))
+		}
+		return out
+	}
+	// nodes is how many nodes of room hold v (fractional).
+	nodes := func(v, room []float64) float64 {
+		n := 0.0
+		for r := range v {
+			if v[r] > 1e-9 {
+				if room[r] <= 0 {
+					return math.Inf(1)
+				}
+				n = max(n, v[r]/room[r])
+			}
+		}
+		return n
+	}
+	a := room(types[0])
+	if k == 1 {
+		return nodes(demand, a) * types[0].minPrice, true
+	}
+	b := room(types[1])
+	cpu, mem := s.dims.index[corev1.ResourceCPU], s.dims.index[corev1.ResourceMemory]
+	perCPU := func(i int) float64 {
+		if r := sc.reqs[i]; r[cpu] > 0 {
+			return float64(r[mem]) / float64(r[cpu])
+		}
+		return math.Inf(1)
+	}
+	slices.SortStableFunc(sc.idx, func(i, j int) int { return cmp.Compare(perCPU(i), perCPU(j)) })
+	cpuA := min(demand[cpu], xs[0]*a[cpu])
+	// take sums the requests of the classes in order until their CPU is
+	// cpuA (the last one in part).
+	take := func(from, to, dir int) []float64 {
+		v := make([]float64, nd)
+		left := cpuA
+		for p := from; p != to && left > 0; p += dir {
+			i := sc.idx[p]
+			req, n := sc.reqs[i], sc.n[i]
+			if c := float64(req[cpu]) * n; c > left {
+				n = left / float64(req[cpu])
+			}
+			for r, x := range req {
+				v[r] += float64(max(x, 0)) * n
+			}
+			left -= float64(req[cpu]) * n
+		}
+		return v
+	}
+	lo := take(0, len(sc.idx), 1)
+	hi := take(len(sc.idx)-1, -1, -1)
+	lam := 0.0
+	if want := xs[0] * a[mem]; hi[mem] > lo[mem] {
+		lam = min(1, max(0, (want-lo[mem])/(hi[mem]-lo[mem])))
+	}
+	rest := make([]float64, nd)
+	for r := range lo {
+		lo[r] = (1-lam)*lo[r] + lam*hi[r]
+		rest[r] = max(0, demand[r]-lo[r])
+	}
+	return nodes(lo, a)*types[0].minPrice + nodes(rest, b)*types[1].minPrice, true
+}
+
+// splitScratch is shapeSplit's, kept by the solver.
+type splitScratch struct {
+	reqs []vec
+	n    []float64
+	idx  []int
+}
+
+// columnAt is allColumns' column k as its pool and type.
+func (s *solver) columnAt(k int) (*poolState, *ptype) {
+	for _, ps := range s.pools {
+		if !ps.ok {
+			continue
+		}
+		if k < len(ps.types) {
+			return ps, ps.types[k]
+		}
+		k -= len(ps.types)
+	}
+	return nil, nil
 }

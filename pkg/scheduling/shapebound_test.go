@@ -4,6 +4,9 @@ import (
 	"math"
 	"math/rand"
 	"testing"
+
+	"github.com/joist-dev/joist/pkg/scheduling"
+	"github.com/joist-dev/joist/pkg/scheduling/internal/workloadgen"
 )
 
 // TestShapeBoundSeesPodShapes: pods of 1 CPU and 3 GiB on c (about 2 GiB
@@ -100,4 +103,57 @@ func TestBoundAtMostOptimum(t *testing.T) {
 		}
 	}
 	t.Logf("bound within 0.1%% of the optimum in %d of %d cases", above, cases)
+}
+
+// TestShapeSplitSameBoundsAndPlans: the shape bound is not made where the
+// LP's own solution, split class by class between its types, prices no
+// higher than the bound without it (bound.go, withShapes); every
+// generated shape's plan and bound are the ones making it gives.
+func TestShapeSplitSameBoundsAndPlans(t *testing.T) {
+	bySwitch(t, scheduling.SetShapeSplit, func(t *testing.T, got, want scheduling.Plan) {
+		if a, b := planShape(got), planShape(want); a != b {
+			t.Errorf("plan differs with the shape bound skipped:\n%s\n--- made:\n%s", a, b)
+		}
+		if d := math.Abs(got.LowerBoundPricePerHour - want.LowerBoundPricePerHour); d > 1e-9*want.LowerBoundPricePerHour {
+			t.Errorf("bound %.6f with the shape bound skipped, %.6f made", got.LowerBoundPricePerHour, want.LowerBoundPricePerHour)
+		}
+	})
+}
+
+// TestShapeSplitPricesAShapeSolution: shapeSplit's price is that of a
+// solution of the shape LP, so no shape bound (a lower bound on that
+// LP's optimum) is above it: on few-big, where the bound matters (pods
+// of 2-4 GiB per CPU cannot fill the c family), the split prices what
+// the LP's c/m mixture cannot reach, above the shape bound; on
+// many-shapes, where every ratio is in some pod, it prices the LP's
+// mixture within the final bound, so the ascent is skipped.
+func TestShapeSplitPricesAShapeSolution(t *testing.T) {
+	skipped := map[string]int{}
+	for _, name := range []string{"few-big", "many-shapes", "web-six", "memory-heavy", "small-uniform"} {
+		sh, _ := workloadgen.ShapeByName(name)
+		for _, n := range []int{100, 299} {
+			for seed := int64(1); seed <= 3; seed++ {
+				in, err := workloadgen.Input(sh, n, seed)
+				if err != nil {
+					t.Fatal(err)
+				}
+				shape, split, ok, bound := scheduling.ShapeBoundAndSplit(in)
+				if !ok {
+					continue
+				}
+				if shape > split*(1+1e-9) {
+					t.Errorf("%s/%d/%d: shape bound %.6f above the split's price %.6f, a solution of its LP", name, n, seed, shape, split)
+				}
+				if split <= bound*(1+1e-9) {
+					skipped[name]++
+				}
+			}
+		}
+	}
+	if skipped["few-big"] > 0 {
+		t.Errorf("few-big: the split priced within the bound %d times; its pods cannot fill the LP's mixture", skipped["few-big"])
+	}
+	if skipped["many-shapes"] < 4 {
+		t.Errorf("many-shapes: the shape bound skipped on %d of 6 plans; want most", skipped["many-shapes"])
+	}
 }

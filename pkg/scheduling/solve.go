@@ -260,6 +260,8 @@ type solver struct {
 	boundSet  bool
 	stopPrice float64
 	gap       float64
+	// split is shapeSplit's scratch.
+	split splitScratch
 	// rebuildTries counts tryRebuildBy's rebuilds (tests read it).
 	rebuildTries int
 	// needBuf is isOpen's scratch, upNeed upgradeFor's, newScratch
