@@ -438,3 +438,50 @@ func ShapeBoundAndSplit(in Input) (shape, split float64, ok bool, bound float64)
 	s.release()
 	return shape, split, ok, bound
 }
+
+// SetDensityBound makes bestFillType skip the types whose fill the
+// per-resource knapsack shows cannot beat the best (on), or fill them
+// (off) (rebalance.go, densityBound).
+func SetDensityBound(on bool) { densityOff = !on }
+
+// DensityBoundHolds fills every allowed frontier type with the pods of
+// the packed plan's nodes of free pods (as BestFill) and tells how many
+// fills it compared and by how much the most a fill's worth exceeded
+// densityBound's bound for its type (0 or less when it held).
+func DensityBoundHolds(in Input) (n int, over float64) {
+	s, ps, group := packedFree(&in)
+	defer s.release()
+	var ls []*level
+	var counts []int
+	var allowed bitset
+	for _, b := range group {
+		for _, e := range b.entries {
+			ls = append(ls, e.l)
+			counts = append(counts, e.n)
+			if allowed == nil {
+				allowed = e.l.pools[ps.idx].types.clone()
+			} else {
+				allowed.and(e.l.pools[ps.idx].types)
+			}
+		}
+	}
+	var db densityBound
+	if len(ls) == 0 || !db.prepare(s, ls, counts) {
+		return 0, 0
+	}
+	over = math.Inf(-1)
+	for _, i := range ps.frontier {
+		t := ps.types[i]
+		if !allowed.has(i) {
+			continue
+		}
+		used := s.dims.zero()
+		sel := balancedFill(ls, counts, t.net)
+		for k, l := range ls {
+			used.addScaled(l.cls.req, int64(sel[k]))
+		}
+		n++
+		over = max(over, s.valueOf(used)-db.worth(t.net))
+	}
+	return n, over
+}

@@ -128,3 +128,31 @@ func TestFillMemoSameEstimates(t *testing.T) {
 		t.Error("the memo saved no fill")
 	}
 }
+
+// TestDensityBoundHoldsEveryFill: no balanced fill of a type is worth
+// more than densityBound says for its room (per resource, the pods of
+// most worth per unit first), on the packed plans' pods of the shapes
+// the repacking runs on; the estimate skips a type on that bound.
+func TestDensityBoundHoldsEveryFill(t *testing.T) {
+	fills := 0
+	for _, name := range []string{"many-shapes", "few-big", "memory-heavy", "web-six", "small-uniform", "daemonsets"} {
+		for _, n := range []int{40, 300, 900} {
+			for seed := int64(1); seed <= 2; seed++ {
+				k, over := scheduling.DensityBoundHolds(generated(t, name, n, seed))
+				fills += k
+				if k > 0 && over > 1e-9 {
+					t.Errorf("%s/%d/%d: a fill is worth %.9f more than the bound", name, n, seed, over)
+				}
+			}
+		}
+	}
+	if fills == 0 {
+		t.Fatal("no fill compared")
+	}
+}
+
+// TestDensityBoundSamePlans: the estimate's skipping types on the
+// per-resource bound changes no plan.
+func TestDensityBoundSamePlans(t *testing.T) {
+	samePlans(t, "types skipped on the per-resource bound", scheduling.SetDensityBound)
+}
