@@ -725,12 +725,8 @@ func (s *solver) lowerBound() float64 {
 	byKey := map[string]*set{}
 	var kb []byte // a set's key, scratch
 	total := make([]float64, s.dims.n())
-	for _, c := range s.classes {
-		placed := len(c.pods) - c.remaining
-		if placed == 0 || len(c.levels) == 0 {
-			continue
-		}
-		l := c.levels[len(c.levels)-1]
+	for c, l := range s.placedLevels() {
+		placed := c.placed()
 		kb = kb[:0]
 		for _, cp := range l.pools {
 			if cp.ok {
@@ -782,11 +778,7 @@ func (s *solver) lowerBound() float64 {
 	}
 	if needNew {
 		cheapest := math.Inf(1)
-		for _, c := range s.classes {
-			if len(c.pods)-c.remaining == 0 || len(c.levels) == 0 {
-				continue
-			}
-			l := c.levels[len(c.levels)-1]
+		for c, l := range s.placedLevels() {
 			for i, ps := range s.pools {
 				cp := l.pools[i]
 				if !cp.ok {

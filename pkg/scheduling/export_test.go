@@ -337,22 +337,8 @@ func StopGap(pods int) float64 { return stopGap(pods) }
 // and the best over filling every frontier type; false
 // when there are no such pods.
 func BestFill(in Input) (got, best float64, ok bool) {
-	s, ps, group := packedFree(&in)
+	s, ps, ls, counts, allowed := packedFreeLevels(&in)
 	defer s.release()
-	var ls []*level
-	var counts []int
-	var allowed bitset
-	for _, b := range group {
-		for _, e := range b.entries {
-			ls = append(ls, e.l)
-			counts = append(counts, e.n)
-			if allowed == nil {
-				allowed = e.l.pools[ps.idx].types.clone()
-			} else {
-				allowed.and(e.l.pools[ps.idx].types)
-			}
-		}
-	}
 	if len(ls) == 0 {
 		return 0, 0, false
 	}
@@ -449,22 +435,8 @@ func SetDensityBound(on bool) { densityOff = !on }
 // fills it compared and by how much the most a fill's worth exceeded
 // densityBound's bound for its type (0 or less when it held).
 func DensityBoundHolds(in Input) (n int, over float64) {
-	s, ps, group := packedFree(&in)
+	s, ps, ls, counts, allowed := packedFreeLevels(&in)
 	defer s.release()
-	var ls []*level
-	var counts []int
-	var allowed bitset
-	for _, b := range group {
-		for _, e := range b.entries {
-			ls = append(ls, e.l)
-			counts = append(counts, e.n)
-			if allowed == nil {
-				allowed = e.l.pools[ps.idx].types.clone()
-			} else {
-				allowed.and(e.l.pools[ps.idx].types)
-			}
-		}
-	}
 	var db densityBound
 	if len(ls) == 0 || !db.prepare(s, ls, counts) {
 		return 0, 0
@@ -484,4 +456,22 @@ func DensityBoundHolds(in Input) (n int, over float64) {
 		over = max(over, s.valueOf(used)-db.worth(t.net))
 	}
 	return n, over
+}
+
+// packedFreeLevels is packedFree's nodes as the levels on them, the pods
+// of each and the types of the pool every one allows.
+func packedFreeLevels(in *Input) (s *solver, ps *poolState, ls []*level, counts []int, allowed bitset) {
+	s, ps, group := packedFree(in)
+	for _, b := range group {
+		for _, e := range b.entries {
+			ls = append(ls, e.l)
+			counts = append(counts, e.n)
+			if allowed == nil {
+				allowed = e.l.pools[ps.idx].types.clone()
+			} else {
+				allowed.and(e.l.pools[ps.idx].types)
+			}
+		}
+	}
+	return s, ps, ls, counts, allowed
 }

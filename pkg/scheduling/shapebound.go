@@ -3,6 +3,7 @@ package scheduling
 import (
 	"cmp"
 	"encoding/binary"
+	"iter"
 	"math"
 	"slices"
 	"sort"
@@ -119,18 +120,9 @@ func (s *solver) shapeBound(y []float64) float64 {
 	// step: per resource, the greatest common divisor of the requests
 	// (whole pods, above).
 	step := make([]int64, nd)
-	for _, c := range s.classes {
-		placed := len(c.pods) - c.remaining
-		if placed == 0 || len(c.levels) == 0 {
-			continue
-		}
-		l := c.levels[len(c.levels)-1]
-		for r, v := range c.req {
-			total[r] += float64(placed) * float64(max(v, 0))
-			if v > 0 {
-				step[r] = gcd64(step[r], v)
-			}
-		}
+	for c, l := range s.placedLevels() {
+		placed := c.placed()
+		addPods(total, step, c.req, placed)
 		// Key: the request and, per pool, the types the class may use
 		// (which decide its usable columns).
 		kb = kb[:0]
@@ -182,10 +174,7 @@ func (s *solver) shapeBound(y []float64) float64 {
 	caps := sc.capRows(len(cols), nd)
 	for k, cl := range cols {
 		for r, v := range cl.t.net {
-			caps[k][r] = v
-			if v > 0 && step[r] > 1 {
-				caps[k][r] = v / step[r] * step[r]
-			}
+			caps[k][r] = wholePods(v, step[r])
 		}
 	}
 	var used []int // requested resources
@@ -545,35 +534,22 @@ func (s *solver) shapeSplit(full cover) (price float64, ok bool) {
 	sc.reqs, sc.n, sc.idx = sc.reqs[:0], sc.n[:0], sc.idx[:0]
 	step := make([]int64, nd)
 	demand := make([]float64, nd)
-	for _, c := range s.classes {
-		placed := len(c.pods) - c.remaining
-		if placed == 0 || len(c.levels) == 0 {
-			continue
-		}
-		l := c.levels[len(c.levels)-1]
+	for c, l := range s.placedLevels() {
 		for j, t := range types[:k] {
 			cp := l.pools[pools[j].idx]
 			if !cp.ok || !cp.types.has(t.idx) || !c.req.le(t.net) {
 				return 0, false
 			}
 		}
-		for r, v := range c.req {
-			if v > 0 {
-				step[r] = gcd64(step[r], v)
-			}
-			demand[r] += float64(max(v, 0)) * float64(placed)
-		}
+		addPods(demand, step, c.req, c.placed())
 		sc.idx = append(sc.idx, len(sc.n))
 		sc.reqs = append(sc.reqs, c.req)
-		sc.n = append(sc.n, float64(placed))
+		sc.n = append(sc.n, float64(c.placed()))
 	}
 	room := func(t *ptype) []float64 {
 		out := make([]float64, nd)
 		for r, v := range t.net {
-			if v > 0 && step[r] > 1 {
-				v = v / step[r] * step[r]
-			}
-			out[r] = float64(max(v, 0))
+			out[r] = float64(max(wholePods(v, step[r]), 0))
 		}
 		return out
 	}
@@ -655,4 +631,43 @@ func (s *solver) columnAt(k int) (*poolState, *ptype) {
 		k -= len(ps.types)
 	}
 	return nil, nil
+}
+
+// placedLevels yields each class with pods placed and its last (most
+// relaxed) level: what the bounds read of a class.
+func (s *solver) placedLevels() iter.Seq2[*class, *level] {
+	return func(yield func(*class, *level) bool) {
+		for _, c := range s.classes {
+			if c.placed() == 0 || len(c.levels) == 0 {
+				continue
+			}
+			if !yield(c, c.levels[len(c.levels)-1]) {
+				return
+			}
+		}
+	}
+}
+
+// placed is how many of the class's pods are placed.
+func (c *class) placed() int { return len(c.pods) - c.remaining }
+
+// addPods adds n pods of requests req to total, and each requested
+// resource's amount to step's greatest common divisor (whole pods).
+func addPods(total []float64, step []int64, req vec, n int) {
+	for r, v := range req {
+		total[r] += float64(n) * float64(max(v, 0))
+		if v > 0 {
+			step[r] = gcd64(step[r], v)
+		}
+	}
+}
+
+// wholePods is room v of a resource rounded down to a multiple of step,
+// the greatest common divisor of the pods' requests of it: what pods use
+// of it is such a multiple.
+func wholePods(v, step int64) int64 {
+	if v > 0 && step > 1 {
+		return v / step * step
+	}
+	return v
 }
