@@ -864,7 +864,7 @@ func (s *solver) lowerBound() float64 {
 }
 
 // withShapes is lowerBound's last steps: the whole-node bounds
-// (wholeNodes) over best, the other bounds', and the shape bound where it
+// (wholeNodesAt) over best, the other bounds', and the shape bound where it
 // could be higher. Pods' shapes are what the resource LP's mixing of
 // families cannot reach (shapebound.go), but its ascent is a sixth of a
 // solve of many classes, where it ends far under the LP: many-shapes at

@@ -61,16 +61,8 @@ const (
 	intFix = 4
 )
 
-// wholeNodes is lowerBound's last step: best, the other bounds', or the
-// knapsack's over the LP full (over cols) where that is higher, with the
-// branch and bound readied for the near-bound stop (s.ip) where the
-// whole-node bounds lead.
-func (s *solver) wholeNodes(best float64, cols []lpColumn, full cover) float64 {
-	return s.wholeNodesAt(best, s.knapsack(cols, full), cols, full)
-}
-
-// knapsack is the knapsack's bound over the LP full, or -1 where the
-// whole-node bounds are not asked.
+// knapsack is the knapsack's bound over the LP full (over cols), or -1
+// where the whole-node bounds are not asked.
 func (s *solver) knapsack(cols []lpColumn, full cover) float64 {
 	if intBoundOff || !fewNodes(full) {
 		return -1
@@ -78,7 +70,10 @@ func (s *solver) knapsack(cols []lpColumn, full cover) float64 {
 	return knapBound(cols, full.y, full.demand, knapRootBudget)
 }
 
-// wholeNodesAt is wholeNodes with the knapsack's bound kb (knapsack).
+// wholeNodesAt is lowerBound's last step: best, the other bounds', or
+// the knapsack's kb (knapsack) where that is higher, with the branch and
+// bound readied for the near-bound stop (s.ip) where the whole-node
+// bounds lead.
 func (s *solver) wholeNodesAt(best, kb float64, cols []lpColumn, full cover) float64 {
 	s.ip = nil
 	if kb < 0 || kb < best {
