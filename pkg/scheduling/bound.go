@@ -879,6 +879,9 @@ func (s *solver) withShapes(best float64, cols []lpColumn, full cover) float64 {
 			return s.wholeNodesAt(best, kb, cols, full)
 		}
 	}
+	if shapeRan != nil {
+		shapeRan()
+	}
 	if v := s.shapeBound(full.y); v > best {
 		best = v
 	}
@@ -887,6 +890,9 @@ func (s *solver) withShapes(best float64, cols []lpColumn, full cover) float64 {
 
 // shapeSplitOff makes every bound solve the shape bound (tests compare).
 var shapeSplitOff bool
+
+// shapeRan, when set, is called for each shape bound made.
+var shapeRan func()
 
 func subsetOf(a, b []bitset) bool {
 	for i := range a {

@@ -475,3 +475,18 @@ func packedFreeLevels(in *Input) (s *solver, ps *poolState, ls []*level, counts 
 	}
 	return s, ps, ls, counts, allowed
 }
+
+// EstimateFills is how many fills the balanced estimate of packedFree's
+// nodes begins.
+func EstimateFills(in Input) int {
+	s, ps, group := packedFree(&in)
+	defer s.release()
+	if len(group) < 2 {
+		return 0
+	}
+	s.balancedEstimate(group, ps, math.Inf(1))
+	return s.balanceBuf.memo.fills
+}
+
+// SetShapeRan has f called for each shape bound the bound makes.
+func SetShapeRan(f func()) { shapeRan = f }

@@ -289,6 +289,9 @@ func (s *solver) bestFillType(ps *poolState, allowed bitset, ls []*level, counts
 			if best >= 0 && dens && sc.dens.worth(t.net)/t.minPrice <= bestEff {
 				continue
 			}
+			if memo != nil {
+				memo.fills++
+			}
 			if best < 0 {
 				sel = sc.fill.fill(ls, counts, t.net)
 			} else if sel = sc.fill.fillAbove(ls, counts, t.net, s.unitPrice, bestEff*t.minPrice); sel == nil {
@@ -324,12 +327,12 @@ var densityOff bool
 // first (a fractional knapsack: pods using none of r come in whole).
 // The least of these over the priced resources bounds a fill where the
 // capped allocatable (cappedWorth) counts a memory-rich type's memory in
-// full though the pods left cannot fill it beside its CPU (few-big and
-// many-shapes at 299 pods: a third to a half of the fills it let
-// through).
+// full though the pods left cannot fill it beside its CPU (few-big at
+// 200-299 pods: half the fills it let through are not made; many-shapes:
+// a tenth). A level's worth is its class's value at the current prices
+// (class.value), none below 0.
 type densityBound struct {
 	dims []densityDim
-	val  []float64
 	// The orders are by level and prices: the estimate asks for node
 	// after node with the same levels, fewer pods left each time.
 	forLs    []*level
@@ -358,10 +361,6 @@ func (db *densityBound) prepare(s *solver, ls []*level, counts []int) bool {
 	}
 	if !slices.Equal(db.forLs, ls) || db.forPrice != &s.unitPrice[0] {
 		db.forLs, db.forPrice = append(db.forLs[:0], ls...), &s.unitPrice[0]
-		db.val = slices.Grow(db.val[:0], len(ls))[:len(ls)]
-		for i, l := range ls {
-			db.val[i] = max(0, s.valueOf(l.cls.req)) // a pod worth less is left out
-		}
 		db.dims = db.dims[:0]
 		for d, p := range s.unitPrice {
 			if p <= 0 {
@@ -380,7 +379,7 @@ func (db *densityBound) prepare(s *solver, ls []*level, counts []int) bool {
 				}
 			}
 			slices.SortStableFunc(dd.ord, func(a, b int) int {
-				return cmp.Compare(db.val[b]/float64(ls[b].cls.req[d]), db.val[a]/float64(ls[a].cls.req[d]))
+				return cmp.Compare(levelWorth(ls[b])/float64(ls[b].cls.req[d]), levelWorth(ls[a])/float64(ls[a].cls.req[d]))
 			})
 		}
 	}
@@ -390,7 +389,7 @@ func (db *densityBound) prepare(s *solver, ls []*level, counts []int) bool {
 		dd.free = 0
 		for j, l := range ls {
 			if l.cls.req[d] <= 0 {
-				dd.free += db.val[j] * float64(counts[j])
+				dd.free += levelWorth(l) * float64(counts[j])
 			}
 		}
 		dd.cum, dd.worth, dd.per = dd.cum[:0], dd.worth[:0], dd.per[:0]
@@ -400,14 +399,19 @@ func (db *densityBound) prepare(s *solver, ls []*level, counts []int) bool {
 				continue
 			}
 			c += float64(ls[j].cls.req[d]) * float64(counts[j])
-			w += db.val[j] * float64(counts[j])
+			w += levelWorth(ls[j]) * float64(counts[j])
 			dd.cum = append(dd.cum, c)
 			dd.worth = append(dd.worth, w)
-			dd.per = append(dd.per, db.val[j]/float64(ls[j].cls.req[d]))
+			dd.per = append(dd.per, levelWorth(ls[j])/float64(ls[j].cls.req[d]))
 		}
 	}
 	return len(db.dims) > 0
 }
+
+// levelWorth is what one pod of l is worth to densityBound: its class's
+// value at the current prices, none below 0 (a pod worth less is left
+// out of the best choice).
+func levelWorth(l *level) float64 { return max(0, l.cls.value) }
 
 // worth is the most a fill of room net can be worth (see densityBound).
 func (db *densityBound) worth(net vec) float64 {
@@ -472,15 +476,16 @@ type balanceScratch struct {
 // the same (TestFillMemoSameEstimates). few-big at 250 pods: one fill in
 // ten made.
 type fillMemo struct {
-	slot []int32 // by type: its fill's place in sel, -1 none
-	sel  []int   // the fills, n counts each
-	n    int
-	hits int // fills not made again (tests read it)
+	slot  []int32 // by type: its fill's place in sel, -1 none
+	sel   []int   // the fills, n counts each
+	n     int
+	hits  int // fills not made again (tests read it)
+	fills int // fills begun (tests read it)
 }
 
 // reset readies the memo for types types over n levels, empty.
 func (m *fillMemo) reset(types, n int) {
-	m.n, m.hits = n, 0
+	m.n, m.hits, m.fills = n, 0, 0
 	m.slot = m.slot[:0]
 	for range types {
 		m.slot = append(m.slot, -1)

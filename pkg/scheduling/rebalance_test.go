@@ -151,6 +151,25 @@ func TestDensityBoundHoldsEveryFill(t *testing.T) {
 	}
 }
 
+// TestDensityBoundSparesFills: on few-big, whose pods of 2-4 GiB per CPU
+// cannot fill a memory-rich type's memory beside its CPU, the estimate
+// begins fewer fills with the per-resource bound than without it.
+func TestDensityBoundSparesFills(t *testing.T) {
+	defer scheduling.SetDensityBound(true)
+	var with, without int
+	for seed := int64(1); seed <= 2; seed++ {
+		in := generated(t, "few-big", 280, seed)
+		scheduling.SetDensityBound(false)
+		without += scheduling.EstimateFills(in)
+		scheduling.SetDensityBound(true)
+		with += scheduling.EstimateFills(in)
+	}
+	t.Logf("fills: %d with, %d without", with, without)
+	if without == 0 || 4*with > 3*without {
+		t.Errorf("%d fills begun with the bound, %d without; want a quarter fewer at least", with, without)
+	}
+}
+
 // TestDensityBoundSamePlans: the estimate's skipping types on the
 // per-resource bound changes no plan.
 func TestDensityBoundSamePlans(t *testing.T) {

@@ -150,6 +150,17 @@ func TestShapeSplitPricesAShapeSolution(t *testing.T) {
 			}
 		}
 	}
+	// And the bound skips the ascent there: many-shapes at 200 pods,
+	// where the split prices within the bound on every seed, makes none.
+	made := 0
+	scheduling.SetShapeRan(func() { made++ })
+	defer scheduling.SetShapeRan(nil)
+	for seed := int64(1); seed <= 3; seed++ {
+		scheduling.Solve(generated(t, "many-shapes", 200, seed))
+	}
+	if made > 0 {
+		t.Errorf("many-shapes/200: %d shape bounds made over 3 solves; the split should skip them", made)
+	}
 	if skipped["few-big"] > 0 {
 		t.Errorf("few-big: the split priced within the bound %d times; its pods cannot fill the LP's mixture", skipped["few-big"])
 	}
