@@ -490,3 +490,12 @@ func EstimateFills(in Input) int {
 
 // SetShapeRan has f called for each shape bound the bound makes.
 func SetShapeRan(f func()) { shapeRan = f }
+
+// SetLimitCache makes a limited pool's upgrade answers be cached with
+// what they read of the pool's usage (on) or asked every time (off)
+// (limitcache.go).
+func SetLimitCache(on bool) { limCacheOff = !on }
+
+// SetLimitCheck hands f each cached upgrade answer of a limited pool's
+// node that the cache kept and a fresh scan's answer (nil: none).
+func SetLimitCheck(f func(cached, fresh int32)) { limCheck = f }

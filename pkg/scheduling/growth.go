@@ -212,6 +212,9 @@ type upCaches struct {
 	e, capped [][2]upCache
 	// memo are upgradeFor's answers by node shape (shapememo.go).
 	memo map[uint64]*upMemo
+	// lim and cappedLim are, beside e and capped, what the answers of
+	// limited pools' bins read of their pool's usage (limRec).
+	lim, cappedLim [][2]limRec
 	// fit names what upgradeFor reads of the levels besides their CPU
 	// and memory (fitidx.go's answers by bin version).
 	fit uint32
@@ -341,11 +344,20 @@ func (s *solver) upgradeValue(l *level, b *bin, cp *classPool, want int) (growth
 	case s.jr != nil && b.ver > s.jr.from:
 		c = &slots[1]
 	}
-	// A limited pool's answer also depends on the other nodes' sizes: no
-	// caching there.
-	if !c.holds(b.ver, cp0) || b.pool.hasLimits {
+	// A limited pool's answer also depends on the pool's usage, the
+	// other nodes' sizes: it holds while the limits answer what they
+	// answered (limRec).
+	var lr *limRec
+	if b.pool.hasLimits {
+		lr = s.limSlot(l.up, s.priceCap > 0, b.id, c == &slots[1])
+	}
+	if !c.holds(b.ver, cp0) || (lr != nil && !lr.holds(b.pool)) {
 		var code int32
 		var dp float64
+		if lr != nil {
+			lr.set = false
+			s.limOut = lr
+		}
 		if fe := s.fitAnswer(l, b, cp); fe != nil {
 			if fe.code == 0 {
 				fe.code, fe.dp = s.upgradeMemo(l, b, cp)
@@ -354,7 +366,18 @@ func (s *solver) upgradeValue(l *level, b *bin, cp *classPool, want int) (growth
 		} else {
 			code, dp = s.upgradeMemo(l, b, cp)
 		}
+		s.limOut = nil
 		*c = upCache{ver: b.ver, code: code, dp: dp, cap: s.priceCap}
+		if lr != nil && limCacheOff {
+			lr.set = false // no answer holds
+		}
+	} else if limCheck != nil && lr != nil {
+		fresh, _ := s.upgradeScan(l, b, cp, true)
+		typ := int32(1)
+		if fresh.ps != nil {
+			typ = int32(fresh.typ) + 2
+		}
+		limCheck(c.code, typ)
 	}
 	return s.upgradeGrowth(l, b, want, c.code, c.dp)
 }
@@ -413,6 +436,11 @@ var upgradeCheck func(cut, full int)
 // efficiency ceiling when stop is set.
 func (s *solver) upgradeScan(l *level, b *bin, cp *classPool, stop bool) (growth, bool) {
 	ps := b.pool
+	out := s.limOut
+	s.limOut = nil
+	if out != nil {
+		out.begin()
+	}
 	cur := ps.types[b.typ]
 	zm, cm := b.zoneMask&cp.zoneMask, b.ctMask&cp.ctMask
 	if zm == 0 || cm == 0 {
@@ -465,7 +493,13 @@ func (s *solver) upgradeScan(l *level, b *bin, cp *classPool, stop bool) (growth
 			continue
 		}
 		if ps.hasLimits && !s.withinLimits(ps, t.capv, cur.capv, 0) {
+			if out != nil {
+				out.refuse(ps)
+			}
 			continue
+		}
+		if out != nil {
+			out.pass(t.capv, cur.capv)
 		}
 		best, bestEff, bestDp = i, eff, dp
 	}

@@ -134,6 +134,9 @@ type solver struct {
 	in *Input
 	// limitSmall are smallestHolding's answers.
 	limitSmall map[limitKey]vec
+	// limOut, when set, is where the next upgradeScan notes what it read
+	// of a limited pool's usage (limRec).
+	limOut *limRec
 	// labelsIdle: no pod's labels can matter (labelsSelected), so
 	// classKey leaves them out.
 	labelsIdle bool
