@@ -499,3 +499,8 @@ func SetLimitCache(on bool) { limCacheOff = !on }
 // SetLimitCheck hands f each cached upgrade answer of a limited pool's
 // node that the cache kept and a fresh scan's answer (nil: none).
 func SetLimitCheck(f func(cached, fresh int32)) { limCheck = f }
+
+// SetRebuildTwins makes a rebuild pass skip a group of twins of a group
+// it tried since it last kept one (on), or try every group (off)
+// (rebuildtwins.go).
+func SetRebuildTwins(on bool) { rebuildTwinsOff = !on }

@@ -136,6 +136,7 @@ func (s *solver) rebuildPass(order []*bin) (improved bool) {
 	if len(cand) > worst+partners {
 		cand = cand[:worst+partners]
 	}
+	s.rbTried = s.rbTried[:0]
 	for i, a := range cand {
 		if i >= worst {
 			break
@@ -143,15 +144,12 @@ func (s *solver) rebuildPass(order []*bin) (improved bool) {
 		if len(a.entries) == 0 {
 			continue
 		}
-		if s.tryRebuild([]*bin{a}) {
+		if s.tryRebuildTwin(a, nil, false) {
 			improved = true
 			continue
 		}
 		// Split: its pods again, on nodes each cheaper than it.
-		s.priceCap, s.capPool = a.offer.price-1e-9, a.pool
-		split := s.tryRebuild([]*bin{a})
-		s.priceCap, s.capPool = 0, nil
-		if split {
+		if s.tryRebuildTwin(a, nil, true) {
 			improved = true
 			continue
 		}
@@ -160,7 +158,7 @@ func (s *solver) rebuildPass(order []*bin) (improved bool) {
 			if len(b.entries) == 0 || b.pool != a.pool {
 				continue
 			}
-			if s.tryRebuild([]*bin{a, b}) {
+			if s.tryRebuildTwin(a, b, false) {
 				improved = true
 				break
 			}
