@@ -51,6 +51,9 @@ type bin struct {
 	jmark uint32
 	// twin is the bin's shape number at a version (scantwins.go).
 	twin twinMemo
+	// pmark is the solver's pendEpoch while the bin is in the group
+	// pendingLost asks about.
+	pmark uint32
 }
 
 // entry is n pods of a class placed at one relaxation level.

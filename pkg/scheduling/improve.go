@@ -317,6 +317,11 @@ func (s *solver) tryRebuildBy(group []*bin, place func([]removed) bool) bool {
 		}
 	}
 	before := s.newPrice()
+	// Pods that must take the floor to the price before: nothing is
+	// taken off (rebuildbound.go).
+	if s.pendingLost(group, before) {
+		return false
+	}
 	j := s.begin()
 	s.beginFloors(j)
 	defer s.endFloors(j)
@@ -347,7 +352,7 @@ func (s *solver) tryRebuildBy(group []*bin, place func([]removed) bool) bool {
 	s.jrPlaced = s.jrBuf[:0]
 	s.rbBefore = before
 	s.topo.live = topo
-	ok := !s.pendingLost(j) && place(work)
+	ok := place(work)
 	s.topo.live = false
 	s.rbBefore = 0
 	s.jr = nil

@@ -89,15 +89,33 @@ var pendingFloorOff bool
 // pendingCut, when set, is called for each rebuild the check cuts.
 var pendingCut func()
 
-// pendingLost tells whether the rebuild under journal j, its pods pending
-// (s.pending) and no pod placed yet, cannot be kept (see above).
-func (s *solver) pendingLost(j *journal) bool {
-	if pendingFloorOff || rebuildBoundOff || s.rbBefore <= 0 || j == nil || !j.floors {
+// pendingLost tells whether a rebuild of group, with the new nodes at
+// price before, cannot be kept (see above). It is asked before anything
+// is taken off: the group's pods are what would be pending, the floor
+// the other new nodes' (the group's own leave it with their pods), and
+// the room the other nodes' (mix at 250-299 pods: the rebuilds it cuts,
+// of up to 64 GPU nodes, no longer take their pods off and put them
+// back; the local search's first round and the regrouping 5-15 % less).
+func (s *solver) pendingLost(group []*bin, before float64) bool {
+	if pendingFloorOff || rebuildBoundOff || before <= 0 {
 		return false
 	}
+	s.pendEpoch++
+	for _, b := range group {
+		b.pmark = s.pendEpoch
+	}
+	in := func(b *bin) bool { return b.pmark == s.pendEpoch }
+	pending := s.pendBuf[:0]
+	pending = append(pending, make(vec, s.dims.n())...)
+	for _, b := range group {
+		for _, e := range b.entries {
+			pending.addScaled(e.l.cls.req, int64(e.n))
+		}
+	}
+	s.pendBuf = pending
 	var floor float64
 	floorSet := false
-	for r, need := range s.pending {
+	for r, need := range pending {
 		if need <= 0 {
 			continue
 		}
@@ -113,12 +131,12 @@ func (s *solver) pendingLost(j *journal) bool {
 		left := float64(need)
 		for _, b := range s.bins {
 			if b.node != nil {
-				if !b.node.Unschedulable {
+				if !b.node.Unschedulable && !in(b) {
 					left -= float64(max(0, b.alloc[r]-b.used[r]))
 				}
 				continue
 			}
-			if len(b.entries) == 0 {
+			if len(b.entries) == 0 || in(b) {
 				continue
 			}
 			if p := b.pool.unitPrice(r); !math.IsInf(p, 1) {
@@ -132,9 +150,14 @@ func (s *solver) pendingLost(j *journal) bool {
 			continue
 		}
 		if !floorSet {
-			floor, floorSet = s.floorNow(j), true
+			for _, b := range s.bins {
+				if !in(b) {
+					floor += s.floorOf(b)
+				}
+			}
+			floorSet = true
 		}
-		if floor+pNew*left >= s.rbBefore-1e-9 {
+		if floor+pNew*left >= before-1e-9 {
 			if pendingCut != nil {
 				pendingCut()
 			}

@@ -185,8 +185,12 @@ type solver struct {
 	// workMinBuf.
 	workMin    vec
 	workMinBuf []int64
-	floors     floorCache
-	pools      []*poolState
+	// pendBuf and pendEpoch are pendingLost's scratch: the group's
+	// requests, and the mark of its bins.
+	pendBuf   vec
+	pendEpoch uint32
+	floors    floorCache
+	pools     []*poolState
 	// anyPreferNoSchedule enables the last relaxation step.
 	anyPreferNoSchedule bool
 
