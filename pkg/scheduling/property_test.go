@@ -194,6 +194,8 @@ func TestPropertyExactCutsSamePlans(t *testing.T) {
 		scheduling.SetPendingFloor(on)
 		scheduling.SetShapeSplit(on)
 		scheduling.SetDensityBound(on)
+		scheduling.SetLimitCache(on)
+		scheduling.SetRebuildTwins(on)
 	}
 	defer set(true)
 	rapid.Check(t, func(t *rapid.T) {

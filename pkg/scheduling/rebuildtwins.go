@@ -3,7 +3,8 @@ package scheduling
 import "slices"
 
 // Rebuild twins. A rebuild pass (rebuildPass) tries the least utilised
-// new nodes alone, split, and with each of the next few. After packing,
+// new nodes alone, split, and with each of the next few, and the tail
+// split (tailSplit) each of the least utilised alone. After packing,
 // those are often alike: spot-limits at 299 pods ends with a dozen
 // one-pod nodes of the same small type, and the pass tried each of them,
 // and each pair, the same way: 57 rebuilds, none kept, a third of the
@@ -16,51 +17,85 @@ import "slices"
 // and would be tried for the same end: it is not tried again. The order
 // can matter only where the packer breaks a tie between equal nodes by
 // their place in the list; the plans are the same on every generated
-// shape (TestRebuildTwinsSamePlans).
+// shape (TestRebuildTwinsSamePlans) and on rapid's random clusters
+// (TestPropertyExactCutsSamePlans). The tail split's nodes may hold
+// constrained pods: a twin holds the same pods in the same domains, so
+// the topology's counts are the same too.
 
 // rebuildTwinsOff makes a rebuild pass try every group (tests compare).
 var rebuildTwinsOff bool
 
-// rebuildTried is a group a rebuild pass tried and did not keep: a alone
-// (b nil) or with b, capped when split (every node cheaper than a).
+// rebuildTried is a group the local search tried and did not keep: a
+// alone (b nil) or with b, by one kind of rebuild.
 type rebuildTried struct {
-	a, b   *bin
-	capped bool
+	a, b *bin
+	kind rebuildKind
+}
+
+// rebuildKind is how a group was rebuilt: packed again, split below the
+// first node's price (rebuildPass), or the tail split's fillings and
+// caps of one node (tailSplit).
+type rebuildKind uint8
+
+const (
+	rebuildAgain rebuildKind = iota
+	rebuildSplit
+	rebuildTail
+)
+
+// twinTried tells whether a group of twins of a alone (b nil) or with b
+// was tried by kind since the record was last emptied.
+func (s *solver) twinTried(kind rebuildKind, a, b *bin) bool {
+	if rebuildTwinsOff {
+		return false
+	}
+	for _, t := range s.rbTried {
+		if t.kind != kind || (t.b == nil) != (b == nil) {
+			continue
+		}
+		if b == nil && rebuildTwin(t.a, a) {
+			return true
+		}
+		if b != nil && ((rebuildTwin(t.a, a) && rebuildTwin(t.b, b)) || (rebuildTwin(t.a, b) && rebuildTwin(t.b, a))) {
+			return true
+		}
+	}
+	return false
+}
+
+// noteTried records how a try of a group ended: kept, the plan changed
+// and the record is emptied; else the group joins it.
+func (s *solver) noteTried(kind rebuildKind, a, b *bin, kept bool) {
+	if kept {
+		s.rbTried = s.rbTried[:0]
+	} else {
+		s.rbTried = append(s.rbTried, rebuildTried{a, b, kind})
+	}
 }
 
 // tryRebuildTwin is tryRebuild of a (with b when set), split below a's
-// price when capped, unless a group of twins was tried since the pass's
-// last kept rebuild; it tells whether the rebuild was kept.
-func (s *solver) tryRebuildTwin(a, b *bin, capped bool) bool {
-	if !rebuildTwinsOff {
-		for _, t := range s.rbTried {
-			if t.capped != capped || (t.b == nil) != (b == nil) {
-				continue
-			}
-			if b == nil && rebuildTwin(t.a, a) {
-				return false
-			}
-			if b != nil && ((rebuildTwin(t.a, a) && rebuildTwin(t.b, b)) || (rebuildTwin(t.a, b) && rebuildTwin(t.b, a))) {
-				return false
-			}
-		}
+// price when split, unless a group of twins was tried the same way since
+// the pass's last kept rebuild; it tells whether the rebuild was kept.
+func (s *solver) tryRebuildTwin(a, b *bin, split bool) bool {
+	kind := rebuildAgain
+	if split {
+		kind = rebuildSplit
+	}
+	if s.twinTried(kind, a, b) {
+		return false
 	}
 	group := []*bin{a}
 	if b != nil {
 		group = append(group, b)
 	}
-	if capped {
+	if split {
 		s.priceCap, s.capPool = a.offer.price-1e-9, a.pool
 	}
 	kept := s.tryRebuild(group)
-	if capped {
+	if split {
 		s.priceCap, s.capPool = 0, nil
 	}
-	if kept {
-		s.rbTried = s.rbTried[:0]
-	} else {
-		s.rbTried = append(s.rbTried, rebuildTried{a, b, capped})
-	}
+	s.noteTried(kind, a, b, kept)
 	return kept
 }
 

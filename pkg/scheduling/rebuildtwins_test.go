@@ -15,8 +15,10 @@ func TestRebuildTwinsSamePlans(t *testing.T) {
 
 // TestRebuildTwinsSpareRebuilds: where the least utilised nodes are alike
 // (spot-limits at 299 pods: a dozen one-pod nodes of one small type; gpu
-// at 2,000 pods: one-GPU nodes), the pass tries each kind once, for the
-// same plan.
+// at 2,000 pods: one-GPU nodes; hostname-anti at 40 pods: the tail
+// split's one-pod nodes), each kind is tried once, for the same plan; and
+// where a later node of the tail split that is no twin is kept
+// (hostname-anti at 40 pods, zone-spread at 299), it is still tried.
 func TestRebuildTwinsSpareRebuilds(t *testing.T) {
 	for _, c := range []struct {
 		shape     string
@@ -26,6 +28,10 @@ func TestRebuildTwinsSpareRebuilds(t *testing.T) {
 	}{
 		{"spot-limits", 299, 4, 0.5},
 		{"gpu", 2000, 1, 0.5},
+		{"hostname-anti", 40, 1, 0.8},
+		{"hostname-anti", 40, 2, 0.5},
+		{"zone-spread", 299, 2, 1},
+		{"zone-spread", 180, 3, 1},
 	} {
 		in := generated(t, c.shape, c.pods, c.seed)
 		scheduling.SetRebuildTwins(false)

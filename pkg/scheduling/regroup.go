@@ -338,15 +338,19 @@ func (s *solver) tailSplit() bool {
 	}
 	improved := false
 	worth := 1 - s.gap
+	// A node whose twin was tried since the last kept rebuild is not
+	// (rebuildtwins.go).
+	s.rbTried = s.rbTried[:0]
 	for _, b := range cand {
 		if !tailWorthOff && b.holdsOnlyFree() && b.offer.price > 0 && s.valueOf(b.used) >= worth*b.offer.price {
 			continue
 		}
-		if len(b.entries) > 0 && s.tryFilling([]*bin{b}) {
-			improved = true
+		if len(b.entries) == 0 || s.twinTried(rebuildTail, b, nil) {
 			continue
 		}
-		if len(b.entries) > 0 && s.tryCaps(b) {
+		kept := s.tryFilling([]*bin{b}) || s.tryCaps(b)
+		s.noteTried(rebuildTail, b, nil, kept)
+		if kept {
 			improved = true
 		}
 	}
