@@ -500,6 +500,11 @@ func SetLimitCache(on bool) { limCacheOff = !on }
 // node that the cache kept and a fresh scan's answer (nil: none).
 func SetLimitCheck(f func(cached, fresh int32)) { limCheck = f }
 
+// SetNewTypeCheck has f told, for each new-node type of a limited pool
+// that the memo kept, whether a walk of the types gives the same (nil:
+// none).
+func SetNewTypeCheck(f func(same bool)) { newTypeCheck = f }
+
 // SetRebuildTwins makes a rebuild pass skip a group of twins of a group
 // it tried since it last kept one (on), or try every group (off)
 // (rebuildtwins.go).

@@ -439,7 +439,7 @@ func (s *solver) upgradeScan(l *level, b *bin, cp *classPool, stop bool) (growth
 	out := s.limOut
 	s.limOut = nil
 	if out != nil {
-		out.begin()
+		out.begin(0)
 	}
 	cur := ps.types[b.typ]
 	zm, cm := b.zoneMask&cp.zoneMask, b.ctMask&cp.ctMask
@@ -659,42 +659,29 @@ func (s *solver) newBinFor(l *level, ps *poolState, want int) (*growth, string) 
 		tmp.zoneMask &= zm
 		tmp.ctMask &= cm
 	}
-	best, bestPrice := -1, 0.0
-	limited := false
-	// A limited pool whose limits have no room for even its smallest
-	// type (usually: a spot pool filled to its limit) fails every type
-	// on the limits: the first type passing the other filters says so.
-	full := ps.hasLimits && !s.withinLimits(ps, ps.minCapv(), nil, 1)
+	var best int
+	var bestPrice float64
+	var limited bool
 	memo := s.newTypeMemo(l, ps, typeTopo)
-	if memo != nil && memo.ok && memo.cap == s.priceCap {
-		best, bestPrice = int(memo.best), memo.price
-	} else {
-		for i, t := range ps.types {
-			if best >= 0 && t.minPrice > bestPrice {
-				break
-			}
-			if !cp.types.has(i) || t.zoneMask&zm == 0 || t.ctMask&cm == 0 || !l.cls.req.le(t.net) {
-				continue
-			}
-			o, ok := t.price(zm, cm)
-			if !ok || (best >= 0 && o.price >= bestPrice) || (s.priceCap > 0 && o.price >= s.priceCap) {
-				continue
-			}
-			if full {
-				limited = true
-				break
-			}
-			if ps.hasLimits && !s.withinLimits(ps, t.capv, nil, 1) {
-				limited = true
-				continue
-			}
-			if typeTopo && s.allowance(l, tmp, 1, i).k <= 0 {
-				continue // its type labels break the topology
-			}
-			best, bestPrice = i, o.price
+	if memo != nil && memo.ok && memo.cap == s.priceCap && (!ps.hasLimits || memo.lim.holds(ps)) {
+		best, bestPrice, limited = int(memo.best), memo.price, memo.limited
+		if newTypeCheck != nil && ps.hasLimits {
+			b, p, lim := s.newTypeWalk(l, ps, cp, tmp, zm, cm, typeTopo, nil)
+			newTypeCheck(b == best && p == bestPrice && lim == limited)
 		}
+	} else {
+		// A limited pool's answer depends on its usage: the memo holds
+		// it while the limits answer as they did (limitcache.go).
+		var lr *limRec
+		if memo != nil && ps.hasLimits {
+			lr = &memo.lim
+		}
+		best, bestPrice, limited = s.newTypeWalk(l, ps, cp, tmp, zm, cm, typeTopo, lr)
 		if memo != nil {
-			*memo = newType{ok: true, cap: s.priceCap, best: int32(best), price: bestPrice}
+			memo.ok, memo.cap, memo.best, memo.price, memo.limited = true, s.priceCap, int32(best), bestPrice, limited
+			if lr != nil && limCacheOff {
+				lr.set = false // no answer holds
+			}
 		}
 	}
 	if best < 0 {
@@ -723,6 +710,61 @@ func (s *solver) newBinFor(l *level, ps *poolState, want int) (*growth, string) 
 	return &sc.g, ""
 }
 
+// newTypeWalk is newBinFor's walk up pool ps's types for the cheapest
+// that takes one pod of l in zones zm and capacity types cm (-1: none),
+// its price, and whether a type was refused on the pool's limits; lr,
+// when set, records what the walk read of the pool's usage
+// (limitcache.go).
+func (s *solver) newTypeWalk(l *level, ps *poolState, cp *classPool, tmp *bin, zm, cm uint64, typeTopo bool, lr *limRec) (best int, bestPrice float64, limited bool) {
+	best = -1
+	if lr != nil {
+		lr.begin(1)
+	}
+	// A limited pool whose limits have no room for even its smallest
+	// type (usually: a spot pool filled to its limit) fails every type
+	// on the limits: the first type passing the other filters says so.
+	full := false
+	if ps.hasLimits {
+		full = !s.withinLimits(ps, ps.minCapv(), nil, 1)
+		if lr != nil && full {
+			lr.refuse(ps)
+		} else if lr != nil {
+			lr.pass(ps.minCapv(), nil)
+		}
+	}
+	for i, t := range ps.types {
+		if best >= 0 && t.minPrice > bestPrice {
+			break
+		}
+		if !cp.types.has(i) || t.zoneMask&zm == 0 || t.ctMask&cm == 0 || !l.cls.req.le(t.net) {
+			continue
+		}
+		o, ok := t.price(zm, cm)
+		if !ok || (best >= 0 && o.price >= bestPrice) || (s.priceCap > 0 && o.price >= s.priceCap) {
+			continue
+		}
+		if full {
+			limited = true
+			break
+		}
+		if ps.hasLimits && !s.withinLimits(ps, t.capv, nil, 1) {
+			limited = true
+			if lr != nil {
+				lr.refuse(ps)
+			}
+			continue
+		}
+		if lr != nil {
+			lr.pass(t.capv, nil)
+		}
+		if typeTopo && s.allowance(l, tmp, 1, i).k <= 0 {
+			continue // its type labels break the topology
+		}
+		best, bestPrice = i, o.price
+	}
+	return best, bestPrice, limited
+}
+
 // newType is newBinFor's cheapest type for a level's new node in a pool
 // under a price cap (-1: none), kept on the level where nothing else
 // decides it (newTypeMemo). The local search asks for a new node at
@@ -733,16 +775,21 @@ type newType struct {
 	best  int32
 	cap   float64
 	price float64
+	// limited: some type was refused on the pool's limits; lim, in a
+	// limited pool, what the answer read of the pool's usage.
+	limited bool
+	lim     limRec
 }
 
 // newTypeMemo is the level's memo of newBinFor's type for pool ps, or nil
 // when the answer depends on more than the level, the pool and the price
 // cap: the node's zone or capacity type is pinned by the level's
-// topology (the candidates depend on the domains' counts), a topology
-// reads a type label (each type is tried against it), or the pool has
-// limits (its usage decides).
+// topology (the candidates depend on the domains' counts) or a topology
+// reads a type label (each type is tried against it). A limited pool's
+// answer, which its usage decides too, holds while the limits answer the
+// walk as they did (newType.lim, limitcache.go).
 func (s *solver) newTypeMemo(l *level, ps *poolState, typeTopo bool) *newType {
-	if newTypeMemoOff || l.zoneKey || l.ctKey || typeTopo || ps.hasLimits {
+	if newTypeMemoOff || l.zoneKey || l.ctKey || typeTopo {
 		return nil
 	}
 	if len(l.newTypes) != len(s.pools) {

@@ -21,6 +21,11 @@ import "math"
 // (tests compare).
 var limCacheOff bool
 
+// newTypeCheck, when set, is told for each new-node type of a limited
+// pool that the memo kept whether a walk now gives the same (tests
+// compare).
+var newTypeCheck func(same bool)
+
 // limCheck, when set, is handed each cached answer of a limited pool's
 // bin (upCache's code) that limRec.holds kept and the answer a scan gives
 // now (tests compare).
@@ -40,24 +45,33 @@ type limRec struct {
 	refused bool
 	usage   vec
 	nodes   int64
+	// extra is the nodes the scanned node adds to the pool's count.
+	extra int64
 }
 
-// begin starts a scan's record.
-func (r *limRec) begin() {
-	r.set, r.passed, r.refused = true, false, false
+// begin starts a scan's record, of types for a node that adds extra
+// nodes to the pool (1 for a new node, 0 for a node's new type).
+func (r *limRec) begin(extra int64) {
+	r.set, r.passed, r.refused, r.extra = true, false, false, extra
 }
 
 // pass notes a type of capacity capv the limits let through for a bin of
-// capacity cur.
+// capacity cur (nil: a new node).
 func (r *limRec) pass(capv, cur vec) {
 	if !r.passed {
 		r.passed = true
 		r.grow = append(r.grow[:0], capv...)
-		r.grow.sub(cur)
+		if cur != nil {
+			r.grow.sub(cur)
+		}
 		return
 	}
 	for i := range r.grow {
-		r.grow[i] = max(r.grow[i], capv[i]-cur[i])
+		g := capv[i]
+		if cur != nil {
+			g -= cur[i]
+		}
+		r.grow[i] = max(r.grow[i], g)
 	}
 }
 
@@ -77,7 +91,7 @@ func (r *limRec) holds(ps *poolState) bool {
 		return false
 	}
 	if r.passed {
-		if ps.limitNodes >= 0 && ps.usageNodes > ps.limitNodes {
+		if ps.limitNodes >= 0 && ps.usageNodes+r.extra > ps.limitNodes {
 			return false
 		}
 		for i, lim := range ps.limit {

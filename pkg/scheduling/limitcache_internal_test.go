@@ -17,9 +17,15 @@ func TestLimRec_HoldsWhileTheLimitsAnswerAlike(t *testing.T) {
 	at := pool(60, 500, 4)
 	passed := func() *limRec {
 		r := &limRec{}
-		r.begin()
+		r.begin(0)
 		r.pass(vec{16, 64}, vec{4, 16})  // grows 12 CPU
 		r.pass(vec{32, 128}, vec{4, 16}) // grows 28 CPU
+		return r
+	}
+	newNode := func() *limRec { // a new node's walk: it adds a node
+		r := &limRec{}
+		r.begin(1)
+		r.pass(vec{16, 64}, nil) // grows 16 CPU
 		return r
 	}
 	refused := func() *limRec {
@@ -34,11 +40,14 @@ func TestLimRec_HoldsWhileTheLimitsAnswerAlike(t *testing.T) {
 		want bool
 	}{
 		{"no scan recorded", &limRec{}, at, false},
-		{"limits not asked", func() *limRec { r := &limRec{}; r.begin(); return r }(), pool(99, 0, 10), true},
+		{"limits not asked", func() *limRec { r := &limRec{}; r.begin(0); return r }(), pool(99, 0, 10), true},
 		{"same usage", refused(), at, true},
 		{"largest growth still fits", passed(), pool(72, 0, 4), true},
 		{"largest growth no longer fits", passed(), pool(73, 0, 4), false},
 		{"nodes over the limit", passed(), pool(10, 0, 11), false},
+		{"a new node within the node limit", newNode(), pool(84, 0, 9), true},
+		{"a new node past the node limit", newNode(), pool(10, 0, 10), false},
+		{"a new node past the CPU limit", newNode(), pool(85, 0, 9), false},
 		{"memory is not limited", passed(), pool(60, 1e12, 4), true},
 		{"usage rose: refused stays refused", refused(), pool(70, 900, 5), true},
 		{"cpu fell: a refused type may fit", refused(), pool(59, 500, 4), false},

@@ -9,7 +9,8 @@ import (
 
 // TestLimitCacheSameAnswers: where a limit binds (spot-limits), every
 // upgrade answer of a limited pool's node that the cache keeps is the
-// answer a scan gives at that moment, and the cache keeps many (it is
+// answer a scan gives at that moment, every new-node type the level's
+// memo keeps is the type a walk gives, and the caches keep many (it is
 // the point: the local search's rebuilds asked them all again).
 func TestLimitCacheSameAnswers(t *testing.T) {
 	sizes := []int{100, 250, 299, 2000}
@@ -28,12 +29,26 @@ func TestLimitCacheSameAnswers(t *testing.T) {
 					}
 				})
 				defer scheduling.SetLimitCheck(nil)
+				keptNew, wrongNew := 0, 0
+				scheduling.SetNewTypeCheck(func(same bool) {
+					keptNew++
+					if !same {
+						wrongNew++
+					}
+				})
+				defer scheduling.SetNewTypeCheck(nil)
 				scheduling.Solve(in)
 				if wrong > 0 {
-					t.Errorf("%d of %d cached answers differ from a scan's", wrong, kept)
+					t.Errorf("%d of %d cached upgrades differ from a scan's", wrong, kept)
 				}
 				if kept == 0 {
-					t.Error("no answer of a limited pool was kept")
+					t.Error("no upgrade of a limited pool's node was kept")
+				}
+				if wrongNew > 0 {
+					t.Errorf("%d of %d cached new-node types differ from a walk's", wrongNew, keptNew)
+				}
+				if keptNew == 0 {
+					t.Error("no new-node type of a limited pool was kept")
 				}
 			})
 		}
