@@ -147,24 +147,14 @@ func (s *solver) classPoolCompat(l *level, ps *poolState) *classPool {
 	fits, blocked := false, false
 	holding := s.typesHolding(ps, l.cls.req)
 	x := ps.byOffer()
+	offered := ps.offeredIn(cp.zoneMask, cp.ctMask)
 	for w, word := range labelOK {
 		word &= holding[w]
 		if word == 0 {
 			continue
 		}
 		fits = true
-		var zw, cw uint64
-		for m := cp.zoneMask; m != 0; m &= m - 1 {
-			if z := bits.TrailingZeros64(m); z < len(x.zone) {
-				zw |= x.zone[z][w]
-			}
-		}
-		for m := cp.ctMask; m != 0; m &= m - 1 {
-			if c := bits.TrailingZeros64(m); c < len(x.ct) {
-				cw |= x.ct[c][w]
-			}
-		}
-		word &= zw & cw
+		word &= offered[w]
 		if portBlocked != nil {
 			if word&portBlocked[w] != 0 {
 				blocked = true
@@ -347,6 +337,42 @@ func (ps *poolState) keptHolding(key []byte, add bitset) bitset {
 // and in each capacity type (by the world's indices).
 type typesByOffer struct {
 	zone, ct []bitset
+}
+
+// offeredIn is the pool's types offered in some zone of zm and some
+// capacity type of cm, made once per pair of masks (classes mostly share
+// a few: a class's compatibility read every zone's and capacity type's
+// types, word by word, a few percent of a small solve).
+func (ps *poolState) offeredIn(zm, cm uint64) bitset {
+	for _, o := range ps.offered {
+		if o.zm == zm && o.cm == cm {
+			return o.types
+		}
+	}
+	x := ps.byOffer()
+	set := newBitset(len(ps.types))
+	for w := range set {
+		var zw, cw uint64
+		for m := zm; m != 0; m &= m - 1 {
+			if z := bits.TrailingZeros64(m); z < len(x.zone) {
+				zw |= x.zone[z][w]
+			}
+		}
+		for m := cm; m != 0; m &= m - 1 {
+			if c := bits.TrailingZeros64(m); c < len(x.ct) {
+				cw |= x.ct[c][w]
+			}
+		}
+		set[w] = zw & cw
+	}
+	ps.offered = append(ps.offered, offeredTypes{zm, cm, set})
+	return set
+}
+
+// offeredTypes is one offeredIn answer.
+type offeredTypes struct {
+	zm, cm uint64
+	types  bitset
 }
 
 // byOffer returns the pool's types by zone and capacity type, made on

@@ -509,3 +509,26 @@ func SetNewTypeCheck(f func(same bool)) { newTypeCheck = f }
 // it tried since it last kept one (on), or try every group (off)
 // (rebuildtwins.go).
 func SetRebuildTwins(on bool) { rebuildTwinsOff = !on }
+
+// OfferedInDisagrees asks, for every pool of in's solve, offeredIn for
+// each pair of zone and capacity type masks in masks in turn, twice over,
+// and tells the first answer that is not the pool's types offered in some
+// zone and some capacity type of the pair, type by type ("" when none).
+func OfferedInDisagrees(in Input, masks [][2]uint64) string {
+	s := newSolver(&in)
+	defer s.release()
+	s.setup()
+	for round := 0; round < 2; round++ {
+		for _, ps := range s.pools {
+			for _, m := range masks {
+				got := ps.offeredIn(m[0], m[1])
+				for i, t := range ps.types {
+					if want := t.zoneMask&m[0] != 0 && t.ctMask&m[1] != 0; got.has(i) != want {
+						return fmt.Sprintf("pool %s masks %b/%b round %d: type %s offered %v, want %v", ps.pool.Name, m[0], m[1], round, t.it.Name, got.has(i), want)
+					}
+				}
+			}
+		}
+	}
+	return ""
+}

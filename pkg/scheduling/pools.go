@@ -57,7 +57,9 @@ type poolState struct {
 	// types (unitPrice, rebuildbound.go), made on first use.
 	unitPrices []float64
 	// offerIdx are the types by zone and capacity type (byOffer).
-	offerIdx  *typesByOffer
+	offerIdx *typesByOffer
+	// offered are offeredIn's answers, by zone and capacity type masks.
+	offered   []offeredTypes
 	holdIdx   *holdIdx // typesHolding's (compat.go)
 	holdScans int      // typesHolding's answers scanned so far
 	allTypes  bitset
