@@ -338,8 +338,8 @@ func (s *solver) tailSplit() bool {
 	}
 	improved := false
 	worth := 1 - s.gap
-	// A node whose twin was tried since the last kept rebuild is not
-	// (rebuildtwins.go).
+	// A node is not tried when its twin was, since the last kept
+	// rebuild (rebuildtwins.go).
 	s.rbTried = s.rbTried[:0]
 	for _, b := range cand {
 		if !tailWorthOff && b.holdsOnlyFree() && b.offer.price > 0 && s.valueOf(b.used) >= worth*b.offer.price {

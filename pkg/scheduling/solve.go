@@ -134,8 +134,8 @@ type solver struct {
 	in *Input
 	// limitSmall are smallestHolding's answers.
 	limitSmall map[limitKey]vec
-	// rbTried are the groups a rebuild pass tried since it last kept one
-	// (rebuildtwins.go).
+	// rbTried are the groups a rebuild pass or the tail split tried since
+	// it last kept one (rebuildtwins.go).
 	rbTried []rebuildTried
 	// limOut, when set, is where the next upgradeScan notes what it read
 	// of a limited pool's usage (limRec).
