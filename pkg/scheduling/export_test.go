@@ -197,6 +197,25 @@ func SetTwinNumbered(f func()) { twinNumbered = f }
 // either way.
 func SetDrainBound(on bool) { drainBoundOff = !on }
 
+// SetDrainFit turns mayShrink's count of only the room where a node's
+// pods fit (drainbound.go fittingFree) on or off.
+func SetDrainFit(on bool) { drainFitOff = !on }
+
+// SetFitCheck hands f, for every sum of room where a drained node's pods
+// fit, whether the kept sum equals one made afresh (nil: none).
+func SetFitCheck(f func(same bool)) { fitCheck = f }
+
+// SolveCountingDrains plans in as SolveCountingRebuilds does, and tells
+// how many drains the local search tried.
+func SolveCountingDrains(in Input) (Plan, int) {
+	s := newSolver(&in)
+	s.setup()
+	s.pack()
+	plan := s.improveAndFinish()
+	s.release()
+	return plan, s.drainTries
+}
+
 // SetNewTypeMemo turns newBinFor's memo of a level's new-node type on or
 // off (on by default).
 func SetNewTypeMemo(on bool) { newTypeMemoOff = !on }

@@ -602,6 +602,7 @@ func removePorts(have, drop []hostPort) []hostPort {
 // right-sizes b (or drops it when empty). It keeps the result only if the
 // plan got cheaper. The pods may go to the targets (roomy.go).
 func (s *solver) tryDrain(b *bin, targets *roomy) bool {
+	s.drainTries++
 	before := b.offer.price
 	j := s.begin()
 	j.touch(b)

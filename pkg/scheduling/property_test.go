@@ -196,6 +196,7 @@ func TestPropertyExactCutsSamePlans(t *testing.T) {
 		scheduling.SetDensityBound(on)
 		scheduling.SetLimitCache(on)
 		scheduling.SetRebuildTwins(on)
+		scheduling.SetDrainFit(on)
 	}
 	defer set(true)
 	rapid.Check(t, func(t *rapid.T) {

@@ -53,6 +53,10 @@ type roomy struct {
 	// drainbound.go).
 	freeSum vec
 	freeOK  bool
+	// fitSum is the free room of the listed nodes where fitLeast fits
+	// (fitOK: computed; drainbound.go fittingFree).
+	fitLeast, fitSum vec
+	fitOK            bool
 }
 
 // freeTree is a max tree over node ids: leaves at size+id.
@@ -204,7 +208,7 @@ func (s *solver) roomyBins() *roomy {
 	if searchScratchOff || old == nil {
 		old = &roomy{}
 	}
-	r := &roomy{min: old.min, bins: old.bins[:0], listed: old.listed, w: old.w, freeSum: old.freeSum}
+	r := &roomy{min: old.min, bins: old.bins[:0], listed: old.listed, w: old.w, freeSum: old.freeSum, fitLeast: old.fitLeast, fitSum: old.fitSum}
 	if !searchScratchOff {
 		s.search.roomy = r
 	}
@@ -316,7 +320,7 @@ func (s *solver) hasRoom(b *bin, req vec) bool {
 
 // recheck puts b back on the list if it has room now.
 func (s *solver) recheck(r *roomy, b *bin) {
-	r.freeOK = false // a kept drain moved pods into listed nodes
+	r.freeOK, r.fitOK = false, false // a kept drain moved pods into listed nodes
 	if !s.hasRoom(b, r.min) {
 		return
 	}

@@ -29,6 +29,8 @@ type searchScratch struct {
 	twins scanTwins     // bestGrowth's answers by node shape (scantwins.go)
 	// drainRest and drainRoom are mayShrink's scratch.
 	drainRest, drainRoom vec
+	// drainLeast and drainFit are fittingFree's.
+	drainLeast, drainFit vec
 }
 
 // utilBin is a node and its utilisation, for improve's sort.

@@ -274,6 +274,8 @@ type solver struct {
 	split splitScratch
 	// rebuildTries counts tryRebuildBy's rebuilds (tests read it).
 	rebuildTries int
+	// drainTries counts tryDrain's drains (tests read it).
+	drainTries int
 	// needBuf is isOpen's scratch, upNeed upgradeFor's, newScratch
 	// newBinFor's by pool; zeroVec is all zeros (read only).
 	needBuf    vec
