@@ -216,6 +216,21 @@ func SolveCountingDrains(in Input) (Plan, int) {
 	return plan, s.drainTries
 }
 
+// SetRebuildPaid turns the rebuilds' list of nodes with paid room
+// (rebuildpaid.go) on or off.
+func SetRebuildPaid(on bool) { rebuildPaidOff = !on }
+
+// SolveCountingPaidLooks plans in as SolveCountingRebuilds does, and tells
+// how many nodes fillPaid looked at in the local search's rebuilds.
+func SolveCountingPaidLooks(in Input) (Plan, int) {
+	s := newSolver(&in)
+	s.setup()
+	s.pack()
+	plan := s.improveAndFinish()
+	s.release()
+	return plan, s.paidSeen
+}
+
 // SetNewTypeMemo turns newBinFor's memo of a level's new-node type on or
 // off (on by default).
 func SetNewTypeMemo(on bool) { newTypeMemoOff = !on }

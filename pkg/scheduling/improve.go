@@ -352,7 +352,9 @@ func (s *solver) tryRebuildBy(group []*bin, place func([]removed) bool) bool {
 	s.jrPlaced = s.jrBuf[:0]
 	s.rbBefore = before
 	s.topo.live = topo
+	s.startPaid()
 	ok := place(work)
+	s.stopPaid()
 	s.topo.live = false
 	s.rbBefore = 0
 	s.jr = nil
@@ -548,6 +550,9 @@ var versionRestoreOff bool
 func (s *solver) changed(b *bin) {
 	s.verSeq++
 	b.ver = s.verSeq
+	if s.rbPaid.on {
+		s.rbPaid.note(b)
+	}
 }
 
 // unplace takes k pods of level l off b (counts, requests, entries).

@@ -143,6 +143,7 @@ func (s *solver) liveBins() []*bin {
 		}
 		s.liveStale = false
 		s.liveLen = len(s.bins)
+		s.liveGen++
 		return s.live
 	}
 	// Bins opened since the last call.

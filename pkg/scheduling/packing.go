@@ -231,7 +231,16 @@ func (s *solver) fillPaid(l *level, want int) int {
 		progress := false
 		cands = cands[:0]
 		unfilled = unfilled[:0]
-		for _, b := range s.paidBins(l) {
+		var bins []*bin
+		if s.rbPaid.on && s.gidx == nil {
+			bins = s.rebuildPaidBins()
+		} else {
+			bins = s.paidBins(l)
+		}
+		if s.jr != nil {
+			s.paidSeen += len(bins)
+		}
+		for _, b := range bins {
 			if placed == want {
 				break
 			}

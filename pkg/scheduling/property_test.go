@@ -197,6 +197,7 @@ func TestPropertyExactCutsSamePlans(t *testing.T) {
 		scheduling.SetLimitCache(on)
 		scheduling.SetRebuildTwins(on)
 		scheduling.SetDrainFit(on)
+		scheduling.SetRebuildPaid(on)
 	}
 	defer set(true)
 	rapid.Check(t, func(t *rapid.T) {

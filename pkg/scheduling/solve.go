@@ -217,9 +217,13 @@ type solver struct {
 	// live are the bins not closed (live.go): minPending, the smallest
 	// pending request, and minGen, its version; liveLen is how many of
 	// s.bins live has seen; liveStale asks for a rebuild.
-	live         []*bin
-	liveLen      int
-	liveStale    bool
+	live      []*bin
+	liveLen   int
+	liveStale bool
+	// liveGen counts the open list's rebuilds (rebuildpaid.go).
+	liveGen uint32
+	// rbPaid is a rebuild's list of nodes with paid room (rebuildpaid.go).
+	rbPaid       rebuildPaid
 	minPending   vec
 	minGen       uint32
 	minFellGen   uint32 // the last minGen at which some dimension fell
@@ -276,6 +280,9 @@ type solver struct {
 	rebuildTries int
 	// drainTries counts tryDrain's drains (tests read it).
 	drainTries int
+	// paidSeen counts the nodes fillPaid looked at in rebuilds (tests
+	// read it).
+	paidSeen int
 	// needBuf is isOpen's scratch, upNeed upgradeFor's, newScratch
 	// newBinFor's by pool; zeroVec is all zeros (read only).
 	needBuf    vec
