@@ -205,31 +205,9 @@ func SetDrainFit(on bool) { drainFitOff = !on }
 // fit, whether the kept sum equals one made afresh (nil: none).
 func SetFitCheck(f func(same bool)) { fitCheck = f }
 
-// SolveCountingDrains plans in as SolveCountingRebuilds does, and tells
-// how many drains the local search tried.
-func SolveCountingDrains(in Input) (Plan, int) {
-	s := newSolver(&in)
-	s.setup()
-	s.pack()
-	plan := s.improveAndFinish()
-	s.release()
-	return plan, s.drainTries
-}
-
 // SetRebuildPaid turns the rebuilds' list of nodes with paid room
 // (rebuildpaid.go) on or off.
 func SetRebuildPaid(on bool) { rebuildPaidOff = !on }
-
-// SolveCountingPaidLooks plans in as SolveCountingRebuilds does, and tells
-// how many nodes fillPaid looked at in the local search's rebuilds.
-func SolveCountingPaidLooks(in Input) (Plan, int) {
-	s := newSolver(&in)
-	s.setup()
-	s.pack()
-	plan := s.improveAndFinish()
-	s.release()
-	return plan, s.paidSeen
-}
 
 // SetNewTypeMemo turns newBinFor's memo of a level's new-node type on or
 // off (on by default).
@@ -250,16 +228,27 @@ func SetRebalance(on bool) { rebalanceOff = !on }
 // NearBoundGap is nearbound.go's gap.
 const NearBoundGap = nearBoundGap
 
-// SolveCountingRebuilds plans in as Solve does without the limits-first
-// pass (limitsfirst.go), and tells how many rebuilds the local search
-// tried.
-func SolveCountingRebuilds(in Input) (Plan, int) {
+// WorkCounts is what the local search tried: rebuilds, drains, and the
+// nodes fillPaid looked at in rebuilds.
+type WorkCounts struct {
+	Rebuilds, Drains, PaidLooks int
+}
+
+// SolveCountingWork plans in as Solve does without the limits-first pass
+// (limitsfirst.go), and counts the local search's work.
+func SolveCountingWork(in Input) (Plan, WorkCounts) {
 	s := newSolver(&in)
 	s.setup()
 	s.pack()
 	plan := s.improveAndFinish()
 	s.release()
-	return plan, s.rebuildTries
+	return plan, WorkCounts{s.rebuildTries, s.drainTries, s.paidSeen}
+}
+
+// SolveCountingRebuilds is SolveCountingWork's rebuilds.
+func SolveCountingRebuilds(in Input) (Plan, int) {
+	p, w := SolveCountingWork(in)
+	return p, w.Rebuilds
 }
 
 // SetScratch makes solves reuse the answer caches' tables of earlier

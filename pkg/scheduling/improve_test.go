@@ -238,29 +238,6 @@ func TestRebuildPaidSamePlans(t *testing.T) {
 	samePlans(t, "rebuilds reading their list of nodes with paid room", scheduling.SetRebuildPaid)
 }
 
-// TestRebuildPaidSparesLooks: after packing nearly every node is full, so
-// the rebuilds' fillPaid looks at a few nodes where it looked at every
-// open one (at 2,000 pods many-shapes 525,000 -> 121,000 and few-big
-// 42,000 -> 800 nodes looked at; many-shapes at 50,000 pods 9.9 million
-// -> 283,000), with the same plans.
-func TestRebuildPaidSparesLooks(t *testing.T) {
-	defer scheduling.SetRebuildPaid(true)
-	for _, name := range []string{"many-shapes", "few-big"} {
-		in := generated(t, name, 1500, 1)
-		scheduling.SetRebuildPaid(false)
-		wantPlan, all := scheduling.SolveCountingPaidLooks(in)
-		scheduling.SetRebuildPaid(true)
-		gotPlan, listed := scheduling.SolveCountingPaidLooks(in)
-		if a, b := planShape(gotPlan), planShape(wantPlan); a != b {
-			t.Fatalf("%s: plan differs with the list:\n%s\n--- every open node:\n%s", name, a, b)
-		}
-		t.Logf("%s: %d nodes looked at over every open node, %d over the list", name, all, listed)
-		if all == 0 || 2*listed > all {
-			t.Errorf("%s: %d nodes looked at, %d over every open node: want at most half", name, listed, all)
-		}
-	}
-}
-
 // TestDrainFitKeptSumsHold: the room where a drained node's smallest
 // request fits is summed once over the listed nodes and kept for the
 // next node asking with the same request until a kept drain changes the
@@ -285,27 +262,43 @@ func TestDrainFitKeptSumsHold(t *testing.T) {
 	}
 }
 
-// TestDrainFitSparesDrains: after packing, the room left is in slivers
-// few pods fit in (a node full in memory with CPU over, or the reverse),
-// so counting only room where the node's smallest request fits spares
-// most of the drains the free-room bound let through on few-big and gpu
-// (at 2,000 pods 599 -> 275 and 343 -> 21; at 50,000 pods few-big 18,206
-// -> 1,006 and many-shapes 4,078 -> 985), each a walk over the node's
-// classes and their targets undone in the end, with the same plans.
-func TestDrainFitSparesDrains(t *testing.T) {
-	defer scheduling.SetDrainFit(true)
-	for _, name := range []string{"few-big", "gpu"} {
-		in := generated(t, name, 1500, 1)
-		scheduling.SetDrainFit(false)
-		wantPlan, all := scheduling.SolveCountingDrains(in)
-		scheduling.SetDrainFit(true)
-		gotPlan, fit := scheduling.SolveCountingDrains(in)
-		if a, b := planShape(gotPlan), planShape(wantPlan); a != b {
-			t.Fatalf("%s: plan differs with the fit count:\n%s\n--- all room:\n%s", name, a, b)
-		}
-		t.Logf("%s: %d drains with all room counted, %d with the room pods fit in", name, all, fit)
-		if all == 0 || 2*fit > all {
-			t.Errorf("%s: %d drains tried, %d counting all room: want at most half", name, fit, all)
+// TestLocalSearchCutsSpareWork: after packing nearly every node is full
+// and the room left is in slivers few pods fit in (a node full in memory
+// with CPU over, or the reverse), so
+//   - counting only the room where a drained node's smallest request
+//     fits spares most of the drains the free-room bound let through,
+//     each a walk over the node's classes and their targets undone in the
+//     end (at 2,000 pods few-big 599 -> 275 and gpu 343 -> 21; at 50,000
+//     pods few-big 18,206 -> 1,006 and many-shapes 4,078 -> 985);
+//   - a rebuild's fillPaid, reading its list of the nodes with room,
+//     looks at a few nodes where it looked at every open one (at 2,000
+//     pods many-shapes 525,000 -> 121,000 and few-big 42,000 -> 800; at
+//     50,000 pods many-shapes 9.9 million -> 283,000),
+//
+// with the same plans; each cut must spare at least half the work.
+func TestLocalSearchCutsSpareWork(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		set    func(on bool)
+		shapes []string
+		work   func(scheduling.WorkCounts) int
+	}{
+		{"drains", scheduling.SetDrainFit, []string{"few-big", "gpu"}, func(w scheduling.WorkCounts) int { return w.Drains }},
+		{"nodes looked at for paid room", scheduling.SetRebuildPaid, []string{"many-shapes", "few-big"}, func(w scheduling.WorkCounts) int { return w.PaidLooks }},
+	} {
+		for _, name := range tc.shapes {
+			in := generated(t, name, 1500, 1)
+			tc.set(false)
+			wantPlan, all := scheduling.SolveCountingWork(in)
+			tc.set(true)
+			gotPlan, cut := scheduling.SolveCountingWork(in)
+			if a, b := planShape(gotPlan), planShape(wantPlan); a != b {
+				t.Fatalf("%s, %s: plan differs with the cut:\n%s\n--- without:\n%s", tc.name, name, a, b)
+			}
+			t.Logf("%s, %s: %d without the cut, %d with it", tc.name, name, tc.work(all), tc.work(cut))
+			if tc.work(all) == 0 || 2*tc.work(cut) > tc.work(all) {
+				t.Errorf("%s, %s: %d with the cut, %d without: want at most half", tc.name, name, tc.work(cut), tc.work(all))
+			}
 		}
 	}
 }
