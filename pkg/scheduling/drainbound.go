@@ -152,14 +152,12 @@ func (s *solver) shrinkWith(b *bin, free, own vec) bool {
 		return true
 	}
 	// A type off the frontier has one on it with as much of everything
-	// at no higher price (dominates).
-	ps := b.pool
-	for _, i := range ps.frontier {
-		if t := ps.types[i]; t.minPrice < b.offer.price-1e-9 && rest.le(t.net) {
-			return true
-		}
+	// at no higher price (dominates); the frontier's cheapest type holding
+	// rest is found by its fit index (cheaperHolds), not a walk.
+	if len(b.pool.frontier) == 0 {
+		return false
 	}
-	return false
+	return s.cheaperHolds(b.pool, rest, b.offer.price-1e-9)
 }
 
 // roomFree is the free room of r's listed nodes, summed per resource
