@@ -402,8 +402,14 @@ func (s *solver) indexGroups() {
 
 // candidateGroups lists groups that may select a pod with these labels.
 func (s *solver) candidateGroups(l map[string]string) []*group {
+	if len(s.groups) == 0 {
+		return nil // no pod selects pods (most workloads): no label to look up
+	}
 	out := append([]*group(nil), s.groupsAny...)
 	for k, v := range l {
+		if len(s.groupByPair) == 0 {
+			break
+		}
 		out = append(out, s.groupByPair[k+"="+v]...)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
