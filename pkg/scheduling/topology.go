@@ -406,11 +406,10 @@ func (s *solver) candidateGroups(l map[string]string) []*group {
 		return nil // no pod selects pods (most workloads): no label to look up
 	}
 	out := append([]*group(nil), s.groupsAny...)
-	for k, v := range l {
-		if len(s.groupByPair) == 0 {
-			break
+	if len(s.groupByPair) > 0 {
+		for k, v := range l {
+			out = append(out, s.groupByPair[k+"="+v]...)
 		}
-		out = append(out, s.groupByPair[k+"="+v]...)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
 	return out
