@@ -71,64 +71,41 @@ func (s *solver) fittingFree(b *bin, r *roomy) vec {
 	}
 	if !r.fitOK || !slices.Equal(r.fitLeast, least) {
 		r.fitLeast = append(r.fitLeast[:0], least...)
-		r.fitSum = append(r.fitSum[:0], make(vec, len(least))...)
-		for _, t := range r.bins {
-			if c := s.roomIfFits(t, least); c != nil {
-				for i, v := range c {
-					if v > 0 {
-						r.fitSum[i] += v
-					}
-				}
-			}
-		}
+		r.fitSum = s.roomWhereFits(r.fitSum, r, least, nil)
 		r.fitOK = true
 	}
 	sum := s.drainScratch(&s.search.drainFit)
 	copy(sum, r.fitSum)
-	if s.isListed(r, b) {
-		if c := s.roomIfFits(b, least); c != nil {
-			for i, v := range c {
-				if v > 0 {
-					sum[i] -= v
-				}
-			}
+	if s.isListed(r, b) && s.hasRoom(b, least) {
+		for i, v := range s.roomOf(b) {
+			sum[i] -= max(v, 0)
 		}
 	}
 	if fitCheck != nil {
-		fresh := make(vec, len(sum))
-		for _, t := range r.bins {
-			if c := s.roomIfFits(t, least); t != b && c != nil {
-				for i, v := range c {
-					if v > 0 {
-						fresh[i] += v
-					}
-				}
-			}
-		}
-		fitCheck(slices.Equal(sum, fresh))
+		fitCheck(slices.Equal(sum, s.roomWhereFits(nil, r, least, b)))
 	}
 	return sum
+}
+
+// roomWhereFits is the free room, summed per resource into buf (reused),
+// of r's listed nodes other than skip where least fits (hasRoom: a new
+// node without pods takes no drained pod).
+func (s *solver) roomWhereFits(buf vec, r *roomy, least vec, skip *bin) vec {
+	buf = append(buf[:0], make(vec, len(least))...)
+	for _, t := range r.bins {
+		if t == skip || !s.hasRoom(t, least) {
+			continue
+		}
+		for i, v := range s.roomOf(t) {
+			buf[i] += max(v, 0)
+		}
+	}
+	return buf
 }
 
 // fitCheck, when set, is told for every fittingFree answer whether it
 // equals the sum made afresh (tests check the kept sums).
 var fitCheck func(same bool)
-
-// roomIfFits is t's free room (roomOf) when least fits in it and t can
-// take a drained pod (not a new node without pods: tryDrain skips those),
-// else nil.
-func (s *solver) roomIfFits(t *bin, least vec) vec {
-	if t.node == nil && (t.typ < 0 || len(t.entries) == 0) {
-		return nil
-	}
-	room := s.roomOf(t)
-	for i, v := range least {
-		if room[i] < v {
-			return nil
-		}
-	}
-	return room
-}
 
 // shrinkWith is mayShrink's test with the free room free of the listed
 // nodes (less own, b's room, when not nil).
@@ -163,24 +140,12 @@ func (s *solver) shrinkWith(b *bin, free, own vec) bool {
 // roomFree is the free room of r's listed nodes, summed per resource
 // (kept until the list's nodes change: recheck, after a kept drain).
 func (s *solver) roomFree(r *roomy) vec {
-	if r.freeOK {
-		return r.freeSum
+	if !r.freeOK {
+		// Every listed node has pods and a type (roomyBins, recheck),
+		// so a request of nothing fits in each.
+		r.freeSum = s.roomWhereFits(r.freeSum, r, s.zeros(), nil)
+		r.freeOK = true
 	}
-	if len(r.freeSum) != s.dims.n() {
-		r.freeSum = s.dims.zero()
-	}
-	clear(r.freeSum)
-	for _, t := range r.bins {
-		if t.node == nil && t.typ < 0 {
-			continue
-		}
-		for i, v := range s.roomOf(t) {
-			if v > 0 {
-				r.freeSum[i] += v
-			}
-		}
-	}
-	r.freeOK = true
 	return r.freeSum
 }
 

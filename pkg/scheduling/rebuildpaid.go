@@ -9,7 +9,8 @@ import "slices"
 // again: at 50,000 pods, 469 nodes for each of a hundred classes in each
 // of some 250 rebuilds, nearly all of them full. So a rebuild keeps its
 // own list of the open nodes with room at their type for the smallest
-// pending request, made at its first fillPaid: the work's minimum only
+// pending request (hasRoom, as the paid-room lists ask), made at its
+// first fillPaid: the work's minimum only
 // rises while it is placed (setWorkMin), so a node without room stays
 // without room until the node itself changes (a pod taken off, a bigger
 // type), and every change of a node goes through changed, which notes it
@@ -17,8 +18,9 @@ import "slices"
 // the open list be rebuilt (a node may be open again then; neither
 // happens while a rebuild places its work today: its minimum only rises,
 // and only pods taken off mark the open list stale). It holds every node
-// fillPaid's own checks would let through, in node order, so the
-// placements are those of the scan over every open node
+// fillPaid's own checks would let through (a pod of the level being
+// placed asks at least that minimum), in node order, so the placements
+// are those of the scan over every open node
 // (TestRebuildPaidSamePlans).
 
 // rebuildPaidOff makes rebuilds' fillPaid look at every open node
@@ -81,20 +83,6 @@ func (p *rebuildPaid) note(b *bin) {
 	}
 }
 
-// paidRoomAt tells whether fillPaid's first check could let b through
-// for a pod of at least min: a new node with pods and CPU and memory for
-// it at its type, an existing node with the CPU.
-func paidRoomAt(b *bin, min vec) bool {
-	if b.node != nil {
-		return b.used[dimCPU]+min[dimCPU] <= b.alloc[dimCPU]
-	}
-	if len(b.entries) == 0 || b.typ < 0 {
-		return false
-	}
-	net := b.pool.types[b.typ].net
-	return b.used[dimCPU]+min[dimCPU] <= net[dimCPU] && b.used[dimMemory]+min[dimMemory] <= net[dimMemory]
-}
-
 // rebuildPaidBins is the rebuild's list, brought up to date.
 func (s *solver) rebuildPaidBins() []*bin {
 	p := &s.rbPaid
@@ -114,7 +102,7 @@ func (s *solver) rebuildPaidBins() []*bin {
 			p.in = append(p.in, false)
 		}
 		for _, b := range live {
-			if paidRoomAt(b, s.minPending) {
+			if s.hasRoom(b, s.minPending) {
 				p.bins = append(p.bins, b)
 				p.in[b.id] = true
 			}
@@ -128,7 +116,7 @@ func (s *solver) rebuildPaidBins() []*bin {
 		for len(p.in) <= b.id {
 			p.in = append(p.in, false)
 		}
-		if p.in[b.id] || !s.holdsAny(b) || !paidRoomAt(b, p.min) {
+		if p.in[b.id] || !s.hasRoom(b, p.min) {
 			continue
 		}
 		i, _ := slices.BinarySearchFunc(p.bins, b.id, func(x *bin, id int) int { return x.id - id })
