@@ -255,7 +255,15 @@ type level struct {
 	// hasRange: constraints whose limit depends on other domains' counts
 	// (zone and capacity-type spreads), which need retry rounds.
 	hasRange bool
-	st       relaxState
+	// twinsAgree: allowance answers alike for new nodes of one shape
+	// (growidx.go's twin groups) for this level: every term topoAllow
+	// reads (anti-affinity, affinity, spreads, other classes' anti-
+	// affinity against it) is keyed by zone or capacity type, which
+	// twins share with the counts of their domain, and no custom key is
+	// pinned. A hostname key reads a node's own pods, which twins need
+	// not share; a custom key its pinned value.
+	twinsAgree bool
+	st         relaxState
 	// up caches upgrade searches per bin id, shared by the levels whose
 	// searches read the same (growth.go: upCachesFor).
 	up *upCaches
@@ -517,7 +525,22 @@ func (s *solver) buildLevel(c *class, st relaxState, desc string) *level {
 	for _, g := range c.invAnti {
 		l.noteKey(s, g)
 	}
+	l.twinsAgree = len(l.otherKeys) == 0 && s.keysShared(l.anti) && s.keysShared(l.aff) && s.keysShared(c.invAnti)
+	for _, sp := range l.spreads {
+		l.twinsAgree = l.twinsAgree && s.keysShared([]*group{sp.g})
+	}
 	return l
+}
+
+// keysShared tells whether every group's key is a zone or capacity type
+// (what twin nodes share: level.twinsAgree).
+func (s *solver) keysShared(gs []*group) bool {
+	for _, g := range gs {
+		if k := s.keys[g.key].kind; k != keyZone && k != keyCapacityType {
+			return false
+		}
+	}
+	return true
 }
 
 // noteKey records what a topology key asks of new nodes.

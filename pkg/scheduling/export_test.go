@@ -205,6 +205,15 @@ func SetDrainFit(on bool) { drainFitOff = !on }
 // fit, whether the kept sum equals one made afresh (nil: none).
 func SetFitCheck(f func(same bool)) { fitCheck = f }
 
+// SetTwinsAgree turns on or off fastUpgrades' taking a twin group's
+// first node for the group for levels whose topology twins share
+// (level.twinsAgree); off, it walks the group for a node topology accepts.
+func SetTwinsAgree(on bool) { twinsAgreeOff = !on }
+
+// SetTwinsAgreeCheck hands f, for every twin group its first node
+// refused that way, whether a walk of the group refuses it too (nil: none).
+func SetTwinsAgreeCheck(f func(agreed bool)) { twinsAgreeCheck = f }
+
 // SetRebuildPaid turns the rebuilds' list of nodes with paid room
 // (rebuildpaid.go) on or off.
 func SetRebuildPaid(on bool) { rebuildPaidOff = !on }
