@@ -205,6 +205,10 @@ func SetDrainFit(on bool) { drainFitOff = !on }
 // fit, whether the kept sum equals one made afresh (nil: none).
 func SetFitCheck(f func(same bool)) { fitCheck = f }
 
+// SetFillCovers turns on or off the balanced fill's leaving out of the
+// running a level a bigger level before it covers (filldom.go).
+func SetFillCovers(on bool) { domOff = !on }
+
 // SetTwinsAgree turns on or off fastUpgrades' taking a twin group's
 // first node for the group for levels whose topology twins share
 // (level.twinsAgree); off, it walks the group for a node topology accepts.

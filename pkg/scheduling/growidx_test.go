@@ -46,6 +46,13 @@ func TestTopoGrowIndexSamePlans(t *testing.T) {
 	samePlans(t, "the growth index for classes with topology", scheduling.SetTopoGrowIndex)
 }
 
+// TestFillCoversSamePlans: the balanced fill leaves a level out of the
+// running while a bigger level before it is in (filldom.go), and every
+// plan is the one scoring every level makes.
+func TestFillCoversSamePlans(t *testing.T) {
+	samePlans(t, "covered levels left out of the balanced fills", scheduling.SetFillCovers)
+}
+
 // TestTwinsAgreeSamePlans: for a class whose topology is keyed by zone
 // or capacity type only, a twin group whose first node topology refuses
 // is refused whole, and every plan is the one walking each group for a

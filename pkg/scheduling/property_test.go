@@ -186,7 +186,8 @@ func TestPropertyDeterministic(t *testing.T) {
 // cannot change the outcome (a rebuild whose pending pods must raise the
 // price floor to the price before it, the shape bound where the LP's own
 // solution split by class prices no higher, the balanced estimate's
-// types a per-resource knapsack rules out) give the plans and bounds of
+// types a per-resource knapsack rules out, the fills' covered levels, a
+// twin group answered by its first node) give the plans and bounds of
 // doing that work, on random clusters (existing nodes, limits, taints,
 // constraints) as on the generated shapes.
 func TestPropertyExactCutsSamePlans(t *testing.T) {
@@ -198,6 +199,8 @@ func TestPropertyExactCutsSamePlans(t *testing.T) {
 		scheduling.SetRebuildTwins(on)
 		scheduling.SetDrainFit(on)
 		scheduling.SetRebuildPaid(on)
+		scheduling.SetFillCovers(on)
+		scheduling.SetTwinsAgree(on)
 	}
 	defer set(true)
 	rapid.Check(t, func(t *rapid.T) {

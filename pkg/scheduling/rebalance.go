@@ -138,6 +138,7 @@ func (s *solver) balancedEstimate(group []*bin, ps *poolState, limit float64) fl
 	sc.order = sortLevels(ls, counts, sc.order)
 	sc.plan, sc.sels = sc.plan[:0], sc.sels[:0]
 	sc.memo.reset(len(ps.types), len(ls))
+	sc.fill.dom.prepare(ls)
 	sc.planLs = append(sc.planLs[:0], ls...)
 	total := 0.0
 	for total < limit {

@@ -341,6 +341,8 @@ type fillScratch struct {
 	act    []int32 // the levels in the running (fill)
 	reqs   []vec   // their requests
 	left   vec     // their pods' requests not taken (fillAbove)
+	pend   []int32 // levels joining the running (fillAbove)
+	dom    levelDom
 }
 
 // fill is balancedFill with f's buffers; the answer is f's too, good
@@ -365,11 +367,12 @@ func (f *fillScratch) fillAbove(ls []*level, counts []int, net vec, prices []flo
 			inv[d] = 1 / (float64(v) * float64(v))
 		}
 	}
-	// The levels still in the running, in order, with their requests:
-	// a level used up or that no longer fits never comes back (the room
-	// only shrinks), so each run scores only the others (gpu at 2,000
-	// pods fills nodes from lists of hundreds of classes, most of them
-	// out after the first runs).
+	// The levels still in the running, with their requests: a level
+	// used up or that no longer fits never comes back (the room only
+	// shrinks), so each run scores only the others (gpu at 2,000 pods
+	// fills nodes from lists of hundreds of classes, most of them out
+	// after the first runs). With covers (levelDom), a level joins only
+	// once its cover is out.
 	act, reqs := f.act[:0], f.reqs[:0]
 	// left: the requests of the pods of the levels in the running not
 	// taken yet (kept only for a cut).
@@ -378,47 +381,58 @@ func (f *fillScratch) fillAbove(ls []*level, counts []int, net vec, prices []flo
 		f.left = append(f.left[:0], make(vec, len(net))...)
 		left = f.left
 	}
+	dom := f.dom.of(ls)
 	for i, l := range ls {
-		if counts[i] > 0 {
+		if prices != nil && counts[i] > 0 {
+			left.addScaled(l.cls.req, int64(counts[i]))
+		}
+		// Without covers, the levels with pods; with them, every level
+		// no other covers (one with no pods goes out at once, and those
+		// it covers join).
+		if dom == nil && counts[i] > 0 || dom != nil && dom.dom[i] < 0 {
 			act = append(act, int32(i))
 			reqs = append(reqs, l.cls.req)
-			if prices != nil {
-				left.addScaled(l.cls.req, int64(counts[i]))
-			}
 		}
 	}
-	defer func() { f.act, f.reqs = act[:0], reqs[:0] }()
+	defer func() { f.act, f.reqs, f.pend = act[:0], reqs[:0], f.pend[:0] }()
 	for {
 		best, bestScore := -1, 0.0
+		// Each level in the running is scored, then each that joins as
+		// its cover goes out; a level used up or that does not fit goes
+		// out.
 		n := 0
 		for k, i32 := range act {
 			i, req := int(i32), reqs[k]
-			if sel[i] >= counts[i] {
-				continue
-			}
-			// Whether it fits and its score, in one pass.
-			score, fits := 0.0, true
-			for d, r := range req {
-				if r > room[d] {
-					fits = false
-					break
+			if sel[i] < counts[i] {
+				if score, fits := fillScore(req, room, inv); fits {
+					act[n], reqs[n] = i32, req
+					n++
+					scores[i] = score
+					if best < 0 || score > bestScore || (score == bestScore && i < best) {
+						best, bestScore = i, score // ties to the first level
+					}
+					continue
 				}
-				score += float64(r) * float64(room[d]) * inv[d]
 			}
-			if !fits {
-				if prices != nil {
-					left.addScaled(req, -int64(counts[i]-sel[i]))
-				}
-				continue
-			}
-			act[n], reqs[n] = i32, req
-			n++
-			scores[i] = score
-			if best < 0 || score > bestScore {
-				best, bestScore = i, score
-			}
+			f.out(i, req, sel, counts, prices != nil, dom)
 		}
 		act, reqs = act[:n], reqs[:n]
+		for len(f.pend) > 0 {
+			i := int(f.pend[len(f.pend)-1])
+			f.pend = f.pend[:len(f.pend)-1]
+			req := ls[i].cls.req
+			if sel[i] < counts[i] {
+				if score, fits := fillScore(req, room, inv); fits {
+					act, reqs = append(act, int32(i)), append(reqs, req)
+					scores[i] = score
+					if best < 0 || score > bestScore || (score == bestScore && i < best) {
+						best, bestScore = i, score
+					}
+					continue
+				}
+			}
+			f.out(i, req, sel, counts, prices != nil, dom)
+		}
 		if best < 0 {
 			return sel
 		}
@@ -473,6 +487,30 @@ func (f *fillScratch) fillAbove(ls []*level, counts []int, net vec, prices []flo
 		if prices != nil {
 			left.addScaled(rb, -int64(k))
 		}
+	}
+}
+
+// fillScore is a level's score in room (requests req, each resource a
+// share of the node's: inv), and whether it fits.
+func fillScore(req, room vec, inv []float64) (float64, bool) {
+	score := 0.0
+	for d, r := range req {
+		if r > room[d] {
+			return 0, false
+		}
+		score += float64(r) * float64(room[d]) * inv[d]
+	}
+	return score, true
+}
+
+// out takes level i out of a fill's running for good: its pods left
+// leave left (kept for a cut), and the levels it covers join.
+func (f *fillScratch) out(i int, req vec, sel, counts []int, cut bool, dom *levelDom) {
+	if cut && sel[i] < counts[i] {
+		f.left.addScaled(req, -int64(counts[i]-sel[i]))
+	}
+	if dom != nil {
+		f.pend = append(f.pend, dom.kids(i)...)
 	}
 }
 

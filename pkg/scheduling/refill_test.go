@@ -74,10 +74,14 @@ func balancedFillPodByPod(ls []*level, counts []int, net vec) []int {
 // TestBalancedFillRunsAsPodByPod: balancedFill, which takes a level's
 // pods in runs, chooses what choosing one pod at a time chooses, over
 // random nodes and pods (equal requests, ties, pods that do not fit,
-// many small pods on a big node, hundreds of levels of a pod or three).
+// many small pods on a big node, hundreds of levels of a pod or three),
+// and so does a fill that scores a level only once the levels covering
+// it are out (levelDom).
 func TestBalancedFillRunsAsPodByPod(t *testing.T) {
 	const gi = 1 << 30
 	rnd := rand.New(rand.NewSource(1))
+	var covered fillScratch
+	joined := 0
 	for n := 0; n < 4000; n++ {
 		net := vec{int64(2000 + rnd.Intn(190000)), int64(4*gi + rnd.Int63n(760*gi)), 0, int64(8 + rnd.Intn(730))}
 		nl := 1 + rnd.Intn(12)
@@ -104,6 +108,18 @@ func TestBalancedFillRunsAsPodByPod(t *testing.T) {
 		if got := balancedFill(ls, counts, net); !slices.Equal(got, want) {
 			t.Fatalf("case %d: net %v counts %v: balancedFill = %v, pod by pod %v", n, net, counts, got, want)
 		}
+		covered.dom.prepare(ls)
+		if got := covered.fill(ls, counts, net); !slices.Equal(got, want) {
+			t.Fatalf("case %d: net %v counts %v: with covers %v, pod by pod %v", n, net, counts, got, want)
+		}
+		for j := range ls {
+			if c := covered.dom.dom[j]; c >= 0 && want[j] > 0 && want[c] > 0 {
+				joined++ // covered, and both chosen: j joined as c went out
+			}
+		}
+	}
+	if joined == 0 {
+		t.Error("no covered level chosen beside its cover: the covers were never let go")
 	}
 }
 
@@ -135,6 +151,10 @@ func TestFillAboveIsTheFillOrLoses(t *testing.T) {
 			}
 		}
 		floor := worth * (0.9 + 0.2*rnd.Float64())
+		f.dom.ls = nil
+		if n%2 == 0 {
+			f.dom.prepare(ls) // half the cases with covers (levelDom)
+		}
 		got := f.fillAbove(ls, counts, net, prices, floor)
 		if got == nil {
 			cut++
