@@ -205,6 +205,10 @@ func SetDrainFit(on bool) { drainFitOff = !on }
 // fit, whether the kept sum equals one made afresh (nil: none).
 func SetFitCheck(f func(same bool)) { fitCheck = f }
 
+// SetOwnTypes turns on or off isOpen's and upgradeScan's walking a
+// label-cut bin's own types instead of every type of its pool.
+func SetOwnTypes(on bool) { ownTypesOff = !on }
+
 // SetFillCovers turns on or off the balanced fill's leaving out of the
 // running a level a bigger level before it covers (filldom.go).
 func SetFillCovers(on bool) { domOff = !on }

@@ -91,10 +91,19 @@ type typeWalk struct {
 	cr, mr []uint64
 	w      int
 	x      uint64
+	byIdx  bool // cr and mr are sets of types, not rows of fi
 }
 
 // listWalk walks list.
 func listWalk(list []int) typeWalk { return typeWalk{list: list} }
+
+// bothWalk walks the types in both a and b, by index: the pool's types
+// in price order (allIdx) cut to a bin's and a class's own, which label
+// requirements may leave few of.
+func bothWalk(a, b bitset) typeWalk {
+	n := min(len(a), len(b))
+	return typeWalk{cr: a[:n], mr: b[:n], w: -1, byIdx: true}
+}
 
 // walk walks the types with CPU and memory at least need's.
 func (fi *fitIndex) walk(need vec) typeWalk {
@@ -109,7 +118,7 @@ func (fi *fitIndex) walk(need vec) typeWalk {
 
 // next is the next type, false at the end.
 func (tw *typeWalk) next() (int, bool) {
-	if tw.fi == nil {
+	if tw.fi == nil && !tw.byIdx {
 		if len(tw.list) == 0 {
 			return 0, false
 		}
@@ -126,6 +135,9 @@ func (tw *typeWalk) next() (int, bool) {
 	}
 	p := tw.w<<6 + bits.TrailingZeros64(tw.x)
 	tw.x &= tw.x - 1
+	if tw.byIdx {
+		return p, true
+	}
 	return tw.fi.list[p], true
 }
 

@@ -1,5 +1,7 @@
 package scheduling
 
+import "math/bits"
+
 // Closed bins. A node that cannot take the smallest pending pod (the
 // per-resource minimum of the requests of the classes still to place),
 // even grown to its biggest allowed type, can take no pending pod: the
@@ -99,6 +101,14 @@ func (s *solver) isOpen(b *bin) bool {
 			open, wit = fi.firstHolding(ps, b.types, need)
 			break
 		}
+		if s.everyType(ps, list) {
+			// Every type, in index order: the bin's own types are those
+			// of them it may take, in the same order (a bin narrowed
+			// to a few types by a preferred or required label is asked
+			// about those, not the pool's hundreds).
+			open, wit = firstHoldingOf(ps, b.types, need)
+			break
+		}
 		for _, i := range list {
 			net := ps.types[i].net
 			// CPU and memory first: most types fail there.
@@ -111,6 +121,32 @@ func (s *solver) isOpen(b *bin) bool {
 	b.open = openState{ver: b.ver, gen: s.minGen, ok: true, open: open, wit: wit}
 	return open
 }
+
+// firstHoldingOf is the first of types (by index) whose allocatable
+// holds need, and whether there is one.
+func firstHoldingOf(ps *poolState, types bitset, need vec) (bool, int32) {
+	for w, word := range types {
+		for ; word != 0; word &= word - 1 {
+			i := w<<6 + bits.TrailingZeros64(word)
+			// CPU and memory first: most types fail there.
+			if net := ps.types[i].net; need[dimCPU] <= net[dimCPU] && need[dimMemory] <= net[dimMemory] && need.le(net) {
+				return true, int32(i)
+			}
+		}
+	}
+	return false, -1
+}
+
+// everyType tells whether list is every type of ps in index order
+// (searchList's for a bin or class cut by labels), whose searches may
+// walk a bin's own types instead.
+func (s *solver) everyType(ps *poolState, list []int) bool {
+	return len(list) > 0 && &list[0] == &ps.allIdx[0] && !ownTypesOff
+}
+
+// ownTypesOff makes isOpen and upgradeScan walk every type of the pool
+// for a bin cut by labels (tests compare).
+var ownTypesOff bool
 
 // holdsAny tells whether b may be live: an existing node, or a new one
 // with pods.

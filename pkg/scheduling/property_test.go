@@ -187,7 +187,8 @@ func TestPropertyDeterministic(t *testing.T) {
 // price floor to the price before it, the shape bound where the LP's own
 // solution split by class prices no higher, the balanced estimate's
 // types a per-resource knapsack rules out, the fills' covered levels, a
-// twin group answered by its first node) give the plans and bounds of
+// twin group answered by its first node, a label-cut node's own types
+// walked) give the plans and bounds of
 // doing that work, on random clusters (existing nodes, limits, taints,
 // constraints) as on the generated shapes.
 func TestPropertyExactCutsSamePlans(t *testing.T) {
@@ -201,6 +202,7 @@ func TestPropertyExactCutsSamePlans(t *testing.T) {
 		scheduling.SetRebuildPaid(on)
 		scheduling.SetFillCovers(on)
 		scheduling.SetTwinsAgree(on)
+		scheduling.SetOwnTypes(on)
 	}
 	defer set(true)
 	rapid.Check(t, func(t *rapid.T) {
