@@ -45,10 +45,34 @@ func (s *solver) fitFor(ps *poolState, list []int) *fitIndex {
 	if fi := s.fits[ps.idx]; fi != nil && len(fi.list) == len(list) && &fi.list[0] == &list[0] {
 		return fi
 	}
+	fi := newFitIndex(ps, list)
+	s.fits[ps.idx] = fi
+	return fi
+}
+
+// newFitIndex indexes list, types of ps.
+func newFitIndex(ps *poolState, list []int) *fitIndex {
 	fi := &fitIndex{list: list, words: (len(list) + 63) / 64}
 	fi.cpuVals, fi.cpuGE = fi.rowsBy(ps, dimCPU)
 	fi.memVals, fi.memGE = fi.rowsBy(ps, dimMemory)
-	s.fits[ps.idx] = fi
+	return fi
+}
+
+// fitForAll is the index of every type of pool ps (allIdx: a position is
+// a type's index), for the searches of nodes and classes cut by labels
+// (everyType), made on first use in a solve; nil when the index is off.
+func (s *solver) fitForAll(ps *poolState) *fitIndex {
+	if fitIndexOff || ownTypesOff || len(ps.allIdx) == 0 {
+		return nil
+	}
+	for len(s.fitsAll) <= ps.idx {
+		s.fitsAll = append(s.fitsAll, nil)
+	}
+	if fi := s.fitsAll[ps.idx]; fi != nil && len(fi.list) == len(ps.allIdx) && &fi.list[0] == &ps.allIdx[0] {
+		return fi
+	}
+	fi := newFitIndex(ps, ps.allIdx)
+	s.fitsAll[ps.idx] = fi
 	return fi
 }
 
@@ -89,20 +113,29 @@ type typeWalk struct {
 	list   []int
 	fi     *fitIndex
 	cr, mr []uint64
+	// ta and tb, when set, are sets of types the walk keeps to (fi's
+	// positions being type indices: fitForAll).
+	ta, tb []uint64
 	w      int
 	x      uint64
-	byIdx  bool // cr and mr are sets of types, not rows of fi
+	byIdx  bool // positions are type indices
 }
 
 // listWalk walks list.
 func listWalk(list []int) typeWalk { return typeWalk{list: list} }
 
-// bothWalk walks the types in both a and b, by index: the pool's types
-// in price order (allIdx) cut to a bin's and a class's own, which label
-// requirements may leave few of.
-func bothWalk(a, b bitset) typeWalk {
-	n := min(len(a), len(b))
-	return typeWalk{cr: a[:n], mr: b[:n], w: -1, byIdx: true}
+// ownWalk walks the types of every type's index fi (fitForAll) that hold
+// need and are in both a and b, by index: the pool's types in price
+// order cut to a bin's and a class's own, which label requirements may
+// leave few of.
+func (fi *fitIndex) ownWalk(need vec, a, b bitset) typeWalk {
+	tw := fi.walk(need)
+	if tw.cr == nil {
+		return tw
+	}
+	n := min(len(tw.cr), len(a), len(b))
+	tw.cr, tw.mr, tw.ta, tw.tb, tw.byIdx = tw.cr[:n], tw.mr[:n], a[:n], b[:n], true
+	return tw
 }
 
 // walk walks the types with CPU and memory at least need's.
@@ -132,6 +165,9 @@ func (tw *typeWalk) next() (int, bool) {
 			return 0, false
 		}
 		tw.x = tw.cr[tw.w] & tw.mr[tw.w]
+		if tw.ta != nil {
+			tw.x &= tw.ta[tw.w] & tw.tb[tw.w]
+		}
 	}
 	p := tw.w<<6 + bits.TrailingZeros64(tw.x)
 	tw.x &= tw.x - 1

@@ -464,12 +464,12 @@ func (s *solver) upgradeScan(l *level, b *bin, cp *classPool, stop bool) (growth
 	walk := listWalk(list)
 	if fi := s.fitFor(ps, list); fi != nil {
 		walk = fi.walk(need)
-	} else if s.everyType(ps, list) {
-		// The types b and cp both allow, in the same order: the others
-		// are skipped below anyway. The ceiling only falls along the
-		// list, so where a type between them would have stopped the
-		// scan, the next of them does.
-		walk = bothWalk(b.types, cp.types)
+	} else if fi := s.fitForAll(ps); fi != nil && s.everyType(ps, list) {
+		// The types that hold need and b and cp both allow, in the same
+		// order: the others are skipped below anyway. The ceiling only
+		// falls along the list, so where a type between them would have
+		// stopped the scan, the next of them does.
+		walk = fi.ownWalk(need, b.types, cp.types)
 	}
 	ceil := ps.upgradeCeil()
 	for {

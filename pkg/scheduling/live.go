@@ -1,7 +1,5 @@
 package scheduling
 
-import "math/bits"
-
 // Closed bins. A node that cannot take the smallest pending pod (the
 // per-resource minimum of the requests of the classes still to place),
 // even grown to its biggest allowed type, can take no pending pod: the
@@ -101,12 +99,12 @@ func (s *solver) isOpen(b *bin) bool {
 			open, wit = fi.firstHolding(ps, b.types, need)
 			break
 		}
-		if s.everyType(ps, list) {
-			// Every type, in index order: the bin's own types are those
-			// of them it may take, in the same order (a bin narrowed
-			// to a few types by a preferred or required label is asked
-			// about those, not the pool's hundreds).
-			open, wit = firstHoldingOf(ps, b.types, need)
+		if fi := s.fitForAll(ps); fi != nil && s.everyType(ps, list) {
+			// Every type, in index order: the bin's own types that hold
+			// need, in the same order (a bin narrowed to a few types by
+			// a preferred or required label is asked about those, not
+			// the pool's hundreds).
+			open, wit = fi.firstHolding(ps, b.types, need)
 			break
 		}
 		for _, i := range list {
@@ -120,21 +118,6 @@ func (s *solver) isOpen(b *bin) bool {
 	}
 	b.open = openState{ver: b.ver, gen: s.minGen, ok: true, open: open, wit: wit}
 	return open
-}
-
-// firstHoldingOf is the first of types (by index) whose allocatable
-// holds need, and whether there is one.
-func firstHoldingOf(ps *poolState, types bitset, need vec) (bool, int32) {
-	for w, word := range types {
-		for ; word != 0; word &= word - 1 {
-			i := w<<6 + bits.TrailingZeros64(word)
-			// CPU and memory first: most types fail there.
-			if net := ps.types[i].net; need[dimCPU] <= net[dimCPU] && need[dimMemory] <= net[dimMemory] && need.le(net) {
-				return true, int32(i)
-			}
-		}
-	}
-	return false, -1
 }
 
 // everyType tells whether list is every type of ps in index order

@@ -327,6 +327,9 @@ type solver struct {
 	// fits are the pools' frontiers by CPU and memory (fitidx.go), by
 	// pool.
 	fits []*fitIndex
+	// fitsAll are the pools' types, every one, by CPU and memory
+	// (fitForAll).
+	fitsAll []*fitIndex
 	// scratch lends the answer caches their tables (scratch.go).
 	scratch *solveScratch
 	// fitTables are upgradeFor's answers by bin (id) version and rows,
