@@ -28,6 +28,23 @@ func benchGenerated(b *testing.B, shape workloadgen.Shape, pods int) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	benchInput(b, in)
+}
+
+// BenchmarkSolveTypeSelectors solves generated shapes whose Deployments
+// select instance types by label (withTypeSelectors: node selectors,
+// required and preferred node affinity), which no generated shape does:
+// such nodes and classes search their own types, not the pool's frontier.
+func BenchmarkSolveTypeSelectors(b *testing.B) {
+	for _, shape := range []string{"web-six", "many-shapes", "few-big"} {
+		for _, n := range []int{250, 2000} {
+			b.Run(fmt.Sprintf("%s/%d", shape, n), func(b *testing.B) { benchInput(b, withTypeSelectors(generated(b, shape, n, 1))) })
+		}
+	}
+}
+
+// benchInput solves in b.N times, as benchGenerated.
+func benchInput(b *testing.B, in scheduling.Input) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	var plan scheduling.Plan

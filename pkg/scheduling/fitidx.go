@@ -27,6 +27,9 @@ type fitIndex struct {
 	cpuVals, memVals []int64
 	cpuGE, memGE     []uint64
 	words            int
+	// byIdx: list is every type in index order (fitForAll), so that a
+	// position is a type's index and a set of types masks the rows.
+	byIdx bool
 }
 
 // fitIndexOff makes the searches scan the whole frontier (tests compare).
@@ -72,6 +75,7 @@ func (s *solver) fitForAll(ps *poolState) *fitIndex {
 		return fi
 	}
 	fi := newFitIndex(ps, ps.allIdx)
+	fi.byIdx = true
 	s.fitsAll[ps.idx] = fi
 	return fi
 }
@@ -187,7 +191,14 @@ func (fi *fitIndex) firstHolding(ps *poolState, types bitset, need vec) (bool, i
 		return false, -1
 	}
 	for w := range cr {
-		for x := cr[w] & mr[w]; x != 0; x &= x - 1 {
+		x := cr[w] & mr[w]
+		if fi.byIdx && types != nil {
+			if w >= len(types) {
+				break
+			}
+			x &= types[w]
+		}
+		for ; x != 0; x &= x - 1 {
 			if i := fi.list[w<<6+bits.TrailingZeros64(x)]; (types == nil || types.has(i)) && need.le(ps.types[i].net) {
 				return true, int32(i)
 			}

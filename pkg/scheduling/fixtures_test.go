@@ -359,3 +359,31 @@ func cmSpecs() []typeSpec {
 	}
 	return specs
 }
+
+// withTypeSelectors gives each Deployment (app label) of a generated
+// workload, in turn, one way of selecting instance types by label, or
+// none: a node selector on the family or the category, a preferred node
+// affinity for two types or a family, a required one on the generation
+// or against the biggest sizes. The generated shapes select no type
+// labels; real workloads often do.
+func withTypeSelectors(in scheduling.Input) scheduling.Input {
+	cuts := []func(*corev1.Pod){
+		nodeSelector("karpenter.k8s.aws/instance-family", "m5"),
+		nodeSelector("karpenter.k8s.aws/instance-category", "r"),
+		preferNode(10, req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "m5.large", "m5.xlarge")),
+		preferNode(50, req("karpenter.k8s.aws/instance-family", corev1.NodeSelectorOpIn, "c6i")),
+		requiredTerms([]corev1.NodeSelectorRequirement{req("karpenter.k8s.aws/instance-generation", corev1.NodeSelectorOpIn, "6", "7")}),
+		requiredTerms([]corev1.NodeSelectorRequirement{req("karpenter.k8s.aws/instance-size", corev1.NodeSelectorOpNotIn, "metal", "24xlarge", "48xlarge")}),
+		func(*corev1.Pod) {},
+	}
+	apps := map[string]int{}
+	for _, p := range in.Pods {
+		k, ok := apps[p.Labels["app"]]
+		if !ok {
+			k = len(apps) % len(cuts)
+			apps[p.Labels["app"]] = k
+		}
+		cuts[k](p)
+	}
+	return in
+}

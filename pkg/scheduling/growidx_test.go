@@ -52,28 +52,10 @@ func TestTopoGrowIndexSamePlans(t *testing.T) {
 // one the walk over every type makes. The generated shapes select no
 // type labels, so each Deployment of many-shapes here gets one.
 func TestOwnTypesSamePlans(t *testing.T) {
-	cuts := []func(*corev1.Pod){
-		nodeSelector("karpenter.k8s.aws/instance-family", "m5"),
-		nodeSelector("karpenter.k8s.aws/instance-category", "r"),
-		preferNode(10, req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "m5.large", "m5.xlarge")),
-		preferNode(50, req("karpenter.k8s.aws/instance-family", corev1.NodeSelectorOpIn, "c6i")),
-		requiredTerms([]corev1.NodeSelectorRequirement{req("karpenter.k8s.aws/instance-generation", corev1.NodeSelectorOpIn, "6", "7")}),
-		requiredTerms([]corev1.NodeSelectorRequirement{req("karpenter.k8s.aws/instance-size", corev1.NodeSelectorOpNotIn, "metal", "24xlarge", "48xlarge")}),
-		func(*corev1.Pod) {}, // none
-	}
 	defer scheduling.SetOwnTypes(true)
 	for _, n := range []int{300, 1200} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			in := generated(t, "many-shapes", n, 2)
-			apps := map[string]int{}
-			for _, p := range in.Pods {
-				k, ok := apps[p.Labels["app"]]
-				if !ok {
-					k = len(apps) % len(cuts)
-					apps[p.Labels["app"]] = k
-				}
-				cuts[k](p)
-			}
+			in := withTypeSelectors(generated(t, "many-shapes", n, 2))
 			scheduling.SetOwnTypes(false)
 			want := solve(t, in)
 			scheduling.SetOwnTypes(true)
