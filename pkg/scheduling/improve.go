@@ -730,7 +730,19 @@ func (s *solver) tryMerge(a, b *bin) (merged, early bool) {
 		return false, true
 	}
 	best := -1
-	for i, t := range ps.types {
+	// Every type, cheapest first; for nodes cut by labels, only those of
+	// both nodes' types with the CPU and memory (the others are skipped
+	// below anyway, and the price only rises along the list).
+	walk := listWalk(ps.allIdx)
+	if fi := s.fitForAll(ps); fi != nil && (a.labelCut || b.labelCut) {
+		walk = fi.ownWalk(need, a.types, b.types)
+	}
+	for {
+		i, more := walk.next()
+		if !more {
+			break
+		}
+		t := ps.types[i]
 		if t.minPrice >= before-1e-9 {
 			break
 		}
