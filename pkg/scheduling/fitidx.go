@@ -128,6 +128,21 @@ type typeWalk struct {
 // listWalk walks list.
 func listWalk(list []int) typeWalk { return typeWalk{list: list} }
 
+// typesWalk walks the types of list (a search list: the frontier, or
+// every type) that may hold need, in list order: through the frontier's
+// index, or every type's index cut to the types in both a and b (a
+// node's and a class's own) for a search of every type, or the list
+// itself when the indexes are off.
+func (s *solver) typesWalk(ps *poolState, list []int, need vec, a, b bitset) typeWalk {
+	if fi := s.fitFor(ps, list); fi != nil {
+		return fi.walk(need)
+	}
+	if fi := s.fitForAll(ps); fi != nil && s.everyType(ps, list) {
+		return fi.ownWalk(need, a, b)
+	}
+	return listWalk(list)
+}
+
 // ownWalk walks the types of every type's index fi (fitForAll) that hold
 // need and are in both a and b, by index: the pool's types in price
 // order cut to a bin's and a class's own, which label requirements may

@@ -387,3 +387,20 @@ func withTypeSelectors(in scheduling.Input) scheduling.Input {
 	}
 	return in
 }
+
+// tally counts the answers a check hook is handed, and those not as they
+// should be.
+type tally struct{ asked, wrong int }
+
+// tallyChecks sets a check hook (set) that counts into the tally it
+// returns; the caller unsets it.
+func tallyChecks(set func(func(ok bool))) *tally {
+	c := &tally{}
+	set(func(ok bool) {
+		c.asked++
+		if !ok {
+			c.wrong++
+		}
+	})
+	return c
+}

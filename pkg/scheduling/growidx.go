@@ -223,17 +223,11 @@ func (s *solver) growBoundScan(b *bin, minReq vec, stop bool) float64 {
 	need.add(minReq)
 	ub := math.Inf(-1)
 	ceil := ps.upgradeCeil()
-	// The types that hold need, in list order (the others are skipped
-	// below anyway; the ceiling only falls along the list, so where one
-	// of them would have stopped the scan, the next type that holds
-	// need does).
-	list := s.searchList(b, nil)
-	walk := listWalk(list)
-	if fi := s.fitFor(ps, list); fi != nil {
-		walk = fi.walk(need)
-	} else if fi := s.fitForAll(ps); fi != nil && s.everyType(ps, list) {
-		walk = fi.ownWalk(need, b.types, b.types)
-	}
+	// The types that may hold need, in list order (the others are
+	// skipped below anyway; the ceiling only falls along the list, so
+	// where one of them would have stopped the scan, the next type that
+	// holds need does).
+	walk := s.typesWalk(ps, s.searchList(b, nil), need, b.types, b.types)
 	for {
 		i, more := walk.next()
 		if !more {

@@ -93,19 +93,13 @@ func TestTwinsAgreeSamePlans(t *testing.T) {
 // holds a web pod, the other not), which must not be taken for a class
 // that reads hostnames.
 func TestTwinsAgreeRefusalsHold(t *testing.T) {
-	asked, wrong := 0, 0
-	scheduling.SetTwinsAgreeCheck(func(agreed bool) {
-		asked++
-		if !agreed {
-			wrong++
-		}
-	})
+	c := tallyChecks(scheduling.SetTwinsAgreeCheck)
 	defer scheduling.SetTwinsAgreeCheck(nil)
-	for _, c := range []struct {
+	for _, w := range []struct {
 		shape string
 		n     int
 	}{{"mix", 10000}, {"mix", 2000}, {"pod-affinity", 2000}, {"zone-spread", 2000}, {"zonal-volumes", 2000}} {
-		scheduling.Solve(generated(t, c.shape, c.n, 1))
+		scheduling.Solve(generated(t, w.shape, w.n, 1))
 	}
 	web := func(p *corev1.Pod) { p.Labels["app"] = "web" }
 	solve(t, input(slices.Concat(
@@ -113,10 +107,10 @@ func TestTwinsAgreeRefusalsHold(t *testing.T) {
 		pods("b", 1, "1500m", "1Gi", antiAffinity(corev1.LabelHostname, "web")),
 		pods("c", 1, "1500m", "1Gi", antiAffinity(corev1.LabelHostname, "web")),
 		pods("z", 30, "250m", "256Mi"))))
-	if asked == 0 || wrong > 0 {
-		t.Fatalf("%d of %d twin groups refused by their first node have a node topology accepts", wrong, asked)
+	if c.asked == 0 || c.wrong > 0 {
+		t.Fatalf("%d of %d twin groups refused by their first node have a node topology accepts", c.wrong, c.asked)
 	}
-	t.Logf("%d twin groups refused by their first node, each by all its nodes", asked)
+	t.Logf("%d twin groups refused by their first node, each by all its nodes", c.asked)
 }
 
 // TestTopoGrowIndexSamePlansHandmade: the two cases of classes with

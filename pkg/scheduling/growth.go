@@ -460,17 +460,11 @@ func (s *solver) upgradeScan(l *level, b *bin, cp *classPool, stop bool) (growth
 	best, bestEff, bestDp := -1, 0.0, 0.0
 	// Every type's price within the masks, made once per solve.
 	prices := s.pricesFor(ps, zm, cm)
-	list := s.searchList(b, cp)
-	walk := listWalk(list)
-	if fi := s.fitFor(ps, list); fi != nil {
-		walk = fi.walk(need)
-	} else if fi := s.fitForAll(ps); fi != nil && s.everyType(ps, list) {
-		// The types that hold need and b and cp both allow, in the same
-		// order: the others are skipped below anyway. The ceiling only
-		// falls along the list, so where a type between them would have
-		// stopped the scan, the next of them does.
-		walk = fi.ownWalk(need, b.types, cp.types)
-	}
+	// The types that may hold need (and that b and cp both allow, for a
+	// search of every type), in list order: the others are skipped below
+	// anyway. The ceiling only falls along the list, so where a type
+	// between them would have stopped the scan, the next of them does.
+	walk := s.typesWalk(ps, s.searchList(b, cp), need, b.types, cp.types)
 	ceil := ps.upgradeCeil()
 	for {
 		i, more := walk.next()

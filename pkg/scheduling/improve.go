@@ -734,8 +734,8 @@ func (s *solver) tryMerge(a, b *bin) (merged, early bool) {
 	// both nodes' types with the CPU and memory (the others are skipped
 	// below anyway, and the price only rises along the list).
 	walk := listWalk(ps.allIdx)
-	if fi := s.fitForAll(ps); fi != nil && (a.labelCut || b.labelCut) {
-		walk = fi.ownWalk(need, a.types, b.types)
+	if a.labelCut || b.labelCut {
+		walk = s.typesWalk(ps, ps.allIdx, need, a.types, b.types)
 	}
 	for {
 		i, more := walk.next()

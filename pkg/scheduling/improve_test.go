@@ -244,21 +244,15 @@ func TestRebuildPaidSamePlans(t *testing.T) {
 // list; every answer equals the sum made afresh for that node, over
 // every shape (a sum kept past a kept drain would not).
 func TestDrainFitKeptSumsHold(t *testing.T) {
-	asked, wrong := 0, 0
-	scheduling.SetFitCheck(func(same bool) {
-		asked++
-		if !same {
-			wrong++
-		}
-	})
+	c := tallyChecks(scheduling.SetFitCheck)
 	defer scheduling.SetFitCheck(nil)
 	for _, sh := range workloadgen.Shapes {
 		for _, n := range []int{300, 1500} {
 			scheduling.Solve(generated(t, sh.Name, n, 1))
 		}
 	}
-	if asked == 0 || wrong > 0 {
-		t.Fatalf("%d of %d kept sums differ from the sums made afresh", wrong, asked)
+	if c.asked == 0 || c.wrong > 0 {
+		t.Fatalf("%d of %d kept sums differ from the sums made afresh", c.wrong, c.asked)
 	}
 }
 

@@ -29,13 +29,7 @@ func TestLimitCacheSameAnswers(t *testing.T) {
 					}
 				})
 				defer scheduling.SetLimitCheck(nil)
-				keptNew, wrongNew := 0, 0
-				scheduling.SetNewTypeCheck(func(same bool) {
-					keptNew++
-					if !same {
-						wrongNew++
-					}
-				})
+				newTypes := tallyChecks(scheduling.SetNewTypeCheck)
 				defer scheduling.SetNewTypeCheck(nil)
 				scheduling.Solve(in)
 				if wrong > 0 {
@@ -44,10 +38,10 @@ func TestLimitCacheSameAnswers(t *testing.T) {
 				if kept == 0 {
 					t.Error("no upgrade of a limited pool's node was kept")
 				}
-				if wrongNew > 0 {
-					t.Errorf("%d of %d cached new-node types differ from a walk's", wrongNew, keptNew)
+				if newTypes.wrong > 0 {
+					t.Errorf("%d of %d cached new-node types differ from a walk's", newTypes.wrong, newTypes.asked)
 				}
-				if keptNew == 0 {
+				if newTypes.asked == 0 {
 					t.Error("no new-node type of a limited pool was kept")
 				}
 			})
