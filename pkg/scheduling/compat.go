@@ -428,15 +428,43 @@ func (s *solver) typesMatching(ps *poolState, r *reqs) bitset {
 	if b, ok := s.typeMemo[key]; ok {
 		return b
 	}
+	b := s.matchTypes(ps, r, !typeColumnsOff)
+	s.typeMemo[key] = b
+	return b
+}
+
+// matchTypes is typesMatching computed: by the prepared list's label
+// columns (each key decided once per distinct value, PreparedTypes.
+// matching), or by each type's labels. Classes that select types by
+// label ask it once per requirement set and pool, over hundreds of
+// types.
+func (s *solver) matchTypes(ps *poolState, r *reqs, byColumns bool) bitset {
 	b := newBitset(len(ps.types))
+	if byColumns && ps.prep != nil && len(r.keys) > 0 {
+		n := len(ps.prep.list)
+		if cap(s.matchKeep) < n {
+			s.matchKeep = make([]bool, n)
+		}
+		keep := s.matchKeep[:n]
+		ps.prep.matching(r, keep)
+		for i, t := range ps.types {
+			if keep[t.at] {
+				b.set(i)
+			}
+		}
+		return b
+	}
 	for i, t := range ps.types {
 		if len(r.keys) == 0 || r.matchesLabels(t.it.Labels) {
 			b.set(i)
 		}
 	}
-	s.typeMemo[key] = b
 	return b
 }
+
+// typeColumnsOff makes typesMatching read each type's labels (tests
+// compare).
+var typeColumnsOff bool
 
 func describeReqs(r *reqs) string {
 	if len(r.keys) == 0 {

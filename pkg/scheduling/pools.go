@@ -30,6 +30,8 @@ const (
 type poolState struct {
 	idx  int
 	pool *model.Pool
+	// prep is the prepared list the pool's types come from (ptype.at).
+	prep *PreparedTypes
 	// ok is false for a pool the simulator never launches into (static, or
 	// with malformed requirements); reason says why.
 	ok     bool
@@ -131,6 +133,7 @@ type minValue struct {
 // ptype is one instance type as a pool sees it.
 type ptype struct {
 	idx      int
+	at       int // the type's place in the pool's prepared list
 	nameRank int
 	it       *InstanceType
 	net      vec // allocatable less DaemonSet overhead
@@ -351,6 +354,7 @@ func (s *solver) preparePoolState(idx int, p *model.Pool) *poolState {
 		list = o
 	}
 	pl := s.preparedFor(list)
+	ps.prep = pl
 	lx := s.listIndices(ps, pl)
 	dsList := s.daemonSetsFor(ps)
 	key := s.poolTypesKey(ps, pl, lx, dsList)
@@ -499,7 +503,7 @@ func (s *solver) prepareTypes(ps *poolState, pl *PreparedTypes, x listIdx, dsLis
 		v := vecArr[nv*nd*j : nv*nd*(j+1) : nv*nd*(j+1)]
 		t := &typeArr[j]
 		j++
-		*t = ptype{it: it, net: v[:nd:nd], capv: v[nd : 2*nd : 2*nd], ds: noDS}
+		*t = ptype{it: it, at: k, net: v[:nd:nd], capv: v[nd : 2*nd : 2*nd], ds: noDS}
 		if nv == 3 {
 			t.ds = v[2*nd:]
 		}

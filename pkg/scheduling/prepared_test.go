@@ -140,7 +140,7 @@ func gotTypes(ps *poolState) []string {
 // some zones, capacity types and categories; and the frontier, kept by
 // the prepared list, against one found again.
 func TestPreparedPoolTypes(t *testing.T) {
-	kept := 0
+	kept, selective := 0, 0
 	for seed := int64(1); seed <= 150; seed++ {
 		rnd := rand.New(rand.NewSource(seed))
 		shared, own := randomTypes(rnd), randomTypes(rnd)
@@ -200,6 +200,24 @@ func TestPreparedPoolTypes(t *testing.T) {
 				if !reflect.DeepEqual(got, want) {
 					t.Fatalf("seed %d round %d pool %s:\ngot  %q\nwant %q", seed, round, ps.pool.Name, got, want)
 				}
+				// A class's type requirements read by the prepared label
+				// columns select the types their labels do.
+				for q := 0; q < 8; q++ {
+					r := randomTypeReqs(rnd, list)
+					byCols, byLabels := s.matchTypes(ps, r, true), s.matchTypes(ps, r, false)
+					if !reflect.DeepEqual(byCols, byLabels) {
+						t.Fatalf("seed %d round %d pool %s: %s by columns %v, by labels %v", seed, round, ps.pool.Name, describeReqs(r), byCols, byLabels)
+					}
+					n := 0
+					for i := range ps.types {
+						if byLabels.has(i) {
+							n++
+						}
+					}
+					if n > 0 && n < len(ps.types) {
+						selective++
+					}
+				}
 				withDS := false
 				for _, tp := range ps.types {
 					withDS = withDS || tp.ds[dimCPU] > 0
@@ -227,6 +245,33 @@ func TestPreparedPoolTypes(t *testing.T) {
 	if kept == 0 {
 		t.Error("no pool types were kept: the test never reused them")
 	}
+	if selective == 0 {
+		t.Error("no type requirement selected some types and not others")
+	}
+}
+
+// randomTypeReqs is a class's type requirements over randomTypes' labels
+// and names: In, NotIn, Exists, DoesNotExist, one to three of them.
+func randomTypeReqs(rnd *rand.Rand, list []*InstanceType) *reqs {
+	var in []corev1.NodeSelectorRequirement
+	for n := 1 + rnd.Intn(3); n > 0; n-- {
+		switch rnd.Intn(5) {
+		case 0:
+			in = append(in, corev1.NodeSelectorRequirement{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{[]string{"amd64", "arm64"}[rnd.Intn(2)]}})
+		case 1:
+			in = append(in, corev1.NodeSelectorRequirement{Key: "karpenter.k8s.aws/instance-category", Operator: corev1.NodeSelectorOpNotIn, Values: []string{[]string{"c", "m", "r"}[rnd.Intn(3)]}})
+		case 2:
+			names := []string{list[rnd.Intn(len(list))].Name, list[rnd.Intn(len(list))].Name}
+			in = append(in, corev1.NodeSelectorRequirement{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: names})
+		case 3:
+			in = append(in, corev1.NodeSelectorRequirement{Key: "karpenter.k8s.aws/instance-category", Operator: corev1.NodeSelectorOpExists})
+		default:
+			in = append(in, corev1.NodeSelectorRequirement{Key: "karpenter.k8s.aws/instance-family", Operator: corev1.NodeSelectorOpDoesNotExist})
+		}
+	}
+	r := newReqs()
+	r.addNodeSelectorRequirements(in)
+	return r
 }
 
 // TestSolveWithPreparedIsSolveWithout checks that a prepared list changes

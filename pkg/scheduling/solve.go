@@ -243,6 +243,7 @@ type solver struct {
 	affinityMemo map[*corev1.Affinity]uint64
 	spreadMemo   map[*corev1.TopologySpreadConstraint]uint64
 	typeMemo     map[string]bitset
+	matchKeep    []bool            // matchTypes' scratch
 	holdMemo     map[string]bitset // typesHolding's
 	holdKey      []byte            // typesHolding's scratch
 	// offeredMemo is labelOffered's, by typesMatching's answer.
