@@ -71,7 +71,8 @@ demo-interruption: tools
 
 ## bench: the simulator over ../shared/workloads as a table (nodes, $/h, bound, time), then over the generated
 ## workloads (pkg/scheduling/internal/workloadgen: every shape at 50 to 10,000 pods), then the Go benchmarks (every
-## generated shape at 50 and 250 pods, and once at 50,000: minutes on the shapes needing thousands of nodes),
+## generated shape at 50 and 250 pods, three of them with type-label selectors at 250 and 2,000, and once at 50,000:
+## minutes on the shapes needing thousands of nodes),
 ## then consolidation of the 1,732-node cluster (diverse-10k less 60 % of its pods) to the end, and its decision benchmark
 bench:
 	$(GO) run ./pkg/scheduling/internal/benchtable
