@@ -525,22 +525,17 @@ func (s *solver) buildLevel(c *class, st relaxState, desc string) *level {
 	for _, g := range c.invAnti {
 		l.noteKey(s, g)
 	}
-	l.twinsAgree = len(l.otherKeys) == 0 && s.keysShared(l.anti) && s.keysShared(l.aff) && s.keysShared(c.invAnti)
-	for _, sp := range l.spreads {
-		l.twinsAgree = l.twinsAgree && s.keysShared([]*group{sp.g})
-	}
+	l.twinsAgree = len(l.otherKeys) == 0 && !slices.ContainsFunc(l.anti, s.notShared) &&
+		!slices.ContainsFunc(l.aff, s.notShared) && !slices.ContainsFunc(c.invAnti, s.notShared) &&
+		!slices.ContainsFunc(l.spreads, func(sp *spread) bool { return s.notShared(sp.g) })
 	return l
 }
 
-// keysShared tells whether every group's key is a zone or capacity type
-// (what twin nodes share: level.twinsAgree).
-func (s *solver) keysShared(gs []*group) bool {
-	for _, g := range gs {
-		if k := s.keys[g.key].kind; k != keyZone && k != keyCapacityType {
-			return false
-		}
-	}
-	return true
+// notShared tells whether a group's key is other than a zone or capacity
+// type (what twin nodes share: level.twinsAgree).
+func (s *solver) notShared(g *group) bool {
+	k := s.keys[g.key].kind
+	return k != keyZone && k != keyCapacityType
 }
 
 // noteKey records what a topology key asks of new nodes.

@@ -428,14 +428,15 @@ func (s *solver) typesMatching(ps *poolState, r *reqs) bitset {
 	if b, ok := s.typeMemo[key]; ok {
 		return b
 	}
-	b := s.matchTypes(ps, r, !typeColumnsOff)
+	b := s.matchTypes(ps, r, true)
 	s.typeMemo[key] = b
 	return b
 }
 
 // matchTypes is typesMatching computed: by the prepared list's label
 // columns (each key decided once per distinct value, PreparedTypes.
-// matching), or by each type's labels. Classes that select types by
+// matching), or by each type's labels (TestPreparedPoolTypes compares
+// them). Classes that select types by
 // label ask it once per requirement set and pool, over hundreds of
 // types.
 func (s *solver) matchTypes(ps *poolState, r *reqs, byColumns bool) bitset {
@@ -461,10 +462,6 @@ func (s *solver) matchTypes(ps *poolState, r *reqs, byColumns bool) bitset {
 	}
 	return b
 }
-
-// typeColumnsOff makes typesMatching read each type's labels (tests
-// compare).
-var typeColumnsOff bool
 
 func describeReqs(r *reqs) string {
 	if len(r.keys) == 0 {

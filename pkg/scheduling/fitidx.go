@@ -63,7 +63,7 @@ func newFitIndex(ps *poolState, list []int) *fitIndex {
 
 // fitForAll is the index of every type of pool ps (allIdx: a position is
 // a type's index), for the searches of nodes and classes cut by labels
-// (everyType), made on first use in a solve; nil when the index is off.
+// (indexFor), made on first use in a solve; nil when the index is off.
 func (s *solver) fitForAll(ps *poolState) *fitIndex {
 	if fitIndexOff || ownTypesOff || len(ps.allIdx) == 0 {
 		return nil
@@ -122,25 +122,37 @@ type typeWalk struct {
 	ta, tb []uint64
 	w      int
 	x      uint64
-	byIdx  bool // positions are type indices
 }
 
 // listWalk walks list.
 func listWalk(list []int) typeWalk { return typeWalk{list: list} }
 
-// typesWalk walks the types of list (a search list: the frontier, or
-// every type) that may hold need, in list order: through the frontier's
-// index, or every type's index cut to the types in both a and b (a
-// node's and a class's own) for a search of every type, or the list
-// itself when the indexes are off.
-func (s *solver) typesWalk(ps *poolState, list []int, need vec, a, b bitset) typeWalk {
+// indexFor is the fit index of a search list: the frontier's, or every
+// type's when list is every type in index order (searchList's for a bin
+// or class cut by labels); nil when the indexes are off.
+func (s *solver) indexFor(ps *poolState, list []int) *fitIndex {
 	if fi := s.fitFor(ps, list); fi != nil {
-		return fi.walk(need)
+		return fi
 	}
-	if fi := s.fitForAll(ps); fi != nil && s.everyType(ps, list) {
+	if len(list) > 0 && &list[0] == &ps.allIdx[0] {
+		return s.fitForAll(ps)
+	}
+	return nil
+}
+
+// typesWalk walks the types of list (a search list) that may hold need,
+// in list order: through its index, cut to the types in both a and b (a
+// node's and a class's own) for every type's, or the list itself when
+// the indexes are off.
+func (s *solver) typesWalk(ps *poolState, list []int, need vec, a, b bitset) typeWalk {
+	fi := s.indexFor(ps, list)
+	switch {
+	case fi == nil:
+		return listWalk(list)
+	case fi.byIdx:
 		return fi.ownWalk(need, a, b)
 	}
-	return listWalk(list)
+	return fi.walk(need)
 }
 
 // ownWalk walks the types of every type's index fi (fitForAll) that hold
@@ -153,7 +165,7 @@ func (fi *fitIndex) ownWalk(need vec, a, b bitset) typeWalk {
 		return tw
 	}
 	n := min(len(tw.cr), len(a), len(b))
-	tw.cr, tw.mr, tw.ta, tw.tb, tw.byIdx = tw.cr[:n], tw.mr[:n], a[:n], b[:n], true
+	tw.cr, tw.mr, tw.ta, tw.tb = tw.cr[:n], tw.mr[:n], a[:n], b[:n]
 	return tw
 }
 
@@ -170,7 +182,7 @@ func (fi *fitIndex) walk(need vec) typeWalk {
 
 // next is the next type, false at the end.
 func (tw *typeWalk) next() (int, bool) {
-	if tw.fi == nil && !tw.byIdx {
+	if tw.fi == nil {
 		if len(tw.list) == 0 {
 			return 0, false
 		}
@@ -190,9 +202,6 @@ func (tw *typeWalk) next() (int, bool) {
 	}
 	p := tw.w<<6 + bits.TrailingZeros64(tw.x)
 	tw.x &= tw.x - 1
-	if tw.byIdx {
-		return p, true
-	}
 	return tw.fi.list[p], true
 }
 

@@ -370,10 +370,14 @@ func (s *solver) fastUpgrades(l *level, want int, excluded []*bin) (cands []*gro
 		}
 		return true
 	}
+	// accepts: a node topology accepts, not excluded.
+	accepts := func(n *bin) bool {
+		return !sliceHas(excluded, n) && s.allowance(l, n, 1, anyType).k > 0
+	}
 	if topo {
 		for _, b := range g.unfilled {
 			cp := l.pools[b.pool.idx]
-			if !cp.ok || sliceHas(excluded, b) || s.allowance(l, b, 1, anyType).k == 0 {
+			if !cp.ok || !accepts(b) {
 				continue
 			}
 			if u := s.upgradeCached(l, b, cp, want); u != nil && !add(u) {
@@ -414,9 +418,7 @@ func (s *solver) fastUpgrades(l *level, want int, excluded []*bin) (cands []*gro
 		if topo && (!l.twinsAgree || twinsAgreeOff) {
 			// The group's first node topology accepts (and not
 			// excluded) stands for it.
-			b = g.firstWith(b, s.bins, func(n *bin) bool {
-				return !sliceHas(excluded, n) && s.allowance(l, n, 1, anyType).k > 0
-			})
+			b = g.firstWith(b, s.bins, accepts)
 			if b == nil {
 				continue
 			}
@@ -432,9 +434,7 @@ func (s *solver) fastUpgrades(l *level, want int, excluded []*bin) (cands []*gro
 			}
 			if s.allowance(l, b, 1, anyType).k == 0 {
 				if twinsAgreeCheck != nil && topo {
-					twinsAgreeCheck(g.firstWith(b, s.bins, func(n *bin) bool {
-						return !sliceHas(excluded, n) && s.allowance(l, n, 1, anyType).k > 0
-					}) == nil)
+					twinsAgreeCheck(g.firstWith(b, s.bins, accepts) == nil)
 				}
 				continue
 			}

@@ -94,16 +94,11 @@ func (s *solver) isOpen(b *bin) bool {
 				return true
 			}
 		}
+		// Through the list's index (for every type's, only the bin's
+		// own types: a bin narrowed to a few types by a preferred or
+		// required label is asked about those, not the pool's hundreds).
 		list := s.searchList(b, nil)
-		if fi := s.fitFor(ps, list); fi != nil {
-			open, wit = fi.firstHolding(ps, b.types, need)
-			break
-		}
-		if fi := s.fitForAll(ps); fi != nil && s.everyType(ps, list) {
-			// Every type, in index order: the bin's own types that hold
-			// need, in the same order (a bin narrowed to a few types by
-			// a preferred or required label is asked about those, not
-			// the pool's hundreds).
+		if fi := s.indexFor(ps, list); fi != nil {
 			open, wit = fi.firstHolding(ps, b.types, need)
 			break
 		}
@@ -120,15 +115,8 @@ func (s *solver) isOpen(b *bin) bool {
 	return open
 }
 
-// everyType tells whether list is every type of ps in index order
-// (searchList's for a bin or class cut by labels), whose searches may
-// walk a bin's own types instead.
-func (s *solver) everyType(ps *poolState, list []int) bool {
-	return len(list) > 0 && &list[0] == &ps.allIdx[0] && !ownTypesOff
-}
-
-// ownTypesOff makes isOpen and upgradeScan walk every type of the pool
-// for a bin cut by labels (tests compare).
+// ownTypesOff makes the searches of a bin cut by labels walk every type
+// of the pool, without every type's index (fitForAll; tests compare).
 var ownTypesOff bool
 
 // holdsAny tells whether b may be live: an existing node, or a new one

@@ -341,7 +341,6 @@ type fillScratch struct {
 	act    []int32 // the levels in the running (fill)
 	reqs   []vec   // their requests
 	left   vec     // their pods' requests not taken (fillAbove)
-	pend   []int32 // levels joining the running (fillAbove)
 	dom    levelDom
 }
 
@@ -394,15 +393,16 @@ func (f *fillScratch) fillAbove(ls []*level, counts []int, net vec, prices []flo
 			reqs = append(reqs, l.cls.req)
 		}
 	}
-	defer func() { f.act, f.reqs, f.pend = act[:0], reqs[:0], f.pend[:0] }()
+	defer func() { f.act, f.reqs = act[:0], reqs[:0] }()
 	for {
 		best, bestScore := -1, 0.0
-		// Each level in the running is scored, then each that joins as
-		// its cover goes out; a level used up or that does not fit goes
-		// out.
+		// Each level in the running is scored; a level used up or that
+		// does not fit goes out for good (its pods left leave left), and
+		// the levels it covers join at the end, to be scored this pass.
 		n := 0
-		for k, i32 := range act {
-			i, req := int(i32), reqs[k]
+		for k := 0; k < len(act); k++ {
+			i32, req := act[k], reqs[k]
+			i := int(i32)
 			if sel[i] < counts[i] {
 				if score, fits := fillScore(req, room, inv); fits {
 					act[n], reqs[n] = i32, req
@@ -413,26 +413,17 @@ func (f *fillScratch) fillAbove(ls []*level, counts []int, net vec, prices []flo
 					}
 					continue
 				}
-			}
-			f.out(i, req, sel, counts, prices != nil, dom)
-		}
-		act, reqs = act[:n], reqs[:n]
-		for len(f.pend) > 0 {
-			i := int(f.pend[len(f.pend)-1])
-			f.pend = f.pend[:len(f.pend)-1]
-			req := ls[i].cls.req
-			if sel[i] < counts[i] {
-				if score, fits := fillScore(req, room, inv); fits {
-					act, reqs = append(act, int32(i)), append(reqs, req)
-					scores[i] = score
-					if best < 0 || score > bestScore || (score == bestScore && i < best) {
-						best, bestScore = i, score
-					}
-					continue
+				if prices != nil {
+					left.addScaled(req, -int64(counts[i]-sel[i]))
 				}
 			}
-			f.out(i, req, sel, counts, prices != nil, dom)
+			if dom != nil {
+				for _, j := range dom.kids(i) {
+					act, reqs = append(act, j), append(reqs, ls[j].cls.req)
+				}
+			}
 		}
+		act, reqs = act[:n], reqs[:n]
 		if best < 0 {
 			return sel
 		}
@@ -501,17 +492,6 @@ func fillScore(req, room vec, inv []float64) (float64, bool) {
 		score += float64(r) * float64(room[d]) * inv[d]
 	}
 	return score, true
-}
-
-// out takes level i out of a fill's running for good: its pods left
-// leave left (kept for a cut), and the levels it covers join.
-func (f *fillScratch) out(i int, req vec, sel, counts []int, cut bool, dom *levelDom) {
-	if cut && sel[i] < counts[i] {
-		f.left.addScaled(req, -int64(counts[i]-sel[i]))
-	}
-	if dom != nil {
-		f.pend = append(f.pend, dom.kids(i)...)
-	}
 }
 
 // refillScratch is refillEstimate's lists and vectors, reused.
